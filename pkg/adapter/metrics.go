@@ -1,0 +1,84 @@
+package adapter
+
+import (
+	"sync"
+
+	"k8s.io/component-base/metrics"
+	"k8s.io/component-base/metrics/legacyregistry"
+)
+
+// Results of one scrape, the values of the result label of
+// hetsev_metrics_adapter_scrapes_total.
+const (
+	ScrapeSuccess    = "success"     // parsed and stored
+	ScrapeTimeout    = "timeout"     // no complete answer within --scrape-timeout
+	ScrapeError      = "error"       // connection or transport error
+	ScrapeHTTPError  = "http_error"  // HTTP status other than 200
+	ScrapeTooLarge   = "too_large"   // body over the size limit
+	ScrapeParseError = "parse_error" // not valid Prometheus exposition
+)
+
+// Reasons a series is ignored, the values of the reason label of
+// hetsev_metrics_adapter_series_ignored_total.
+const (
+	IgnoredNoReporter = "missing_reporter" // Istio series without a reporter label
+	IgnoredBadLe      = "bad_le"           // bucket without a parsable le label
+	IgnoredBadGPU     = "bad_gpu"          // DCGM series without a parsable gpu label
+	IgnoredNoNode     = "no_node"          // DCGM series with no Hostname and no node for its target
+	IgnoredBadValue   = "bad_value"        // NaN, infinite, or negative counter value
+	IgnoredDuplicate  = "duplicate"        // same series twice in one scrape
+)
+
+var (
+	scrapesTotal = metrics.NewCounterVec(&metrics.CounterOpts{
+		Namespace:      "hetsev",
+		Subsystem:      "metrics_adapter",
+		Name:           "scrapes_total",
+		Help:           "Scrapes of pod metrics endpoints, by result (success, timeout, error, http_error, too_large, parse_error).",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"result"})
+
+	seriesIgnoredTotal = metrics.NewCounterVec(&metrics.CounterOpts{
+		Namespace:      "hetsev",
+		Subsystem:      "metrics_adapter",
+		Name:           "series_ignored_total",
+		Help:           "Scraped series of interest ignored because of unexpected labels or values, by series name and reason.",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"series", "reason"})
+
+	scrapeDuration = metrics.NewHistogram(&metrics.HistogramOpts{
+		Namespace:      "hetsev",
+		Subsystem:      "metrics_adapter",
+		Name:           "scrape_duration_seconds",
+		Help:           "Wall-clock duration of one scrape (request, read and parse), in seconds.",
+		Buckets:        metrics.ExponentialBuckets(0.0005, 2, 14),
+		StabilityLevel: metrics.ALPHA,
+	})
+
+	scrapeTargets = metrics.NewGauge(&metrics.GaugeOpts{
+		Namespace:      "hetsev",
+		Subsystem:      "metrics_adapter",
+		Name:           "scrape_targets",
+		Help:           "Pods currently selected for scraping.",
+		StabilityLevel: metrics.ALPHA,
+	})
+
+	registerOnce sync.Once
+)
+
+// RegisterMetrics registers the adapter's own metrics in
+// k8s.io/component-base/metrics/legacyregistry, which the generic API server
+// serves on /metrics:
+//
+//	hetsev_metrics_adapter_scrapes_total{result}           counter
+//	hetsev_metrics_adapter_series_ignored_total{series,reason} counter
+//	hetsev_metrics_adapter_scrape_duration_seconds         histogram
+//	hetsev_metrics_adapter_scrape_targets                  gauge
+//
+// Component-base metrics record nothing until registered. Safe to call more
+// than once.
+func RegisterMetrics() {
+	registerOnce.Do(func() {
+		legacyregistry.MustRegister(scrapesTotal, seriesIgnoredTotal, scrapeDuration, scrapeTargets)
+	})
+}

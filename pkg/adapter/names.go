@@ -1,0 +1,71 @@
+package adapter
+
+// Names of the metrics the adapter serves through custom.metrics.k8s.io.
+const (
+	// MetricRequestsPerSecond is the rate of istio_requests_total
+	// (reporter="destination") over the rate window, in requests per second.
+	// Per pod: summed over all label sets of the pod. Per Deployment: the sum
+	// of its pods' rates.
+	MetricRequestsPerSecond = "requests_per_second"
+	// MetricLatencyP50 is the 50th percentile of request duration in
+	// milliseconds, from the increases of istio_request_duration_milliseconds
+	// buckets over the rate window, interpolated linearly inside the bucket as
+	// Prometheus' histogram_quantile does. Per Deployment the pods' bucket
+	// increases are merged first (percentiles are never averaged).
+	MetricLatencyP50 = "request_latency_p50_ms"
+	// MetricLatencyP98 is the 98th percentile of request duration in ms (see
+	// MetricLatencyP50); HetSev's default service level is 98 %.
+	MetricLatencyP98 = "request_latency_p98_ms"
+	// MetricLatencyP99 is the 99th percentile of request duration in ms (see
+	// MetricLatencyP50).
+	MetricLatencyP99 = "request_latency_p99_ms"
+	// MetricGPUUtilization is the latest DCGM_FI_DEV_GPU_UTIL of the pod's GPU,
+	// in percent (0-100). A pod that shares its GPU with other pods is
+	// reported the utilisation of the WHOLE GPU: DCGM measures devices, not
+	// processes. Per Deployment: the mean over its pods.
+	MetricGPUUtilization = "gpu_utilization_percent"
+	// MetricGPUMemoryUsed is the latest DCGM_FI_DEV_FB_USED of the pod's GPU,
+	// in MiB; like MetricGPUUtilization it is the whole GPU's value. Served
+	// for pods only.
+	MetricGPUMemoryUsed = "gpu_memory_used_mib"
+)
+
+// Series the adapter reads, named as Istio and dcgm-exporter publish them.
+const (
+	// SeriesIstioRequests is Istio's request counter.
+	SeriesIstioRequests = "istio_requests_total"
+	// SeriesIstioDurationBucket is the bucket series of Istio's request
+	// duration histogram (label le, upper bound in milliseconds).
+	SeriesIstioDurationBucket = "istio_request_duration_milliseconds_bucket"
+	// SeriesDCGMGPUUtil is dcgm-exporter's GPU utilisation gauge (percent).
+	SeriesDCGMGPUUtil = "DCGM_FI_DEV_GPU_UTIL"
+	// SeriesDCGMFBUsed is dcgm-exporter's used framebuffer gauge (MiB).
+	SeriesDCGMFBUsed = "DCGM_FI_DEV_FB_USED"
+
+	// LabelReporter is Istio's reporter label; only "destination" is read
+	// (the server-side sidecar's view of requests to the pod).
+	LabelReporter = "reporter"
+	// ReporterDestination is the LabelReporter value the adapter reads.
+	ReporterDestination = "destination"
+	// LabelDCGMGPU is dcgm-exporter's GPU index label.
+	LabelDCGMGPU = "gpu"
+	// LabelDCGMHostname is dcgm-exporter's Hostname label (the node name).
+	LabelDCGMHostname = "Hostname"
+)
+
+// Pod annotations the adapter reads.
+const (
+	// AnnotationScrape must be "true" for a pod to be scraped.
+	AnnotationScrape = "prometheus.io/scrape"
+	// AnnotationPort is the port to scrape (required).
+	AnnotationPort = "prometheus.io/port"
+	// AnnotationPath is the HTTP path to scrape; DefaultMetricsPath if absent.
+	AnnotationPath = "prometheus.io/path"
+	// AnnotationGPUIndex is the index, on the pod's node, of the GPU the pod
+	// runs on; written by hetsev-scheduler (same value as
+	// gpuinventory.AnnotationGPUIndex).
+	AnnotationGPUIndex = "hetsev.io/gpu-index"
+
+	// DefaultMetricsPath is the path scraped when AnnotationPath is absent.
+	DefaultMetricsPath = "/metrics"
+)

@@ -1,0 +1,128 @@
+package adapter
+
+import (
+	"math"
+	"sort"
+	"time"
+)
+
+// point is one sample: a time in the samples' clock and a value.
+type point struct {
+	t time.Time
+	v float64
+}
+
+// counterIncrease is the increase of a counter from prev to cur, handling a
+// reset (cur < prev) as Prometheus' rate() does: the counter restarted from
+// zero, so the increase is cur.
+func counterIncrease(prev, cur float64) float64 {
+	if cur < prev {
+		return cur
+	}
+	return cur - prev
+}
+
+// windowRate returns the per-second rate of a reset-corrected, monotonic
+// running total over pts (sorted by time, already limited to the window):
+// (last - first) / (t_last - t_first). It needs two samples at different
+// times. Unlike Prometheus' rate() it does not extrapolate to the window's
+// edges; for a window covered by samples both agree.
+func windowRate(pts []point) (float64, bool) {
+	if len(pts) < 2 {
+		return 0, false
+	}
+	first, last := pts[0], pts[len(pts)-1]
+	dt := last.t.Sub(first.t).Seconds()
+	if dt <= 0 {
+		return 0, false
+	}
+	r := (last.v - first.v) / dt
+	if math.IsNaN(r) || math.IsInf(r, 0) || r < 0 {
+		return 0, false
+	}
+	return r, true
+}
+
+// HistogramQuantile returns the q-quantile (0 < q <= 1) of a cumulative
+// histogram, as Prometheus' histogram_quantile does: buckets are sorted by
+// upper bound (duplicates summed), counts are made monotonic, the rank
+// q*count(+Inf) is located in the first bucket whose cumulative count
+// reaches it, and the result is interpolated linearly between that bucket's
+// lower and upper bounds (the lower bound of the first bucket is 0 when its
+// upper bound is positive). A rank that falls in the +Inf bucket yields the
+// highest finite upper bound. The unit of the result is the unit of the
+// upper bounds (milliseconds for Istio's histogram).
+//
+// It reports false when the quantile is undefined: no +Inf bucket, fewer
+// than two buckets, no observations, or q outside (0, 1].
+func HistogramQuantile(q float64, buckets []Bucket) (float64, bool) {
+	if !(q > 0 && q <= 1) {
+		return 0, false
+	}
+	bs := normalizeBuckets(buckets)
+	n := len(bs)
+	if n < 2 || !math.IsInf(bs[n-1].UpperBound, +1) {
+		return 0, false
+	}
+	for i := 1; i < n; i++ {
+		if bs[i].Count < bs[i-1].Count {
+			bs[i].Count = bs[i-1].Count
+		}
+	}
+	total := bs[n-1].Count
+	if !(total > 0) || math.IsInf(total, 0) {
+		return 0, false
+	}
+	rank := q * total
+	b := sort.Search(n, func(i int) bool { return bs[i].Count >= rank })
+	if b >= n-1 {
+		return bs[n-2].UpperBound, true
+	}
+	if b == 0 && bs[0].UpperBound <= 0 {
+		return bs[0].UpperBound, true
+	}
+	start, end, count := 0.0, bs[b].UpperBound, bs[b].Count
+	if b > 0 {
+		start = bs[b-1].UpperBound
+		count -= bs[b-1].Count
+		rank -= bs[b-1].Count
+	}
+	if !(count > 0) {
+		return end, true
+	}
+	return start + (end-start)*(rank/count), true
+}
+
+// normalizeBuckets returns a sorted copy of bs without NaN bounds or counts,
+// with buckets of equal upper bound summed.
+func normalizeBuckets(bs []Bucket) []Bucket {
+	out := make([]Bucket, 0, len(bs))
+	for _, b := range bs {
+		if math.IsNaN(b.UpperBound) || math.IsNaN(b.Count) {
+			continue
+		}
+		out = append(out, b)
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].UpperBound < out[j].UpperBound })
+	merged := out[:0]
+	for _, b := range out {
+		if k := len(merged); k > 0 && merged[k-1].UpperBound == b.UpperBound {
+			merged[k-1].Count += b.Count
+			continue
+		}
+		merged = append(merged, b)
+	}
+	return merged
+}
+
+// MergeHistograms sums cumulative histograms bucket by bucket (by upper
+// bound), like sum by (le) in PromQL. Merging before taking a quantile is
+// what makes a Deployment's percentile the percentile of all its requests;
+// averaging the pods' percentiles would not be.
+func MergeHistograms(hs ...[]Bucket) []Bucket {
+	var all []Bucket
+	for _, h := range hs {
+		all = append(all, h...)
+	}
+	return normalizeBuckets(all)
+}

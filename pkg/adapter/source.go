@@ -1,0 +1,64 @@
+package adapter
+
+import (
+	"errors"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// ErrNoData is returned (possibly wrapped) by a Source when it has no data
+// for the object asked about: never scraped, last scrape failed, no matching
+// series, or fewer than two samples in the window. The Provider turns it into
+// a NotFound error, never into a zero.
+var ErrNoData = errors.New("no data")
+
+// Value is one computed value of a Source.
+type Value struct {
+	// Value in the unit of the series or metric asked for.
+	Value float64
+	// Time is the time of the newest sample used, in the samples' clock.
+	Time time.Time
+	// Window is the length of the range the value was computed over (the
+	// rate window); zero for an instantaneous gauge reading.
+	Window time.Duration
+}
+
+// Bucket is one bucket of a histogram.
+type Bucket struct {
+	// UpperBound is the bucket's inclusive upper bound (Prometheus le); the
+	// last bucket of a Histogram has +Inf.
+	UpperBound float64
+	// Count is cumulative: observations <= UpperBound.
+	Count float64
+}
+
+// Histogram holds the increases of a cumulative histogram's buckets over a
+// window.
+type Histogram struct {
+	// Buckets sorted by UpperBound, cumulative counts.
+	Buckets []Bucket
+	// Time is the time of the newest sample used, in the samples' clock.
+	Time time.Time
+	// Window is the length of the range the increases were taken over.
+	Window time.Duration
+}
+
+// Source is what the Provider reads: windowed per-pod Istio data and per-GPU
+// DCGM readings. The Scraper implements it by scraping pods directly; a
+// backend querying Prometheus can implement it as well. All methods are safe
+// for concurrent use and return an error wrapping ErrNoData when there is
+// nothing to report.
+type Source interface {
+	// RequestRate returns the pod's rate of istio_requests_total
+	// (reporter="destination", summed over label sets) in requests per
+	// second over the rate window.
+	RequestRate(pod types.NamespacedName) (Value, error)
+	// RequestDurationHistogram returns the increases over the rate window of
+	// the pod's istio_request_duration_milliseconds buckets (upper bounds in
+	// ms), summed over label sets by le.
+	RequestDurationHistogram(pod types.NamespacedName) (Histogram, error)
+	// GPUGauge returns the latest value of the DCGM gauge series
+	// (SeriesDCGMGPUUtil or SeriesDCGMFBUsed) for GPU index gpu of node.
+	GPUGauge(series, node string, gpu int) (Value, error)
+}

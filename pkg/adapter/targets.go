@@ -1,0 +1,104 @@
+package adapter
+
+import (
+	"fmt"
+	"net"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	corelisters "k8s.io/client-go/listers/core/v1"
+)
+
+// Target is one metrics endpoint to scrape: a pod's Prometheus URL.
+type Target struct {
+	// Pod is the pod the endpoint belongs to; Istio series are attributed
+	// to it.
+	Pod types.NamespacedName
+	// UID of the pod; a new UID under the same name starts a fresh history.
+	UID types.UID
+	// Node is the pod's spec.nodeName. DCGM series without a Hostname label
+	// are attributed to this node.
+	Node string
+	// URL is http://<podIP>:<port><path>.
+	URL string
+}
+
+// TargetLister returns the current scrape targets. The Scraper calls it at
+// the start of every scrape round.
+type TargetLister func() ([]Target, error)
+
+// TargetForPod returns the scrape target of a pod and true when the pod
+// should be scraped: phase Running, a pod IP, annotation
+// prometheus.io/scrape "true", and a valid prometheus.io/port (1-65535;
+// there is no default port). The path is prometheus.io/path, default
+// /metrics.
+func TargetForPod(pod *corev1.Pod) (Target, bool) {
+	if pod == nil || pod.Status.Phase != corev1.PodRunning || pod.Status.PodIP == "" {
+		return Target{}, false
+	}
+	ann := pod.Annotations
+	if strings.TrimSpace(ann[AnnotationScrape]) != "true" {
+		return Target{}, false
+	}
+	port, err := strconv.Atoi(strings.TrimSpace(ann[AnnotationPort]))
+	if err != nil || port < 1 || port > 65535 {
+		return Target{}, false
+	}
+	ip := net.ParseIP(pod.Status.PodIP)
+	if ip == nil {
+		return Target{}, false
+	}
+	path := strings.TrimSpace(ann[AnnotationPath])
+	if path == "" {
+		path = DefaultMetricsPath
+	}
+	if !strings.HasPrefix(path, "/") {
+		path = "/" + path
+	}
+	u := url.URL{Scheme: "http", Host: net.JoinHostPort(ip.String(), strconv.Itoa(port))}
+	// Parse path and query as given (prometheus.io/path may carry a query).
+	ref, err := url.Parse(path)
+	if err != nil || ref.Scheme != "" || ref.Host != "" {
+		return Target{}, false
+	}
+	full := u.ResolveReference(ref)
+	return Target{
+		Pod:  types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name},
+		UID:  pod.UID,
+		Node: pod.Spec.NodeName,
+		URL:  full.String(),
+	}, true
+}
+
+// PodTargetLister returns a TargetLister over the pods in lister (an
+// informer's cache; its namespace scope is the informer's), applying
+// TargetForPod. Targets are sorted by namespace and name.
+func PodTargetLister(lister corelisters.PodLister) TargetLister {
+	return func() ([]Target, error) {
+		if lister == nil {
+			return nil, fmt.Errorf("adapter: nil pod lister")
+		}
+		pods, err := lister.List(labels.Everything())
+		if err != nil {
+			return nil, err
+		}
+		ts := make([]Target, 0, len(pods))
+		for _, p := range pods {
+			if t, ok := TargetForPod(p); ok {
+				ts = append(ts, t)
+			}
+		}
+		sort.Slice(ts, func(i, j int) bool {
+			if ts[i].Pod.Namespace != ts[j].Pod.Namespace {
+				return ts[i].Pod.Namespace < ts[j].Pod.Namespace
+			}
+			return ts[i].Pod.Name < ts[j].Pod.Name
+		})
+		return ts, nil
+	}
+}

@@ -1,0 +1,103 @@
+package gpuinventory
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestParseNodeGPUs(t *testing.T) {
+	cases := []struct {
+		name    string
+		labels  map[string]string
+		want    NodeGPUs
+		wantErr string
+	}{
+		{"t4 node", map[string]string{LabelGPUProduct: "Tesla-T4", LabelGPUCount: "2", LabelGPUMemory: "16384"}, NodeGPUs{"Tesla-T4", 2, 16384}, ""},
+		{"no labels", map[string]string{}, NodeGPUs{}, "no nvidia.com/gpu.count"},
+		{"bad count", map[string]string{LabelGPUCount: "two", LabelGPUMemory: "1"}, NodeGPUs{}, LabelGPUCount},
+		{"zero count", map[string]string{LabelGPUCount: "0", LabelGPUMemory: "1"}, NodeGPUs{}, LabelGPUCount},
+		{"missing memory", map[string]string{LabelGPUCount: "2"}, NodeGPUs{}, LabelGPUMemory},
+		{"negative memory", map[string]string{LabelGPUCount: "2", LabelGPUMemory: "-5"}, NodeGPUs{}, LabelGPUMemory},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := ParseNodeGPUs(c.labels)
+			if c.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), c.wantErr) {
+					t.Fatalf("err = %v, want mention of %q", err, c.wantErr)
+				}
+				return
+			}
+			if err != nil || got != c.want {
+				t.Fatalf("got %+v, %v; want %+v", got, err, c.want)
+			}
+		})
+	}
+}
+
+func TestParseDemand(t *testing.T) {
+	cases := []struct {
+		name    string
+		ann     map[string]string
+		want    Demand
+		wantOK  bool
+		wantErr string
+	}{
+		{"not a gpu pod", map[string]string{"x": "y"}, Demand{}, false, ""},
+		{"gi", map[string]string{AnnotationModel: "resnet50", AnnotationGPUMemory: "2Gi"}, Demand{"resnet50", 2048}, true, ""},
+		{"rounds up to MiB", map[string]string{AnnotationGPUMemory: "1500000"}, Demand{"", 2}, true, ""},
+		{"malformed", map[string]string{AnnotationModel: "m", AnnotationGPUMemory: "lots"}, Demand{}, true, AnnotationGPUMemory},
+		{"negative", map[string]string{AnnotationModel: "m", AnnotationGPUMemory: "-1Gi"}, Demand{}, true, "must be positive"},
+		{"zero", map[string]string{AnnotationGPUMemory: "0"}, Demand{}, true, "must be positive"},
+		{"model without memory", map[string]string{AnnotationModel: "m"}, Demand{}, true, "is required"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got, ok, err := ParseDemand(c.ann)
+			if ok != c.wantOK {
+				t.Fatalf("ok = %v, want %v", ok, c.wantOK)
+			}
+			if c.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), c.wantErr) {
+					t.Fatalf("err = %v, want mention of %q", err, c.wantErr)
+				}
+				return
+			}
+			if err != nil || got != c.want {
+				t.Fatalf("got %+v, %v; want %+v", got, err, c.want)
+			}
+		})
+	}
+}
+
+func TestAccountAndWorstFit(t *testing.T) {
+	node := NodeGPUs{Product: "Tesla-T4", Count: 2, MemoryMiB: 16384}
+	placed := []Placement{
+		{0, Demand{"resnet50", 2048}},
+		{1, Demand{"ssd", 3072}},
+		{1, Demand{"bert", 6144}},
+		{7, Demand{"ghost", 1}}, // out of range
+	}
+	gpus, stray := Account(node, placed)
+	if len(stray) != 1 || stray[0].Demand.Model != "ghost" {
+		t.Fatalf("stray = %+v", stray)
+	}
+	if gpus[0].FreeMiB() != 14336 || gpus[1].FreeMiB() != 7168 {
+		t.Fatalf("free = %d, %d", gpus[0].FreeMiB(), gpus[1].FreeMiB())
+	}
+	// Worst fit: GPU 0 has the most free memory.
+	if idx, ok := WorstFit(gpus, Demand{"ssd", 1024}); !ok || idx != 0 {
+		t.Fatalf("ssd -> %d %v, want 0", idx, ok)
+	}
+	// Anti-affinity: resnet50 is already on GPU 0, so it must go to GPU 1.
+	if idx, ok := WorstFit(gpus, Demand{"resnet50", 1024}); !ok || idx != 1 {
+		t.Fatalf("resnet50 -> %d %v, want 1", idx, ok)
+	}
+	// Memory: 8 GiB fits only GPU 0; resnet50 there is forbidden, so none.
+	if _, ok := WorstFit(gpus, Demand{"resnet50", 8192}); ok {
+		t.Fatal("resnet50 8GiB should not fit")
+	}
+	if idx, ok := WorstFit(gpus, Demand{"", 14336}); !ok || idx != 0 {
+		t.Fatalf("exact fit -> %d %v", idx, ok)
+	}
+}

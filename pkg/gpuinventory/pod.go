@@ -1,0 +1,57 @@
+package gpuinventory
+
+import (
+	"fmt"
+	"strconv"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+const mib = 1024 * 1024
+
+// Demand is what one model instance asks of a GPU.
+type Demand struct {
+	Model     string // hetsev.io/model; empty means no anti-affinity identity
+	MemoryMiB int64  // hetsev.io/gpu-memory rounded up to MiB
+}
+
+// ParseDemand reads a pod's hetsev annotations. ok is false for pods that do
+// not ask for a GPU share (no hetsev.io/gpu-memory and no hetsev.io/model).
+// A malformed, zero or negative hetsev.io/gpu-memory, or a hetsev.io/model
+// without it, is an error that names the annotation.
+func ParseDemand(annotations map[string]string) (d Demand, ok bool, err error) {
+	memStr, hasMem := annotations[AnnotationGPUMemory]
+	model, hasModel := annotations[AnnotationModel]
+	if !hasMem && !hasModel {
+		return Demand{}, false, nil
+	}
+	if !hasMem {
+		return Demand{}, true, fmt.Errorf("annotation %s is required on pods with %s", AnnotationGPUMemory, AnnotationModel)
+	}
+	q, err := resource.ParseQuantity(memStr)
+	if err != nil {
+		return Demand{}, true, fmt.Errorf("annotation %s=%q is not a quantity: %v", AnnotationGPUMemory, memStr, err)
+	}
+	if q.Sign() <= 0 {
+		return Demand{}, true, fmt.Errorf("annotation %s=%q must be positive", AnnotationGPUMemory, memStr)
+	}
+	bytes := q.Value() // rounds up to whole bytes
+	return Demand{Model: model, MemoryMiB: (bytes + mib - 1) / mib}, true, nil
+}
+
+// DemandOf is ParseDemand for a pod.
+func DemandOf(pod *v1.Pod) (Demand, bool, error) { return ParseDemand(pod.Annotations) }
+
+// ParseGPUIndex reads hetsev.io/gpu-index; ok is false when it is absent.
+func ParseGPUIndex(annotations map[string]string) (idx int, ok bool, err error) {
+	s, present := annotations[AnnotationGPUIndex]
+	if !present {
+		return 0, false, nil
+	}
+	idx, err = strconv.Atoi(s)
+	if err != nil || idx < 0 {
+		return 0, true, fmt.Errorf("annotation %s=%q: want a non-negative integer", AnnotationGPUIndex, s)
+	}
+	return idx, true, nil
+}

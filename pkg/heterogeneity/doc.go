@@ -1,0 +1,34 @@
+// Package heterogeneity holds hetsev's cost model for serving one inference
+// service on a cluster of mixed GPUs (V100-32GB and T4 by default, more by
+// configuration):
+//
+//   - the GPU catalog (price in USD/h and memory in MiB per GPU type),
+//     loaded from data/profiles/gpu_catalog.csv;
+//   - model profiles (throughput in requests/s and latency in ms of one
+//     instance per model and GPU type, measured and cited per row, joined with
+//     per-model resource and launch-time estimates), loaded from
+//     data/profiles/model_profiles.csv and data/profiles/instance_estimates.csv;
+//   - the objective of the HetSev scaling ILP, sum_i C_i (X_i + lambda O_i
+//     max(X_i, 0)), and the capacity and saturation it is constrained by;
+//   - the heuristic autoscaler that approximates that ILP for one service:
+//     scale out when the saturation of running instances stays above a
+//     threshold, choosing the GPU types that minimise the objective among those
+//     that meet the latency SLO and fit the free resources; scale in one
+//     instance at a time, at regular intervals, after a cool-down; never switch
+//     the type of a running instance.
+//
+// The formulation and the heuristic follow HetSev, "Heterogeneity-Aware
+// Instance Autoscaling", section 4.1 of: HetSev: Exploiting Heterogeneity-Aware
+// Autoscaling and Resource-Efficient Scheduling for Cost-Effective
+// Machine-Learning Model Serving, Electronics 2023, 12, 240
+// (shared/papers/hetsev.txt).
+//
+// The package knows no Kubernetes types: callers translate cluster state
+// (running replicas, free GPU memory, CPU and memory, anti-affinity) into
+// [TypeState] values and act on the returned [Action].
+//
+// Units throughout: latency in milliseconds (ms), throughput and arrival rate
+// in requests per second (requests/s), memory in MiB, CPU in millicores,
+// prices and objective values in US dollars per hour (USD/h), launch time in
+// seconds, lambda per second.
+package heterogeneity

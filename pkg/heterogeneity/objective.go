@@ -1,0 +1,54 @@
+package heterogeneity
+
+import "math"
+
+// Objective is the objective of the HetSev scaling ILP (paper section 4.1)
+// for the scaling action x over types:
+//
+//	sum_i C_i * (X_i + lambda * O_i * max(X_i, 0))
+//
+// with C_i = types[i].PriceUSDPerHour in USD/h, X_i = x[i] instances (negative
+// to remove), O_i = types[i].LaunchSeconds in seconds and lambda per second,
+// so the result is in USD/h. The launch term charges only instances being
+// added: a large lambda favours types that start quickly, a small one favours
+// the cheapest hardware. x[i] pairs with types[i]; missing entries count as 0
+// and extra entries are ignored.
+func Objective(types []TypeState, x []int, lambda float64) float64 {
+	var sum float64
+	for i := range min(len(types), len(x)) {
+		t := types[i]
+		xi := float64(x[i])
+		sum += t.PriceUSDPerHour * (xi + lambda*t.LaunchSeconds*math.Max(xi, 0))
+	}
+	return sum
+}
+
+// Capacity is the throughput of all instances after the action x, in
+// requests/s: sum_i T_i (N_i + X_i), the left side of constraint (1) of HetSev
+// 4.1. A nil x gives the capacity of the running instances. x[i] pairs with
+// types[i]; missing entries count as 0.
+func Capacity(types []TypeState, x []int) float64 {
+	var sum float64
+	for i, t := range types {
+		n := t.Running
+		if i < len(x) {
+			n += x[i]
+		}
+		sum += t.ThroughputRPS * float64(n)
+	}
+	return sum
+}
+
+// Saturation is the throughput saturation of the running instances, W / sum_i
+// T_i N_i, for an arrival rate w in requests/s. It is 0 when w <= 0 and +Inf
+// when w > 0 and nothing runs.
+func Saturation(w float64, types []TypeState) float64 {
+	if !(w > 0) {
+		return 0
+	}
+	c := Capacity(types, nil)
+	if c <= 0 {
+		return math.Inf(1)
+	}
+	return w / c
+}

@@ -1,0 +1,309 @@
+// Package modelserver simulates a TF-Serving-style model server with dynamic
+// batching, and an Istio/Envoy LEAST_REQUEST router in front of a set of
+// such servers, entirely in simulated time.
+//
+// Time is a float64 in seconds of simulated time. Nothing reads the wall
+// clock and all randomness comes from explicitly seeded math/rand/v2
+// generators, so a simulation is deterministic.
+//
+// Batching follows TF-Serving's batching scheduler: once the first request
+// of a batch is queued the server waits at most MaxBatchDelay
+// (batch_timeout_micros) for the batch to fill up to BatchSize
+// (max_batch_size); a full batch starts as soon as the GPU is free. A batch
+// of any size runs for the profiled solo batch latency multiplied by the
+// current interference factor (see package interference).
+//
+// The server is evaluated lazily: Submit only queues, and Advance,
+// Outstanding and Submit process every batch whose start time is at or
+// before the time they are given. Each request is touched O(1) times
+// (amortised), so simulations scale to millions of requests.
+package modelserver
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+)
+
+// Config describes one simulated model-server instance (one pod).
+type Config struct {
+	// Name identifies the instance, e.g. "default/resnet50-t4-abc"
+	// (pod namespace/name). Required.
+	Name string
+	// Model is the served model's name, e.g. "resnet50". Required.
+	Model string
+	// BatchSize is the maximum batch size b (>= 1), TF-Serving
+	// max_batch_size.
+	BatchSize int
+	// BatchLatency is the time in seconds to run one batch solo (the
+	// profile's latency_ms/1000). A partial batch takes the same time
+	// (conservative). Must be > 0 and finite.
+	BatchLatency float64
+	// MaxBatchDelay is the time in seconds the server waits for a batch to
+	// fill once its first request is queued (TF-Serving
+	// batch_timeout_micros/1e6), e.g. 0.005. Must be >= 0 and finite.
+	MaxBatchDelay float64
+	// ReadyAt is the simulated time in seconds from which the server
+	// accepts requests (pod start plus model launch latency). Must be
+	// finite.
+	ReadyAt float64
+}
+
+// Validate checks the configuration; errors name the offending field.
+func (c Config) Validate() error {
+	finite := func(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
+	switch {
+	case c.Name == "":
+		return errors.New("modelserver: Config.Name is empty")
+	case c.Model == "":
+		return fmt.Errorf("modelserver: %s: Config.Model is empty", c.Name)
+	case c.BatchSize < 1:
+		return fmt.Errorf("modelserver: %s: Config.BatchSize %d < 1", c.Name, c.BatchSize)
+	case !finite(c.BatchLatency) || c.BatchLatency <= 0:
+		return fmt.Errorf("modelserver: %s: Config.BatchLatency %g s must be finite and > 0", c.Name, c.BatchLatency)
+	case !finite(c.MaxBatchDelay) || c.MaxBatchDelay < 0:
+		return fmt.Errorf("modelserver: %s: Config.MaxBatchDelay %g s must be finite and >= 0", c.Name, c.MaxBatchDelay)
+	case !finite(c.ReadyAt):
+		return fmt.Errorf("modelserver: %s: Config.ReadyAt %g s must be finite", c.Name, c.ReadyAt)
+	}
+	return nil
+}
+
+// Completion is one served request. Done-Arrival is the request's latency
+// in seconds of simulated time (queueing + batching delay + batch run time).
+type Completion struct {
+	Arrival, Done float64 // seconds of simulated time
+}
+
+// Server is a simulated model server. It is not safe for concurrent use.
+//
+// All time-taking methods (Submit, Advance, Outstanding) must be called with
+// non-decreasing times; a time earlier than one already seen (or NaN) is
+// treated as the latest time seen.
+type Server struct {
+	cfg    Config
+	factor float64
+
+	now float64 // latest time seen by Submit/Advance/Outstanding
+
+	// FIFO of queued arrival times: q[head:] are queued.
+	q    []float64
+	head int
+
+	freeAt    float64 // time the GPU finishes the last started batch
+	lastStart float64 // start of the last started batch
+	lastN     int     // size of the last started batch
+
+	pending []Completion // completions not yet returned by Advance/Drain
+
+	// Busy intervals [starts[i], ends[i]) of started batches, sorted and
+	// non-overlapping; cum[i] is the total busy time of intervals < i.
+	starts, ends, cum []float64
+
+	submitted, served uint64
+}
+
+// NewServer validates cfg and returns an idle server with interference
+// factor 1.
+func NewServer(cfg Config) (*Server, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return &Server{
+		cfg:       cfg,
+		factor:    1,
+		now:       math.Inf(-1),
+		freeAt:    cfg.ReadyAt,
+		lastStart: math.Inf(-1),
+		cum:       []float64{0},
+	}, nil
+}
+
+// Config returns the server's configuration.
+func (s *Server) Config() Config { return s.cfg }
+
+// Name returns Config.Name.
+func (s *Server) Name() string { return s.cfg.Name }
+
+// Model returns Config.Model.
+func (s *Server) Model() string { return s.cfg.Model }
+
+// Factor returns the current interference factor (>= 1).
+func (s *Server) Factor() float64 { return s.factor }
+
+// SetFactor sets the multiplicative interference factor (>= 1, see
+// interference.Model.Factor) applied to batches that start after the latest
+// time given to Submit, Advance or Outstanding; batches already started keep
+// their duration. Values that are NaN, infinite or below 1 are treated as 1.
+func (s *Server) SetFactor(f float64) {
+	if math.IsNaN(f) || math.IsInf(f, 0) || f < 1 {
+		f = 1
+	}
+	s.factor = f
+}
+
+// Ready reports whether the server accepts requests at simulated time at
+// (seconds): at >= Config.ReadyAt.
+func (s *Server) Ready(at float64) bool { return at >= s.cfg.ReadyAt }
+
+// Submitted returns the number of requests submitted so far.
+func (s *Server) Submitted() uint64 { return s.submitted }
+
+// Served returns the number of requests whose batch has started (their
+// completion time is known).
+func (s *Server) Served() uint64 { return s.served }
+
+func (s *Server) clampTime(t float64) float64 {
+	if math.IsNaN(t) || t < s.now {
+		return s.now
+	}
+	return t
+}
+
+// Submit enqueues one request arriving at simulated time at (seconds).
+// Batches starting at or before at are processed first, so a request
+// arriving exactly when a batch starts joins the next batch. A request
+// submitted before ReadyAt waits until ReadyAt (the router never does
+// this; see Router.Pick).
+func (s *Server) Submit(at float64) {
+	at = s.clampTime(at)
+	if math.IsInf(at, 0) {
+		return // no meaningful arrival time
+	}
+	s.process(at)
+	s.now = at
+	if s.head > 0 && s.head >= len(s.q)/2 {
+		// Compact the FIFO: amortised O(1) per request.
+		n := copy(s.q, s.q[s.head:])
+		s.q = s.q[:n]
+		s.head = 0
+	}
+	s.q = append(s.q, at)
+	s.submitted++
+}
+
+// Advance processes all batches that start at or before simulated time to
+// (seconds), given the requests submitted so far, and returns the
+// completions of requests whose batch has started since the previous call
+// to Advance or Drain, in order of their batch start (Done may lie after
+// to). The returned slice is owned by the caller.
+func (s *Server) Advance(to float64) []Completion {
+	to = s.clampTime(to)
+	s.process(to)
+	if !math.IsInf(to, 0) {
+		s.now = to
+	}
+	out := s.pending
+	s.pending = nil
+	return out
+}
+
+// Outstanding returns the number of requests queued or in service at
+// simulated time at (seconds), after processing batches that start at or
+// before at. Completions produced here are kept for the next Advance.
+func (s *Server) Outstanding(at float64) int {
+	at = s.clampTime(at)
+	s.process(at)
+	if !math.IsInf(at, 0) {
+		s.now = at
+	}
+	n := len(s.q) - s.head
+	if at >= s.lastStart && at < s.freeAt {
+		n += s.lastN
+	}
+	return n
+}
+
+// Queued returns the number of requests waiting for a batch (not yet in
+// service), as of the latest processed time.
+func (s *Server) Queued() int { return len(s.q) - s.head }
+
+// Drain finishes everything queued (the server is being removed): the
+// remaining requests are batched by the usual rule (a trailing partial
+// batch still waits MaxBatchDelay) and all completions not yet returned
+// are returned.
+func (s *Server) Drain() []Completion {
+	s.process(math.Inf(1))
+	out := s.pending
+	s.pending = nil
+	return out
+}
+
+// BusyTime returns the seconds of simulated time within [from, to) during
+// which the GPU was running this server's batches. Only batches already
+// started (processed by Submit/Advance/Outstanding/Drain) are counted, so
+// call Advance(to) first; a batch in progress counts up to its end.
+func (s *Server) BusyTime(from, to float64) float64 {
+	if math.IsNaN(from) || math.IsNaN(to) || !(to > from) || len(s.starts) == 0 {
+		return 0
+	}
+	// i: first interval ending after from; j: first interval starting at or after to.
+	i := sort.SearchFloat64s(s.ends, math.Nextafter(from, math.Inf(1)))
+	j := sort.SearchFloat64s(s.starts, to)
+	if i >= j {
+		return 0
+	}
+	busy := s.cum[j] - s.cum[i]
+	if s.starts[i] < from {
+		busy -= from - s.starts[i]
+	}
+	if s.ends[j-1] > to {
+		busy -= s.ends[j-1] - to
+	}
+	if busy < 0 {
+		busy = 0
+	}
+	return busy
+}
+
+// nextStart returns the start time of the next batch given the arrivals
+// queued so far; ok is false when the queue is empty.
+func (s *Server) nextStart() (start float64, ok bool) {
+	n := len(s.q) - s.head
+	if n == 0 {
+		return 0, false
+	}
+	b := s.cfg.BatchSize
+	trigger := s.q[s.head] + s.cfg.MaxBatchDelay
+	if n >= b {
+		trigger = math.Min(trigger, s.q[s.head+b-1])
+	}
+	return math.Max(s.freeAt, trigger), true
+}
+
+// process starts every batch whose start time is <= to.
+func (s *Server) process(to float64) {
+	for {
+		start, ok := s.nextStart()
+		if !ok || start > to {
+			return
+		}
+		// Take up to b requests queued at or before start. The first one
+		// always qualifies (start >= its arrival).
+		limit := s.head + s.cfg.BatchSize
+		if limit > len(s.q) {
+			limit = len(s.q)
+		}
+		end := s.head + 1
+		for end < limit && s.q[end] <= start {
+			end++
+		}
+		dur := s.cfg.BatchLatency * s.factor
+		done := start + dur
+		for _, a := range s.q[s.head:end] {
+			s.pending = append(s.pending, Completion{Arrival: a, Done: done})
+		}
+		n := end - s.head
+		s.head = end
+		if s.head == len(s.q) {
+			s.q = s.q[:0]
+			s.head = 0
+		}
+		s.served += uint64(n)
+		s.lastStart, s.lastN, s.freeAt = start, n, done
+		s.starts = append(s.starts, start)
+		s.ends = append(s.ends, done)
+		s.cum = append(s.cum, s.cum[len(s.cum)-1]+dur)
+	}
+}

@@ -1,0 +1,253 @@
+// Package gpushare is hetsev-scheduler's placement plugin (HetSev 4.2,
+// Algorithm 1 step 3): it accounts GPU memory per GPU from GPU Feature
+// Discovery labels and pods' hetsev.io/gpu-memory, keeps two instances of the
+// same model (hetsev.io/model) off one GPU, prefers nodes whose best GPU has
+// the most free memory (worst fit), reserves that GPU and writes its index to
+// the pod as hetsev.io/gpu-index before binding.
+package gpushare
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/hetsev/hetsev/pkg/gpuinventory"
+)
+
+// Name is the plugin's name in KubeSchedulerConfiguration.
+const Name = "HetsevGPUShare"
+
+const stateKey fwk.StateKey = Name
+
+var (
+	_ fwk.PreFilterPlugin = &GPUShare{}
+	_ fwk.FilterPlugin    = &GPUShare{}
+	_ fwk.ScorePlugin     = &GPUShare{}
+	_ fwk.ReservePlugin   = &GPUShare{}
+	_ fwk.PreBindPlugin   = &GPUShare{}
+)
+
+// GPUShare places model instances on individual GPUs.
+type GPUShare struct {
+	handle fwk.Handle
+
+	mu sync.RWMutex
+	// reserved holds the GPU chosen for pods between Reserve and the moment
+	// the pod object carries hetsev.io/gpu-index; it is what keeps two pods
+	// scheduled back to back from picking the same GPU before the API server
+	// has seen the first annotation.
+	reserved map[types.UID]reservation
+	// badNodes remembers nodes already logged for malformed GPU labels, so
+	// each is logged once.
+	badNodes sync.Map
+}
+
+type reservation struct {
+	node  string
+	index int
+}
+
+// New is the plugin factory registered with the scheduler command.
+func New(ctx context.Context, _ runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
+	p := &GPUShare{handle: h, reserved: map[types.UID]reservation{}}
+	if f := h.SharedInformerFactory(); f != nil {
+		_, err := f.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+			DeleteFunc: func(obj interface{}) {
+				if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+					obj = tomb.Obj
+				}
+				if pod, ok := obj.(*v1.Pod); ok {
+					p.forget(pod.UID)
+				}
+			},
+		})
+		if err != nil {
+			return nil, fmt.Errorf("%s: watching pods: %w", Name, err)
+		}
+	}
+	klog.FromContext(ctx).V(2).Info("plugin initialised", "plugin", Name)
+	return p, nil
+}
+
+// Name implements fwk.Plugin.
+func (p *GPUShare) Name() string { return Name }
+
+type demandState struct{ demand gpuinventory.Demand }
+
+func (s *demandState) Clone() fwk.StateData { return s }
+
+// PreFilter parses the pod's hetsev annotations once per cycle. Pods that ask
+// for no GPU share are skipped; a malformed annotation makes the pod
+// unschedulable with a message naming the annotation, so it stays Pending with
+// a FailedScheduling event that says why.
+func (p *GPUShare) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, _ []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
+	d, ok, err := gpuinventory.DemandOf(pod)
+	if !ok {
+		return nil, fwk.NewStatus(fwk.Skip)
+	}
+	if err != nil {
+		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, err.Error())
+	}
+	state.Write(stateKey, &demandState{demand: d})
+	return nil, nil
+}
+
+// PreFilterExtensions implements fwk.PreFilterPlugin.
+func (p *GPUShare) PreFilterExtensions() fwk.PreFilterExtensions { return nil }
+
+func demandFrom(state fwk.CycleState) (gpuinventory.Demand, bool) {
+	v, err := state.Read(stateKey)
+	if err != nil {
+		return gpuinventory.Demand{}, false
+	}
+	ds, ok := v.(*demandState)
+	if !ok {
+		return gpuinventory.Demand{}, false
+	}
+	return ds.demand, true
+}
+
+// Filter keeps nodes with at least one GPU that has the pod's GPU memory free
+// and no instance of the pod's model.
+func (p *GPUShare) Filter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodeInfo fwk.NodeInfo) *fwk.Status {
+	d, ok := demandFrom(state)
+	if !ok {
+		return nil
+	}
+	gpus, err := p.gpusOf(ctx, nodeInfo, pod.UID)
+	if err != nil {
+		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, err.Error())
+	}
+	if _, ok := gpuinventory.WorstFit(gpus, d); !ok {
+		return fwk.NewStatus(fwk.Unschedulable, reasonNoGPU(gpus, d))
+	}
+	return nil
+}
+
+func reasonNoGPU(gpus []gpuinventory.GPU, d gpuinventory.Demand) string {
+	memOK, modelClash := 0, 0
+	for _, g := range gpus {
+		if g.FreeMiB() >= d.MemoryMiB {
+			memOK++
+			if d.Model != "" && g.Models[d.Model] > 0 {
+				modelClash++
+			}
+		}
+	}
+	if memOK == 0 {
+		return fmt.Sprintf("no GPU with %d MiB of free GPU memory", d.MemoryMiB)
+	}
+	return fmt.Sprintf("every GPU with %d MiB free already hosts model %q (anti-affinity)", d.MemoryMiB, d.Model)
+}
+
+// Score is the free GPU memory (MiB) of the GPU worst fit would pick on the
+// node; NormalizeScore maps it to the framework's range.
+func (p *GPUShare) Score(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodeInfo fwk.NodeInfo) (int64, *fwk.Status) {
+	d, ok := demandFrom(state)
+	if !ok {
+		return 0, nil
+	}
+	gpus, err := p.gpusOf(ctx, nodeInfo, pod.UID)
+	if err != nil {
+		return 0, nil
+	}
+	idx, ok := gpuinventory.WorstFit(gpus, d)
+	if !ok {
+		return 0, nil
+	}
+	return gpus[idx].FreeMiB() - d.MemoryMiB, nil
+}
+
+// ScoreExtensions implements fwk.ScorePlugin.
+func (p *GPUShare) ScoreExtensions() fwk.ScoreExtensions { return p }
+
+// NormalizeScore scales free MiB to [0, MaxNodeScore] relative to the best node.
+func (p *GPUShare) NormalizeScore(_ context.Context, _ fwk.CycleState, _ *v1.Pod, scores fwk.NodeScoreList) *fwk.Status {
+	var max int64
+	for _, s := range scores {
+		if s.Score > max {
+			max = s.Score
+		}
+	}
+	for i := range scores {
+		if max > 0 {
+			scores[i].Score = scores[i].Score * fwk.MaxNodeScore / max
+		} else {
+			scores[i].Score = 0
+		}
+	}
+	return nil
+}
+
+// Reserve picks the GPU on the chosen node by worst fit and remembers it.
+func (p *GPUShare) Reserve(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodeName string) *fwk.Status {
+	d, ok := demandFrom(state)
+	if !ok {
+		return nil
+	}
+	nodeInfo, err := p.handle.SnapshotSharedLister().NodeInfos().Get(nodeName)
+	if err != nil {
+		return fwk.AsStatus(fmt.Errorf("getting node %q: %w", nodeName, err))
+	}
+	gpus, err := p.gpusOf(ctx, nodeInfo, pod.UID)
+	if err != nil {
+		return fwk.NewStatus(fwk.Unschedulable, err.Error())
+	}
+	idx, ok := gpuinventory.WorstFit(gpus, d)
+	if !ok {
+		return fwk.NewStatus(fwk.Unschedulable, reasonNoGPU(gpus, d))
+	}
+	p.mu.Lock()
+	p.reserved[pod.UID] = reservation{node: nodeName, index: idx}
+	p.mu.Unlock()
+	klog.FromContext(ctx).V(4).Info("reserved GPU", "plugin", Name, "pod", klog.KObj(pod), "node", nodeName, "gpuIndex", idx, "freeMiB", gpus[idx].FreeMiB())
+	return nil
+}
+
+// Unreserve releases the GPU when binding fails.
+func (p *GPUShare) Unreserve(_ context.Context, _ fwk.CycleState, pod *v1.Pod, _ string) {
+	p.forget(pod.UID)
+}
+
+func (p *GPUShare) forget(uid types.UID) {
+	p.mu.Lock()
+	delete(p.reserved, uid)
+	p.mu.Unlock()
+}
+
+func (p *GPUShare) reservationOf(uid types.UID) (reservation, bool) {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	r, ok := p.reserved[uid]
+	return r, ok
+}
+
+// PreBindPreFlight says this plugin has work only for pods it reserved a GPU for.
+func (p *GPUShare) PreBindPreFlight(_ context.Context, state fwk.CycleState, pod *v1.Pod, _ string) (*fwk.PreBindPreFlightResult, *fwk.Status) {
+	if _, ok := demandFrom(state); !ok {
+		return nil, fwk.NewStatus(fwk.Skip)
+	}
+	return &fwk.PreBindPreFlightResult{AllowParallel: true}, nil
+}
+
+// PreBind writes hetsev.io/gpu-index to the pod before it is bound, so the
+// container's NVIDIA_VISIBLE_DEVICES (downward API) names the chosen GPU.
+func (p *GPUShare) PreBind(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodeName string) *fwk.Status {
+	r, ok := p.reservationOf(pod.UID)
+	if !ok || r.node != nodeName {
+		return fwk.AsStatus(fmt.Errorf("no GPU reserved for pod %s on node %s", klog.KObj(pod), nodeName))
+	}
+	patch := []byte(fmt.Sprintf(`{"metadata":{"annotations":{%q:"%d"}}}`, gpuinventory.AnnotationGPUIndex, r.index))
+	_, err := p.handle.ClientSet().CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.MergePatchType, patch, metav1PatchOptions)
+	if err != nil {
+		return fwk.AsStatus(fmt.Errorf("writing %s on pod %s: %w", gpuinventory.AnnotationGPUIndex, klog.KObj(pod), err))
+	}
+	return nil
+}

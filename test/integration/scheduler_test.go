@@ -1,0 +1,106 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/hetsev/hetsev/pkg/gpuinventory"
+	"github.com/hetsev/hetsev/test/harness"
+)
+
+// TestSchedulerPlacesOnGPUs runs hetsev-scheduler against the testbed's
+// eight T4 GPUs: identical models spread one per GPU, a second model shares
+// GPUs by worst fit without over-committing memory, and pods that fit nowhere
+// or carry a malformed annotation stay Pending with a reason.
+func TestSchedulerPlacesOnGPUs(t *testing.T) {
+	cp, ctx := cluster(t)
+	sched, err := harness.StartScheduler(ctx, cp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopOnCleanup(t, sched)
+	c := cp.Client
+
+	// Eight ResNet-50 instances on the eight T4 GPUs: anti-affinity forces
+	// one per GPU.
+	for i := 0; i < 8; i++ {
+		modelPod(fmt.Sprintf("resnet50-%d", i), "resnet50", "2Gi").on("Tesla-T4").create(ctx, t, c)
+	}
+	waitRunning(ctx, t, c, "app=resnet50", 8)
+	byGPU := checkPlacements(ctx, t, c)
+	if len(byGPU) != 8 {
+		t.Fatalf("resnet50 instances occupy %d GPUs, want 8 distinct GPUs", len(byGPU))
+	}
+	for k := range byGPU {
+		if !strings.HasPrefix(k.node, "t4-") {
+			t.Errorf("resnet50 landed on %s, not a T4 node", k.node)
+		}
+	}
+
+	// A ninth identical instance has no GPU without resnet50 on it.
+	modelPod("resnet50-extra", "resnet50", "2Gi").on("Tesla-T4").create(ctx, t, c)
+	// SSD instances of 10 GiB: each T4 has 14 GiB free, so eight fit, one per GPU.
+	for i := 0; i < 8; i++ {
+		modelPod(fmt.Sprintf("ssd-%d", i), "ssd-resnet50", "10Gi").on("Tesla-T4").create(ctx, t, c)
+	}
+	waitRunning(ctx, t, c, "app=ssd-resnet50", 8)
+	// A BERT instance of 6 GiB no longer fits any T4 (4 GiB free on each),
+	// but fits a V100.
+	modelPod("bert-t4", "bert-large", "6Gi").on("Tesla-T4").create(ctx, t, c)
+	modelPod("bert-v100", "bert-large", "6Gi").on("Tesla-V100-SXM2-32GB").create(ctx, t, c)
+	// Malformed and negative GPU memory.
+	modelPod("bad-quantity", "resnet50", "lots").on("Tesla-T4").create(ctx, t, c)
+	modelPod("bad-negative", "resnet50", "-1Gi").on("Tesla-T4").create(ctx, t, c)
+
+	waitRunning(ctx, t, c, "app=bert-large", 1)
+	byGPU = checkPlacements(ctx, t, c)
+	for k, pods := range byGPU {
+		if strings.HasPrefix(k.node, "t4-") && len(pods) != 2 {
+			t.Errorf("T4 %s/%d holds %d instances, want resnet50 + ssd", k.node, k.index, len(pods))
+		}
+	}
+
+	for name, want := range map[string]string{
+		"resnet50-extra": "anti-affinity",
+		"bert-t4":        "no GPU with 6144 MiB of free GPU memory",
+		"bad-quantity":   gpuinventory.AnnotationGPUMemory,
+		"bad-negative":   gpuinventory.AnnotationGPUMemory,
+	} {
+		waitFor(ctx, t, 30*time.Second, name+" FailedScheduling event", func(ctx context.Context) (bool, error) {
+			msgs, err := eventsFor(ctx, c, "default", name)
+			return err == nil && strings.Contains(msgs, "FailedScheduling") && strings.Contains(msgs, want), nil
+		})
+		p, err := c.CoreV1().Pods("default").Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Spec.NodeName != "" || p.Status.Phase != v1.PodPending {
+			t.Errorf("%s: node %q phase %s, want Pending and unbound", name, p.Spec.NodeName, p.Status.Phase)
+		}
+	}
+}
+
+// waitRunning waits until n pods matching selector are Running with a pod IP.
+func waitRunning(ctx context.Context, t *testing.T, c kubernetes.Interface, selector string, n int) {
+	t.Helper()
+	waitFor(ctx, t, 60*time.Second, fmt.Sprintf("%d running pods %s", n, selector), func(ctx context.Context) (bool, error) {
+		pods, err := c.CoreV1().Pods("").List(ctx, metav1.ListOptions{LabelSelector: selector})
+		if err != nil {
+			return false, nil
+		}
+		running := 0
+		for _, p := range pods.Items {
+			if p.Status.Phase == v1.PodRunning && p.Status.PodIP != "" {
+				running++
+			}
+		}
+		return running >= n, nil
+	})
+}

@@ -1,0 +1,9 @@
+//go:build tools
+
+// Package tools pins the binaries the demo and tests build from this module's
+// dependency graph (kwok), so they compile with the same Kubernetes versions.
+package tools
+
+import (
+	_ "sigs.k8s.io/kwok/cmd/kwok"
+)
