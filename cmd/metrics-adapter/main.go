@@ -63,7 +63,7 @@ func run() error {
 	fs.IntVar(&cmd.scrape.Workers, "scrape-workers", cmd.scrape.Workers,
 		"Maximum number of concurrent scrapes.")
 	fs.StringVar(&cmd.namespace, "namespace", "",
-		"Only watch and scrape pods, and serve Deployments, in this namespace (default: all namespaces).")
+		"Only watch and scrape pods, and serve Deployments, in this namespace (default: all namespaces); dcgm-exporter pods must then run in it too.")
 	logs.AddFlags(fs)
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		return fmt.Errorf("parsing flags: %w", err)

@@ -93,7 +93,11 @@ func serves(k objectKind, metric string) bool {
 //
 // Per Deployment, the pods are those its spec.selector selects in its
 // namespace; pods without data are left out, and the Deployment is NotFound
-// only when none of its pods has data.
+// only when none of its pods has data. Its Timestamp is the newest of the
+// pods' sample times.
+//
+// Every value carries Timestamp (in the samples' clock) and WindowSeconds:
+// the rate window for rates and percentiles, 0 for GPU gauge readings.
 type Provider struct {
 	src         Source
 	pods        corelisters.PodLister

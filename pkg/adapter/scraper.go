@@ -318,6 +318,9 @@ func (s *Scraper) scrapeTarget(ctx context.Context, t Target) {
 	start := s.opts.Now()
 	wallStart := time.Now()
 	samples, result, err := s.fetch(ctx, t.URL, start)
+	if err != nil && ctx.Err() != nil {
+		return // stopping: an interrupted scrape says nothing about the target
+	}
 	scrapeDuration.Observe(time.Since(wallStart).Seconds())
 	scrapesTotal.WithLabelValues(result).Inc()
 

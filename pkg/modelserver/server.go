@@ -48,6 +48,11 @@ type Config struct {
 	// accepts requests (pod start plus model launch latency). Must be
 	// finite.
 	ReadyAt float64
+	// QueueTimeout is how long, in seconds, a request may wait in the
+	// queue before the server rejects it (Triton's dynamic-batching queue
+	// policy, default_timeout_microseconds with timeout_action REJECT).
+	// 0 means wait forever.
+	QueueTimeout float64
 }
 
 // Validate checks the configuration; errors name the offending field.
@@ -66,6 +71,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("modelserver: %s: Config.MaxBatchDelay %g s must be finite and >= 0", c.Name, c.MaxBatchDelay)
 	case !finite(c.ReadyAt):
 		return fmt.Errorf("modelserver: %s: Config.ReadyAt %g s must be finite", c.Name, c.ReadyAt)
+	case !finite(c.QueueTimeout) || c.QueueTimeout < 0:
+		return fmt.Errorf("modelserver: %s: Config.QueueTimeout %g s must be finite and >= 0", c.Name, c.QueueTimeout)
 	}
 	return nil
 }
@@ -74,6 +81,9 @@ func (c Config) Validate() error {
 // in seconds of simulated time (queueing + batching delay + batch run time).
 type Completion struct {
 	Arrival, Done float64 // seconds of simulated time
+	// Rejected is set for a request that waited longer than QueueTimeout;
+	// Done is then when it was rejected.
+	Rejected bool
 }
 
 // Server is a simulated model server. It is not safe for concurrent use.
@@ -101,7 +111,7 @@ type Server struct {
 	// non-overlapping; cum[i] is the total busy time of intervals < i.
 	starts, ends, cum []float64
 
-	submitted, served uint64
+	submitted, served, rejected uint64
 }
 
 // NewServer validates cfg and returns an idle server with interference
@@ -272,12 +282,40 @@ func (s *Server) nextStart() (start float64, ok bool) {
 	return math.Max(s.freeAt, trigger), true
 }
 
+// rejectExpired rejects queued requests that would wait longer than
+// QueueTimeout for a batch starting at start; it reports whether any were.
+func (s *Server) rejectExpired(start float64) bool {
+	t := s.cfg.QueueTimeout
+	if t <= 0 {
+		return false
+	}
+	n := 0
+	for s.head < len(s.q) && start-s.q[s.head] > t {
+		a := s.q[s.head]
+		s.pending = append(s.pending, Completion{Arrival: a, Done: a + t, Rejected: true})
+		s.head++
+		n++
+	}
+	if s.head == len(s.q) {
+		s.q = s.q[:0]
+		s.head = 0
+	}
+	s.rejected += uint64(n)
+	return n > 0
+}
+
+// Rejected returns the number of requests rejected by QueueTimeout.
+func (s *Server) Rejected() uint64 { return s.rejected }
+
 // process starts every batch whose start time is <= to.
 func (s *Server) process(to float64) {
 	for {
 		start, ok := s.nextStart()
 		if !ok || start > to {
 			return
+		}
+		if s.rejectExpired(start) {
+			continue // the queue's head changed: recompute the start
 		}
 		// Take up to b requests queued at or before start. The first one
 		// always qualifies (start >= its arrival).

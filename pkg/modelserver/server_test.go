@@ -86,7 +86,7 @@ func TestPartialBatchCollectsArrivalsWithinDelay(t *testing.T) {
 	got := s.Advance(1)
 	// Batch 1 at 0.005 with the three arrivals <= 0.005, done 0.0165.
 	// Batch 2: server free at 0.0165, deadline 0.011 -> starts 0.0165, done 0.028.
-	want := []Completion{{0, 0.0165}, {0.001, 0.0165}, {0.002, 0.0165}, {0.006, 0.028}}
+	want := []Completion{{Arrival: 0, Done: 0.0165}, {Arrival: 0.001, Done: 0.0165}, {Arrival: 0.002, Done: 0.0165}, {Arrival: 0.006, Done: 0.028}}
 	if len(got) != len(want) {
 		t.Fatalf("got %v", got)
 	}
@@ -400,4 +400,31 @@ func BenchmarkSubmitAdvance(b *testing.B) {
 		b.Fatalf("served %d of %d", served, b.N)
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "requests/s")
+}
+
+// TestQueueTimeoutRejects: b=1, 100 ms batches, 150 ms queue timeout. Four
+// requests at t=0: #1 runs [0,0.1), #2 [0.1,0.2), #3 would start at 0.2
+// after waiting 0.2 s > 0.15 s and is rejected at 0.15, and so is #4; the
+// server is then idle.
+func TestQueueTimeoutRejects(t *testing.T) {
+	s, err := NewServer(Config{Name: "p", Model: "m", BatchSize: 1, BatchLatency: 0.1, QueueTimeout: 0.15})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 4; i++ {
+		s.Submit(0)
+	}
+	got := s.Advance(1)
+	if len(got) != 4 {
+		t.Fatalf("%d completions, want 4: %+v", len(got), got)
+	}
+	want := []Completion{{0, 0.1, false}, {0, 0.2, false}, {0, 0.15, true}, {0, 0.15, true}}
+	for i, c := range got {
+		if c.Rejected != want[i].Rejected || math.Abs(c.Done-want[i].Done) > 1e-12 {
+			t.Errorf("completion %d = %+v, want %+v", i, c, want[i])
+		}
+	}
+	if s.Rejected() != 2 || s.Outstanding(1) != 0 {
+		t.Errorf("rejected %d, outstanding %d; want 2, 0", s.Rejected(), s.Outstanding(1))
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // StartScheduler runs bin/hetsev-scheduler with manifests/scheduler-config.yaml,
@@ -33,4 +34,64 @@ func StartScheduler(ctx context.Context, cp *ControlPlane, extraArgs ...string) 
 		"--v=2",
 	}, extraArgs...)
 	return StartProcess(ctx, cp.Dir, "hetsev-scheduler", filepath.Join(BinDir(), "hetsev-scheduler"), args...)
+}
+
+// AdapterOptions tune the metrics adapter for compressed time.
+type AdapterOptions struct {
+	ScrapeInterval string // e.g. "250ms"
+	RateWindow     string // in the exporters' clock, e.g. "60s"
+}
+
+// StartAdapter runs bin/hetsev-metrics-adapter on 127.0.0.1 and registers it
+// with the aggregation layer: a Service of type ExternalName pointing at
+// localhost (Endpoints may not hold loopback IPs) and APIServices for
+// custom.metrics.k8s.io v1beta1 and v1beta2.
+func StartAdapter(ctx context.Context, cp *ControlPlane, o AdapterOptions) (*Process, int, error) {
+	port, err := freePort()
+	if err != nil {
+		return nil, 0, err
+	}
+	args := []string{
+		"--lister-kubeconfig=" + cp.Kubeconfig,
+		"--authentication-kubeconfig=" + cp.Kubeconfig,
+		"--authorization-kubeconfig=" + cp.Kubeconfig,
+		"--bind-address=127.0.0.1",
+		fmt.Sprintf("--secure-port=%d", port),
+		"--cert-dir=" + filepath.Join(cp.Dir, "adapter-certs"),
+	}
+	if o.ScrapeInterval != "" {
+		args = append(args, "--scrape-interval="+o.ScrapeInterval)
+	}
+	if o.RateWindow != "" {
+		args = append(args, "--rate-window="+o.RateWindow)
+	}
+	p, err := StartProcess(ctx, cp.Dir, "hetsev-metrics-adapter", filepath.Join(BinDir(), "hetsev-metrics-adapter"), args...)
+	if err != nil {
+		return nil, 0, err
+	}
+	if err := RegisterAPIService(ctx, cp, port); err != nil {
+		p.Stop(time.Second)
+		return nil, 0, err
+	}
+	return p, port, nil
+}
+
+// StartScaler runs bin/hetsev-scaler against the control plane.
+func StartScaler(ctx context.Context, cp *ControlPlane) (*Process, error) {
+	mport, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	hport, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	return StartProcess(ctx, cp.Dir, "hetsev-scaler", filepath.Join(BinDir(), "hetsev-scaler"),
+		"--kubeconfig="+cp.Kubeconfig,
+		"--leader-elect=true",
+		"--leader-elect-namespace="+SystemNamespace,
+		fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", mport),
+		fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", hport),
+		"--v=2",
+	)
 }

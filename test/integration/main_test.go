@@ -15,12 +15,15 @@ import (
 func cluster(t *testing.T) (*harness.ControlPlane, context.Context) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
 	cp, err := harness.StartControlPlane(ctx, t, t.TempDir())
 	if err != nil {
+		cancel()
 		t.Fatalf("control plane: %v", err)
 	}
 	t.Cleanup(cp.Stop)
+	// Cleanups run last-in first-out: watches end before the apiserver
+	// stops, or its graceful shutdown waits for them.
+	t.Cleanup(cancel)
 	cat, err := heterogeneity.DefaultCatalog()
 	if err != nil {
 		t.Fatal(err)

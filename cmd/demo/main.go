@@ -1,0 +1,81 @@
+// Command hetsev-demo is `make demo`: a local control plane with HetSev's GPU
+// testbed simulated by kwok, the three hetsev programs, and a replay of the
+// Twitter trace against simulated model servers, ending with a summary.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"k8s.io/klog/v2"
+
+	"github.com/hetsev/hetsev/pkg/trace"
+	"github.com/hetsev/hetsev/test/harness"
+)
+
+func main() {
+	cfg := harness.DefaultDemo()
+	// Component logs go to a file in the work dir; stdout is the report.
+	kfs := flag.NewFlagSet("klog", flag.ContinueOnError)
+	klog.InitFlags(kfs)
+	_ = kfs.Set("logtostderr", "false")
+	_ = kfs.Set("alsologtostderr", "false")
+	_ = kfs.Set("stderrthreshold", "FATAL")
+	summary := flag.String("summary", "demo-summary.json", "where to write the summary JSON")
+	workdir := flag.String("workdir", "", "directory for logs and state (default: a new temp dir, kept)")
+	flag.IntVar(&cfg.TraceStart, "trace-start", cfg.TraceStart, "first second of the Twitter trace to replay")
+	flag.IntVar(&cfg.TraceSeconds, "trace-seconds", cfg.TraceSeconds, "trace seconds to replay")
+	flag.Float64Var(&cfg.PeakRPS, "peak", cfg.PeakRPS, "peak arrival rate after scaling, requests/s")
+	flag.DurationVar(&cfg.Duration, "duration", cfg.Duration, "wall time of the replay; sets the time compression")
+	flag.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "random seed of the arrivals")
+	flag.Parse()
+	if *workdir == "" {
+		d, err := os.MkdirTemp("", "hetsev-demo-")
+		if err != nil {
+			fail(err)
+		}
+		*workdir = d
+	}
+	if err := os.MkdirAll(*workdir, 0o755); err != nil {
+		fail(err)
+	}
+	cfg.Dir = *workdir
+	klog.SetOutput(mustLog(*workdir))
+	rates, err := trace.Twitter()
+	if err != nil {
+		fail(err)
+	}
+	cfg.Rates = rates
+	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer cancel()
+	tb := harness.NewProgramTB("hetsev-demo")
+	defer tb.Close()
+	start := time.Now()
+	s, err := harness.RunDemo(ctx, tb, cfg)
+	if err != nil {
+		fail(err)
+	}
+	harness.PrintSummary(os.Stdout, s)
+	if err := harness.WriteSummary(*summary, s); err != nil {
+		fail(err)
+	}
+	fmt.Printf("summary written to %s (run took %s)\n", *summary, time.Since(start).Round(time.Second))
+}
+
+func mustLog(dir string) *os.File {
+	f, err := os.Create(dir + "/hetsev-demo.log")
+	if err != nil {
+		fail(err)
+	}
+	return f
+}
+
+func fail(err error) {
+	fmt.Fprintln(os.Stderr, "hetsev-demo:", err)
+	os.Exit(1)
+}

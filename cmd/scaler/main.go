@@ -1,0 +1,140 @@
+// Command hetsev-scaler reconciles ModelService objects: it keeps one
+// Deployment per GPU type and scales them by HetSev's decision (paper 4.1).
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/restmapper"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
+	cmclient "k8s.io/metrics/pkg/client/custom_metrics"
+
+	"github.com/hetsev/hetsev/pkg/heterogeneity"
+	"github.com/hetsev/hetsev/pkg/scaler"
+)
+
+func main() {
+	klog.InitFlags(nil)
+	kubeconfig := flag.String("kubeconfig", "", "path to a kubeconfig; in-cluster config when empty")
+	namespace := flag.String("namespace", "", "watch ModelServices in this namespace only (default: all)")
+	workers := flag.Int("workers", 2, "ModelServices reconciled in parallel")
+	catalogFile := flag.String("gpu-catalog", "", "GPU catalog CSV (gpu_type, product_label, gpu_memory_mib, usd_per_hour, ...); default: the embedded data/profiles/gpu_catalog.csv")
+	leaderElect := flag.Bool("leader-elect", true, "elect a leader among replicas with a Lease")
+	leaseNS := flag.String("leader-elect-namespace", "hetsev-system", "namespace of the leader-election Lease")
+	metricsAddr := flag.String("metrics-bind-address", ":8080", "address of /metrics")
+	healthAddr := flag.String("health-probe-bind-address", ":8081", "address of /healthz and /readyz")
+	flag.Parse()
+	if err := run(*kubeconfig, *namespace, *workers, *catalogFile, *leaderElect, *leaseNS, *metricsAddr, *healthAddr); err != nil {
+		klog.ErrorS(err, "hetsev-scaler failed")
+		os.Exit(1)
+	}
+}
+
+func run(kubeconfig, namespace string, workers int, catalogFile string, leaderElect bool, leaseNS, metricsAddr, healthAddr string) error {
+	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer cancel()
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return fmt.Errorf("kubeconfig: %w", err)
+	}
+	cat, err := loadCatalog(catalogFile)
+	if err != nil {
+		return err
+	}
+	kube := kubernetes.NewForConfigOrDie(cfg)
+	dyn := dynamic.NewForConfigOrDie(cfg)
+	disc := discovery.NewDiscoveryClientForConfigOrDie(cfg)
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disc))
+	cm := cmclient.NewForConfig(cfg, mapper, cmclient.NewAvailableAPIsGetter(disc))
+
+	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")})
+	defer broadcaster.Shutdown()
+	recorder := broadcaster.NewRecorder(scaler.Scheme(), v1.EventSource{Component: "hetsev-scaler"})
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	scaler.Register(reg)
+	serve(metricsAddr, "/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	ok := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
+	mux := http.NewServeMux()
+	mux.Handle("/healthz", ok)
+	mux.Handle("/readyz", ok)
+	serve(healthAddr, "", mux)
+
+	ctrl := scaler.New(scaler.Options{Kube: kube, Dynamic: dyn, Metrics: scaler.CustomMetrics{Client: cm}, Catalog: cat, Recorder: recorder, Namespace: namespace, Resync: 10 * time.Minute})
+	if !leaderElect {
+		return ctrl.Run(ctx, workers)
+	}
+	id, _ := os.Hostname()
+	id = fmt.Sprintf("%s_%d", id, os.Getpid())
+	lock := &resourcelock.LeaseLock{
+		LeaseMeta:  metav1.ObjectMeta{Name: "hetsev-scaler", Namespace: leaseNS},
+		Client:     kube.CoordinationV1(),
+		LockConfig: resourcelock.ResourceLockConfig{Identity: id},
+	}
+	leaderelection.RunOrDie(ctx, leaderelection.LeaderElectionConfig{
+		Lock: lock, ReleaseOnCancel: true,
+		LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second,
+		Callbacks: leaderelection.LeaderCallbacks{
+			OnStartedLeading: func(ctx context.Context) {
+				if err := ctrl.Run(ctx, workers); err != nil {
+					klog.ErrorS(err, "controller stopped")
+				}
+			},
+			OnStoppedLeading: func() { klog.InfoS("lost leadership", "identity", id) },
+		},
+		Name: "hetsev-scaler",
+	})
+	return nil
+}
+
+func loadCatalog(path string) (heterogeneity.Catalog, error) {
+	if path == "" {
+		return heterogeneity.DefaultCatalog()
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return heterogeneity.Catalog{}, fmt.Errorf("--gpu-catalog: %w", err)
+	}
+	defer f.Close()
+	return heterogeneity.LoadCatalog(f, path)
+}
+
+func serve(addr, path string, h http.Handler) {
+	if addr == "" || addr == "0" {
+		return
+	}
+	if path != "" {
+		mux := http.NewServeMux()
+		mux.Handle(path, h)
+		h = mux
+	}
+	go func() {
+		srv := &http.Server{Addr: addr, Handler: h, ReadHeaderTimeout: 5 * time.Second}
+		if err := srv.ListenAndServe(); err != nil && err != http.ErrServerClosed {
+			klog.ErrorS(err, "serving", "addr", addr)
+		}
+	}()
+}

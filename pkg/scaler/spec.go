@@ -1,0 +1,158 @@
+package scaler
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
+	"github.com/hetsev/hetsev/pkg/heterogeneity"
+)
+
+// Defaults for ModelService scaling knobs. The paper fixes only the 0.8
+// threshold (HetSev 4.1); the periods are our defaults, not measurements.
+const (
+	DefaultIntervalSeconds        = 15
+	DefaultScaleOutPeriodSeconds  = 30
+	DefaultScaleInIntervalSeconds = 60
+	DefaultScaleInCoolDownSeconds = 300
+	DefaultLambda                 = 0.01
+)
+
+// service is a validated ModelService with defaults applied.
+type service struct {
+	obj      *v1alpha1.ModelService
+	policy   heterogeneity.Policy
+	interval time.Duration
+	types    []gpuProfile
+}
+
+// gpuProfile is one GPU type of a service, resolved against the catalog.
+type gpuProfile struct {
+	spec      v1alpha1.GPUProfile
+	gpuType   heterogeneity.GPUType
+	gpuMemMiB int64
+	price     float64
+}
+
+// fromUnstructured converts a ModelService read through the dynamic client.
+func fromUnstructured(u *unstructured.Unstructured) (*v1alpha1.ModelService, error) {
+	ms := &v1alpha1.ModelService{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, ms); err != nil {
+		return nil, fmt.Errorf("decoding ModelService %s/%s: %w", u.GetNamespace(), u.GetName(), err)
+	}
+	return ms, nil
+}
+
+// validate checks what CRD validation cannot (catalog membership, SLO
+// feasibility, quantities) and applies defaults. The error names the field.
+func validate(ms *v1alpha1.ModelService, cat heterogeneity.Catalog) (*service, error) {
+	s := ms.Spec
+	if s.Model == "" {
+		return nil, fmt.Errorf("spec.model: must be set")
+	}
+	if !(s.SLO.ResponseTimeMs > 0) {
+		return nil, fmt.Errorf("spec.slo.responseTimeMs: must be > 0, got %v", s.SLO.ResponseTimeMs)
+	}
+	if !(s.SLO.ServiceLevel > 0 && s.SLO.ServiceLevel <= 1) {
+		return nil, fmt.Errorf("spec.slo.serviceLevel: must be in (0, 1], got %v", s.SLO.ServiceLevel)
+	}
+	if s.BatchSize < 1 {
+		return nil, fmt.Errorf("spec.batchSize: must be >= 1, got %d", s.BatchSize)
+	}
+	if len(s.Profiles) == 0 {
+		return nil, fmt.Errorf("spec.profiles: at least one GPU type is required")
+	}
+	out := &service{obj: ms}
+	seen := map[string]bool{}
+	for i, p := range s.Profiles {
+		field := fmt.Sprintf("spec.profiles[%d]", i)
+		g, ok := cat.ByName(p.GPUType)
+		if !ok {
+			return nil, fmt.Errorf("%s.gpuType: %q is not in the GPU catalog (%s)", field, p.GPUType, catalogNames(cat))
+		}
+		if seen[p.GPUType] {
+			return nil, fmt.Errorf("%s.gpuType: %q listed twice", field, p.GPUType)
+		}
+		seen[p.GPUType] = true
+		if !(p.ThroughputRPS > 0) || math.IsInf(p.ThroughputRPS, 0) {
+			return nil, fmt.Errorf("%s.throughputRPS: must be > 0, got %v", field, p.ThroughputRPS)
+		}
+		if !(p.LatencyMs > 0) || math.IsInf(p.LatencyMs, 0) {
+			return nil, fmt.Errorf("%s.latencyMs: must be > 0, got %v", field, p.LatencyMs)
+		}
+		q, err := resource.ParseQuantity(p.GPUMemory)
+		if err != nil || q.Sign() <= 0 {
+			return nil, fmt.Errorf("%s.gpuMemory: %q is not a positive quantity", field, p.GPUMemory)
+		}
+		mem := (q.Value() + (1<<20 - 1)) >> 20
+		if mem > g.MemoryMiB {
+			return nil, fmt.Errorf("%s.gpuMemory: %d MiB exceeds one %s's %d MiB", field, mem, g.Name, g.MemoryMiB)
+		}
+		for _, f := range []struct{ name, v string }{{"cpu", p.CPU}, {"memory", p.Memory}} {
+			if f.v == "" {
+				continue
+			}
+			if _, err := resource.ParseQuantity(f.v); err != nil {
+				return nil, fmt.Errorf("%s.%s: %q is not a quantity", field, f.name, f.v)
+			}
+		}
+		price := p.PriceUSDPerHour
+		if price == 0 {
+			price = g.PriceUSDPerHour
+		}
+		if !(price > 0) {
+			return nil, fmt.Errorf("%s.priceUSDPerHour: no price for %s in the spec or the catalog", field, p.GPUType)
+		}
+		out.types = append(out.types, gpuProfile{spec: p, gpuType: g, gpuMemMiB: mem, price: price})
+	}
+	sc := s.Scaling
+	pol := heterogeneity.DefaultPolicy()
+	pol.RTMaxMs = s.SLO.ResponseTimeMs
+	if sc.SaturationThreshold > 0 {
+		pol.SaturationThreshold = sc.SaturationThreshold
+	}
+	pol.Lambda = DefaultLambda
+	if sc.Lambda != nil {
+		pol.Lambda = *sc.Lambda
+	}
+	pol.ScaleOutPeriod = seconds(DefaultScaleOutPeriodSeconds)
+	if sc.ScaleOutPeriodSeconds != nil {
+		pol.ScaleOutPeriod = seconds(*sc.ScaleOutPeriodSeconds)
+	}
+	pol.ScaleInInterval = seconds(orDefault(sc.ScaleInIntervalSeconds, DefaultScaleInIntervalSeconds))
+	pol.ScaleInCoolDown = seconds(orDefault(sc.ScaleInCoolDownSeconds, DefaultScaleInCoolDownSeconds))
+	pol.MinReplicas = 1
+	if sc.MinReplicas > 0 {
+		pol.MinReplicas = sc.MinReplicas
+	}
+	pol.MaxReplicas = sc.MaxReplicas
+	if err := pol.Validate(); err != nil {
+		return nil, fmt.Errorf("spec.scaling: %w", err)
+	}
+	out.policy = pol
+	out.interval = seconds(orDefault(sc.IntervalSeconds, DefaultIntervalSeconds))
+	return out, nil
+}
+
+func orDefault(v, d float64) float64 {
+	if v > 0 {
+		return v
+	}
+	return d
+}
+
+func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
+
+func catalogNames(cat heterogeneity.Catalog) string {
+	var n []string
+	for _, t := range cat.Types {
+		n = append(n, t.Name)
+	}
+	return "known: " + strings.Join(n, ", ")
+}

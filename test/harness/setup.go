@@ -1,0 +1,103 @@
+package harness
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apiextclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/hetsev/hetsev/pkg/simulator"
+)
+
+// SystemNamespace is where hetsev's own objects live.
+const SystemNamespace = "hetsev-system"
+
+// InstallCRDs applies manifests/crd-*.yaml and waits until they are served.
+func InstallCRDs(ctx context.Context, cp *ControlPlane) error {
+	files, err := filepath.Glob(filepath.Join(RepoRoot(), "manifests", "crd-*.yaml"))
+	if err != nil || len(files) == 0 {
+		return fmt.Errorf("no CRDs in manifests/ (%v)", err)
+	}
+	cs, err := apiextclient.NewForConfig(cp.Config)
+	if err != nil {
+		return err
+	}
+	for _, f := range files {
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			return err
+		}
+		crd := &apiextv1.CustomResourceDefinition{}
+		if err := yaml.Unmarshal(raw, crd); err != nil {
+			return fmt.Errorf("%s: %w", f, err)
+		}
+		if _, err := cs.ApiextensionsV1().CustomResourceDefinitions().Create(ctx, crd, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("creating CRD from %s: %w", f, err)
+		}
+		err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+			got, err := cs.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, crd.Name, metav1.GetOptions{})
+			if err != nil {
+				return false, nil
+			}
+			for _, c := range got.Status.Conditions {
+				if c.Type == apiextv1.Established && c.Status == apiextv1.ConditionTrue {
+					return true, nil
+				}
+			}
+			return false, nil
+		})
+		if err != nil {
+			return fmt.Errorf("CRD %s not established: %w", crd.Name, err)
+		}
+	}
+	return nil
+}
+
+// EnsureNamespace creates ns if missing.
+func EnsureNamespace(ctx context.Context, c kubernetes.Interface, ns string) error {
+	_, err := c.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	return nil
+}
+
+// CreateDCGMExporters puts one dcgm-exporter pod on every node, as its
+// DaemonSet would (bound directly: no default scheduler runs here), annotated
+// for scraping on dcgm-exporter's port.
+func CreateDCGMExporters(ctx context.Context, c kubernetes.Interface, nodes []string) error {
+	if err := EnsureNamespace(ctx, c, SystemNamespace); err != nil {
+		return err
+	}
+	for _, n := range nodes {
+		pod := &v1.Pod{
+			ObjectMeta: metav1.ObjectMeta{
+				Name: "dcgm-exporter-" + n, Namespace: SystemNamespace,
+				Labels: map[string]string{"app": simulator.LabelDCGMExporter},
+				Annotations: map[string]string{
+					"prometheus.io/scrape": "true",
+					"prometheus.io/port":   fmt.Sprint(simulator.DCGMPort),
+					"prometheus.io/path":   simulator.DCGMPath,
+				},
+			},
+			Spec: v1.PodSpec{
+				NodeName:   n,
+				Containers: []v1.Container{{Name: "dcgm-exporter", Image: "nvcr.io/nvidia/k8s/dcgm-exporter:sim"}},
+			},
+		}
+		if _, err := c.CoreV1().Pods(SystemNamespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("creating %s: %w", pod.Name, err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,170 @@
+package integration
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
+	"github.com/hetsev/hetsev/pkg/scaler"
+	"github.com/hetsev/hetsev/pkg/simulator"
+	"github.com/hetsev/hetsev/test/harness"
+)
+
+const factor = 30.0 // trace seconds per wall second
+
+// knobs in trace seconds: decide every 15 s, scale out at once, scale in
+// at most every 30 s and not within 300 s of a scale-out.
+var knobs = harness.Knobs{IntervalSeconds: 15, ScaleOutPeriodSeconds: 0, ScaleInIntervalSeconds: 30, ScaleInCoolDownSeconds: 300, MinReplicas: 1}
+
+// TestScalerFollowsLoadStep replays 100 -> 1500 -> 100 requests/s against
+// ResNet-50 through the whole stack (simulated servers, metrics adapter
+// through the aggregation layer, scaler, scheduler, kube-controller-manager,
+// kwok): the step adds instances, the drop removes them only after the
+// cool-down, and a metrics outage then holds replicas.
+func TestScalerFollowsLoadStep(t *testing.T) {
+	s := startStack(t, true)
+	ctx := s.ctx
+	ms, err := harness.ModelServiceFor("resnet50", "default", "resnet50", 400, s.prof, knobs, factor)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := harness.CreateModelService(ctx, s.dyn, ms); err != nil {
+		t.Fatal(err)
+	}
+	w := s.world(t, []simulator.Service{harness.SimService(ms, 1, s.cat)}, steps(600, 100, 900, 1500, 1500, 100), factor)
+	waitFor(ctx, t, 30*time.Second, "first instance", func(context.Context) (bool, error) {
+		w.SyncPods()
+		return w.Instances("resnet50") > 0, nil
+	})
+
+	type sample struct {
+		trace float64
+		total int32
+	}
+	var samples []sample
+	done := make(chan error, 1)
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() { done <- w.Run(wctx) }()
+	for running := true; running; {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+			running = false
+		case <-time.After(250 * time.Millisecond):
+			samples = append(samples, sample{w.Clock.Processed(), totalReplicas(ctx, t, s)})
+		}
+	}
+	// Load step at trace 600 s (1500 requests/s needs 1500/0.8/363 = 5.2 ->
+	// 6 T4 instances; T4 is the cheaper type per request, HetSev 4.1).
+	peak, peakAt := int32(0), 0.0
+	for _, x := range samples {
+		if x.total > peak {
+			peak, peakAt = x.total, x.trace
+		}
+	}
+	if peak < 5 {
+		t.Fatalf("peak replicas %d, want >= 5 for 1500 requests/s", peak)
+	}
+	// The drop at 1500 s: no scale-in before 1500 + cool-down 300 s (minus
+	// one decision interval and the metric window's lag), and back to 1
+	// replica by the end.
+	for _, x := range samples {
+		if x.trace > peakAt && x.trace < 1500 && x.total < peak {
+			t.Errorf("replicas fell to %d at trace %.0f s, during the high load", x.total, x.trace)
+			break
+		}
+	}
+	firstDrop := -1.0
+	for _, x := range samples {
+		if x.trace > peakAt && x.total < peak {
+			firstDrop = x.trace
+			break
+		}
+	}
+	if firstDrop < 0 {
+		t.Fatalf("replicas never decreased after the load drop (samples %v)", samples[len(samples)-5:])
+	}
+	if firstDrop < 1500+knobs.ScaleInCoolDownSeconds-60 {
+		t.Errorf("first scale-in at trace %.0f s, before the %v s cool-down after the drop", firstDrop, knobs.ScaleInCoolDownSeconds)
+	}
+	if last := samples[len(samples)-1].total; last > 2 {
+		t.Errorf("%d replicas at the end of the low load, want 1 or 2", last)
+	}
+	st := w.Totals().Services["resnet50"]
+	t.Logf("peak %d replicas at trace %.0f s, first scale-in at %.0f s; SLO attainment %.4f over %d requests", peak, peakAt, firstDrop, st.Attainment(), st.Completed+st.Failed)
+
+	// Metrics outage: stop the adapter; the scaler must hold replicas and
+	// say why, never scale in on missing data.
+	before := totalReplicas(ctx, t, s)
+	s.adapter.Stop(5 * time.Second)
+	waitFor(ctx, t, 30*time.Second, "MetricsUnavailable condition", func(ctx context.Context) (bool, error) {
+		c := condition(ctx, t, s, "resnet50", v1alpha1.ConditionMetricsUnavailable)
+		return c != nil && c.Status == metav1.ConditionTrue, nil
+	})
+	time.Sleep(time.Duration(3 * knobs.IntervalSeconds / factor * float64(time.Second)))
+	if after := totalReplicas(ctx, t, s); after != before {
+		t.Errorf("replicas changed from %d to %d while metrics were unavailable", before, after)
+	}
+}
+
+// TestScalerReportsNoFeasibleType: an SLO no GPU type meets (RT_max below
+// every profiled batch latency) gets a NoFeasibleType condition saying why,
+// and no instance.
+func TestScalerReportsNoFeasibleType(t *testing.T) {
+	s := startStack(t, true)
+	ms, err := harness.ModelServiceFor("ssd", "default", "ssd-resnet50", 50, s.prof, knobs, factor) // SSD batches take 72 ms and more
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := harness.CreateModelService(s.ctx, s.dyn, ms); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(s.ctx, t, 30*time.Second, "NoFeasibleType condition", func(ctx context.Context) (bool, error) {
+		c := condition(ctx, t, s, "ssd", v1alpha1.ConditionNoFeasibleType)
+		return c != nil && c.Status == metav1.ConditionTrue && strings.Contains(c.Message, "RT_max"), nil
+	})
+	if n := totalReplicas(s.ctx, t, s); n != 0 {
+		t.Errorf("%d replicas for an infeasible service, want 0", n)
+	}
+}
+
+func totalReplicas(ctx context.Context, t *testing.T, s *stack) int32 {
+	t.Helper()
+	deps, err := s.cp.Client.AppsV1().Deployments("default").List(ctx, metav1.ListOptions{LabelSelector: scaler.LabelModelService})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := int32(0)
+	for _, d := range deps.Items {
+		if d.Spec.Replicas != nil {
+			n += *d.Spec.Replicas
+		}
+	}
+	return n
+}
+
+func condition(ctx context.Context, t *testing.T, s *stack, name, typ string) *metav1.Condition {
+	t.Helper()
+	u, err := s.dyn.Resource(v1alpha1.Resource).Namespace("default").Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return nil
+	}
+	ms := &v1alpha1.ModelService{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, ms); err != nil {
+		t.Fatal(err)
+	}
+	for i := range ms.Status.Conditions {
+		if ms.Status.Conditions[i].Type == typ {
+			return &ms.Status.Conditions[i]
+		}
+	}
+	return nil
+}

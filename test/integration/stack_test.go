@@ -1,0 +1,105 @@
+package integration
+
+import (
+	"context"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"k8s.io/client-go/dynamic"
+
+	"github.com/hetsev/hetsev/pkg/heterogeneity"
+	"github.com/hetsev/hetsev/pkg/interference"
+	"github.com/hetsev/hetsev/pkg/simulator"
+	"github.com/hetsev/hetsev/pkg/trace"
+	"github.com/hetsev/hetsev/test/harness"
+)
+
+// stack is a cluster with hetsev's programs running.
+type stack struct {
+	cp      *harness.ControlPlane
+	ctx     context.Context
+	dyn     dynamic.Interface
+	adapter *harness.Process
+	cat     heterogeneity.Catalog
+	prof    heterogeneity.Profiles
+}
+
+// startStack starts the cluster, CRDs, dcgm-exporter pods, hetsev-scheduler
+// and hetsev-metrics-adapter (registered as an APIService), and the scaler
+// when withScaler is set.
+func startStack(t *testing.T, withScaler bool) *stack {
+	t.Helper()
+	cp, ctx := cluster(t)
+	s := &stack{cp: cp, ctx: ctx}
+	var err error
+	if s.cat, err = heterogeneity.DefaultCatalog(); err != nil {
+		t.Fatal(err)
+	}
+	if s.prof, err = heterogeneity.DefaultProfiles(); err != nil {
+		t.Fatal(err)
+	}
+	if err := harness.InstallCRDs(ctx, cp); err != nil {
+		t.Fatal(err)
+	}
+	nodes, err := cp.Client.CoreV1().Nodes().List(ctx, metav1ListAll)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, n := range nodes.Items {
+		names = append(names, n.Name)
+	}
+	if err := harness.CreateDCGMExporters(ctx, cp.Client, names); err != nil {
+		t.Fatal(err)
+	}
+	sched, err := harness.StartScheduler(ctx, cp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopOnCleanup(t, sched)
+	s.adapter, _, err = harness.StartAdapter(ctx, cp, harness.AdapterOptions{ScrapeInterval: "200ms", RateWindow: "60s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopOnCleanup(t, s.adapter)
+	if withScaler {
+		sc, err := harness.StartScaler(ctx, cp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stopOnCleanup(t, sc)
+	}
+	if s.dyn, err = dynamic.NewForConfig(cp.Config); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// world starts a simulator replaying rates (requests/s per trace second) at
+// factor trace seconds per wall second.
+func (s *stack) world(t *testing.T, services []simulator.Service, rates trace.Rates, factor float64) *simulator.World {
+	t.Helper()
+	w, err := simulator.New(s.cp.Client, simulator.Config{Services: services, Rates: rates, Factor: factor, Interference: interference.Default(), Seed: 7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Start(s.ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Close)
+	return w
+}
+
+// steps builds a rate series: each pair is (seconds, requests/s).
+func steps(pairs ...float64) trace.Rates {
+	var r trace.Rates
+	for i := 0; i+1 < len(pairs); i += 2 {
+		for j := 0; j < int(pairs[i]); j++ {
+			r = append(r, pairs[i+1])
+		}
+	}
+	return r
+}
+
+var metav1ListAll = metav1.ListOptions{}
