@@ -364,7 +364,7 @@ func (a *Autoscaler) scaleIn(obs Observation, act Action, total int, capNow floa
 		}
 		after := saturationAt(w, capNow-t.ThroughputRPS)
 		lowestSat = min(lowestSat, after)
-		if !(after <= p.SaturationThreshold*(1+tolerance)) {
+		if !(after <= (p.SaturationThreshold-p.ScaleInHysteresis)*(1+tolerance)) {
 			continue
 		}
 		if best < 0 || t.PriceUSDPerHour > types[best].PriceUSDPerHour ||
@@ -373,7 +373,7 @@ func (a *Autoscaler) scaleIn(obs Observation, act Action, total int, capNow floa
 		}
 	}
 	if best < 0 {
-		act.Reason = fmt.Sprintf("%s; without any one instance it would be %.2f > %.2f", within, lowestSat, p.SaturationThreshold)
+		act.Reason = fmt.Sprintf("%s; without any one instance it would be %.2f > %.2f", within, lowestSat, p.SaturationThreshold-p.ScaleInHysteresis)
 		return act
 	}
 	act.Kind = ActionScaleIn

@@ -548,3 +548,36 @@ func FuzzDecide(f *testing.F) {
 		}
 	})
 }
+
+// TestScaleInHysteresis: 2 T4 (363 requests/s each), W = 260. Without one
+// T4 the saturation would be 260/363 = 0.716: under the 0.8 threshold, so
+// the paper's rule removes it; with a 0.1 hysteresis the bar is 0.7 and the
+// instance stays. At W = 250 (0.689) both remove it.
+func TestScaleInHysteresis(t *testing.T) {
+	now := time.Unix(1000, 0)
+	types := func() []TypeState {
+		return []TypeState{{GPUType: "T4", Running: 2, ThroughputRPS: 363, LatencyMs: 22.41, PriceUSDPerHour: 0.526, LaunchSeconds: 20, MaxAdditional: 4}}
+	}
+	for _, c := range []struct {
+		w          float64
+		hysteresis float64
+		want       ActionKind
+	}{
+		{260, 0, ActionScaleIn},
+		{260, 0.1, ActionNone},
+		{250, 0.1, ActionScaleIn},
+	} {
+		p := DefaultPolicy()
+		p.ScaleInHysteresis = c.hysteresis
+		a := NewAutoscaler(p)
+		got := a.Decide(Observation{Now: now, ArrivalRate: c.w, Types: types()})
+		if got.Kind != c.want {
+			t.Errorf("W=%v hysteresis=%v: %s (%s), want %s", c.w, c.hysteresis, got.Kind, got.Reason, c.want)
+		}
+	}
+	bad := DefaultPolicy()
+	bad.ScaleInHysteresis = 0.9
+	if bad.Validate() == nil {
+		t.Error("hysteresis above the threshold should be rejected")
+	}
+}

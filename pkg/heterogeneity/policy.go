@@ -27,6 +27,11 @@ type Policy struct {
 	// ScaleInCoolDown is the least time from the last scale-out to the next
 	// scale-in ("a predefined cool-down period", HetSev 4.1).
 	ScaleInCoolDown time.Duration
+	// ScaleInHysteresis lowers the bar for scale-in: an instance is removed
+	// only if the load then fits under SaturationThreshold minus this
+	// margin. 0 is the paper's rule; a margin stops a scale-in that lands
+	// just under the threshold from triggering the next scale-out.
+	ScaleInHysteresis float64
 	// MinReplicas is the least number of instances over all types, >= 1: a
 	// service never scales to zero.
 	MinReplicas int
@@ -70,6 +75,9 @@ func (p Policy) Validate() error {
 	}
 	if !(p.Lambda >= 0) || math.IsInf(p.Lambda, 0) {
 		bad("Lambda must be a finite number >= 0 (per second), got %v", p.Lambda)
+	}
+	if !(p.ScaleInHysteresis >= 0 && p.ScaleInHysteresis < p.SaturationThreshold) {
+		bad("ScaleInHysteresis must be in [0, SaturationThreshold), got %v", p.ScaleInHysteresis)
 	}
 	if p.ScaleOutPeriod < 0 {
 		bad("ScaleOutPeriod must be >= 0, got %v", p.ScaleOutPeriod)

@@ -22,6 +22,10 @@ const (
 	DefaultScaleInIntervalSeconds = 60
 	DefaultScaleInCoolDownSeconds = 300
 	DefaultLambda                 = 0.01
+	// DefaultScaleInHysteresis is ours, not the paper's: without it a
+	// scale-in that lands just under the threshold is undone by the next
+	// decision (seen in the demo as a scale-in/scale-out loop).
+	DefaultScaleInHysteresis = 0.1
 )
 
 // service is a validated ModelService with defaults applied.
@@ -127,6 +131,10 @@ func validate(ms *v1alpha1.ModelService, cat heterogeneity.Catalog) (*service, e
 	}
 	pol.ScaleInInterval = seconds(orDefault(sc.ScaleInIntervalSeconds, DefaultScaleInIntervalSeconds))
 	pol.ScaleInCoolDown = seconds(orDefault(sc.ScaleInCoolDownSeconds, DefaultScaleInCoolDownSeconds))
+	pol.ScaleInHysteresis = DefaultScaleInHysteresis
+	if sc.ScaleInHysteresis != nil {
+		pol.ScaleInHysteresis = *sc.ScaleInHysteresis
+	}
 	pol.MinReplicas = 1
 	if sc.MinReplicas > 0 {
 		pol.MinReplicas = sc.MinReplicas

@@ -27,11 +27,12 @@ type Service struct {
 	Share     float64 // fraction of the trace's requests, e.g. 0.6
 	RTMaxMs   float64 // SLO response-time threshold, ms
 	BatchSize int
-	// QueueTimeoutMs: a request queued longer is rejected (503), as with
-	// Triton's queue policy; 0 waits forever. A request that waited past
-	// RT_max has missed its SLO anyway, and rejecting it keeps the backlog
-	// of an overload from delaying the requests after it.
-	QueueTimeoutMs float64
+	// DeadlineAware gives each instance a queue-policy timeout (Triton's
+	// dynamic batcher default_timeout_microseconds with REJECT) so that a
+	// request it serves still finishes within RT_max; a request that cannot
+	// is rejected with 503. Without it an overload makes every queued
+	// request late, not just the excess.
+	DeadlineAware bool
 	// PerProduct maps a GFD product label to the instance's profile there.
 	PerProduct map[string]InstanceProfile
 }

@@ -408,7 +408,7 @@ func (w *World) addInstance(p *v1.Pod, now float64) {
 	srv, err := modelserver.NewServer(modelserver.Config{
 		Name: p.Namespace + "/" + p.Name, Model: s.Model, BatchSize: s.BatchSize,
 		BatchLatency: prof.LatencyMs / 1000, MaxBatchDelay: w.cfg.MaxBatchDelay,
-		ReadyAt: now + prof.LaunchSeconds, QueueTimeout: s.QueueTimeoutMs / 1000,
+		ReadyAt: now + prof.LaunchSeconds, QueueTimeout: w.queueTimeout(s, prof),
 	})
 	if err != nil {
 		klog.ErrorS(err, "simulator: bad server config", "pod", klog.KObj(p))
@@ -429,6 +429,18 @@ func (w *World) addInstance(p *v1.Pod, now float64) {
 		w.scheduled[p.UID] = true
 		w.stats[s.Name].PodsStarted++
 	}
+}
+
+// queueTimeout is the instance's queue-policy timeout, seconds: a request
+// that has waited longer could no longer meet RT_max once its batch runs
+// (two batch latencies, to allow for interference, plus the network), so
+// the server rejects it rather than serve it late. Under overload this sheds
+// the excess instead of making every queued request late.
+func (w *World) queueTimeout(s *Service, prof InstanceProfile) float64 {
+	if !s.DeadlineAware {
+		return 0
+	}
+	return math.Max(0, (s.RTMaxMs-2*prof.LatencyMs-w.cfg.NetworkMs)/1000)
 }
 
 func (w *World) addDCGM(p *v1.Pod) {

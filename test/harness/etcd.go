@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"path/filepath"
 	"time"
 
 	"go.etcd.io/etcd/server/v3/embed"
@@ -33,6 +34,8 @@ func startEtcd(dir string) (*embed.Etcd, string, error) {
 	cfg := embed.NewConfig()
 	cfg.Dir = dir
 	cfg.LogLevel = "error"
+	// Its shutdown errors ("server closed") would clutter the demo output.
+	cfg.LogOutputs = []string{filepath.Join(dir, "..", "etcd.log")}
 	curl, _ := url.Parse(fmt.Sprintf("http://127.0.0.1:%d", cport))
 	purl, _ := url.Parse(fmt.Sprintf("http://127.0.0.1:%d", pport))
 	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{*curl}, []url.URL{*curl}

@@ -84,7 +84,7 @@ func CreateModelService(ctx context.Context, dyn dynamic.Interface, ms *v1alpha1
 // SimService describes ms to the simulator.
 func SimService(ms *v1alpha1.ModelService, share float64, cat heterogeneity.Catalog) simulator.Service {
 	s := simulator.Service{Namespace: ms.Namespace, Name: ms.Name, Model: ms.Spec.Model, Share: share,
-		RTMaxMs: ms.Spec.SLO.ResponseTimeMs, QueueTimeoutMs: ms.Spec.SLO.ResponseTimeMs, BatchSize: ms.Spec.BatchSize, PerProduct: map[string]simulator.InstanceProfile{}}
+		RTMaxMs: ms.Spec.SLO.ResponseTimeMs, DeadlineAware: true, BatchSize: ms.Spec.BatchSize, PerProduct: map[string]simulator.InstanceProfile{}}
 	for _, p := range ms.Spec.Profiles {
 		g, ok := cat.ByName(p.GPUType)
 		if !ok {

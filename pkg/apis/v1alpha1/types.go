@@ -91,6 +91,10 @@ type Scaling struct {
 	// ScaleInCoolDownSeconds after a scale-out before any scale-in
 	// (default 300).
 	ScaleInCoolDownSeconds float64 `json:"scaleInCoolDownSeconds,omitempty"`
+	// ScaleInHysteresis: scale in only when the load fits under
+	// saturationThreshold minus this margin without one instance (default
+	// 0.1; 0 is the paper's rule).
+	ScaleInHysteresis *float64 `json:"scaleInHysteresis,omitempty"`
 	// Lambda weighs launch latency against cost, per second (default 0.01).
 	Lambda *float64 `json:"lambda,omitempty"`
 	// MinReplicas over all GPU types (default 1: never zero).

@@ -1,0 +1,153 @@
+package scaler
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
+	"github.com/hetsev/hetsev/pkg/gpuinventory"
+	"github.com/hetsev/hetsev/pkg/heterogeneity"
+)
+
+func catalog(t *testing.T) heterogeneity.Catalog {
+	t.Helper()
+	c, err := heterogeneity.DefaultCatalog()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func resnet() *v1alpha1.ModelService {
+	return &v1alpha1.ModelService{
+		ObjectMeta: metav1.ObjectMeta{Name: "resnet50", Namespace: "default", UID: "u1"},
+		Spec: v1alpha1.ModelServiceSpec{
+			Model: "resnet50", SLO: v1alpha1.SLO{ResponseTimeMs: 400, ServiceLevel: 0.98}, BatchSize: 8,
+			Profiles: []v1alpha1.GPUProfile{
+				{GPUType: "T4", ThroughputRPS: 363, LatencyMs: 22.41, GPUMemory: "2Gi", CPU: "2", Memory: "4Gi", LaunchSeconds: 20},
+				{GPUType: "V100-32GB", ThroughputRPS: 709, LatencyMs: 11.5, GPUMemory: "2Gi"},
+			},
+			Template: v1.PodTemplateSpec{Spec: v1.PodSpec{Containers: []v1.Container{{Name: "server", Image: "triton"}}}},
+		},
+	}
+}
+
+func TestValidateAppliesDefaultsAndCatalogPrices(t *testing.T) {
+	s, err := validate(resnet(), catalog(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.policy.SaturationThreshold != 0.8 || s.policy.RTMaxMs != 400 || s.policy.MinReplicas != 1 {
+		t.Errorf("policy = %+v", s.policy)
+	}
+	if s.interval != DefaultIntervalSeconds*time.Second || s.policy.ScaleInCoolDown != DefaultScaleInCoolDownSeconds*time.Second {
+		t.Errorf("interval %v, cool-down %v", s.interval, s.policy.ScaleInCoolDown)
+	}
+	// Prices come from data/profiles/gpu_catalog.csv when the spec has none.
+	if s.types[0].price != 0.526 || s.types[1].price != 3.9015 || s.types[0].gpuMemMiB != 2048 {
+		t.Errorf("types = %+v", s.types)
+	}
+}
+
+func TestValidateNamesTheBadField(t *testing.T) {
+	cases := map[string]func(*v1alpha1.ModelService){
+		"spec.profiles[0].gpuType":       func(m *v1alpha1.ModelService) { m.Spec.Profiles[0].GPUType = "A100" },
+		"spec.profiles[1].throughputRPS": func(m *v1alpha1.ModelService) { m.Spec.Profiles[1].ThroughputRPS = -3 },
+		"spec.profiles[0].gpuMemory":     func(m *v1alpha1.ModelService) { m.Spec.Profiles[0].GPUMemory = "lots" },
+		"exceeds one T4":                 func(m *v1alpha1.ModelService) { m.Spec.Profiles[0].GPUMemory = "20Gi" },
+		"spec.slo.serviceLevel":          func(m *v1alpha1.ModelService) { m.Spec.SLO.ServiceLevel = 1.5 },
+		"listed twice":                   func(m *v1alpha1.ModelService) { m.Spec.Profiles[1].GPUType = "T4" },
+		"spec.scaling":                   func(m *v1alpha1.ModelService) { h := 0.95; m.Spec.Scaling.ScaleInHysteresis = &h },
+	}
+	for want, mutate := range cases {
+		ms := resnet()
+		mutate(ms)
+		_, err := validate(ms, catalog(t))
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: err = %v", want, err)
+		}
+	}
+}
+
+func TestDesiredDeploymentPinsTypeAndGPU(t *testing.T) {
+	s, err := validate(resnet(), catalog(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := desiredDeployment(s, s.types[0], 3)
+	if d.Name != "resnet50-t4" || *d.Spec.Replicas != 3 {
+		t.Fatalf("deployment %s with %d replicas", d.Name, *d.Spec.Replicas)
+	}
+	ps := d.Spec.Template.Spec
+	if ps.SchedulerName != SchedulerName || ps.NodeSelector[gpuinventory.LabelGPUProduct] != "Tesla-T4" {
+		t.Errorf("scheduler %q, node selector %v", ps.SchedulerName, ps.NodeSelector)
+	}
+	ann := d.Spec.Template.Annotations
+	if ann[gpuinventory.AnnotationModel] != "resnet50" || ann[gpuinventory.AnnotationGPUMemory] != "2048Mi" {
+		t.Errorf("annotations %v", ann)
+	}
+	env := ps.Containers[0].Env
+	if len(env) != 1 || env[0].Name != "NVIDIA_VISIBLE_DEVICES" || env[0].ValueFrom.FieldRef.FieldPath != "metadata.annotations['hetsev.io/gpu-index']" {
+		t.Errorf("env %+v", env)
+	}
+	if got := ps.Containers[0].Resources.Requests[v1.ResourceCPU]; got.Cmp(resource.MustParse("2")) != 0 {
+		t.Errorf("cpu request %v", got)
+	}
+	if d.OwnerReferences[0].Kind != "ModelService" || d.OwnerReferences[0].UID != "u1" {
+		t.Errorf("owner %+v", d.OwnerReferences)
+	}
+}
+
+func node(name string, gpus int, memMiB int64, cpu string) *v1.Node {
+	return &v1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
+			gpuinventory.LabelGPUProduct: "Tesla-T4", gpuinventory.LabelGPUCount: itoa(gpus), gpuinventory.LabelGPUMemory: itoa(int(memMiB)),
+		}},
+		Status: v1.NodeStatus{Allocatable: v1.ResourceList{v1.ResourceCPU: resource.MustParse(cpu), v1.ResourceMemory: resource.MustParse("62Gi")}},
+	}
+}
+
+func itoa(i int) string { return strings.TrimSpace(resource.NewQuantity(int64(i), resource.DecimalSI).String()) }
+
+func pod(name, nodeName, model, mem string, gpuIndex string, cpu string) *v1.Pod {
+	p := &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{gpuinventory.AnnotationModel: model, gpuinventory.AnnotationGPUMemory: mem}},
+		Spec: v1.PodSpec{NodeName: nodeName, NodeSelector: map[string]string{gpuinventory.LabelGPUProduct: "Tesla-T4"},
+			Containers: []v1.Container{{Resources: v1.ResourceRequirements{Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse(cpu)}}}}},
+	}
+	if gpuIndex != "" {
+		p.Annotations[gpuinventory.AnnotationGPUIndex] = gpuIndex
+	}
+	return p
+}
+
+// TestFreeSlots works HetSev 4.1 constraint 2 by hand on two T4 nodes with
+// two 16 GiB GPUs each.
+func TestFreeSlots(t *testing.T) {
+	nodes := []*v1.Node{node("a", 2, 16384, "40"), node("b", 2, 16384, "5")}
+	pods := []*v1.Pod{
+		pod("r0", "a", "resnet50", "2Gi", "0", "2"), // resnet50 on a/0: that GPU is out for resnet50
+		pod("s0", "a", "ssd", "14Gi", "1", "2"),     // a/1 has 2 GiB left: enough for resnet50 (2 GiB)
+		pod("pending", "", "resnet50", "2Gi", "", "2"),
+	}
+	d := gpuinventory.Demand{Model: "resnet50", MemoryMiB: 2048}
+	// a: GPU 1 fits (2048 free, no resnet50) = 1; b: two GPUs fit but 5 CPUs
+	// hold only two 2-CPU pods = 2; minus one pending resnet50 = 2.
+	if got := freeSlots(nodes, pods, "Tesla-T4", d, resource.MustParse("2"), resource.Quantity{}); got != 2 {
+		t.Errorf("free slots = %d, want 2", got)
+	}
+	// 3 GiB no longer fits a/1.
+	d.MemoryMiB = 3072
+	if got := freeSlots(nodes, pods, "Tesla-T4", d, resource.MustParse("2"), resource.Quantity{}); got != 1 {
+		t.Errorf("free slots for 3 GiB = %d, want 1", got)
+	}
+	// Another product has no nodes.
+	if got := freeSlots(nodes, pods, "Tesla-V100-SXM2-32GB", d, resource.Quantity{}, resource.Quantity{}); got != 0 {
+		t.Errorf("V100 slots = %d", got)
+	}
+}
