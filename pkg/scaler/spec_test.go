@@ -112,7 +112,9 @@ func node(name string, gpus int, memMiB int64, cpu string) *v1.Node {
 	}
 }
 
-func itoa(i int) string { return strings.TrimSpace(resource.NewQuantity(int64(i), resource.DecimalSI).String()) }
+func itoa(i int) string {
+	return strings.TrimSpace(resource.NewQuantity(int64(i), resource.DecimalSI).String())
+}
 
 func pod(name, nodeName, model, mem string, gpuIndex string, cpu string) *v1.Pod {
 	p := &v1.Pod{

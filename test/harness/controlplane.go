@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/component-base/compatibility"
+	"k8s.io/component-base/configz"
 	"k8s.io/klog/v2"
 	kubeapiservertesting "k8s.io/kubernetes/cmd/kube-apiserver/app/testing"
 	kcmapp "k8s.io/kubernetes/cmd/kube-controller-manager/app"
@@ -87,6 +88,10 @@ func StartControlPlane(ctx context.Context, tb ktesting.TB, dir string) (*Contro
 		cp.Stop()
 		return nil, err
 	}
+	if err := WaitForServiceAccount(ctx, cp.Client, "default"); err != nil {
+		cp.Stop()
+		return nil, err
+	}
 	klog.InfoS("control plane ready", "apiserver", cp.Config.Host, "took", time.Since(start).Round(time.Millisecond))
 	return cp, nil
 }
@@ -151,6 +156,9 @@ func (cp *ControlPlane) startKCM(ctx context.Context) error {
 	if err := s.ComponentGlobalsRegistry.Set(); err != nil {
 		return err
 	}
+	// Run registers its config in a process-wide registry; a control plane
+	// started earlier in this process (tests) must not block this one.
+	configz.Delete(kcmapp.ConfigzName)
 	kctx, cancel := context.WithCancel(ctx)
 	c, err := s.Config(kctx, all, disabled, aliases)
 	if err != nil {
@@ -176,6 +184,7 @@ func (cp *ControlPlane) Stop() {
 		case <-cp.kcmDone:
 		case <-time.After(10 * time.Second):
 		}
+		configz.Delete(kcmapp.ConfigzName)
 	}
 	if cp.apiserver.TearDownFn != nil {
 		cp.apiserver.TearDownFn()

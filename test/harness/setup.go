@@ -63,11 +63,25 @@ func InstallCRDs(ctx context.Context, cp *ControlPlane) error {
 	return nil
 }
 
-// EnsureNamespace creates ns if missing.
+// EnsureNamespace creates ns if missing and waits for its default service
+// account, which the ServiceAccount admission plugin requires of every pod
+// and kube-controller-manager creates shortly after the namespace.
 func EnsureNamespace(ctx context.Context, c kubernetes.Interface, ns string) error {
 	_, err := c.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		return err
+	}
+	return WaitForServiceAccount(ctx, c, ns)
+}
+
+// WaitForServiceAccount waits until ns/default exists.
+func WaitForServiceAccount(ctx context.Context, c kubernetes.Interface, ns string) error {
+	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		_, err := c.CoreV1().ServiceAccounts(ns).Get(ctx, "default", metav1.GetOptions{})
+		return err == nil, nil
+	})
+	if err != nil {
+		return fmt.Errorf("service account %s/default not created: %w", ns, err)
 	}
 	return nil
 }

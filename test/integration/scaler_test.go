@@ -73,27 +73,34 @@ func TestScalerFollowsLoadStep(t *testing.T) {
 	if peak < 5 {
 		t.Fatalf("peak replicas %d, want >= 5 for 1500 requests/s", peak)
 	}
-	// The drop at 1500 s: no scale-in before 1500 + cool-down 300 s (minus
-	// one decision interval and the metric window's lag), and back to 1
-	// replica by the end.
+	// While the load is high the scaler may trim an overshoot, but never
+	// below what 1500 requests/s needs at all (ceil(1500/363) = 5 T4).
 	for _, x := range samples {
-		if x.trace > peakAt && x.trace < 1500 && x.total < peak {
+		if x.trace > peakAt && x.trace < 1500 && x.total < 5 {
 			t.Errorf("replicas fell to %d at trace %.0f s, during the high load", x.total, x.trace)
 			break
 		}
 	}
-	firstDrop := -1.0
-	for _, x := range samples {
-		if x.trace > peakAt && x.total < peak {
-			firstDrop = x.trace
-			break
+	// Every scale-in comes at least the cool-down after the latest
+	// scale-out (less one decision interval: samples and decisions are not
+	// aligned), and the low load after 1500 s is served by fewer instances.
+	lastUp, firstDrop := 0.0, -1.0
+	for i := 1; i < len(samples); i++ {
+		prev, cur := samples[i-1], samples[i]
+		switch {
+		case cur.total > prev.total:
+			lastUp = cur.trace
+		case cur.total < prev.total:
+			if cur.trace-lastUp < knobs.ScaleInCoolDownSeconds-knobs.IntervalSeconds {
+				t.Errorf("scale-in to %d at trace %.0f s, %.0f s after the last scale-out (cool-down %.0f s)", cur.total, cur.trace, cur.trace-lastUp, knobs.ScaleInCoolDownSeconds)
+			}
+			if cur.trace > 1500 && firstDrop < 0 {
+				firstDrop = cur.trace
+			}
 		}
 	}
 	if firstDrop < 0 {
-		t.Fatalf("replicas never decreased after the load drop (samples %v)", samples[len(samples)-5:])
-	}
-	if firstDrop < 1500+knobs.ScaleInCoolDownSeconds-60 {
-		t.Errorf("first scale-in at trace %.0f s, before the %v s cool-down after the drop", firstDrop, knobs.ScaleInCoolDownSeconds)
+		t.Fatalf("replicas never decreased after the load drop (last samples %v)", samples[len(samples)-5:])
 	}
 	if last := samples[len(samples)-1].total; last > 2 {
 		t.Errorf("%d replicas at the end of the low load, want 1 or 2", last)
