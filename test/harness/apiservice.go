@@ -19,7 +19,8 @@ const AdapterService = "hetsev-metrics-adapter"
 // RegisterAPIService points custom.metrics.k8s.io at an adapter listening
 // on localhost:port and waits until the aggregator reports it Available.
 // The local adapter's certificate is self-signed, hence
-// insecureSkipTLSVerify; manifests/ ship the CA-bundle form for clusters.
+// insecureSkipTLSVerify, as manifests/metrics-adapter/apiservice.yaml does by
+// default; its comments show the cert-manager CA-bundle form for clusters.
 func RegisterAPIService(ctx context.Context, cp *ControlPlane, port int) error {
 	if err := EnsureNamespace(ctx, cp.Client, SystemNamespace); err != nil {
 		return err

@@ -259,7 +259,7 @@ func RunDemo(ctx context.Context, tb ktesting.TB, cfg DemoConfig) (*Summary, err
 			w = append(w, fmt.Sprintf("%.0f", float64(s.Offered)/math.Max(dt, 1e-9)))
 			r := rs.ByService[s.Service]
 			reps = append(reps, fmt.Sprintf("%s %d/%d", s.Service, r["V100-32GB"], r["T4"]))
-			p98 = append(p98, fmt.Sprintf("%.0f", s.P98Ms))
+			p98 = append(p98, p98String(s.P98Ms))
 			att = append(att, fmt.Sprintf("%.4f", s.Attainment))
 		}
 		phase := "measure"
@@ -315,6 +315,15 @@ func RunDemo(ctx context.Context, tb ktesting.TB, cfg DemoConfig) (*Summary, err
 	sum.GPUMemoryOvercommits = tot.GPUMemoryOvercommits
 	sum.ScalingActions = countScalingEvents(ctx, cp)
 	return sum, nil
+}
+
+// p98String shows a p98 that falls on a shed request (rejected because it
+// could not meet RT_max, or no instance ready) as "shed".
+func p98String(ms float64) string {
+	if math.IsInf(ms, 1) {
+		return "shed"
+	}
+	return fmt.Sprintf("%.0f", ms)
 }
 
 func testbedString(groups []NodeGroup) string {
