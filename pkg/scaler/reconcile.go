@@ -2,6 +2,9 @@ package scaler
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"math"
 	"sort"
@@ -185,15 +188,21 @@ func (c *Controller) autoscalerFor(key string, p heterogeneity.Policy) *heteroge
 
 // ensureDeployment creates the GPU type's Deployment with zero replicas when
 // missing (the decision then scales it) and keeps its pod template in line
-// with the spec without touching replicas.
+// with the spec without touching replicas: a hash of the desired template,
+// kept in an annotation, tells when the spec changed.
 func (c *Controller) ensureDeployment(ctx context.Context, svc *service, p gpuProfile) (*appsv1.Deployment, error) {
 	name := DeploymentName(svc.obj.Name, p.gpuType.Name)
+	want := desiredDeployment(svc, p, 0)
+	hash, err := templateHash(want)
+	if err != nil {
+		return nil, err
+	}
+	want.Annotations = map[string]string{AnnotationTemplateHash: hash}
 	cur, err := c.deployments.Deployments(svc.obj.Namespace).Get(name)
 	if apierrors.IsNotFound(err) {
-		d := desiredDeployment(svc, p, 0)
-		created, err := c.kube.AppsV1().Deployments(d.Namespace).Create(ctx, d, metav1.CreateOptions{})
+		created, err := c.kube.AppsV1().Deployments(want.Namespace).Create(ctx, want, metav1.CreateOptions{})
 		if apierrors.IsAlreadyExists(err) {
-			return c.kube.AppsV1().Deployments(d.Namespace).Get(ctx, name, metav1.GetOptions{})
+			return c.kube.AppsV1().Deployments(want.Namespace).Get(ctx, name, metav1.GetOptions{})
 		}
 		if err != nil {
 			return nil, fmt.Errorf("creating deployment %s: %w", name, err)
@@ -203,7 +212,33 @@ func (c *Controller) ensureDeployment(ctx context.Context, svc *service, p gpuPr
 	if err != nil {
 		return nil, err
 	}
-	return cur.DeepCopy(), nil
+	if cur.Annotations[AnnotationTemplateHash] == hash {
+		return cur.DeepCopy(), nil
+	}
+	upd := cur.DeepCopy()
+	upd.Spec.Template = want.Spec.Template
+	if upd.Annotations == nil {
+		upd.Annotations = map[string]string{}
+	}
+	upd.Annotations[AnnotationTemplateHash] = hash
+	out, err := c.kube.AppsV1().Deployments(upd.Namespace).Update(ctx, upd, metav1.UpdateOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("updating the template of deployment %s: %w", name, err)
+	}
+	return out, nil
+}
+
+// AnnotationTemplateHash holds the hash of the pod template the scaler
+// last wrote to a Deployment.
+const AnnotationTemplateHash = "hetsev.io/template-hash"
+
+func templateHash(d *appsv1.Deployment) (string, error) {
+	b, err := json.Marshal(d.Spec.Template)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:8]), nil
 }
 
 func (c *Controller) setReplicas(ctx context.Context, d *appsv1.Deployment, n int32) error {

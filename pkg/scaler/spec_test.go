@@ -153,3 +153,21 @@ func TestFreeSlots(t *testing.T) {
 		t.Errorf("V100 slots = %d", got)
 	}
 }
+
+func TestTemplateHashFollowsSpec(t *testing.T) {
+	s, err := validate(resnet(), catalog(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h1, _ := templateHash(desiredDeployment(s, s.types[0], 1))
+	h2, _ := templateHash(desiredDeployment(s, s.types[0], 5))
+	if h1 != h2 {
+		t.Error("replicas changed the template hash")
+	}
+	ms := resnet()
+	ms.Spec.Template.Spec.Containers[0].Image = "triton:new"
+	s2, _ := validate(ms, catalog(t))
+	if h3, _ := templateHash(desiredDeployment(s2, s2.types[0], 1)); h3 == h1 {
+		t.Error("a new image did not change the template hash")
+	}
+}

@@ -143,4 +143,3 @@ func TestRejections(t *testing.T) {
 }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
-
