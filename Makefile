@@ -9,7 +9,7 @@ export HETSEV_BIN := $(BIN)
 
 PROGRAMS := hetsev-scheduler hetsev-metrics-adapter hetsev-scaler hetsev-demo kwok
 
-.PHONY: all build demo test unit integration vet clean
+.PHONY: all build demo test unit integration bench-scaler vet clean
 
 all: build
 
@@ -20,6 +20,10 @@ build:
 	$(GO) build -o $(BIN)/hetsev-scaler ./cmd/scaler
 	$(GO) build -o $(BIN)/hetsev-demo ./cmd/demo
 	$(GO) build -o $(BIN)/kwok sigs.k8s.io/kwok/cmd/kwok
+	@# Istio's own CRDs, from the istio.io/api module the scaler is built with,
+	@# installed on the local API server by the demo and the tests.
+	cp -f "$$($(GO) list -m -f '{{.Dir}}' istio.io/api)/kubernetes/customresourcedefinitions.gen.yaml" $(BIN)/istio-crds.yaml
+	@chmod u+w $(BIN)/istio-crds.yaml
 
 # The main job: local control plane, HetSev's GPU testbed, the three programs
 # and a trace replay; prints one line per interval and a summary, and writes
@@ -36,6 +40,11 @@ unit:
 
 integration:
 	$(GO) test -count=1 -p 1 -timeout 20m ./test/...
+
+# Heuristic against the exact ILP solver on 10,000+ seeded decisions; ends
+# with a RESULT line.
+bench-scaler:
+	$(GO) run ./cmd/bench-scaler
 
 vet:
 	$(GO) vet ./...

@@ -30,6 +30,8 @@ import (
 	"k8s.io/klog/v2"
 	cmclient "k8s.io/metrics/pkg/client/custom_metrics"
 
+	istioclient "istio.io/client-go/pkg/clientset/versioned"
+
 	"github.com/hetsev/hetsev/pkg/heterogeneity"
 	"github.com/hetsev/hetsev/pkg/scaler"
 )
@@ -44,14 +46,24 @@ func main() {
 	leaseNS := flag.String("leader-elect-namespace", "hetsev-system", "namespace of the leader-election Lease")
 	metricsAddr := flag.String("metrics-bind-address", ":8080", "address of /metrics")
 	healthAddr := flag.String("health-probe-bind-address", ":8081", "address of /healthz and /readyz")
+	solver := flag.String("solver", heterogeneity.SolverExact, "how the amount of a scaling action is computed: exact (the ILP of HetSev 4.1, solved exactly) or heuristic (the paper's greedy selection); a ModelService's spec.scaling.solver overrides it")
+	sloCheck := flag.String("slo-check", heterogeneity.SLOCheckModel, "which GPU types meet the SLO: model (latency model with batch formation, queueing and co-location, at SL_min) or paper (profiled batch latency <= RT_max)")
+	trafficSplit := flag.Bool("traffic-split", true, "write Istio VirtualServices and DestinationRules that split each ModelService's traffic across GPU types by capacity")
 	flag.Parse()
-	if err := run(*kubeconfig, *namespace, *workers, *catalogFile, *leaderElect, *leaseNS, *metricsAddr, *healthAddr); err != nil {
+	defaults := scaler.Defaults{Solver: *solver, SLOCheck: *sloCheck}
+	if err := run(*kubeconfig, *namespace, *workers, *catalogFile, *leaderElect, *leaseNS, *metricsAddr, *healthAddr, *trafficSplit, defaults); err != nil {
 		klog.ErrorS(err, "hetsev-scaler failed")
 		os.Exit(1)
 	}
 }
 
-func run(kubeconfig, namespace string, workers int, catalogFile string, leaderElect bool, leaseNS, metricsAddr, healthAddr string) error {
+func run(kubeconfig, namespace string, workers int, catalogFile string, leaderElect bool, leaseNS, metricsAddr, healthAddr string, trafficSplit bool, defaults scaler.Defaults) error {
+	if defaults.Solver != heterogeneity.SolverExact && defaults.Solver != heterogeneity.SolverHeuristic {
+		return fmt.Errorf("--solver=%q: want exact or heuristic", defaults.Solver)
+	}
+	if defaults.SLOCheck != heterogeneity.SLOCheckModel && defaults.SLOCheck != heterogeneity.SLOCheckPaper {
+		return fmt.Errorf("--slo-check=%q: want model or paper", defaults.SLOCheck)
+	}
 	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer cancel()
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
@@ -83,7 +95,13 @@ func run(kubeconfig, namespace string, workers int, catalogFile string, leaderEl
 	mux.Handle("/readyz", ok)
 	serve(healthAddr, "", mux)
 
-	ctrl := scaler.New(scaler.Options{Kube: kube, Dynamic: dyn, Metrics: scaler.CustomMetrics{Client: cm}, Catalog: cat, Recorder: recorder, Namespace: namespace, Resync: 10 * time.Minute})
+	opts := scaler.Options{Kube: kube, Dynamic: dyn, Metrics: scaler.CustomMetrics{Client: cm}, Catalog: cat, Recorder: recorder, Namespace: namespace, Resync: 10 * time.Minute, Defaults: defaults}
+	if trafficSplit {
+		if opts.Istio, err = istioclient.NewForConfig(cfg); err != nil {
+			return fmt.Errorf("istio client: %w", err)
+		}
+	}
+	ctrl := scaler.New(opts)
 	if !leaderElect {
 		return ctrl.Run(ctx, workers)
 	}

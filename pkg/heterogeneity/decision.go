@@ -32,6 +32,21 @@ type TypeState struct {
 	// free GPU memory, CPU and memory and the anti-affinity rule (no two
 	// instances of one model on one GPU).
 	MaxAdditional int
+
+	// The fields below feed the LatencyModel of the SLO check
+	// Policy.SLOCheck = SLOCheckModel; the paper's check ignores them.
+
+	// BatchSize is b, the requests per batch the server forms, normally the
+	// profile's batch size (Profile.BatchSize); 0 counts as 1 (no batching).
+	BatchSize int
+	// LatencyInflation is the co-location latency factor (>= 1) expected on
+	// the GPUs new instances of this type would share, e.g.
+	// interference.Model.Factor for the current neighbours (HetSev 3.2); 0
+	// means 1 (no inflation).
+	LatencyInflation float64
+	// MaxBatchDelayMs is the server's batching timeout in ms (a partial
+	// batch is dispatched this long after its first request); 0 means none.
+	MaxBatchDelayMs float64
 }
 
 // NewTypeState builds the TypeState of a service whose model has profile p,
@@ -49,6 +64,7 @@ func NewTypeState(p Profile, g GPUType, running, maxAdditional int) (TypeState, 
 		PriceUSDPerHour: g.PriceUSDPerHour,
 		LaunchSeconds:   p.LaunchSeconds,
 		MaxAdditional:   maxAdditional,
+		BatchSize:       p.BatchSize,
 	}, nil
 }
 
@@ -76,37 +92,58 @@ func (o Observation) Validate() error {
 	if !finite(o.ArrivalRate) || o.ArrivalRate < 0 {
 		bad("ArrivalRate must be a finite number >= 0 (requests/s), got %v", o.ArrivalRate)
 	}
+	validateTypes(o.Types, bad)
+	return errors.Join(errs...)
+}
+
+// validateTypes reports, through bad, every value of types that the
+// autoscaler and the solvers cannot use.
+func validateTypes(types []TypeState, bad func(format string, args ...any)) {
+	finite := func(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
 	seen := map[string]bool{}
-	for i, t := range o.Types {
-		name := fmt.Sprintf("Types[%d] (%s)", i, t.GPUType)
+	for i, t := range types {
+		// name is built only for an error: this runs in every decision.
+		name := func() string { return fmt.Sprintf("Types[%d] (%s)", i, t.GPUType) }
 		switch {
 		case t.GPUType == "":
-			bad("%s: GPUType is empty", name)
+			bad("%s: GPUType is empty", name())
 		case seen[t.GPUType]:
-			bad("%s: GPUType %q appears twice", name, t.GPUType)
+			bad("%s: GPUType %q appears twice", name(), t.GPUType)
 		}
 		seen[t.GPUType] = true
 		if t.Running < 0 || t.Running > maxInstancesPerStep {
-			bad("%s: Running must be in [0, %d], got %d", name, maxInstancesPerStep, t.Running)
+			bad("%s: Running must be in [0, %d], got %d", name(), maxInstancesPerStep, t.Running)
 		}
 		if t.MaxAdditional < 0 || t.MaxAdditional > maxInstancesPerStep {
-			bad("%s: MaxAdditional must be in [0, %d], got %d", name, maxInstancesPerStep, t.MaxAdditional)
+			bad("%s: MaxAdditional must be in [0, %d], got %d", name(), maxInstancesPerStep, t.MaxAdditional)
 		}
 		if !finite(t.ThroughputRPS) || t.ThroughputRPS <= 0 {
-			bad("%s: ThroughputRPS must be a finite number > 0 (requests/s), got %v", name, t.ThroughputRPS)
+			bad("%s: ThroughputRPS must be a finite number > 0 (requests/s), got %v", name(), t.ThroughputRPS)
 		}
 		if !finite(t.LatencyMs) || t.LatencyMs < 0 {
-			bad("%s: LatencyMs must be a finite number >= 0 (ms), got %v", name, t.LatencyMs)
+			bad("%s: LatencyMs must be a finite number >= 0 (ms), got %v", name(), t.LatencyMs)
 		}
 		if !finite(t.PriceUSDPerHour) || t.PriceUSDPerHour < 0 {
-			bad("%s: PriceUSDPerHour must be a finite number >= 0 (USD/h), got %v", name, t.PriceUSDPerHour)
+			bad("%s: PriceUSDPerHour must be a finite number >= 0 (USD/h), got %v", name(), t.PriceUSDPerHour)
 		}
 		if !finite(t.LaunchSeconds) || t.LaunchSeconds < 0 {
-			bad("%s: LaunchSeconds must be a finite number >= 0 (s), got %v", name, t.LaunchSeconds)
+			bad("%s: LaunchSeconds must be a finite number >= 0 (s), got %v", name(), t.LaunchSeconds)
+		}
+		if t.BatchSize < 0 || t.BatchSize > maxBatchSize {
+			bad("%s: BatchSize must be in [0, %d] (0: unknown, counts as 1), got %d", name(), maxBatchSize, t.BatchSize)
+		}
+		if !finite(t.LatencyInflation) || (t.LatencyInflation != 0 && t.LatencyInflation < 1) {
+			bad("%s: LatencyInflation must be 0 (none) or a finite factor >= 1, got %v", name(), t.LatencyInflation)
+		}
+		if !finite(t.MaxBatchDelayMs) || t.MaxBatchDelayMs < 0 {
+			bad("%s: MaxBatchDelayMs must be a finite number >= 0 (ms; 0: no timeout), got %v", name(), t.MaxBatchDelayMs)
 		}
 	}
-	return errors.Join(errs...)
 }
+
+// maxBatchSize bounds TypeState.BatchSize so that the latency model's sums
+// stay short.
+const maxBatchSize = 1 << 16
 
 // ActionKind says what a decision does.
 type ActionKind string
@@ -117,7 +154,9 @@ const (
 	ActionNone ActionKind = "None"
 	// ActionScaleOut adds instances: every Delta entry is >= 0.
 	ActionScaleOut ActionKind = "ScaleOut"
-	// ActionScaleIn removes exactly one instance: one Delta entry is -1.
+	// ActionScaleIn removes instances: every Delta entry is <= 0. The
+	// heuristic removes exactly one instance (one entry is -1); the exact
+	// solver (Policy.Solver = SolverExact) removes one or more.
 	ActionScaleIn ActionKind = "ScaleIn"
 	// ActionNoFeasibleType means a scale-out is needed but no GPU type meets
 	// the latency SLO and fits the free resources; Delta is all zero.
@@ -137,13 +176,16 @@ type Action struct {
 	// Objective is the HetSev 4.1 objective of Delta, in USD/h (negative
 	// for a scale-in: the cost saved).
 	Objective float64
-	// Reason explains the decision for humans, e.g.
-	// "saturation 2.75 > 0.80 for 30s: +3 T4 (objective 1.89 USD/h)".
+	// Reason explains the decision for humans and names the solver that
+	// computed the amount, e.g. "saturation 2.75 > 0.80 for 30s: +3 T4
+	// (objective 1.89 USD/h); solver heuristic".
 	Reason string
 }
 
 // Autoscaler decides scaling actions for one service with the heuristic of
-// HetSev 4.1. It keeps the timing state the heuristic needs between calls.
+// HetSev 4.1 or, with Policy.Solver = SolverExact, with the exact solution of
+// its ILP (SolveExact). It keeps the timing state of the triggers between
+// calls.
 // It is not safe for concurrent use: use one per service, from one goroutine.
 type Autoscaler struct {
 	Policy Policy
@@ -189,18 +231,35 @@ func (a *Autoscaler) SetState(s State) {
 // Scale out (HetSev 4.1, "scaling-out algorithm") when the saturation s = W /
 // sum T_i N_i has stayed above Policy.SaturationThreshold for at least
 // Policy.ScaleOutPeriod, or at once when fewer than Policy.MinReplicas run or
-// requests arrive and nothing runs. The amount covers the deficit W/threshold -
-// sum T_i N_i (and the shortfall to MinReplicas) with the eligible types
-// (L_i <= RT_max and MaxAdditional > 0) that minimise the objective: a single
-// type that covers it if any, else greedily the cheapest per request/s up to
-// its cap, then the next. The total after a scale-out is capped at
-// Policy.MaxReplicas.
+// requests arrive and nothing runs. The eligible types are those that pass
+// the SLO check (Policy.MeetsSLO: L_i <= RT_max by default) and have
+// MaxAdditional > 0. The amount covers the deficit W/threshold - sum T_i N_i
+// (and the shortfall to MinReplicas), with the total after a scale-out capped
+// at Policy.MaxReplicas:
+//
+//   - SolverHeuristic: with the eligible types that minimise the objective: a
+//     single type that covers it if any, else greedily the cheapest per
+//     request/s up to its cap, then the next;
+//   - SolverExact: with the optimum of the ILP restricted to X_i >= 0
+//     (DecisionProblem with ScaleOutOnly, solved by SolveExactResult). When
+//     the free resources or MaxReplicas cannot cover the deficit, the
+//     largest reachable capacity (and replica count) is the target instead
+//     and the action is reported as partial, as the heuristic's is.
 //
 // Otherwise scale in (HetSev 4.1, "scaling-in algorithm") at most once per
 // Policy.ScaleInInterval and not within Policy.ScaleInCoolDown of the last
-// scale-out: remove one instance of the most expensive type (ties: the lower
-// throughput) whose removal keeps W / (capacity - T_i) <= threshold and
-// leaves at least MinReplicas.
+// scale-out, leaving at least MinReplicas:
+//
+//   - SolverHeuristic: remove one instance of the most expensive type (ties:
+//     the lower throughput) whose removal keeps W / (capacity - T_i) <=
+//     threshold - ScaleInHysteresis;
+//   - SolverExact: remove the set of running instances that saves the most
+//     while the rest keeps W / capacity <= threshold - ScaleInHysteresis: the
+//     optimum of the ILP restricted to X_i <= 0 (DecisionProblem with
+//     ScaleInOnly), possibly more than one instance and of several types.
+//
+// Neither solver switches the type of a running instance: an action only
+// adds or only removes.
 //
 // Decide never panics on input: an invalid policy or observation yields
 // ActionNone with the problem in Reason and leaves the state untouched.
@@ -272,7 +331,7 @@ func (a *Autoscaler) scaleOut(obs Observation, act Action, trigger string, total
 
 	var meetsRT, eligible []int
 	for i, t := range types {
-		if t.LatencyMs <= p.RTMaxMs {
+		if p.MeetsSLO(t) {
 			meetsRT = append(meetsRT, i)
 			if t.MaxAdditional > 0 {
 				eligible = append(eligible, i)
@@ -285,15 +344,20 @@ func (a *Autoscaler) scaleOut(obs Observation, act Action, trigger string, total
 		act.Reason = trigger + ", but the observation lists no GPU types"
 		return act
 	case len(meetsRT) == 0:
-		fastest := types[0]
+		fastest, fastestMs := types[0], p.SLOLatencyMs(types[0])
 		for _, t := range types[1:] {
-			if t.LatencyMs < fastest.LatencyMs {
-				fastest = t
+			if ms := p.SLOLatencyMs(t); ms < fastestMs {
+				fastest, fastestMs = t, ms
 			}
 		}
 		act.Kind = ActionNoFeasibleType
-		act.Reason = fmt.Sprintf("%s, but no GPU type meets RT_max %g ms (fastest: %s %g ms)",
-			trigger, p.RTMaxMs, fastest.GPUType, fastest.LatencyMs)
+		if p.sloCheck() == SLOCheckModel {
+			act.Reason = fmt.Sprintf("%s, but no GPU type meets RT_max %g ms for %g%% of requests at saturation %.2f (latency model; fastest: %s %.4g ms)",
+				trigger, p.RTMaxMs, 100*p.serviceLevel(), p.SaturationThreshold, fastest.GPUType, fastestMs)
+		} else {
+			act.Reason = fmt.Sprintf("%s, but no GPU type meets RT_max %g ms (fastest: %s %g ms)",
+				trigger, p.RTMaxMs, fastest.GPUType, fastestMs)
+		}
 		return act
 	case len(eligible) == 0:
 		names := make([]string, len(meetsRT))
@@ -306,6 +370,9 @@ func (a *Autoscaler) scaleOut(obs Observation, act Action, trigger string, total
 		return act
 	}
 
+	if p.solver() == SolverExact {
+		return a.scaleOutExact(obs, act, trigger)
+	}
 	deficit := max(obs.ArrivalRate/p.SaturationThreshold-capNow, 0)
 	short := max(p.MinReplicas-total, 0)
 	x, leftRPS, leftCount := planScaleOut(types, eligible, deficit, short, budget, p.Lambda)
@@ -326,6 +393,7 @@ func (a *Autoscaler) scaleOut(obs Observation, act Action, trigger string, total
 		}
 		act.Reason += fmt.Sprintf("; partial: %.4g requests/s of the deficit uncovered, %s", leftRPS, why)
 	}
+	act.Reason += "; solver heuristic"
 	a.lastScaleOut = obs.Now
 	// Launching instances raise capacity only later: make the next scale-out
 	// wait a full period again.
@@ -356,6 +424,9 @@ func (a *Autoscaler) scaleIn(obs Observation, act Action, total int, capNow floa
 		act.Reason = fmt.Sprintf("%s; %d running, at min replicas %d", within, total, p.MinReplicas)
 		return act
 	}
+	if p.solver() == SolverExact {
+		return a.scaleInExact(obs, act, within, capNow)
+	}
 	best, bestSat := -1, 0.0
 	lowestSat := math.Inf(1)
 	for i, t := range types {
@@ -373,13 +444,13 @@ func (a *Autoscaler) scaleIn(obs Observation, act Action, total int, capNow floa
 		}
 	}
 	if best < 0 {
-		act.Reason = fmt.Sprintf("%s; without any one instance it would be %.2f > %.2f", within, lowestSat, p.SaturationThreshold-p.ScaleInHysteresis)
+		act.Reason = fmt.Sprintf("%s; without any one instance it would be %.2f > %.2f; solver heuristic", within, lowestSat, p.SaturationThreshold-p.ScaleInHysteresis)
 		return act
 	}
 	act.Kind = ActionScaleIn
 	act.Delta[best] = -1
 	act.Objective = Objective(types, act.Delta, p.Lambda)
-	act.Reason = fmt.Sprintf("%s, %.2f without one %s: %s (objective %.2f USD/h)",
+	act.Reason = fmt.Sprintf("%s, %.2f without one %s: %s (objective %.2f USD/h); solver heuristic",
 		within, bestSat, types[best].GPUType, formatDelta(types, act.Delta), act.Objective)
 	a.lastScaleIn = obs.Now
 	return act

@@ -15,13 +15,23 @@
 //     threshold, choosing the GPU types that minimise the objective among those
 //     that meet the latency SLO and fit the free resources; scale in one
 //     instance at a time, at regular intervals, after a cool-down; never switch
-//     the type of a running instance.
+//     the type of a running instance;
+//   - the full ILP ([Problem], constraints (1)-(4) and the replica bounds) and
+//     an exact branch-and-bound solver for it ([SolveExact]), which the
+//     autoscaler uses instead of the heuristic with Policy.Solver = "exact"
+//     (same triggers, optimal amounts);
+//   - a latency model for the SLO check ([LatencyModel]): the SL_min
+//     percentile of the response time with batch formation (after FA2),
+//     queueing of batches (Kingman's heavy-traffic approximation) and the
+//     co-location inflation of pkg/interference, used for constraint (4)
+//     with Policy.SLOCheck = "model" instead of the paper's L_i <= RT_max.
 //
 // The formulation and the heuristic follow HetSev, "Heterogeneity-Aware
 // Instance Autoscaling", section 4.1 of: HetSev: Exploiting Heterogeneity-Aware
 // Autoscaling and Resource-Efficient Scheduling for Cost-Effective
 // Machine-Learning Model Serving, Electronics 2023, 12, 240
-// (shared/papers/hetsev.txt).
+// (shared/papers/hetsev.txt). The latency model's formation delay follows FA2
+// (RTAS 2022, section IV-B; shared/papers/fa2.txt).
 //
 // The package knows no Kubernetes types: callers translate cluster state
 // (running replicas, free GPU memory, CPU and memory, anti-affinity) into

@@ -42,7 +42,107 @@ type Policy struct {
 	// GPU type is eligible for new instances only if its profiled batch
 	// latency L_i <= RTMaxMs (constraint 4 of HetSev 4.1). Set it per
 	// service; the default 400 ms is HetSev's RT_max for ResNet-50 (section 6).
+	// With SLOCheck "model" the modelled SL_min percentile is compared
+	// instead of L_i.
 	RTMaxMs float64
+	// Solver picks how Decide computes the amount of a scaling action:
+	// SolverHeuristic (the zero value "" means the same) is the greedy
+	// instance selection of HetSev 4.1; SolverExact solves the ILP of HetSev
+	// 4.1 exactly with SolveExact (see Autoscaler.Decide). The triggers
+	// (threshold, period, cool-down, interval) are the same for both.
+	Solver string
+	// SLOCheck picks the SLO check of constraint (4) of HetSev 4.1, which
+	// decides the GPU types that may receive new instances: SLOCheckPaper
+	// (the zero value "" means the same) admits a type when its profiled
+	// batch latency L_i <= RTMaxMs, as the paper does; SLOCheckModel admits
+	// it when the LatencyModel's ServiceLevel percentile of the response
+	// time (batch formation, queueing and co-location inflation included) at
+	// the per-instance load of the saturation threshold is <= RTMaxMs (see
+	// Policy.SLOLatencyMs).
+	SLOCheck string
+	// ServiceLevel is SL_min, the share of requests that must finish within
+	// RTMaxMs, in (0, 1); used by SLOCheckModel. 0 means
+	// DefaultServiceLevel (0.98, HetSev section 6).
+	ServiceLevel float64
+}
+
+// Values of Policy.Solver.
+const (
+	// SolverHeuristic is the greedy instance selection of HetSev 4.1.
+	SolverHeuristic = "heuristic"
+	// SolverExact solves the ILP of HetSev 4.1 exactly (SolveExact).
+	SolverExact = "exact"
+)
+
+// Values of Policy.SLOCheck.
+const (
+	// SLOCheckPaper admits a GPU type when L_i <= RT_max (HetSev 4.1,
+	// constraint 4).
+	SLOCheckPaper = "paper"
+	// SLOCheckModel admits a GPU type when the LatencyModel's SL_min
+	// percentile at the threshold load is <= RT_max.
+	SLOCheckModel = "model"
+)
+
+// DefaultServiceLevel is SL_min = 98 %, the service level of HetSev's
+// evaluation (section 6: "We set [SL_min] to 98% for all models").
+const DefaultServiceLevel = 0.98
+
+// solver returns the solver in effect ("" is SolverHeuristic).
+func (p Policy) solver() string {
+	if p.Solver == "" {
+		return SolverHeuristic
+	}
+	return p.Solver
+}
+
+// sloCheck returns the SLO check in effect ("" is SLOCheckPaper).
+func (p Policy) sloCheck() string {
+	if p.SLOCheck == "" {
+		return SLOCheckPaper
+	}
+	return p.SLOCheck
+}
+
+// serviceLevel returns SL_min in effect (0 is DefaultServiceLevel).
+func (p Policy) serviceLevel() float64 {
+	if p.ServiceLevel == 0 {
+		return DefaultServiceLevel
+	}
+	return p.ServiceLevel
+}
+
+// SLOLatencyMs is the latency, in ms, that constraint (4) of HetSev 4.1
+// compares with RTMaxMs for new instances of t:
+//
+//   - SLOCheckPaper: t.LatencyMs, the profiled batch latency L_i;
+//   - SLOCheckModel: LatencyModelOf(t).Percentile(SL_min, lambda_i) with
+//     lambda_i = SaturationThreshold * T_i requests/s, the load of one
+//     instance when the service runs at the saturation threshold and traffic
+//     is split in proportion to capacity (every instance then runs at the
+//     same saturation). Both solvers provision for that saturation
+//     (constraint 1 with the threshold's headroom), so it is the highest
+//     steady load a new instance is planned to carry. Below it the queueing
+//     term shrinks and the formation term grows, bounded by
+//     t.MaxBatchDelayMs when the server has a batching timeout.
+//
+// It returns +Inf for an unusable policy or type (the type is then not
+// eligible).
+func (p Policy) SLOLatencyMs(t TypeState) float64 {
+	switch p.sloCheck() {
+	case SLOCheckPaper:
+		return t.LatencyMs
+	case SLOCheckModel:
+		return LatencyModelOf(t).Percentile(p.serviceLevel(), p.SaturationThreshold*t.ThroughputRPS)
+	default:
+		return math.Inf(1)
+	}
+}
+
+// MeetsSLO reports whether GPU type t passes the SLO check of constraint (4)
+// of HetSev 4.1 under p: SLOLatencyMs(t) <= RTMaxMs.
+func (p Policy) MeetsSLO(t TypeState) bool {
+	return p.SLOLatencyMs(t) <= p.RTMaxMs
 }
 
 // DefaultPolicy returns the defaults: threshold 0.8 (HetSev 4.1), lambda
@@ -50,7 +150,8 @@ type Policy struct {
 // cool-down 5 min (ESTIMATES, the paper gives no values; 5 min is the default
 // scale-down stabilization window of the Kubernetes HPA, which HetSev's
 // evaluation mirrors), MinReplicas 1, no MaxReplicas, RT_max 400 ms (HetSev 6,
-// ResNet-50).
+// ResNet-50), the heuristic solver, the paper's SLO check (L_i <= RT_max) and
+// SL_min 98 % (HetSev 6) for the model check.
 func DefaultPolicy() Policy {
 	return Policy{
 		SaturationThreshold: 0.8,
@@ -61,6 +162,9 @@ func DefaultPolicy() Policy {
 		MinReplicas:         1,
 		MaxReplicas:         0,
 		RTMaxMs:             400,
+		Solver:              SolverHeuristic,
+		SLOCheck:            SLOCheckPaper,
+		ServiceLevel:        DefaultServiceLevel,
 	}
 }
 
@@ -98,6 +202,19 @@ func (p Policy) Validate() error {
 	}
 	if !(p.RTMaxMs > 0) || math.IsInf(p.RTMaxMs, 0) {
 		bad("RTMaxMs must be a finite number > 0 (ms), got %v", p.RTMaxMs)
+	}
+	switch p.Solver {
+	case "", SolverHeuristic, SolverExact:
+	default:
+		bad("Solver must be %q or %q, got %q", SolverHeuristic, SolverExact, p.Solver)
+	}
+	switch p.SLOCheck {
+	case "", SLOCheckPaper, SLOCheckModel:
+	default:
+		bad("SLOCheck must be %q or %q, got %q", SLOCheckPaper, SLOCheckModel, p.SLOCheck)
+	}
+	if p.ServiceLevel != 0 && !(p.ServiceLevel > 0 && p.ServiceLevel < 1) {
+		bad("ServiceLevel must be in (0, 1) (0: %v), got %v", DefaultServiceLevel, p.ServiceLevel)
 	}
 	return errors.Join(errs...)
 }

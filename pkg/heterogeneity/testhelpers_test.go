@@ -24,22 +24,22 @@ const (
 
 func resnetT4(running, maxAdditional int) TypeState {
 	return TypeState{GPUType: "T4", Running: running, ThroughputRPS: resnetT4RPS, LatencyMs: resnetT4Ms,
-		PriceUSDPerHour: priceT4USDh, LaunchSeconds: resnetLaunchS, MaxAdditional: maxAdditional}
+		PriceUSDPerHour: priceT4USDh, LaunchSeconds: resnetLaunchS, MaxAdditional: maxAdditional, BatchSize: 8}
 }
 
 func resnetV100(running, maxAdditional int) TypeState {
 	return TypeState{GPUType: "V100-32GB", Running: running, ThroughputRPS: resnetV100RPS, LatencyMs: resnetV100Ms,
-		PriceUSDPerHour: priceV100USDh, LaunchSeconds: resnetLaunchS, MaxAdditional: maxAdditional}
+		PriceUSDPerHour: priceV100USDh, LaunchSeconds: resnetLaunchS, MaxAdditional: maxAdditional, BatchSize: 8}
 }
 
 func bertT4(running, maxAdditional int) TypeState {
 	return TypeState{GPUType: "T4", Running: running, ThroughputRPS: bertT4RPS, LatencyMs: bertT4Ms,
-		PriceUSDPerHour: priceT4USDh, LaunchSeconds: bertLaunchS, MaxAdditional: maxAdditional}
+		PriceUSDPerHour: priceT4USDh, LaunchSeconds: bertLaunchS, MaxAdditional: maxAdditional, BatchSize: 8}
 }
 
 func bertV100(running, maxAdditional int) TypeState {
 	return TypeState{GPUType: "V100-32GB", Running: running, ThroughputRPS: bertV100RPS, LatencyMs: bertV100Ms,
-		PriceUSDPerHour: priceV100USDh, LaunchSeconds: bertLaunchS, MaxAdditional: maxAdditional}
+		PriceUSDPerHour: priceV100USDh, LaunchSeconds: bertLaunchS, MaxAdditional: maxAdditional, BatchSize: 8}
 }
 
 func ts(types ...TypeState) []TypeState { return types }

@@ -27,6 +27,8 @@ import (
 
 	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
 	"github.com/hetsev/hetsev/pkg/heterogeneity"
+	"github.com/hetsev/hetsev/pkg/traffic"
+	istioclient "istio.io/client-go/pkg/clientset/versioned"
 )
 
 // Controller reconciles ModelServices.
@@ -46,6 +48,9 @@ type Controller struct {
 	startFactories func(stop <-chan struct{})
 	queue          workqueue.TypedRateLimitingInterface[string]
 
+	traffic  *traffic.Writer
+	defaults Defaults
+
 	mu         sync.Mutex
 	autoscaler map[string]*heterogeneity.Autoscaler
 }
@@ -61,6 +66,12 @@ type Options struct {
 	Namespace string
 	// Resync is the informers' resync period.
 	Resync time.Duration
+	// Defaults are the solver and SLO check used unless a ModelService
+	// says otherwise (zero value: DefaultDefaults).
+	Defaults Defaults
+	// Istio, when set, receives capacity-weighted VirtualServices and
+	// DestinationRules (pkg/traffic); nil disables the traffic split.
+	Istio istioclient.Interface
 }
 
 // New builds a Controller and its informers; call Run to start it.
@@ -78,6 +89,13 @@ func New(o Options) *Controller {
 		pods:        kf.Core().V1().Pods().Lister(),
 		queue:       workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]()),
 		autoscaler:  map[string]*heterogeneity.Autoscaler{},
+	}
+	if o.Istio != nil {
+		c.traffic = &traffic.Writer{Client: o.Istio}
+	}
+	c.defaults = o.Defaults
+	if c.defaults == (Defaults{}) {
+		c.defaults = DefaultDefaults
 	}
 	_, _ = c.msInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.enqueue,

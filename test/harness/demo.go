@@ -171,6 +171,9 @@ func RunDemo(ctx context.Context, tb ktesting.TB, cfg DemoConfig) (*Summary, err
 	if err := InstallCRDs(ctx, cp); err != nil {
 		return nil, err
 	}
+	if err := InstallIstioCRDs(ctx, cp); err != nil {
+		return nil, err
+	}
 	if err := CreateDCGMExporters(ctx, cp.Client, nodes); err != nil {
 		return nil, err
 	}

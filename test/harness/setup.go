@@ -3,6 +3,7 @@ package harness
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"time"
@@ -44,21 +45,66 @@ func InstallCRDs(ctx context.Context, cp *ControlPlane) error {
 		if _, err := cs.ApiextensionsV1().CustomResourceDefinitions().Create(ctx, crd, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("creating CRD from %s: %w", f, err)
 		}
-		err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-			got, err := cs.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, crd.Name, metav1.GetOptions{})
-			if err != nil {
-				return false, nil
-			}
-			for _, c := range got.Status.Conditions {
-				if c.Type == apiextv1.Established && c.Status == apiextv1.ConditionTrue {
-					return true, nil
-				}
-			}
-			return false, nil
-		})
-		if err != nil {
-			return fmt.Errorf("CRD %s not established: %w", crd.Name, err)
+		if err := waitEstablished(ctx, cs, crd.Name); err != nil {
+			return err
 		}
+	}
+	return nil
+}
+
+// InstallIstioCRDs installs Istio's CRDs (bin/istio-crds.yaml, copied by
+// `make build` from the istio.io/api module) so the scaler writes real
+// VirtualServices and DestinationRules.
+func InstallIstioCRDs(ctx context.Context, cp *ControlPlane) error {
+	f, err := os.Open(filepath.Join(BinDir(), "istio-crds.yaml"))
+	if err != nil {
+		return fmt.Errorf("%w (run `make build`)", err)
+	}
+	defer f.Close()
+	cs, err := apiextclient.NewForConfig(cp.Config)
+	if err != nil {
+		return err
+	}
+	dec := yaml.NewYAMLOrJSONDecoder(f, 4096)
+	var names []string
+	for {
+		crd := &apiextv1.CustomResourceDefinition{}
+		if err := dec.Decode(crd); err == io.EOF {
+			break
+		} else if err != nil {
+			return fmt.Errorf("istio-crds.yaml: %w", err)
+		}
+		if crd.Name == "" {
+			continue
+		}
+		if _, err := cs.ApiextensionsV1().CustomResourceDefinitions().Create(ctx, crd, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("creating CRD %s: %w", crd.Name, err)
+		}
+		names = append(names, crd.Name)
+	}
+	for _, n := range names {
+		if err := waitEstablished(ctx, cs, n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func waitEstablished(ctx context.Context, cs apiextclient.Interface, name string) error {
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		got, err := cs.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		for _, c := range got.Status.Conditions {
+			if c.Type == apiextv1.Established && c.Status == apiextv1.ConditionTrue {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		return fmt.Errorf("CRD %s not established: %w", name, err)
 	}
 	return nil
 }

@@ -42,6 +42,9 @@ func startStack(t *testing.T, withScaler bool) *stack {
 	if err := harness.InstallCRDs(ctx, cp); err != nil {
 		t.Fatal(err)
 	}
+	if err := harness.InstallIstioCRDs(ctx, cp); err != nil {
+		t.Fatal(err)
+	}
 	nodes, err := cp.Client.CoreV1().Nodes().List(ctx, metav1ListAll)
 	if err != nil {
 		t.Fatal(err)

@@ -43,6 +43,10 @@ type ModelServiceSpec struct {
 	Profiles []GPUProfile `json:"profiles"`
 	// Scaling holds the scaler's knobs.
 	Scaling Scaling `json:"scaling,omitempty"`
+	// ServicePort is the model server's HTTP port; the scaler creates a
+	// Service of the ModelService's name on it, which the VirtualService
+	// routes (default 8000, Triton's HTTP port).
+	ServicePort int32 `json:"servicePort,omitempty"`
 	// Template is the pod template of the model-server instances; the scaler
 	// adds the GPU type's nodeSelector, schedulerName, hetsev annotations and
 	// NVIDIA_VISIBLE_DEVICES.
@@ -97,6 +101,10 @@ type Scaling struct {
 	ScaleInHysteresis *float64 `json:"scaleInHysteresis,omitempty"`
 	// Lambda weighs launch latency against cost, per second (default 0.01).
 	Lambda *float64 `json:"lambda,omitempty"`
+	// Solver computes the amount of a scaling action: "exact" (the ILP of
+	// HetSev 4.1 solved exactly) or "heuristic" (the paper's greedy
+	// selection); empty uses the scaler's --solver.
+	Solver string `json:"solver,omitempty"`
 	// MinReplicas over all GPU types (default 1: never zero).
 	MinReplicas int `json:"minReplicas,omitempty"`
 	// MaxReplicas over all GPU types (0: no cap).
@@ -114,6 +122,9 @@ type ModelServiceStatus struct {
 	Saturation string `json:"saturation,omitempty"`
 	// LatencyP98Ms is the highest p98 latency among the Deployments, ms.
 	LatencyP98Ms string `json:"latencyP98Ms,omitempty"`
+	// TrafficWeights is the percent of requests routed to each GPU type
+	// (VirtualService weights, proportional to T_i N_i).
+	TrafficWeights map[string]int32 `json:"trafficWeights,omitempty"`
 	// LastDecision is the scaler's latest decision.
 	LastDecision *Decision `json:"lastDecision,omitempty"`
 	// Conditions: Ready, MetricsUnavailable, NoFeasibleType.
@@ -133,6 +144,7 @@ const (
 	ConditionReady              = "Ready"
 	ConditionMetricsUnavailable = "MetricsUnavailable"
 	ConditionNoFeasibleType     = "NoFeasibleType"
+	ConditionTrafficSplit       = "TrafficSplit"
 )
 
 // DeepCopyStatus returns a copy of the status that shares nothing with s.
@@ -142,6 +154,12 @@ func (s ModelServiceStatus) DeepCopyStatus() ModelServiceStatus {
 		out.Replicas = make(map[string]int32, len(s.Replicas))
 		for k, v := range s.Replicas {
 			out.Replicas[k] = v
+		}
+	}
+	if s.TrafficWeights != nil {
+		out.TrafficWeights = make(map[string]int32, len(s.TrafficWeights))
+		for k, v := range s.TrafficWeights {
+			out.TrafficWeights[k] = v
 		}
 	}
 	if s.LastDecision != nil {
