@@ -171,3 +171,20 @@ func TestTemplateHashFollowsSpec(t *testing.T) {
 		t.Error("a new image did not change the template hash")
 	}
 }
+
+func TestSolverChoice(t *testing.T) {
+	s, err := validate(resnet(), catalog(t), DefaultDefaults)
+	if err != nil || s.policy.Solver != heterogeneity.SolverHeuristic || s.policy.SLOCheck != heterogeneity.SLOCheckPaper {
+		t.Fatalf("defaults: %+v %v", s.policy, err)
+	}
+	ms := resnet()
+	ms.Spec.Scaling.Solver = "exact"
+	s, err = validate(ms, catalog(t), DefaultDefaults)
+	if err != nil || s.policy.Solver != heterogeneity.SolverExact {
+		t.Fatalf("spec.scaling.solver=exact: %+v %v", s.policy, err)
+	}
+	ms.Spec.Scaling.Solver = "simplex"
+	if _, err := validate(ms, catalog(t), DefaultDefaults); err == nil {
+		t.Error("unknown solver accepted")
+	}
+}
