@@ -49,7 +49,10 @@ func main() {
 	solver := flag.String("solver", heterogeneity.SolverHeuristic, "how the amount of a scaling action is computed: heuristic (the paper's greedy selection) or exact (the ILP of HetSev 4.1, solved exactly); a ModelService's spec.scaling.solver overrides it")
 	sloCheck := flag.String("slo-check", heterogeneity.SLOCheckPaper, "which GPU types meet the SLO: paper (profiled batch latency <= RT_max, HetSev 4.1) or model (latency model with batch formation, queueing and +18 % co-location, at SL_min; conservative)")
 	trafficSplit := flag.Bool("traffic-split", true, "write Istio VirtualServices and DestinationRules that split each ModelService's traffic across GPU types by capacity")
+	qps := flag.Float64("kube-api-qps", 50, "queries per second to the API server (client-go's default of 5 throttles a decision every few seconds per ModelService)")
+	burst := flag.Int("kube-api-burst", 100, "burst of queries to the API server")
 	flag.Parse()
+	kubeQPS, kubeBurst = float32(*qps), *burst
 	defaults := scaler.Defaults{Solver: *solver, SLOCheck: *sloCheck}
 	if err := run(*kubeconfig, *namespace, *workers, *catalogFile, *leaderElect, *leaseNS, *metricsAddr, *healthAddr, *trafficSplit, defaults); err != nil {
 		klog.ErrorS(err, "hetsev-scaler failed")
@@ -70,6 +73,7 @@ func run(kubeconfig, namespace string, workers int, catalogFile string, leaderEl
 	if err != nil {
 		return fmt.Errorf("kubeconfig: %w", err)
 	}
+	cfg.QPS, cfg.Burst = kubeQPS, kubeBurst
 	cat, err := loadCatalog(catalogFile)
 	if err != nil {
 		return err
@@ -127,6 +131,11 @@ func run(kubeconfig, namespace string, workers int, catalogFile string, leaderEl
 	})
 	return nil
 }
+
+var (
+	kubeQPS   float32 = 50
+	kubeBurst         = 100
+)
 
 func loadCatalog(path string) (heterogeneity.Catalog, error) {
 	if path == "" {

@@ -49,6 +49,7 @@ type Controller struct {
 	queue          workqueue.TypedRateLimitingInterface[string]
 
 	traffic  *traffic.Writer
+	services sync.Map // ModelService UIDs whose Service exists
 	defaults Defaults
 
 	mu         sync.Mutex

@@ -29,6 +29,9 @@ func ownerRef(ms *v1alpha1.ModelService) metav1.OwnerReference {
 // ensureService creates the Service that fronts every GPU type's pods of a
 // ModelService; the VirtualService splits its traffic.
 func (c *Controller) ensureService(ctx context.Context, ms *v1alpha1.ModelService) error {
+	if _, done := c.services.Load(ms.UID); done {
+		return nil // created (or found) before: no API call per decision
+	}
 	port := ms.Spec.ServicePort
 	if port == 0 {
 		port = DefaultServicePort
@@ -45,6 +48,7 @@ func (c *Controller) ensureService(ctx context.Context, ms *v1alpha1.ModelServic
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("creating service %s/%s: %w", ms.Namespace, ms.Name, err)
 	}
+	c.services.Store(ms.UID, true)
 	return nil
 }
 

@@ -14,6 +14,7 @@ import (
 	"sort"
 	"strings"
 
+	"google.golang.org/protobuf/proto"
 	networkingapi "istio.io/api/networking/v1alpha3"
 	networkingv1 "istio.io/client-go/pkg/apis/networking/v1"
 	istioclient "istio.io/client-go/pkg/clientset/versioned"
@@ -108,7 +109,7 @@ func (w Writer) Apply(ctx context.Context, ns, name, host string, owner metav1.O
 		}
 	} else if err != nil {
 		return nil, wrapMissing(fmt.Errorf("reading DestinationRule %s/%s: %w", ns, name, err))
-	} else {
+	} else if !proto.Equal(&cur.Spec, &dr.Spec) { // write only on change
 		cur.Spec.Host, cur.Spec.Subsets = dr.Spec.Host, dr.Spec.Subsets
 		if _, err := drs.Update(ctx, cur, metav1.UpdateOptions{}); err != nil {
 			return nil, fmt.Errorf("updating DestinationRule %s/%s: %w", ns, name, err)
@@ -121,7 +122,7 @@ func (w Writer) Apply(ctx context.Context, ns, name, host string, owner metav1.O
 		}
 	} else if err != nil {
 		return nil, wrapMissing(fmt.Errorf("reading VirtualService %s/%s: %w", ns, name, err))
-	} else {
+	} else if !proto.Equal(&cur.Spec, &vs.Spec) {
 		cur.Spec.Hosts, cur.Spec.Http = vs.Spec.Hosts, vs.Spec.Http
 		if _, err := vss.Update(ctx, cur, metav1.UpdateOptions{}); err != nil {
 			return nil, fmt.Errorf("updating VirtualService %s/%s: %w", ns, name, err)

@@ -20,6 +20,8 @@ import (
 // divides them by the time compression so the scaler, which runs on the
 // wall clock, acts at the same trace times.
 type Knobs struct {
+	// SaturationThreshold of HetSev 4.1; 0 means 0.8.
+	SaturationThreshold    float64
 	IntervalSeconds        float64
 	ScaleOutPeriodSeconds  float64
 	ScaleInIntervalSeconds float64
@@ -59,8 +61,12 @@ func ModelServiceFor(name, ns, model string, rtMaxMs float64, profiles heterogen
 	}
 	c := compression
 	period := k.ScaleOutPeriodSeconds / c
+	threshold := k.SaturationThreshold
+	if threshold == 0 {
+		threshold = 0.8
+	}
 	ms.Spec.Scaling = v1alpha1.Scaling{
-		SaturationThreshold:    0.8,
+		SaturationThreshold:    threshold,
 		IntervalSeconds:        k.IntervalSeconds / c,
 		ScaleOutPeriodSeconds:  &period,
 		ScaleInIntervalSeconds: k.ScaleInIntervalSeconds / c,
