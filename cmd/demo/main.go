@@ -33,7 +33,11 @@ func main() {
 	flag.Float64Var(&cfg.PeakRPS, "peak", cfg.PeakRPS, "peak arrival rate after scaling, requests/s")
 	flag.DurationVar(&cfg.Duration, "duration", cfg.Duration, "wall time of the replay; sets the time compression")
 	flag.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "random seed of the arrivals")
+	solver := flag.String("solver", "", "hetsev-scaler's --solver (exact or heuristic; default the scaler's)")
 	flag.Parse()
+	if *solver != "" {
+		cfg.ScalerArgs = append(cfg.ScalerArgs, "--solver="+*solver)
+	}
 	if *workdir == "" {
 		d, err := os.MkdirTemp("", "hetsev-demo-")
 		if err != nil {

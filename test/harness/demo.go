@@ -52,6 +52,8 @@ type DemoConfig struct {
 	// trace is already smoothed (HetSev 6), so 30 s adds little noise and
 	// halves the lag of a 1-minute rate.
 	RateWindow string
+	// ScalerArgs are extra hetsev-scaler flags, e.g. --solver=exact.
+	ScalerArgs []string
 	Seed       uint64
 	Dir        string
 	Out        io.Writer
@@ -192,7 +194,7 @@ func RunDemo(ctx context.Context, tb ktesting.TB, cfg DemoConfig) (*Summary, err
 		return nil, err
 	}
 	procs = append(procs, adapterProc)
-	scalerProc, err := StartScaler(ctx, cp)
+	scalerProc, err := StartScaler(ctx, cp, cfg.ScalerArgs...)
 	if err != nil {
 		return nil, err
 	}

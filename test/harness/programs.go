@@ -76,8 +76,9 @@ func StartAdapter(ctx context.Context, cp *ControlPlane, o AdapterOptions) (*Pro
 	return p, port, nil
 }
 
-// StartScaler runs bin/hetsev-scaler against the control plane.
-func StartScaler(ctx context.Context, cp *ControlPlane) (*Process, error) {
+// StartScaler runs bin/hetsev-scaler against the control plane; extraArgs
+// are appended to its flags (e.g. --solver=exact).
+func StartScaler(ctx context.Context, cp *ControlPlane, extraArgs ...string) (*Process, error) {
 	mport, err := freePort()
 	if err != nil {
 		return nil, err
@@ -86,12 +87,13 @@ func StartScaler(ctx context.Context, cp *ControlPlane) (*Process, error) {
 	if err != nil {
 		return nil, err
 	}
-	return StartProcess(ctx, cp.Dir, "hetsev-scaler", filepath.Join(BinDir(), "hetsev-scaler"),
-		"--kubeconfig="+cp.Kubeconfig,
+	args := []string{
+		"--kubeconfig=" + cp.Kubeconfig,
 		"--leader-elect=true",
-		"--leader-elect-namespace="+SystemNamespace,
+		"--leader-elect-namespace=" + SystemNamespace,
 		fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", mport),
 		fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", hport),
 		"--v=2",
-	)
+	}
+	return StartProcess(ctx, cp.Dir, "hetsev-scaler", filepath.Join(BinDir(), "hetsev-scaler"), append(args, extraArgs...)...)
 }
