@@ -46,7 +46,7 @@ func main() {
 	leaseNS := flag.String("leader-elect-namespace", "hetsev-system", "namespace of the leader-election Lease")
 	metricsAddr := flag.String("metrics-bind-address", ":8080", "address of /metrics")
 	healthAddr := flag.String("health-probe-bind-address", ":8081", "address of /healthz and /readyz")
-	solver := flag.String("solver", heterogeneity.SolverHeuristic, "how the amount of a scaling action is computed: heuristic (the paper's greedy selection) or exact (the ILP of HetSev 4.1, solved exactly); a ModelService's spec.scaling.solver overrides it")
+	solver := flag.String("solver", heterogeneity.SolverExact, "how the amount of a scaling action is computed: exact (the ILP of HetSev 4.1, solved exactly) or heuristic (the paper's greedy selection); a ModelService's spec.scaling.solver overrides it")
 	sloCheck := flag.String("slo-check", heterogeneity.SLOCheckPaper, "which GPU types meet the SLO: paper (profiled batch latency <= RT_max, HetSev 4.1) or model (latency model with batch formation, queueing and +18 % co-location, at SL_min; conservative)")
 	trafficSplit := flag.Bool("traffic-split", true, "write Istio VirtualServices and DestinationRules that split each ModelService's traffic across GPU types by capacity")
 	qps := flag.Float64("kube-api-qps", 50, "queries per second to the API server (client-go's default of 5 throttles a decision every few seconds per ModelService)")

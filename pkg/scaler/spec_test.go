@@ -174,14 +174,14 @@ func TestTemplateHashFollowsSpec(t *testing.T) {
 
 func TestSolverChoice(t *testing.T) {
 	s, err := validate(resnet(), catalog(t), DefaultDefaults)
-	if err != nil || s.policy.Solver != heterogeneity.SolverHeuristic || s.policy.SLOCheck != heterogeneity.SLOCheckPaper {
+	if err != nil || s.policy.Solver != heterogeneity.SolverExact || s.policy.SLOCheck != heterogeneity.SLOCheckPaper {
 		t.Fatalf("defaults: %+v %v", s.policy, err)
 	}
 	ms := resnet()
-	ms.Spec.Scaling.Solver = "exact"
+	ms.Spec.Scaling.Solver = "heuristic"
 	s, err = validate(ms, catalog(t), DefaultDefaults)
-	if err != nil || s.policy.Solver != heterogeneity.SolverExact {
-		t.Fatalf("spec.scaling.solver=exact: %+v %v", s.policy, err)
+	if err != nil || s.policy.Solver != heterogeneity.SolverHeuristic {
+		t.Fatalf("spec.scaling.solver=heuristic: %+v %v", s.policy, err)
 	}
 	ms.Spec.Scaling.Solver = "simplex"
 	if _, err := validate(ms, catalog(t), DefaultDefaults); err == nil {
