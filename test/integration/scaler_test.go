@@ -29,13 +29,7 @@ var knobs = harness.Knobs{IntervalSeconds: 15, ScaleOutPeriodSeconds: 0, ScaleIn
 func TestScalerFollowsLoadStep(t *testing.T) {
 	s := startStack(t, true)
 	ctx := s.ctx
-	ms, err := harness.ModelServiceFor("resnet50", "default", "resnet50", 400, s.prof, knobs, factor)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := harness.CreateModelService(ctx, s.dyn, ms); err != nil {
-		t.Fatal(err)
-	}
+	ms := s.modelService(t, "resnet50", "resnet50", 400)
 	w := s.world(t, []simulator.Service{harness.SimService(ms, 1, s.cat)}, steps(600, 100, 900, 1500, 1500, 100), factor)
 	waitFor(ctx, t, 30*time.Second, "first instance", func(context.Context) (bool, error) {
 		w.SyncPods()
@@ -127,13 +121,7 @@ func TestScalerFollowsLoadStep(t *testing.T) {
 // and no instance.
 func TestScalerReportsNoFeasibleType(t *testing.T) {
 	s := startStack(t, true)
-	ms, err := harness.ModelServiceFor("ssd", "default", "ssd-resnet50", 50, s.prof, knobs, factor) // SSD batches take 72 ms and more
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := harness.CreateModelService(s.ctx, s.dyn, ms); err != nil {
-		t.Fatal(err)
-	}
+	s.modelService(t, "ssd", "ssd-resnet50", 50) // SSD batches take 72 ms and more
 	waitFor(s.ctx, t, 30*time.Second, "NoFeasibleType condition", func(ctx context.Context) (bool, error) {
 		c := condition(ctx, t, s, "ssd", v1alpha1.ConditionNoFeasibleType)
 		return c != nil && c.Status == metav1.ConditionTrue && strings.Contains(c.Message, "RT_max"), nil

@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 
+	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"k8s.io/client-go/dynamic"
@@ -106,3 +108,17 @@ func steps(pairs ...float64) trace.Rates {
 }
 
 var metav1ListAll = metav1.ListOptions{}
+
+// modelService creates a ModelService for model from the repo's profiles
+// with the tests' knobs, and returns it.
+func (s *stack) modelService(t *testing.T, name, model string, rtMaxMs float64) *v1alpha1.ModelService {
+	t.Helper()
+	ms, err := harness.ModelServiceFor(name, "default", model, rtMaxMs, s.prof, knobs, factor)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := harness.CreateModelService(s.ctx, s.dyn, ms); err != nil {
+		t.Fatal(err)
+	}
+	return ms
+}

@@ -11,7 +11,6 @@ import (
 
 	"github.com/hetsev/hetsev/pkg/scaler"
 	"github.com/hetsev/hetsev/pkg/traffic"
-	"github.com/hetsev/hetsev/test/harness"
 )
 
 // TestScalerSplitsTrafficByCapacity: with Istio's real CRDs on the API
@@ -21,13 +20,7 @@ import (
 func TestScalerSplitsTrafficByCapacity(t *testing.T) {
 	s := startStack(t, true)
 	ctx := s.ctx
-	ms, err := harness.ModelServiceFor("resnet50", "default", "resnet50", 400, s.prof, knobs, factor)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := harness.CreateModelService(ctx, s.dyn, ms); err != nil {
-		t.Fatal(err)
-	}
+	s.modelService(t, "resnet50", "resnet50", 400)
 	ic, err := istioclient.NewForConfig(s.cp.Config)
 	if err != nil {
 		t.Fatal(err)
