@@ -54,12 +54,7 @@ func desiredDeployment(s *service, p gpuProfile, replicas int32) *appsv1.Deploym
 	tpl.Spec.NodeSelector[gpuinventory.LabelGPUProduct] = p.gpuType.ProductLabel
 	for i := range tpl.Spec.Containers {
 		c := &tpl.Spec.Containers[i]
-		c.Env = append(c.Env, v1.EnvVar{
-			Name: "NVIDIA_VISIBLE_DEVICES",
-			ValueFrom: &v1.EnvVarSource{FieldRef: &v1.ObjectFieldSelector{
-				FieldPath: fmt.Sprintf("metadata.annotations['%s']", gpuinventory.AnnotationGPUIndex),
-			}},
-		})
+		gpuinventory.SetVisibleDevices(c)
 		if i == 0 {
 			if c.Resources.Requests == nil {
 				c.Resources.Requests = v1.ResourceList{}

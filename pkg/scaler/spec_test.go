@@ -103,6 +103,23 @@ func TestDesiredDeploymentPinsTypeAndGPU(t *testing.T) {
 	}
 }
 
+// A literal NVIDIA_VISIBLE_DEVICES in the template would expose a GPU the
+// scheduler did not choose (and is refused by the admission policy): the
+// Deployment replaces it with the downward-API form.
+func TestDesiredDeploymentReplacesLiteralVisibleDevices(t *testing.T) {
+	ms := resnet()
+	ms.Spec.Template.Spec.Containers[0].Env = []v1.EnvVar{{Name: "A", Value: "1"}, {Name: "NVIDIA_VISIBLE_DEVICES", Value: "all"}}
+	s, err := validate(ms, catalog(t), DefaultDefaults)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := desiredDeployment(s, s.types[0], 1).Spec.Template.Spec.Containers[0].Env
+	if len(env) != 2 || env[0].Value != "1" || env[1].Value != "" || env[1].ValueFrom == nil ||
+		env[1].ValueFrom.FieldRef.FieldPath != gpuinventory.GPUIndexFieldPath {
+		t.Errorf("env %+v", env)
+	}
+}
+
 func node(name string, gpus int, memMiB int64, cpu string) *v1.Node {
 	return &v1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
