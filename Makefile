@@ -9,7 +9,7 @@ export HETSEV_BIN := $(BIN)
 
 PROGRAMS := hetsev-scheduler hetsev-metrics-adapter hetsev-scaler hetsev-demo kwok
 
-.PHONY: all build demo test unit integration bench-scaler vet clean
+.PHONY: all build demo test unit integration bench-scaler kind-e2e vet clean
 
 all: build
 
@@ -45,6 +45,12 @@ integration:
 # with a RESULT line.
 bench-scaler:
 	$(GO) run ./cmd/bench-scaler
+
+# hetsev on a real (kind) cluster: builds the images, creates the cluster of
+# kind-config/cluster.yaml, applies manifests/ and checks placement and
+# admission. Needs Docker, kind and kubectl; never run on CI (no Docker).
+kind-e2e:
+	kind-config/e2e.sh --build
 
 vet:
 	$(GO) vet ./...

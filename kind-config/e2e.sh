@@ -2,7 +2,11 @@
 # End-to-end check of hetsev's manifests on a kind cluster (kind-config/cluster.yaml):
 # deploys manifests/ with kustomize, waits for the three programs, schedules
 # manifests/examples/pod-opt-in.yaml with hetsev-scheduler and checks that the
-# pod was bound to a T4 node and carries hetsev.io/gpu-index. Prints PASS.
+# pod was bound to a T4 node and carries hetsev.io/gpu-index; then checks the
+# admission path: manifests/examples/pod-opt-in-by-annotation.yaml (no
+# schedulerName) is opted in by the webhook and placed the same way, and a
+# pod with NVIDIA_VISIBLE_DEVICES=all is refused by the admission policy.
+# Prints PASS. `make kind-e2e` runs it with --build.
 #
 # Needs Docker (a running engine), kind (v0.20+) and kubectl. NOT run on the
 # project's CI machines, which have no Docker engine.
@@ -137,4 +141,32 @@ count=$("${K[@]}" get node "$node" -o jsonpath='{.metadata.labels.nvidia\.com/gp
 (( index < count )) || die "pod $POD: hetsev.io/gpu-index $index is out of range for $count GPUs on $node"
 
 log "pod $POD bound to $node ($product) with hetsev.io/gpu-index=$index"
+
+# --- the admission webhook and policy ---------------------------------------
+log "waiting for hetsev-scaler to inject the webhook's caBundle"
+for _ in $(seq 60); do
+  ca=$("${K[@]}" get mutatingwebhookconfiguration hetsev-scheduler-selection -o jsonpath='{.webhooks[0].clientConfig.caBundle}')
+  [[ -n "$ca" ]] && break
+  sleep 2
+done
+[[ -n "$ca" ]] || die "MutatingWebhookConfiguration hetsev-scheduler-selection has no caBundle"
+
+POD2=resnet50-by-annotation
+"${K[@]}" -n "$TEST_NS" delete pod "$POD2" --ignore-not-found --wait=true
+"${K[@]}" -n "$TEST_NS" apply -f manifests/examples/pod-opt-in-by-annotation.yaml
+scheduler=$("${K[@]}" -n "$TEST_NS" get pod "$POD2" -o jsonpath='{.spec.schedulerName}')
+[[ "$scheduler" == "hetsev-scheduler" ]] || die "pod $POD2 has schedulerName $scheduler: the webhook did not opt it in"
+path=$("${K[@]}" -n "$TEST_NS" get pod "$POD2" -o jsonpath='{.spec.containers[0].env[?(@.name=="NVIDIA_VISIBLE_DEVICES")].valueFrom.fieldRef.fieldPath}')
+[[ "$path" == "metadata.annotations['hetsev.io/gpu-index']" ]] || die "pod $POD2: NVIDIA_VISIBLE_DEVICES from '$path'"
+"${K[@]}" -n "$TEST_NS" wait --for=condition=PodScheduled "pod/$POD2" --timeout=120s
+index=$("${K[@]}" -n "$TEST_NS" get pod "$POD2" -o jsonpath='{.metadata.annotations.hetsev\.io/gpu-index}')
+[[ "$index" =~ ^[0-9]+$ ]] || die "pod $POD2: hetsev.io/gpu-index is '${index}'"
+log "pod $POD2 opted in by the webhook, hetsev.io/gpu-index=$index"
+
+if out=$("${K[@]}" -n "$TEST_NS" run grab-all-gpus --image=busybox --restart=Never \
+    --env=NVIDIA_VISIBLE_DEVICES=all --dry-run=server -o name 2>&1); then
+  die "a pod with NVIDIA_VISIBLE_DEVICES=all was admitted: $out"
+fi
+[[ "$out" == *"must come from the downward API"* ]] || die "unexpected refusal: $out"
+log "a literal NVIDIA_VISIBLE_DEVICES is refused: $out"
 echo PASS
