@@ -63,6 +63,9 @@ func StartControlPlane(ctx context.Context, tb ktesting.TB, dir string) (*Contro
 	srv, err := kubeapiservertesting.StartTestServer(tb, opts, []string{
 		"--bind-address=127.0.0.1",
 		"--endpoint-reconciler-type=none",
+		// As in a real cluster (the test server's default is AlwaysAllow), so
+		// programs run as their service accounts get only manifests/' RBAC.
+		"--authorization-mode=RBAC",
 		// No node-lifecycle controller runs to lift the not-ready taint this
 		// plugin would put on new nodes; kwok reports them Ready instead.
 		"--disable-admission-plugins=TaintNodesByCondition",

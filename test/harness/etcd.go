@@ -10,6 +10,9 @@ import (
 	"go.etcd.io/etcd/server/v3/embed"
 )
 
+// FreePort returns a free TCP port on 127.0.0.1, for a program a test starts.
+func FreePort() (int, error) { return freePort() }
+
 // freePort asks the kernel for a free TCP port on 127.0.0.1.
 func freePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")

@@ -13,11 +13,17 @@ import (
 // StartScheduler runs bin/hetsev-scheduler with manifests/scheduler-config.yaml,
 // pointed at the control plane, serving /healthz and /metrics on 127.0.0.1.
 func StartScheduler(ctx context.Context, cp *ControlPlane, extraArgs ...string) (*Process, error) {
+	return StartSchedulerWith(ctx, cp, cp.Kubeconfig, extraArgs...)
+}
+
+// StartSchedulerWith is StartScheduler with another kubeconfig (see
+// ControlPlane.KubeconfigAs).
+func StartSchedulerWith(ctx context.Context, cp *ControlPlane, kubeconfig string, extraArgs ...string) (*Process, error) {
 	raw, err := os.ReadFile(filepath.Join(RepoRoot(), "manifests", "scheduler-config.yaml"))
 	if err != nil {
 		return nil, err
 	}
-	cfg := strings.Replace(string(raw), `kubeconfig: ""`, "kubeconfig: "+strconv.Quote(cp.Kubeconfig), 1)
+	cfg := strings.Replace(string(raw), `kubeconfig: ""`, "kubeconfig: "+strconv.Quote(kubeconfig), 1)
 	cfg = strings.Replace(cfg, "leaderElect: true", "leaderElect: false", 1)
 	path := filepath.Join(cp.Dir, "scheduler-config.yaml")
 	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
@@ -93,6 +99,8 @@ func StartScaler(ctx context.Context, cp *ControlPlane, extraArgs ...string) (*P
 		"--leader-elect-namespace=" + SystemNamespace,
 		fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", mport),
 		fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", hport),
+		// Off unless a test turns it on: it would listen on all addresses.
+		"--webhook-bind-address=0",
 		"--v=2",
 	}
 	return StartProcess(ctx, cp.Dir, "hetsev-scaler", filepath.Join(BinDir(), "hetsev-scaler"), append(args, extraArgs...)...)

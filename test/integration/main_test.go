@@ -14,16 +14,7 @@ import (
 // cluster starts the control plane, kwok and HetSev's testbed nodes.
 func cluster(t *testing.T) (*harness.ControlPlane, context.Context) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	cp, err := harness.StartControlPlane(ctx, t, t.TempDir())
-	if err != nil {
-		cancel()
-		t.Fatalf("control plane: %v", err)
-	}
-	t.Cleanup(cp.Stop)
-	// Cleanups run last-in first-out: watches end before the apiserver
-	// stops, or its graceful shutdown waits for them.
-	t.Cleanup(cancel)
+	cp, ctx := controlPlane(t)
 	cat, err := heterogeneity.DefaultCatalog()
 	if err != nil {
 		t.Fatal(err)
@@ -40,5 +31,21 @@ func cluster(t *testing.T) (*harness.ControlPlane, context.Context) {
 		t.Fatalf("kwok: %v", err)
 	}
 	stopOnCleanup(t, kwok)
+	return cp, ctx
+}
+
+// controlPlane starts etcd, kube-apiserver and kube-controller-manager only.
+func controlPlane(t *testing.T) (*harness.ControlPlane, context.Context) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	cp, err := harness.StartControlPlane(ctx, t, t.TempDir())
+	if err != nil {
+		cancel()
+		t.Fatalf("control plane: %v", err)
+	}
+	t.Cleanup(cp.Stop)
+	// Cleanups run last-in first-out: watches end before the apiserver
+	// stops, or its graceful shutdown waits for them.
+	t.Cleanup(cancel)
 	return cp, ctx
 }

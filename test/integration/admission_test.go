@@ -1,0 +1,191 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/hetsev/hetsev/pkg/gpuinventory"
+	"github.com/hetsev/hetsev/test/harness"
+)
+
+// Scheduler selection by annotation and the protected GPU assignment, with
+// manifests/ applied for real: the webhook is served by hetsev-scaler and
+// the scheduler and scaler run as their service accounts, so the RBAC in
+// manifests/ is what they get and the admission policy's exemption for the
+// scheduler is exercised.
+func TestAdmissionOptsInAndProtectsGPUAssignment(t *testing.T) {
+	cp, ctx := cluster(t)
+	port, err := harness.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := applyManifests(ctx, t, cp, port)
+	c := cp.Client
+
+	asScaler, err := cp.KubeconfigAs(scalerSA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	scaler, err := harness.StartScaler(ctx, cp, "--kubeconfig="+asScaler,
+		fmt.Sprintf("--webhook-bind-address=127.0.0.1:%d", port), "--webhook-cert-hosts=127.0.0.1", "--webhook-namespace=hetsev-system")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopOnCleanup(t, scaler)
+	asScheduler, err := cp.KubeconfigAs(schedulerSA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sched, err := harness.StartSchedulerWith(ctx, cp, asScheduler)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopOnCleanup(t, sched)
+
+	// The scaler created the shared certificate and injected its CA.
+	waitFor(ctx, t, 30*time.Second, "the webhook's caBundle", func(ctx context.Context) (bool, error) {
+		w, err := c.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, "hetsev-scheduler-selection", metav1.GetOptions{})
+		return err == nil && len(w.Webhooks[0].ClientConfig.CABundle) > 0, nil
+	})
+	if s, err := c.CoreV1().Secrets("hetsev-system").Get(ctx, "hetsev-webhook-tls", metav1.GetOptions{}); err != nil || s.Type != v1.SecretTypeTLS {
+		t.Fatalf("webhook certificate Secret: %v", err)
+	}
+	// Until the API server has the new configuration, dry runs go through
+	// unmutated.
+	waitFor(ctx, t, 30*time.Second, "the webhook to mutate a dry-run pod", func(ctx context.Context) (bool, error) {
+		p, err := c.CoreV1().Pods("default").Create(ctx, userPod("probe", true, ""), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		return err == nil && p.Spec.SchedulerName == "hetsev-scheduler", nil
+	})
+
+	// The API server loads admission policies asynchronously too.
+	waitFor(ctx, t, 30*time.Second, "the admission policy to refuse a literal NVIDIA_VISIBLE_DEVICES", func(ctx context.Context) (bool, error) {
+		lit := userPod("probe-literal", false, "")
+		lit.Spec.Containers[0].Env = []v1.EnvVar{{Name: gpuinventory.EnvVisibleDevices, Value: "all"}}
+		_, err := c.CoreV1().Pods("default").Create(ctx, lit, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		return err != nil, nil
+	})
+	if pol, err := c.AdmissionregistrationV1().ValidatingAdmissionPolicies().Get(ctx, "hetsev-gpu-assignment", metav1.GetOptions{}); err != nil {
+		t.Fatal(err)
+	} else if pol.Status.TypeChecking != nil && len(pol.Status.TypeChecking.ExpressionWarnings) > 0 {
+		t.Errorf("admission policy type-check warnings: %+v", pol.Status.TypeChecking.ExpressionWarnings)
+	}
+
+	// The example annotated pod, naming no scheduler, is opted in, gets
+	// NVIDIA_VISIBLE_DEVICES from the downward API and is placed by
+	// hetsev-scheduler, whose PreBind write of hetsev.io/gpu-index the
+	// policy admits.
+	objs, err := harness.ReadManifests(filepath.Join(harness.RepoRoot(), "manifests", "examples", exampleByAnnotation))
+	if err != nil || len(objs) != 1 {
+		t.Fatalf("%s: %v", exampleByAnnotation, err)
+	}
+	name := objs[0].GetName()
+	if _, err := a.Apply(ctx, "default", objs); err != nil {
+		t.Fatal(err)
+	}
+	p, err := c.CoreV1().Pods("default").Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Spec.SchedulerName != "hetsev-scheduler" {
+		t.Errorf("schedulerName %q, want hetsev-scheduler", p.Spec.SchedulerName)
+	}
+	if env := p.Spec.Containers[0].Env; len(env) != 1 || env[0].ValueFrom == nil || env[0].ValueFrom.FieldRef.FieldPath != gpuinventory.GPUIndexFieldPath {
+		t.Errorf("env %+v, want NVIDIA_VISIBLE_DEVICES from %s", env, gpuinventory.GPUIndexFieldPath)
+	}
+	waitRunning(ctx, t, c, "app.kubernetes.io/name="+name, 1)
+	p, _ = c.CoreV1().Pods("default").Get(ctx, name, metav1.GetOptions{})
+	idx, ok, err := gpuinventory.ParseGPUIndex(p.Annotations)
+	if !ok || err != nil || p.Spec.NodeName == "" {
+		t.Fatalf("pod on %q with %s %v (%v)", p.Spec.NodeName, gpuinventory.AnnotationGPUIndex, p.Annotations, err)
+	}
+	t.Logf("%s on %s GPU %d", name, p.Spec.NodeName, idx)
+
+	// Nobody else may move it to another GPU.
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:"%d"}}}`, gpuinventory.AnnotationGPUIndex, 1-idx)
+	_, err = c.CoreV1().Pods("default").Patch(ctx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+	expectDenied(t, "changing hetsev.io/gpu-index", err, "hetsev.io/gpu-index is written by hetsev-scheduler only")
+
+	// Nor create a pod with a GPU of its choosing.
+	own := userPod("own-index", true, "hetsev-scheduler")
+	own.Annotations[gpuinventory.AnnotationGPUIndex] = "0"
+	_, err = c.CoreV1().Pods("default").Create(ctx, own, metav1.CreateOptions{})
+	expectDenied(t, "creating a pod with hetsev.io/gpu-index", err, "remove the annotation")
+
+	// Nor name GPUs with a literal NVIDIA_VISIBLE_DEVICES, hetsev pod or not.
+	for _, annotated := range []bool{true, false} {
+		lit := userPod(fmt.Sprintf("literal-%v", annotated), annotated, "")
+		lit.Spec.Containers[0].Env = []v1.EnvVar{{Name: gpuinventory.EnvVisibleDevices, Value: "all"}}
+		_, err = c.CoreV1().Pods("default").Create(ctx, lit, metav1.CreateOptions{})
+		expectDenied(t, "a literal NVIDIA_VISIBLE_DEVICES", err, "NVIDIA_VISIBLE_DEVICES in container(s) server must come from the downward API")
+	}
+	// kube-system is exempt (the NVIDIA device plugin sets it to all).
+	sys := userPod("device-plugin", false, "")
+	sys.Namespace = "kube-system"
+	sys.Spec.Containers[0].Env = []v1.EnvVar{{Name: gpuinventory.EnvVisibleDevices, Value: "all"}}
+	if _, err := c.CoreV1().Pods("kube-system").Create(ctx, sys, metav1.CreateOptions{}); err != nil {
+		t.Errorf("kube-system pod with NVIDIA_VISIBLE_DEVICES=all: %v", err)
+	}
+
+	// Pods naming another scheduler, and pods without the annotation, are
+	// left alone.
+	for _, lp := range []*v1.Pod{userPod("other-scheduler", true, "volcano"), userPod("plain", false, "")} {
+		got, err := c.CoreV1().Pods("default").Create(ctx, lp, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := lp.Spec.SchedulerName
+		if want == "" {
+			want = v1.DefaultSchedulerName
+		}
+		if got.Spec.SchedulerName != want || len(got.Spec.Containers[0].Env) != 0 {
+			t.Errorf("%s: schedulerName %q env %+v, want %q and no env", lp.Name, got.Spec.SchedulerName, got.Spec.Containers[0].Env, want)
+		}
+	}
+
+	// failurePolicy Fail: with the webhook down, annotated pods are refused
+	// rather than sent to the default scheduler; other pods are not affected.
+	scaler.Stop(5 * time.Second)
+	_, err = c.CoreV1().Pods("default").Create(ctx, userPod("webhook-down", true, ""), metav1.CreateOptions{})
+	if err == nil || !strings.Contains(err.Error(), "scheduler-selection.hetsev.io") {
+		t.Errorf("annotated pod with the webhook down: err = %v, want a failed call to scheduler-selection.hetsev.io", err)
+	}
+	if _, err := c.CoreV1().Pods("default").Create(ctx, userPod("plain-webhook-down", false, ""), metav1.CreateOptions{}); err != nil {
+		t.Errorf("unannotated pod with the webhook down: %v", err)
+	}
+}
+
+// userPod is a pod as a user would write it: optionally annotated for
+// hetsev, naming scheduler (or none), on a T4 node.
+func userPod(name string, annotated bool, scheduler string) *v1.Pod {
+	p := modelPod(name, "resnet50", "2048Mi").on("Tesla-T4").pod
+	p.Labels = map[string]string{"app": name}
+	p.Spec.SchedulerName = scheduler
+	if !annotated {
+		p.Annotations = map[string]string{}
+	}
+	return p
+}
+
+func expectDenied(t *testing.T, what string, err error, msg string) {
+	t.Helper()
+	if err == nil {
+		t.Errorf("%s: allowed, want denied", what)
+		return
+	}
+	if !apierrors.IsForbidden(err) && !apierrors.IsInvalid(err) {
+		t.Errorf("%s: %v, want Forbidden", what, err)
+	}
+	if !strings.Contains(err.Error(), msg) {
+		t.Errorf("%s: %q does not say %q", what, err.Error(), msg)
+	}
+	t.Logf("%s: refused: %v", what, err)
+}
