@@ -9,7 +9,7 @@ export HETSEV_BIN := $(BIN)
 
 PROGRAMS := hetsev-scheduler hetsev-metrics-adapter hetsev-scaler hetsev-demo kwok
 
-.PHONY: all build demo test unit integration bench-scaler kind-e2e vet clean
+.PHONY: all build demo test unit integration bench-scaler fuzz kind-e2e vet clean
 
 all: build
 
@@ -45,6 +45,14 @@ integration:
 # with a RESULT line.
 bench-scaler:
 	$(GO) run ./cmd/bench-scaler
+
+# Fuzz the parsers of pod annotations and GFD node labels (their seed corpora
+# in pkg/gpuinventory/testdata/fuzz run in every `make test`).
+FUZZTIME ?= 20s
+fuzz:
+	for f in FuzzParseDemand FuzzParseNodeGPUs FuzzParseGPUIndex; do \
+	  $(GO) test ./pkg/gpuinventory -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) || exit 1; \
+	done
 
 # hetsev on a real (kind) cluster: builds the images, creates the cluster of
 # kind-config/cluster.yaml, applies manifests/ and checks placement and

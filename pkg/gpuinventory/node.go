@@ -14,6 +14,10 @@ type NodeGPUs struct {
 	MemoryMiB int64  // GPU memory of each GPU, MiB
 }
 
+// MaxGPUsPerNode bounds nvidia.com/gpu.count: per-GPU state is kept for every
+// GPU of a node, so an absurd label must not allocate it.
+const MaxGPUsPerNode = 64
+
 // ErrNoGPULabels is returned by ParseNodeGPUs for nodes without GFD labels.
 var ErrNoGPULabels = fmt.Errorf("node has no %s label", LabelGPUCount)
 
@@ -26,16 +30,16 @@ func ParseNodeGPUs(labels map[string]string) (NodeGPUs, error) {
 		return NodeGPUs{}, ErrNoGPULabels
 	}
 	count, err := strconv.Atoi(countStr)
-	if err != nil || count <= 0 {
-		return NodeGPUs{}, fmt.Errorf("label %s=%q: want a positive integer", LabelGPUCount, countStr)
+	if err != nil || count <= 0 || count > MaxGPUsPerNode {
+		return NodeGPUs{}, fmt.Errorf("label %s=%q: want an integer from 1 to %d", LabelGPUCount, countStr, MaxGPUsPerNode)
 	}
 	memStr, ok := labels[LabelGPUMemory]
 	if !ok {
 		return NodeGPUs{}, fmt.Errorf("label %s is missing", LabelGPUMemory)
 	}
 	mem, err := strconv.ParseInt(memStr, 10, 64)
-	if err != nil || mem <= 0 {
-		return NodeGPUs{}, fmt.Errorf("label %s=%q: want a positive integer (MiB)", LabelGPUMemory, memStr)
+	if err != nil || mem <= 0 || mem > MaxGPUMemoryMiB {
+		return NodeGPUs{}, fmt.Errorf("label %s=%q: want an integer from 1 to %d (MiB)", LabelGPUMemory, memStr, MaxGPUMemoryMiB)
 	}
 	return NodeGPUs{Product: labels[LabelGPUProduct], Count: count, MemoryMiB: mem}, nil
 }

@@ -10,6 +10,11 @@ import (
 
 const mib = 1024 * 1024
 
+// MaxGPUMemoryMiB bounds hetsev.io/gpu-memory and nvidia.com/gpu.memory
+// (1 TiB, far above any GPU's), so that sums over a GPU's pods cannot
+// overflow.
+const MaxGPUMemoryMiB = 1 << 20
+
 // Demand is what one model instance asks of a GPU.
 type Demand struct {
 	Model     string // hetsev.io/model; empty means no anti-affinity identity
@@ -35,6 +40,9 @@ func ParseDemand(annotations map[string]string) (d Demand, ok bool, err error) {
 	}
 	if q.Sign() <= 0 {
 		return Demand{}, true, fmt.Errorf("annotation %s=%q must be positive", AnnotationGPUMemory, memStr)
+	}
+	if q.Cmp(*resource.NewQuantity(MaxGPUMemoryMiB*mib, resource.BinarySI)) > 0 {
+		return Demand{}, true, fmt.Errorf("annotation %s=%q exceeds %d MiB", AnnotationGPUMemory, memStr, MaxGPUMemoryMiB)
 	}
 	bytes := q.Value() // rounds up to whole bytes
 	return Demand{Model: model, MemoryMiB: (bytes + mib - 1) / mib}, true, nil

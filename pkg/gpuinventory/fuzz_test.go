@@ -1,0 +1,83 @@
+package gpuinventory
+
+import (
+	"strconv"
+	"testing"
+)
+
+// The parsers below read what users and GPU Feature Discovery write; none
+// may panic, and what they accept must be in range and read back the same.
+// Seed corpora: testdata/fuzz/<target>/. Run one with, for example,
+//   go test ./pkg/gpuinventory -run '^$' -fuzz FuzzParseDemand -fuzztime 30s
+
+func FuzzParseDemand(f *testing.F) {
+	f.Add("2048Mi", "resnet50", true, true)
+	f.Add("3Gi", "", true, false)
+	f.Add("-1", "ssd", true, true)
+	f.Fuzz(func(t *testing.T, mem, model string, hasMem, hasModel bool) {
+		ann := map[string]string{}
+		if hasMem {
+			ann[AnnotationGPUMemory] = mem
+		}
+		if hasModel {
+			ann[AnnotationModel] = model
+		}
+		d, ok, err := ParseDemand(ann)
+		if ok != (hasMem || hasModel) {
+			t.Fatalf("ok = %v for %v", ok, ann)
+		}
+		if err != nil || !ok {
+			return
+		}
+		if d.MemoryMiB < 1 || d.MemoryMiB > MaxGPUMemoryMiB {
+			t.Fatalf("%q -> %d MiB, out of range", mem, d.MemoryMiB)
+		}
+		if d.Model != ann[AnnotationModel] {
+			t.Fatalf("model %q -> %q", ann[AnnotationModel], d.Model)
+		}
+		again, _, err := ParseDemand(map[string]string{AnnotationGPUMemory: strconv.FormatInt(d.MemoryMiB, 10) + "Mi"})
+		if err != nil || again.MemoryMiB != d.MemoryMiB {
+			t.Fatalf("%d MiB does not read back: %+v %v", d.MemoryMiB, again, err)
+		}
+	})
+}
+
+func FuzzParseNodeGPUs(f *testing.F) {
+	f.Add("Tesla-T4", "2", "16384")
+	f.Add("Tesla-V100-SXM2-32GB", "8", "32768")
+	f.Add("", "0", "x")
+	f.Fuzz(func(t *testing.T, product, count, mem string) {
+		g, err := ParseNodeGPUs(map[string]string{LabelGPUProduct: product, LabelGPUCount: count, LabelGPUMemory: mem})
+		if err != nil {
+			return
+		}
+		if g.Count < 1 || g.Count > MaxGPUsPerNode || g.MemoryMiB < 1 || g.MemoryMiB > MaxGPUMemoryMiB || g.Product != product {
+			t.Fatalf("%q/%q/%q -> %+v, out of range", product, count, mem, g)
+		}
+		again, err := ParseNodeGPUs(map[string]string{LabelGPUProduct: g.Product, LabelGPUCount: strconv.Itoa(g.Count), LabelGPUMemory: strconv.FormatInt(g.MemoryMiB, 10)})
+		if err != nil || again != g {
+			t.Fatalf("%+v does not read back: %+v %v", g, again, err)
+		}
+	})
+}
+
+func FuzzParseGPUIndex(f *testing.F) {
+	f.Add("0")
+	f.Add("7")
+	f.Add("-1")
+	f.Fuzz(func(t *testing.T, s string) {
+		idx, ok, err := ParseGPUIndex(map[string]string{AnnotationGPUIndex: s})
+		if !ok {
+			t.Fatalf("%q: ok = false with the annotation present", s)
+		}
+		if err != nil {
+			return
+		}
+		if idx < 0 {
+			t.Fatalf("%q -> %d", s, idx)
+		}
+		if again, _, err := ParseGPUIndex(map[string]string{AnnotationGPUIndex: strconv.Itoa(idx)}); err != nil || again != idx {
+			t.Fatalf("%d does not read back: %d %v", idx, again, err)
+		}
+	})
+}
