@@ -50,15 +50,62 @@ func Account(n NodeGPUs, placed []Placement) (gpus []GPU, stray []Placement) {
 	return gpus, stray
 }
 
+// Fit says which of the GPUs a demand fits is chosen.
+type Fit string
+
+const (
+	// FitWorst takes the GPU with the most free GPU memory (HetSev 4.2:
+	// spreading instances limits interference).
+	FitWorst Fit = "WorstFit"
+	// FitBest takes the GPU with the least free GPU memory that still fits:
+	// it packs instances and leaves whole GPUs free for large models.
+	FitBest Fit = "BestFit"
+)
+
+// Choice configures Choose.
+type Choice struct {
+	Fit Fit // empty means FitWorst
+	// SoftAntiAffinity lets an instance share a GPU with one of its own
+	// model when no GPU without it fits. HetSev 4.2's rule is hard (false).
+	SoftAntiAffinity bool
+}
+
+// Choose returns the index of the GPU for d under c, ties going to the lower
+// index. GPUs without an instance of d's model always come first; clash says
+// the chosen one has one (possible only with SoftAntiAffinity). ok is false
+// when no GPU fits.
+func Choose(gpus []GPU, d Demand, c Choice) (idx int, clash, ok bool) {
+	better := func(a, b int64) bool { return a > b }
+	if c.Fit == FitBest {
+		better = func(a, b int64) bool { return a < b }
+	}
+	for _, soft := range []bool{false, true} {
+		if soft && !c.SoftAntiAffinity {
+			break
+		}
+		var bestFree int64
+		for _, g := range gpus {
+			if d.MemoryMiB > g.FreeMiB() {
+				continue
+			}
+			if (d.Model != "" && g.Models[d.Model] > 0) != soft {
+				continue
+			}
+			if !ok || better(g.FreeMiB(), bestFree) {
+				bestFree, idx, ok = g.FreeMiB(), g.Index, true
+			}
+		}
+		if ok {
+			return idx, soft, true
+		}
+	}
+	return 0, false, false
+}
+
 // WorstFit returns the index of the GPU that fits d with the most free GPU
 // memory (HetSev 4.2: worst fit spreads instances and so limits
 // interference); ties go to the lower index. ok is false when none fits.
 func WorstFit(gpus []GPU, d Demand) (idx int, ok bool) {
-	best := int64(-1)
-	for _, g := range gpus {
-		if g.Fits(d) && g.FreeMiB() > best {
-			best, idx, ok = g.FreeMiB(), g.Index, true
-		}
-	}
+	idx, _, ok = Choose(gpus, d, Choice{Fit: FitWorst})
 	return idx, ok
 }

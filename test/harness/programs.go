@@ -19,12 +19,10 @@ func StartScheduler(ctx context.Context, cp *ControlPlane, extraArgs ...string) 
 // StartSchedulerWith is StartScheduler with another kubeconfig (see
 // ControlPlane.KubeconfigAs).
 func StartSchedulerWith(ctx context.Context, cp *ControlPlane, kubeconfig string, extraArgs ...string) (*Process, error) {
-	raw, err := os.ReadFile(filepath.Join(RepoRoot(), "manifests", "scheduler-config.yaml"))
+	cfg, err := SchedulerConfig(kubeconfig)
 	if err != nil {
 		return nil, err
 	}
-	cfg := strings.Replace(string(raw), `kubeconfig: ""`, "kubeconfig: "+strconv.Quote(kubeconfig), 1)
-	cfg = strings.Replace(cfg, "leaderElect: true", "leaderElect: false", 1)
 	path := filepath.Join(cp.Dir, "scheduler-config.yaml")
 	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
 		return nil, err
@@ -40,6 +38,17 @@ func StartSchedulerWith(ctx context.Context, cp *ControlPlane, kubeconfig string
 		"--v=2",
 	}, extraArgs...)
 	return StartProcess(ctx, cp.Dir, "hetsev-scheduler", filepath.Join(BinDir(), "hetsev-scheduler"), args...)
+}
+
+// SchedulerConfig is manifests/scheduler-config.yaml with the given
+// kubeconfig and without leader election.
+func SchedulerConfig(kubeconfig string) (string, error) {
+	raw, err := os.ReadFile(filepath.Join(RepoRoot(), "manifests", "scheduler-config.yaml"))
+	if err != nil {
+		return "", err
+	}
+	cfg := strings.Replace(string(raw), `kubeconfig: ""`, "kubeconfig: "+strconv.Quote(kubeconfig), 1)
+	return strings.Replace(cfg, "leaderElect: true", "leaderElect: false", 1), nil
 }
 
 // AdapterOptions tune the metrics adapter for compressed time.

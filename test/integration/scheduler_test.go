@@ -3,6 +3,8 @@ package integration
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -103,4 +105,38 @@ func waitRunning(ctx context.Context, t *testing.T, c kubernetes.Interface, sele
 		}
 		return running >= n, nil
 	})
+}
+
+// Invalid plugin arguments stop hetsev-scheduler at start with a message
+// naming the field, instead of scheduling with a behaviour nobody asked for.
+func TestSchedulerRefusesInvalidPluginArgs(t *testing.T) {
+	cp, ctx := controlPlane(t)
+	cfg, err := harness.SchedulerConfig(cp.Kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(cfg, "fit: WorstFit") {
+		t.Fatal("manifests/scheduler-config.yaml no longer sets fit: WorstFit")
+	}
+	path := filepath.Join(cp.Dir, "bad-scheduler-config.yaml")
+	if err := os.WriteFile(path, []byte(strings.Replace(cfg, "fit: WorstFit", "fit: FirstFit", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sched, err := harness.StartScheduler(ctx, cp, "--config="+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopOnCleanup(t, sched)
+	var exitErr error
+	waitFor(ctx, t, 60*time.Second, "hetsev-scheduler to exit", func(context.Context) (bool, error) {
+		done, err := sched.Exited()
+		exitErr = err
+		return done, nil
+	})
+	if exitErr == nil {
+		t.Error("hetsev-scheduler exited with status 0")
+	}
+	if log := sched.Tail(30); !strings.Contains(log, `pluginConfig[HetsevGPUShare].args.fit: Unsupported value: \"FirstFit\"`) {
+		t.Errorf("log does not name the field:\n%s", log)
+	}
 }

@@ -37,6 +37,7 @@ var (
 // GPUShare places model instances on individual GPUs.
 type GPUShare struct {
 	handle fwk.Handle
+	choice gpuinventory.Choice // from Args: fit and anti-affinity
 
 	mu sync.RWMutex
 	// reserved holds the GPU chosen for pods between Reserve and the moment
@@ -55,8 +56,14 @@ type reservation struct {
 }
 
 // New is the plugin factory registered with the scheduler command.
-func New(ctx context.Context, _ runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
-	p := &GPUShare{handle: h, reserved: map[types.UID]reservation{}}
+// Invalid arguments are an error naming the field, so the scheduler does not
+// start.
+func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
+	args, err := ParseArgs(obj)
+	if err != nil {
+		return nil, err
+	}
+	p := &GPUShare{handle: h, choice: args.Choice(), reserved: map[types.UID]reservation{}}
 	if f := h.SharedInformerFactory(); f != nil {
 		_, err := f.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 			DeleteFunc: func(obj interface{}) {
@@ -72,7 +79,7 @@ func New(ctx context.Context, _ runtime.Object, h fwk.Handle) (fwk.Plugin, error
 			return nil, fmt.Errorf("%s: watching pods: %w", Name, err)
 		}
 	}
-	klog.FromContext(ctx).V(2).Info("plugin initialised", "plugin", Name)
+	klog.FromContext(ctx).V(2).Info("plugin initialised", "plugin", Name, "fit", args.Fit, "antiAffinity", args.AntiAffinity)
 	return p, nil
 }
 
@@ -125,7 +132,7 @@ func (p *GPUShare) Filter(ctx context.Context, state fwk.CycleState, pod *v1.Pod
 	if err != nil {
 		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, err.Error())
 	}
-	if _, ok := gpuinventory.WorstFit(gpus, d); !ok {
+	if _, _, ok := gpuinventory.Choose(gpus, d, p.choice); !ok {
 		return fwk.NewStatus(fwk.Unschedulable, reasonNoGPU(gpus, d))
 	}
 	return nil
@@ -147,8 +154,11 @@ func reasonNoGPU(gpus []gpuinventory.GPU, d gpuinventory.Demand) string {
 	return fmt.Sprintf("every GPU with %d MiB free already hosts model %q (anti-affinity)", d.MemoryMiB, d.Model)
 }
 
-// Score is the free GPU memory (MiB) of the GPU worst fit would pick on the
-// node; NormalizeScore maps it to the framework's range.
+// Score rates the GPU the plugin would pick on the node: with worst fit the
+// GPU memory (MiB) it has free after placing the pod, with best fit the
+// memory it has in use after (MiB, >= 0). A GPU that already hosts the pod's
+// model (soft anti-affinity only) gives a negative score. NormalizeScore
+// maps it to the framework's range.
 func (p *GPUShare) Score(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodeInfo fwk.NodeInfo) (int64, *fwk.Status) {
 	d, ok := demandFrom(state)
 	if !ok {
@@ -158,35 +168,45 @@ func (p *GPUShare) Score(ctx context.Context, state fwk.CycleState, pod *v1.Pod,
 	if err != nil {
 		return 0, nil
 	}
-	idx, ok := gpuinventory.WorstFit(gpus, d)
+	idx, clash, ok := gpuinventory.Choose(gpus, d, p.choice)
 	if !ok {
 		return 0, nil
 	}
-	return gpus[idx].FreeMiB() - d.MemoryMiB, nil
+	score := gpus[idx].FreeMiB() - d.MemoryMiB
+	if p.choice.Fit == gpuinventory.FitBest {
+		score = gpus[idx].UsedMiB + d.MemoryMiB
+	}
+	if clash {
+		return -1 - score, nil // NormalizeScore puts it below every other node
+	}
+	return score, nil
 }
 
 // ScoreExtensions implements fwk.ScorePlugin.
 func (p *GPUShare) ScoreExtensions() fwk.ScoreExtensions { return p }
 
-// NormalizeScore scales free MiB to [0, MaxNodeScore] relative to the best node.
+// NormalizeScore scales scores to [1, MaxNodeScore] relative to the best
+// node, and puts nodes whose GPU would host the pod's model twice at 0.
 func (p *GPUShare) NormalizeScore(_ context.Context, _ fwk.CycleState, _ *v1.Pod, scores fwk.NodeScoreList) *fwk.Status {
-	var max int64
+	var best int64
 	for _, s := range scores {
-		if s.Score > max {
-			max = s.Score
-		}
+		best = max(best, s.Score)
 	}
 	for i := range scores {
-		if max > 0 {
-			scores[i].Score = scores[i].Score * fwk.MaxNodeScore / max
-		} else {
+		switch {
+		case scores[i].Score < 0:
 			scores[i].Score = 0
+		case best > 0:
+			scores[i].Score = max(1, scores[i].Score*fwk.MaxNodeScore/best)
+		default:
+			scores[i].Score = 1
 		}
 	}
 	return nil
 }
 
-// Reserve picks the GPU on the chosen node by worst fit and remembers it.
+// Reserve picks the GPU on the chosen node (worst fit by default) and
+// remembers it.
 func (p *GPUShare) Reserve(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodeName string) *fwk.Status {
 	d, ok := demandFrom(state)
 	if !ok {
@@ -200,7 +220,7 @@ func (p *GPUShare) Reserve(ctx context.Context, state fwk.CycleState, pod *v1.Po
 	if err != nil {
 		return fwk.NewStatus(fwk.Unschedulable, err.Error())
 	}
-	idx, ok := gpuinventory.WorstFit(gpus, d)
+	idx, _, ok := gpuinventory.Choose(gpus, d, p.choice)
 	if !ok {
 		return fwk.NewStatus(fwk.Unschedulable, reasonNoGPU(gpus, d))
 	}

@@ -7,6 +7,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
@@ -143,3 +144,84 @@ func TestRejections(t *testing.T) {
 }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
+
+// TestArgs: defaults are the paper's rules; every bad field is named, and
+// unknown fields are refused rather than ignored.
+func TestArgs(t *testing.T) {
+	a, err := ParseArgs(nil)
+	if err != nil || a.Choice() != (gpuinventory.Choice{Fit: gpuinventory.FitWorst}) {
+		t.Errorf("defaults: %+v %v", a, err)
+	}
+	a, err = ParseArgs(&runtime.Unknown{Raw: []byte(`{"apiVersion":"hetsev.io/v1alpha1","kind":"HetsevGPUShareArgs","antiAffinity":"Soft","fit":"BestFit"}`)})
+	if err != nil || a.Choice() != (gpuinventory.Choice{Fit: gpuinventory.FitBest, SoftAntiAffinity: true}) {
+		t.Errorf("soft best fit: %+v %v", a, err)
+	}
+	for raw, want := range map[string][]string{
+		`{"antiAffinity":"sometimes","fit":"FirstFit"}`: {"pluginConfig[HetsevGPUShare].args.antiAffinity", "pluginConfig[HetsevGPUShare].args.fit"},
+		`{"apiVersion":"v1","kind":"Args"}`:             {"args.apiVersion", "args.kind"},
+		`{"antiafinity":"Soft"}`:                        {"unknown field", "antiafinity"},
+		"fit: [":                                        {"pluginConfig[HetsevGPUShare].args"},
+	} {
+		_, err := ParseArgs(&runtime.Unknown{Raw: []byte(raw)})
+		for _, w := range want {
+			if err == nil || !strings.Contains(err.Error(), w) {
+				t.Errorf("%s: err %v does not name %s", raw, err, w)
+			}
+		}
+	}
+	if _, err := New(context.Background(), &runtime.Unknown{Raw: []byte(`{"fit":"FirstFit"}`)}, handle{}); err == nil {
+		t.Error("New accepted invalid args")
+	}
+}
+
+// TestChoiceFitAndSoftAntiAffinity works best fit and soft anti-affinity by
+// hand on one T4 node: GPU 0 has resnet50 (2 GiB), GPU 1 has ssd (10 GiB).
+func TestChoiceFitAndSoftAntiAffinity(t *testing.T) {
+	a := t4Node("a")
+	placed := []*v1.Pod{gpuPod("r0", "a", "resnet50", "2Gi", "0"), gpuPod("s0", "a", "ssd", "10Gi", "1")}
+	ni := nodeInfo(a, placed...)
+	ctx := context.Background()
+	run := func(c gpuinventory.Choice, pod *v1.Pod) (int64, int, *fwk.Status) {
+		t.Helper()
+		client := fake.NewClientset(pod)
+		p := &GPUShare{choice: c, reserved: map[types.UID]reservation{}, handle: handle{snapshot: cache.NewSnapshot(placed, []*v1.Node{a}), client: client}}
+		state := framework.NewCycleState()
+		p.PreFilter(ctx, state, pod, nil)
+		if st := p.Filter(ctx, state, pod, ni); !st.IsSuccess() {
+			return 0, -1, st
+		}
+		score, _ := p.Score(ctx, state, pod, ni)
+		if st := p.Reserve(ctx, state, pod, "a"); !st.IsSuccess() {
+			return 0, -1, st
+		}
+		r, _ := p.reservationOf(pod.UID)
+		return score, r.index, nil
+	}
+	// bert 1 GiB: worst fit takes GPU 0 (14 GiB free), best fit GPU 1 (6 GiB
+	// free); best fit scores the memory in use after: 10 + 1 GiB.
+	if _, idx, _ := run(gpuinventory.Choice{}, gpuPod("b1", "", "bert", "1Gi", "")); idx != 0 {
+		t.Errorf("worst fit chose GPU %d, want 0", idx)
+	}
+	if s, idx, _ := run(gpuinventory.Choice{Fit: gpuinventory.FitBest}, gpuPod("b2", "", "bert", "1Gi", "")); idx != 1 || s != 11264 {
+		t.Errorf("best fit chose GPU %d with score %d, want 1 and 11264", idx, s)
+	}
+	// resnet50 8 GiB: only GPU 0 has room, and it hosts resnet50. Hard:
+	// unschedulable; soft: placed there with a negative score.
+	if _, _, st := run(gpuinventory.Choice{}, gpuPod("r1", "", "resnet50", "8Gi", "")); st.IsSuccess() || !contains(st.Message(), "anti-affinity") {
+		t.Errorf("hard anti-affinity: %v", st)
+	}
+	s, idx, st := run(gpuinventory.Choice{SoftAntiAffinity: true}, gpuPod("r2", "", "resnet50", "8Gi", ""))
+	if st != nil || idx != 0 || s >= 0 {
+		t.Errorf("soft anti-affinity: GPU %d score %d (%v), want GPU 0 and a negative score", idx, s, st)
+	}
+	// resnet50 1 GiB, soft: GPU 1 (no resnet50) is preferred even by best
+	// fit's rule, which would otherwise not matter here.
+	if _, idx, _ := run(gpuinventory.Choice{SoftAntiAffinity: true}, gpuPod("r3", "", "resnet50", "1Gi", "")); idx != 1 {
+		t.Errorf("soft anti-affinity chose GPU %d, want 1 (no resnet50 there)", idx)
+	}
+	scores := fwk.NodeScoreList{{Name: "clash", Score: -5000}, {Name: "low", Score: 10}, {Name: "high", Score: 9000}}
+	(&GPUShare{}).NormalizeScore(ctx, nil, nil, scores)
+	if scores[0].Score != 0 || scores[1].Score != 1 || scores[2].Score != fwk.MaxNodeScore {
+		t.Errorf("normalized %v, want 0, 1, %d", scores, fwk.MaxNodeScore)
+	}
+}
