@@ -12,11 +12,10 @@ import (
 	"strings"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apiextclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/util/yaml"
@@ -73,6 +72,7 @@ func ReadManifests(path string) ([]*unstructured.Unstructured, error) {
 // `kubectl apply --server-side --validate=strict`.
 type Applier struct {
 	Dynamic dynamic.Interface
+	crds    apiextclient.Interface
 	mapper  *restmapper.DeferredDiscoveryRESTMapper
 }
 
@@ -86,7 +86,11 @@ func NewApplier(cp *ControlPlane) (*Applier, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Applier{Dynamic: dyn, mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disc))}, nil
+	crds, err := apiextclient.NewForConfig(cp.Config)
+	if err != nil {
+		return nil, err
+	}
+	return &Applier{Dynamic: dyn, crds: crds, mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disc))}, nil
 }
 
 // Apply applies objs in kubectl's order of dependencies: namespaces and CRDs
@@ -156,28 +160,12 @@ func (a *Applier) applyOne(ctx context.Context, ns string, o *unstructured.Unstr
 
 // waitCRDs waits until every CRD among objs is Established.
 func (a *Applier) waitCRDs(ctx context.Context, objs []*unstructured.Unstructured) error {
-	crdGVR := schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 	for _, o := range objs {
 		if o.GetKind() != "CustomResourceDefinition" {
 			continue
 		}
-		err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-			got, err := a.Dynamic.Resource(crdGVR).Get(ctx, o.GetName(), metav1.GetOptions{})
-			if apierrors.IsNotFound(err) {
-				return false, nil
-			} else if err != nil {
-				return false, err
-			}
-			conds, _, _ := unstructured.NestedSlice(got.Object, "status", "conditions")
-			for _, c := range conds {
-				if cm, ok := c.(map[string]any); ok && cm["type"] == "Established" && cm["status"] == "True" {
-					return true, nil
-				}
-			}
-			return false, nil
-		})
-		if err != nil {
-			return fmt.Errorf("CRD %s not Established: %w", o.GetName(), err)
+		if err := waitEstablished(ctx, a.crds, o.GetName()); err != nil {
+			return err
 		}
 	}
 	a.mapper.Reset()
