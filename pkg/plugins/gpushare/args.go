@@ -1,16 +1,13 @@
 package gpushare
 
 import (
-	"bytes"
-	"encoding/json"
-	"fmt"
-
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	"sigs.k8s.io/yaml"
 
 	"github.com/hetsev/hetsev/pkg/gpuinventory"
+	"github.com/hetsev/hetsev/pkg/interference"
+	"github.com/hetsev/hetsev/pkg/plugins/pluginargs"
 )
 
 // The plugin's arguments are versioned like the scheduler's own: in a
@@ -23,6 +20,7 @@ import (
 //	      kind: HetsevGPUShareArgs
 //	      antiAffinity: Hard   # or Soft
 //	      fit: WorstFit        # or BestFit
+//	      interferenceWeight: 0.5
 const (
 	ArgsAPIVersion = "hetsev.io/v1alpha1"
 	ArgsKind       = "HetsevGPUShareArgs"
@@ -43,7 +41,18 @@ type Args struct {
 	AntiAffinity string `json:"antiAffinity,omitempty"`
 	// Fit is WorstFit (default, HetSev 4.2) or BestFit.
 	Fit string `json:"fit,omitempty"`
+	// InterferenceWeight (0..1, default DefaultInterferenceWeight) is the
+	// share of a GPU's score that comes from the predicted latency
+	// inflation (pkg/interference) rather than from the fit; 0 is the
+	// paper's pure worst fit. A pointer, so an explicit 0 is kept.
+	InterferenceWeight *float64 `json:"interferenceWeight,omitempty"`
 }
+
+// DefaultInterferenceWeight is our choice, not the paper's: fit and
+// predicted interference count equally. With hard anti-affinity worst fit
+// and low interference mostly agree; the weight matters when GPUs differ in
+// which models they host (the pairs of pkg/interference).
+const DefaultInterferenceWeight = 0.5
 
 // SetDefaults fills empty fields.
 func (a *Args) SetDefaults() {
@@ -58,6 +67,10 @@ func (a *Args) SetDefaults() {
 	}
 	if a.Fit == "" {
 		a.Fit = string(gpuinventory.FitWorst)
+	}
+	if a.InterferenceWeight == nil {
+		w := DefaultInterferenceWeight
+		a.InterferenceWeight = &w
 	}
 }
 
@@ -77,6 +90,9 @@ func (a Args) Validate() error {
 	if a.Fit != string(gpuinventory.FitWorst) && a.Fit != string(gpuinventory.FitBest) {
 		errs = append(errs, field.NotSupported(path.Child("fit"), a.Fit, []string{string(gpuinventory.FitWorst), string(gpuinventory.FitBest)}))
 	}
+	if w := a.InterferenceWeight; w != nil && !(*w >= 0 && *w <= 1) {
+		errs = append(errs, field.Invalid(path.Child("interferenceWeight"), *w, "must be between 0 and 1"))
+	}
 	return errs.ToAggregate()
 }
 
@@ -85,31 +101,23 @@ func (a Args) Choice() gpuinventory.Choice {
 	return gpuinventory.Choice{Fit: gpuinventory.Fit(a.Fit), SoftAntiAffinity: a.AntiAffinity == AntiAffinitySoft}
 }
 
-// ParseArgs reads the arguments the scheduler passes to the factory: nil
-// when the profile has no pluginConfig for the plugin, otherwise the raw
-// args (*runtime.Unknown, since the scheduler's scheme does not know this
-// kind). Unknown fields are errors, so a misspelt one is not silently
-// ignored; defaults are applied before validation.
+func (a Args) placer() placer {
+	w := DefaultInterferenceWeight
+	if a.InterferenceWeight != nil {
+		w = *a.InterferenceWeight
+	}
+	return placer{choice: a.Choice(), weight: w, model: interference.Default()}
+}
+
+// ParseArgs reads the arguments the scheduler passes to the factory (see
+// pluginargs.Decode; *Args is accepted as is), applies the defaults and
+// validates them.
 func ParseArgs(obj runtime.Object) (Args, error) {
 	var a Args
-	switch o := obj.(type) {
-	case nil:
-	case *runtime.Unknown:
-		raw, err := yaml.YAMLToJSON(o.Raw)
-		if err != nil {
-			return Args{}, fmt.Errorf("pluginConfig[%s].args: %w", Name, err)
-		}
-		dec := json.NewDecoder(bytes.NewReader(raw))
-		dec.DisallowUnknownFields()
-		if len(bytes.TrimSpace(raw)) > 0 && string(bytes.TrimSpace(raw)) != "null" {
-			if err := dec.Decode(&a); err != nil {
-				return Args{}, fmt.Errorf("pluginConfig[%s].args: %w", Name, err)
-			}
-		}
-	case *Args:
-		a = *o
-	default:
-		return Args{}, fmt.Errorf("pluginConfig[%s].args: want %s %s, got %T", Name, ArgsAPIVersion, ArgsKind, obj)
+	if typed, ok := obj.(*Args); ok {
+		a = *typed
+	} else if err := pluginargs.Decode(Name, obj, &a); err != nil {
+		return Args{}, err
 	}
 	a.SetDefaults()
 	return a, a.Validate()
@@ -120,4 +128,11 @@ func ParseArgs(obj runtime.Object) (Args, error) {
 func (a *Args) GetObjectKind() schema.ObjectKind { return schema.EmptyObjectKind }
 
 // DeepCopyObject implements runtime.Object.
-func (a *Args) DeepCopyObject() runtime.Object { c := *a; return &c }
+func (a *Args) DeepCopyObject() runtime.Object {
+	c := *a
+	if a.InterferenceWeight != nil {
+		w := *a.InterferenceWeight
+		c.InterferenceWeight = &w
+	}
+	return &c
+}

@@ -37,7 +37,7 @@ var (
 // GPUShare places model instances on individual GPUs.
 type GPUShare struct {
 	handle fwk.Handle
-	choice gpuinventory.Choice // from Args: fit and anti-affinity
+	placer placer // from Args: fit, anti-affinity, interference weight
 
 	mu sync.RWMutex
 	// reserved holds the GPU chosen for pods between Reserve and the moment
@@ -63,7 +63,7 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 	if err != nil {
 		return nil, err
 	}
-	p := &GPUShare{handle: h, choice: args.Choice(), reserved: map[types.UID]reservation{}}
+	p := &GPUShare{handle: h, placer: args.placer(), reserved: map[types.UID]reservation{}}
 	if f := h.SharedInformerFactory(); f != nil {
 		_, err := f.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 			DeleteFunc: func(obj interface{}) {
@@ -79,7 +79,7 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 			return nil, fmt.Errorf("%s: watching pods: %w", Name, err)
 		}
 	}
-	klog.FromContext(ctx).V(2).Info("plugin initialised", "plugin", Name, "fit", args.Fit, "antiAffinity", args.AntiAffinity)
+	klog.FromContext(ctx).V(2).Info("plugin initialised", "plugin", Name, "fit", args.Fit, "antiAffinity", args.AntiAffinity, "interferenceWeight", *args.InterferenceWeight)
 	return p, nil
 }
 
@@ -132,7 +132,7 @@ func (p *GPUShare) Filter(ctx context.Context, state fwk.CycleState, pod *v1.Pod
 	if err != nil {
 		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, err.Error())
 	}
-	if _, _, ok := gpuinventory.Choose(gpus, d, p.choice); !ok {
+	if _, _, ok := gpuinventory.Choose(gpus, d, p.placer.choice); !ok {
 		return fwk.NewStatus(fwk.Unschedulable, reasonNoGPU(gpus, d))
 	}
 	return nil
@@ -154,11 +154,10 @@ func reasonNoGPU(gpus []gpuinventory.GPU, d gpuinventory.Demand) string {
 	return fmt.Sprintf("every GPU with %d MiB free already hosts model %q (anti-affinity)", d.MemoryMiB, d.Model)
 }
 
-// Score rates the GPU the plugin would pick on the node: with worst fit the
-// GPU memory (MiB) it has free after placing the pod, with best fit the
-// memory it has in use after (MiB, >= 0). A GPU that already hosts the pod's
-// model (soft anti-affinity only) gives a negative score. NormalizeScore
-// maps it to the framework's range.
+// Score rates the GPU the plugin would pick on the node (placer.pick): its
+// rating in [0, 1] (fit against predicted interference) times ratingScale.
+// A GPU that already hosts the pod's model (soft anti-affinity only) gives a
+// negative score. NormalizeScore maps it to the framework's range.
 func (p *GPUShare) Score(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodeInfo fwk.NodeInfo) (int64, *fwk.Status) {
 	d, ok := demandFrom(state)
 	if !ok {
@@ -168,19 +167,19 @@ func (p *GPUShare) Score(ctx context.Context, state fwk.CycleState, pod *v1.Pod,
 	if err != nil {
 		return 0, nil
 	}
-	idx, clash, ok := gpuinventory.Choose(gpus, d, p.choice)
+	_, rating, clash, ok := p.placer.pick(gpus, d)
 	if !ok {
 		return 0, nil
 	}
-	score := gpus[idx].FreeMiB() - d.MemoryMiB
-	if p.choice.Fit == gpuinventory.FitBest {
-		score = gpus[idx].UsedMiB + d.MemoryMiB
-	}
+	score := int64(rating * ratingScale)
 	if clash {
 		return -1 - score, nil // NormalizeScore puts it below every other node
 	}
 	return score, nil
 }
+
+// ratingScale keeps four digits of a rating in an integer score.
+const ratingScale = 10000
 
 // ScoreExtensions implements fwk.ScorePlugin.
 func (p *GPUShare) ScoreExtensions() fwk.ScoreExtensions { return p }
@@ -205,7 +204,7 @@ func (p *GPUShare) NormalizeScore(_ context.Context, _ fwk.CycleState, _ *v1.Pod
 	return nil
 }
 
-// Reserve picks the GPU on the chosen node (worst fit by default) and
+// Reserve picks the GPU on the chosen node, the one Score rated, and
 // remembers it.
 func (p *GPUShare) Reserve(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodeName string) *fwk.Status {
 	d, ok := demandFrom(state)
@@ -220,7 +219,7 @@ func (p *GPUShare) Reserve(ctx context.Context, state fwk.CycleState, pod *v1.Po
 	if err != nil {
 		return fwk.NewStatus(fwk.Unschedulable, err.Error())
 	}
-	idx, _, ok := gpuinventory.Choose(gpus, d, p.choice)
+	idx, _, _, ok := p.placer.pick(gpus, d)
 	if !ok {
 		return fwk.NewStatus(fwk.Unschedulable, reasonNoGPU(gpus, d))
 	}

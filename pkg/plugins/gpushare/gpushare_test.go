@@ -2,6 +2,7 @@ package gpushare
 
 import (
 	"context"
+	"math"
 	"strings"
 	"testing"
 
@@ -16,6 +17,7 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 
 	"github.com/hetsev/hetsev/pkg/gpuinventory"
+	"github.com/hetsev/hetsev/pkg/interference"
 )
 
 // handle is the part of fwk.Handle the plugin uses.
@@ -73,12 +75,13 @@ func TestPlacement(t *testing.T) {
 	if st := p.Filter(ctx, state, incoming, niA); !st.IsSuccess() {
 		t.Errorf("Filter(a) = %v, want success on GPU 1", st)
 	}
-	// Scores are the free GPU memory left on the worst-fit GPU: a/1 has
-	// 6144-4096 = 2048 MiB, b/1 16384-4096 = 12288 MiB.
+	// With interference weight 0, scores are the share of the worst-fit
+	// GPU's memory left free (x 10,000): a/1 has 6144-4096 = 2048 of 16384
+	// MiB, b/1 16384-4096 = 12288.
 	sa, _ := p.Score(ctx, state, incoming, niA)
 	sb, _ := p.Score(ctx, state, incoming, niB)
-	if sa != 2048 || sb != 12288 {
-		t.Errorf("scores a=%d b=%d, want 2048 and 12288", sa, sb)
+	if sa != 1250 || sb != 7500 {
+		t.Errorf("scores a=%d b=%d, want 1250 and 7500", sa, sb)
 	}
 	scores := fwk.NodeScoreList{{Name: "a", Score: sa}, {Name: "b", Score: sb}}
 	p.NormalizeScore(ctx, state, incoming, scores)
@@ -102,8 +105,8 @@ func TestPlacement(t *testing.T) {
 	niB2 := nodeInfo(b, placed[2], gpuPod("new", "b", "resnet50", "4Gi", ""))
 	st2 := framework.NewCycleState()
 	p.PreFilter(ctx, st2, second, nil)
-	if s, _ := p.Score(ctx, st2, second, niB2); s != 16384-3072-4096 {
-		t.Errorf("second resnet50 on b scores %d, want GPU 0's %d (GPU 1 holds the reserved one)", s, 16384-3072-4096)
+	if s, _ := p.Score(ctx, st2, second, niB2); s != (16384-3072-4096)*ratingScale/16384 {
+		t.Errorf("second resnet50 on b scores %d, want GPU 0's %d (GPU 1 holds the reserved one)", s, (16384-3072-4096)*ratingScale/16384)
 	}
 	// Unreserve releases it.
 	p.Unreserve(ctx, state, incoming, "b")
@@ -149,8 +152,12 @@ func contains(s, sub string) bool { return strings.Contains(s, sub) }
 // unknown fields are refused rather than ignored.
 func TestArgs(t *testing.T) {
 	a, err := ParseArgs(nil)
-	if err != nil || a.Choice() != (gpuinventory.Choice{Fit: gpuinventory.FitWorst}) {
+	if err != nil || a.Choice() != (gpuinventory.Choice{Fit: gpuinventory.FitWorst}) || *a.InterferenceWeight != DefaultInterferenceWeight {
 		t.Errorf("defaults: %+v %v", a, err)
+	}
+	a, err = ParseArgs(&runtime.Unknown{Raw: []byte(`interferenceWeight: 0`)})
+	if err != nil || *a.InterferenceWeight != 0 {
+		t.Errorf("explicit weight 0: %+v %v", a, err)
 	}
 	a, err = ParseArgs(&runtime.Unknown{Raw: []byte(`{"apiVersion":"hetsev.io/v1alpha1","kind":"HetsevGPUShareArgs","antiAffinity":"Soft","fit":"BestFit"}`)})
 	if err != nil || a.Choice() != (gpuinventory.Choice{Fit: gpuinventory.FitBest, SoftAntiAffinity: true}) {
@@ -160,6 +167,7 @@ func TestArgs(t *testing.T) {
 		`{"antiAffinity":"sometimes","fit":"FirstFit"}`: {"pluginConfig[HetsevGPUShare].args.antiAffinity", "pluginConfig[HetsevGPUShare].args.fit"},
 		`{"apiVersion":"v1","kind":"Args"}`:             {"args.apiVersion", "args.kind"},
 		`{"antiafinity":"Soft"}`:                        {"unknown field", "antiafinity"},
+		`{"interferenceWeight":1.5}`:                    {"pluginConfig[HetsevGPUShare].args.interferenceWeight", "between 0 and 1"},
 		"fit: [":                                        {"pluginConfig[HetsevGPUShare].args"},
 	} {
 		_, err := ParseArgs(&runtime.Unknown{Raw: []byte(raw)})
@@ -184,7 +192,7 @@ func TestChoiceFitAndSoftAntiAffinity(t *testing.T) {
 	run := func(c gpuinventory.Choice, pod *v1.Pod) (int64, int, *fwk.Status) {
 		t.Helper()
 		client := fake.NewClientset(pod)
-		p := &GPUShare{choice: c, reserved: map[types.UID]reservation{}, handle: handle{snapshot: cache.NewSnapshot(placed, []*v1.Node{a}), client: client}}
+		p := &GPUShare{placer: placer{choice: c}, reserved: map[types.UID]reservation{}, handle: handle{snapshot: cache.NewSnapshot(placed, []*v1.Node{a}), client: client}}
 		state := framework.NewCycleState()
 		p.PreFilter(ctx, state, pod, nil)
 		if st := p.Filter(ctx, state, pod, ni); !st.IsSuccess() {
@@ -198,12 +206,12 @@ func TestChoiceFitAndSoftAntiAffinity(t *testing.T) {
 		return score, r.index, nil
 	}
 	// bert 1 GiB: worst fit takes GPU 0 (14 GiB free), best fit GPU 1 (6 GiB
-	// free); best fit scores the memory in use after: 10 + 1 GiB.
+	// free); best fit scores the share of memory in use after: 11 of 16 GiB.
 	if _, idx, _ := run(gpuinventory.Choice{}, gpuPod("b1", "", "bert", "1Gi", "")); idx != 0 {
 		t.Errorf("worst fit chose GPU %d, want 0", idx)
 	}
-	if s, idx, _ := run(gpuinventory.Choice{Fit: gpuinventory.FitBest}, gpuPod("b2", "", "bert", "1Gi", "")); idx != 1 || s != 11264 {
-		t.Errorf("best fit chose GPU %d with score %d, want 1 and 11264", idx, s)
+	if s, idx, _ := run(gpuinventory.Choice{Fit: gpuinventory.FitBest}, gpuPod("b2", "", "bert", "1Gi", "")); idx != 1 || s != 6875 {
+		t.Errorf("best fit chose GPU %d with score %d, want 1 and 6875", idx, s)
 	}
 	// resnet50 8 GiB: only GPU 0 has room, and it hosts resnet50. Hard:
 	// unschedulable; soft: placed there with a negative score.
@@ -223,5 +231,55 @@ func TestChoiceFitAndSoftAntiAffinity(t *testing.T) {
 	(&GPUShare{}).NormalizeScore(ctx, nil, nil, scores)
 	if scores[0].Score != 0 || scores[1].Score != 1 || scores[2].Score != fwk.MaxNodeScore {
 		t.Errorf("normalized %v, want 0, 1, %d", scores, fwk.MaxNodeScore)
+	}
+}
+
+// TestInterferenceAwareRating works the rating by hand on T4 GPUs (16384
+// MiB) for a 2 GiB inception instance, with the default coefficients
+// (different pair +18 %):
+//
+//	GPU 0 hosts resnet50 (4 GiB): fit = (16384-4096-2048)/16384 = 0.625,
+//	  ΔI = 0.18 + 0.18 = 0.36, rating(w=0.5) = 0.5*0.625 + 0.5/1.36 = 0.68015
+//	GPU 1 hosts a and b (1 GiB each): fit = 12288/16384 = 0.75,
+//	  ΔI = 4 * 0.18 = 0.72, rating(w=0.5) = 0.375 + 0.5/1.72 = 0.66570
+//
+// Worst fit alone (w = 0) takes GPU 1; with w = 0.5 the GPU with fewer
+// neighbours wins. If resnet50 and inception interfere badly (pair
+// override +100 %), GPU 0's ΔI = 2 and its rating 0.3125 + 0.5/3 = 0.47917:
+// GPU 1 again.
+func TestInterferenceAwareRating(t *testing.T) {
+	gpus := []gpuinventory.GPU{
+		{Index: 0, TotalMiB: 16384, UsedMiB: 4096, Instances: 1, Models: map[string]int{"resnet50": 1}},
+		{Index: 1, TotalMiB: 16384, UsedMiB: 2048, Instances: 2, Models: map[string]int{"a": 1, "b": 1}},
+	}
+	d := gpuinventory.Demand{Model: "inception", MemoryMiB: 2048}
+	bad := interference.Default()
+	bad.Pairs = map[string]float64{interference.PairKey("resnet50", "inception"): 1.0}
+	for _, c := range []struct {
+		name    string
+		pl      placer
+		wantIdx int
+		want    float64
+	}{
+		{"worst fit only", placer{weight: 0, model: interference.Default()}, 1, 0.75},
+		{"weight 0.5", placer{weight: 0.5, model: interference.Default()}, 0, 0.5*0.625 + 0.5/1.36},
+		{"bad pair", placer{weight: 0.5, model: bad}, 1, 0.375 + 0.5/1.72},
+		{"interference only", placer{weight: 1, model: interference.Default()}, 0, 1 / 1.36},
+	} {
+		idx, rating, clash, ok := c.pl.pick(gpus, d)
+		if !ok || clash || idx != c.wantIdx || math.Abs(rating-c.want) > 1e-9 {
+			t.Errorf("%s: GPU %d rating %.5f (ok %v clash %v), want GPU %d rating %.5f", c.name, idx, rating, ok, clash, c.wantIdx, c.want)
+		}
+	}
+	// GPU 0 with bad pair: its own rating, worked above.
+	if r := (placer{weight: 0.5, model: bad}).rate(gpus[0], d); math.Abs(r-(0.3125+0.5/3)) > 1e-9 {
+		t.Errorf("bad pair GPU 0 rating %.5f, want %.5f", r, 0.3125+0.5/3)
+	}
+	// An identical model on the GPU (soft anti-affinity) counts its
+	// identical-pair inflation both ways: 2 * 0.40.
+	soft := placer{choice: gpuinventory.Choice{SoftAntiAffinity: true}, weight: 1, model: interference.Default()}
+	idx, rating, clash, ok := soft.pick(gpus[:1], gpuinventory.Demand{Model: "resnet50", MemoryMiB: 1024})
+	if !ok || !clash || idx != 0 || math.Abs(rating-1/1.8) > 1e-9 {
+		t.Errorf("soft clash: GPU %d rating %.5f clash %v ok %v, want 0, %.5f, clash", idx, rating, clash, ok, 1/1.8)
 	}
 }

@@ -1,0 +1,44 @@
+// Package pluginargs decodes hetsev's versioned scheduler-plugin arguments
+// from a KubeSchedulerConfiguration's pluginConfig.
+package pluginargs
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/yaml"
+)
+
+// Decode fills into (a pointer to the plugin's Args struct) from what the
+// scheduler passes a plugin factory: nil when the profile has no pluginConfig
+// for the plugin (into is left as is), otherwise the raw args as
+// *runtime.Unknown, since the scheduler's scheme does not know hetsev's kinds.
+// Callers handle a value of their own typed Args themselves. Unknown fields are errors, so a
+// misspelt field is not silently ignored. Errors are prefixed with
+// pluginConfig[<plugin>].args.
+func Decode(plugin string, obj runtime.Object, into any) error {
+	prefix := fmt.Sprintf("pluginConfig[%s].args", plugin)
+	switch o := obj.(type) {
+	case nil:
+		return nil
+	case *runtime.Unknown:
+		raw, err := yaml.YAMLToJSON(o.Raw)
+		if err != nil {
+			return fmt.Errorf("%s: %w", prefix, err)
+		}
+		raw = bytes.TrimSpace(raw)
+		if len(raw) == 0 || string(raw) == "null" {
+			return nil
+		}
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(into); err != nil {
+			return fmt.Errorf("%s: %w", prefix, err)
+		}
+		return nil
+	default:
+		return fmt.Errorf("%s: want %T, got %T", prefix, into, obj)
+	}
+}
