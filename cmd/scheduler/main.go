@@ -10,10 +10,14 @@ import (
 	_ "k8s.io/component-base/metrics/prometheus/clientgo" // client-go metrics on /metrics
 	"k8s.io/kubernetes/cmd/kube-scheduler/app"
 
+	"github.com/hetsev/hetsev/pkg/plugins/fairqueue"
 	"github.com/hetsev/hetsev/pkg/plugins/gpushare"
 )
 
 func main() {
-	cmd := app.NewSchedulerCommand(app.WithPlugin(gpushare.Name, gpushare.New))
+	cmd := app.NewSchedulerCommand(
+		app.WithPlugin(fairqueue.Name, fairqueue.New),
+		app.WithPlugin(gpushare.Name, gpushare.New),
+	)
 	os.Exit(cli.Run(cmd))
 }

@@ -1,0 +1,181 @@
+// Package fairqueue is hetsev-scheduler's QueueSort plugin: HetSev's
+// Algorithm 1 steps 1-2 (section 4.2). Pending pods are grouped into k
+// classes by k-means over GPU memory and model, and taken by weighted fair
+// queueing where a class's weight is its queue length times its median wait,
+// so a burst of one model does not starve another. See queue for the tags
+// that keep the scheduler's heap consistent.
+package fairqueue
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/cache"
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/hetsev/hetsev/pkg/gpuinventory"
+)
+
+// Name is the plugin's name in KubeSchedulerConfiguration. Enable it at
+// queueSort (replacing PrioritySort) and at preFilter, where it learns that
+// a pod left the queue.
+const Name = "HetsevFairQueue"
+
+var (
+	_ fwk.QueueSortPlugin = &FairQueue{}
+	_ fwk.PreFilterPlugin = &FairQueue{}
+)
+
+// FairQueue orders the scheduling queue by priority, then fair-queueing tag.
+type FairQueue struct {
+	q *queue
+}
+
+// The scheduler has one queue, sorted by the first profile's QueueSort
+// plugin, while every profile runs its own PreFilter instance: all instances
+// of one process share one state.
+var (
+	sharedMu sync.Mutex
+	shared   = map[Args]*queue{}
+)
+
+// New is the plugin factory registered with the scheduler command. Invalid
+// arguments are an error naming the field, so the scheduler does not start.
+func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
+	args, err := ParseArgs(obj)
+	if err != nil {
+		return nil, err
+	}
+	logger := klog.FromContext(ctx).WithValues("plugin", Name)
+	sharedMu.Lock()
+	q, ok := shared[args]
+	if !ok {
+		q = newQueue(args.K, args.Beta, time.Now)
+		q.onRounds = roundLogger(logger)
+		shared[args] = q
+	}
+	sharedMu.Unlock()
+	if f := h.SharedInformerFactory(); f != nil && !ok {
+		_, err := f.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+			// A pod that leaves the queue without an attempt here (deleted,
+			// bound elsewhere) must not keep weighing on its class.
+			UpdateFunc: func(_, obj interface{}) {
+				if pod, ok := obj.(*v1.Pod); ok && pod.Spec.NodeName != "" {
+					q.forget(pod.UID)
+				}
+			},
+			DeleteFunc: func(obj interface{}) {
+				if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+					obj = tomb.Obj
+				}
+				if pod, ok := obj.(*v1.Pod); ok {
+					q.forget(pod.UID)
+				}
+			},
+		})
+		if err != nil {
+			return nil, fmt.Errorf("%s: watching pods: %w", Name, err)
+		}
+	}
+	logger.V(2).Info("plugin initialised", "k", args.K, "beta", args.Beta)
+	return &FairQueue{q: q}, nil
+}
+
+// roundLogger logs the classes at V(2) when their shapes change and every
+// round at V(4).
+func roundLogger(logger klog.Logger) func(int, []ClassStats) {
+	var last string
+	return func(round int, classes []ClassStats) {
+		var b strings.Builder
+		for i, c := range classes {
+			if i > 0 {
+				b.WriteString("; ")
+			}
+			for j, s := range c.Shapes {
+				if j > 0 {
+					b.WriteString(",")
+				}
+				fmt.Fprintf(&b, "%s/%dMiB", s.Model, s.MemoryMiB)
+			}
+		}
+		desc := b.String()
+		v := 4
+		if desc != last {
+			v, last = 2, desc
+		}
+		if logger.V(v).Enabled() {
+			pending, waits := make([]int, len(classes)), make([]string, len(classes))
+			for i, c := range classes {
+				pending[i], waits[i] = c.Pending, c.MedianWait.Round(time.Millisecond).String()
+			}
+			logger.V(v).Info("fair-queueing round", "round", round, "classes", desc, "pending", pending, "medianWait", waits)
+		}
+	}
+}
+
+// Name implements fwk.Plugin.
+func (f *FairQueue) Name() string { return Name }
+
+// Less orders pods by priority (higher first, as PrioritySort), then by
+// fair-queueing tag, then by the time they were queued.
+func (f *FairQueue) Less(a, b fwk.QueuedPodInfo) bool {
+	pa, pb := a.GetPodInfo().GetPod(), b.GetPodInfo().GetPod()
+	if xa, xb := corev1helpers.PodPriority(pa), corev1helpers.PodPriority(pb); xa != xb {
+		return xa > xb
+	}
+	// A pod is tagged when first compared; tagging the one queued first
+	// first keeps arrival order within a class.
+	var ta, tb float64
+	if b.GetTimestamp().Before(a.GetTimestamp()) {
+		tb, ta = f.tagOf(b), f.tagOf(a)
+	} else {
+		ta, tb = f.tagOf(a), f.tagOf(b)
+	}
+	if ta != tb {
+		return ta < tb
+	}
+	if !a.GetTimestamp().Equal(b.GetTimestamp()) {
+		return a.GetTimestamp().Before(b.GetTimestamp())
+	}
+	return pa.UID < pb.UID
+}
+
+func (f *FairQueue) tagOf(p fwk.QueuedPodInfo) float64 {
+	pod := p.GetPodInfo().GetPod()
+	since := p.GetTimestamp()
+	if t := p.GetInitialAttemptTimestamp(); t != nil {
+		since = *t
+	}
+	return f.q.tag(pod.UID, p.GetAttempts(), ShapeOf(pod), since)
+}
+
+// ShapeOf is the pod's shape for clustering: model and GPU memory from its
+// hetsev annotations, or the zero Shape for a pod without them. A malformed
+// GPU memory counts as 0 MiB (GPUShare refuses the pod with a reason).
+func ShapeOf(pod *v1.Pod) Shape {
+	d, ok, err := gpuinventory.DemandOf(pod)
+	if !ok {
+		return Shape{}
+	}
+	if err != nil {
+		return Shape{Model: pod.Annotations[gpuinventory.AnnotationModel]}
+	}
+	return Shape{Model: d.Model, MemoryMiB: d.MemoryMiB}
+}
+
+// PreFilter records that the pod left the queue for a scheduling attempt
+// (the framework pops one pod per cycle) and skips this plugin otherwise.
+func (f *FairQueue) PreFilter(_ context.Context, _ fwk.CycleState, pod *v1.Pod, _ []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
+	f.q.popped(pod.UID)
+	return nil, fwk.NewStatus(fwk.Skip)
+}
+
+// PreFilterExtensions implements fwk.PreFilterPlugin.
+func (f *FairQueue) PreFilterExtensions() fwk.PreFilterExtensions { return nil }
