@@ -7,7 +7,8 @@ import v1 "k8s.io/api/core/v1"
 const EnvVisibleDevices = "NVIDIA_VISIBLE_DEVICES"
 
 // GPUIndexFieldPath is the downward-API path of AnnotationGPUIndex. The
-// kubelet resolves it when it starts the container, after PreBind wrote it.
+// kubelet resolves it when it starts the container; the scheduler's binding
+// wrote it together with the node.
 const GPUIndexFieldPath = "metadata.annotations['" + AnnotationGPUIndex + "']"
 
 // VisibleDevicesEnv is NVIDIA_VISIBLE_DEVICES taken from the GPU index the

@@ -71,7 +71,7 @@ func CreateNodes(ctx context.Context, c kubernetes.Interface, groups []NodeGroup
 						gpuinventory.LabelGPUMemory:  strconv.FormatInt(g.GPUType.MemoryMiB, 10),
 					},
 				},
-				Spec: v1.NodeSpec{PodCIDR: fmt.Sprintf("127.1.%d.0/24", n), PodCIDRs: []string{fmt.Sprintf("127.1.%d.0/24", n)}},
+				Spec: v1.NodeSpec{PodCIDR: podCIDR(n), PodCIDRs: []string{podCIDR(n)}},
 			}
 			created, err := c.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
 			if err != nil {
@@ -85,7 +85,7 @@ func CreateNodes(ctx context.Context, c kubernetes.Interface, groups []NodeGroup
 				cur.Status.Capacity = res
 				cur.Status.Allocatable = res
 				cur.Status.Addresses = []v1.NodeAddress{
-					{Type: v1.NodeInternalIP, Address: fmt.Sprintf("127.0.1.%d", n)},
+					{Type: v1.NodeInternalIP, Address: nodeIP(n)},
 					{Type: v1.NodeHostName, Address: name},
 				}
 				_, err = c.CoreV1().Nodes().UpdateStatus(ctx, cur, metav1.UpdateOptions{})
@@ -99,3 +99,9 @@ func CreateNodes(ctx context.Context, c kubernetes.Interface, groups []NodeGroup
 	}
 	return names, nil
 }
+
+// podCIDR and nodeIP are the n-th node's (n >= 1) pod range and address,
+// inside 127.0.0.0/8 for any n below 62,500.
+func podCIDR(n int) string { return fmt.Sprintf("127.%d.%d.0/24", 1+n/250, n%250) }
+
+func nodeIP(n int) string { return fmt.Sprintf("127.0.%d.%d", 1+n/250, n%250) }

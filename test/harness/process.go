@@ -74,6 +74,16 @@ func (p *Process) Stop(grace time.Duration) {
 	}
 }
 
+// Kill ends the process at once with SIGKILL, as a crash or an OOM kill
+// would, and waits for it.
+func (p *Process) Kill() {
+	if p == nil || p.cmd.Process == nil {
+		return
+	}
+	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+	<-p.done
+}
+
 // RepoRoot finds the repository root (the directory holding go.mod) from
 // this source file, so tests and the demo find bin/ wherever they run.
 func RepoRoot() string {

@@ -23,7 +23,13 @@ func StartSchedulerWith(ctx context.Context, cp *ControlPlane, kubeconfig string
 	if err != nil {
 		return nil, err
 	}
-	path := filepath.Join(cp.Dir, "scheduler-config.yaml")
+	return StartSchedulerWithConfig(ctx, cp, "hetsev-scheduler", cfg, extraArgs...)
+}
+
+// StartSchedulerWithConfig runs bin/hetsev-scheduler as name (its log is
+// <name>.log) with the KubeSchedulerConfiguration cfg.
+func StartSchedulerWithConfig(ctx context.Context, cp *ControlPlane, name, cfg string, extraArgs ...string) (*Process, error) {
+	path := filepath.Join(cp.Dir, name+"-config.yaml")
 	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
 		return nil, err
 	}
@@ -37,7 +43,7 @@ func StartSchedulerWith(ctx context.Context, cp *ControlPlane, kubeconfig string
 		fmt.Sprintf("--secure-port=%d", port),
 		"--v=2",
 	}, extraArgs...)
-	return StartProcess(ctx, cp.Dir, "hetsev-scheduler", filepath.Join(BinDir(), "hetsev-scheduler"), args...)
+	return StartProcess(ctx, cp.Dir, name, filepath.Join(BinDir(), "hetsev-scheduler"), args...)
 }
 
 // SchedulerConfig is manifests/scheduler-config.yaml with the given
@@ -49,6 +55,13 @@ func SchedulerConfig(kubeconfig string) (string, error) {
 	}
 	cfg := strings.Replace(string(raw), `kubeconfig: ""`, "kubeconfig: "+strconv.Quote(kubeconfig), 1)
 	return strings.Replace(cfg, "leaderElect: true", "leaderElect: false", 1), nil
+}
+
+// WithClientQPS sets the scheduler configuration's API client rate limit
+// (qps and burst), as upstream's scheduler_perf does: with the default 50
+// queries/s, a burst of pods waits in the binding calls, not in the queue.
+func WithClientQPS(cfg string, qps int) string {
+	return strings.Replace(cfg, "clientConnection:\n", fmt.Sprintf("clientConnection:\n  qps: %d\n  burst: %d\n", qps, qps), 1)
 }
 
 // AdapterOptions tune the metrics adapter for compressed time.

@@ -81,8 +81,7 @@ func TestAdmissionOptsInAndProtectsGPUAssignment(t *testing.T) {
 
 	// The example annotated pod, naming no scheduler, is opted in, gets
 	// NVIDIA_VISIBLE_DEVICES from the downward API and is placed by
-	// hetsev-scheduler, whose PreBind write of hetsev.io/gpu-index the
-	// policy admits.
+	// hetsev-scheduler, which binds it with hetsev.io/gpu-index.
 	objs, err := harness.ReadManifests(filepath.Join(harness.RepoRoot(), "manifests", "examples", exampleByAnnotation))
 	if err != nil || len(objs) != 1 {
 		t.Fatalf("%s: %v", exampleByAnnotation, err)

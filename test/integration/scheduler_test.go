@@ -3,8 +3,6 @@ package integration
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -115,28 +113,29 @@ func TestSchedulerRefusesInvalidPluginArgs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(cfg, "fit: WorstFit") {
-		t.Fatal("manifests/scheduler-config.yaml no longer sets fit: WorstFit")
-	}
-	path := filepath.Join(cp.Dir, "bad-scheduler-config.yaml")
-	if err := os.WriteFile(path, []byte(strings.Replace(cfg, "fit: WorstFit", "fit: FirstFit", 1)), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	sched, err := harness.StartScheduler(ctx, cp, "--config="+path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	stopOnCleanup(t, sched)
-	var exitErr error
-	waitFor(ctx, t, 60*time.Second, "hetsev-scheduler to exit", func(context.Context) (bool, error) {
-		done, err := sched.Exited()
-		exitErr = err
-		return done, nil
-	})
-	if exitErr == nil {
-		t.Error("hetsev-scheduler exited with status 0")
-	}
-	if log := sched.Tail(30); !strings.Contains(log, `pluginConfig[HetsevGPUShare].args.fit: Unsupported value: \"FirstFit\"`) {
-		t.Errorf("log does not name the field:\n%s", log)
+	for _, c := range []struct{ good, bad, want string }{
+		{"fit: WorstFit", "fit: FirstFit", `pluginConfig[HetsevGPUShare].args.fit: Unsupported value: \"FirstFit\"`},
+		{"k: 3", "k: 17", `pluginConfig[HetsevFairQueue].args.k: Invalid value: 17: must be between 1 and 16`},
+	} {
+		if !strings.Contains(cfg, c.good) {
+			t.Fatalf("manifests/scheduler-config.yaml no longer sets %s", c.good)
+		}
+		sched, err := harness.StartSchedulerWithConfig(ctx, cp, "bad-scheduler", strings.Replace(cfg, c.good, c.bad, 1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		stopOnCleanup(t, sched)
+		var exitErr error
+		waitFor(ctx, t, 60*time.Second, "hetsev-scheduler to exit", func(context.Context) (bool, error) {
+			done, err := sched.Exited()
+			exitErr = err
+			return done, nil
+		})
+		if exitErr == nil {
+			t.Errorf("%s: hetsev-scheduler exited with status 0", c.bad)
+		}
+		if log := sched.Tail(30); !strings.Contains(log, c.want) {
+			t.Errorf("%s: log does not name the field:\n%s", c.bad, log)
+		}
 	}
 }

@@ -5,15 +5,12 @@ import (
 	"errors"
 	"fmt"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/hetsev/hetsev/pkg/gpuinventory"
 )
-
-var metav1PatchOptions = metav1.PatchOptions{}
 
 // gpusOf rebuilds a node's per-GPU accounting from the pods the scheduler
 // cache holds for it (bound and assumed). A pod's GPU is its

@@ -2,16 +2,18 @@
 // Algorithm 1 step 3): it accounts GPU memory per GPU from GPU Feature
 // Discovery labels and pods' hetsev.io/gpu-memory, keeps two instances of the
 // same model (hetsev.io/model) off one GPU, prefers nodes whose best GPU has
-// the most free memory (worst fit), reserves that GPU and writes its index to
-// the pod as hetsev.io/gpu-index before binding.
+// the most free memory (worst fit, weighed against predicted interference),
+// reserves that GPU and binds the pod with its index as hetsev.io/gpu-index.
 package gpushare
 
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"sync"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
@@ -31,7 +33,7 @@ var (
 	_ fwk.FilterPlugin    = &GPUShare{}
 	_ fwk.ScorePlugin     = &GPUShare{}
 	_ fwk.ReservePlugin   = &GPUShare{}
-	_ fwk.PreBindPlugin   = &GPUShare{}
+	_ fwk.BindPlugin      = &GPUShare{}
 )
 
 // GPUShare places model instances on individual GPUs.
@@ -248,25 +250,42 @@ func (p *GPUShare) reservationOf(uid types.UID) (reservation, bool) {
 	return r, ok
 }
 
-// PreBindPreFlight says this plugin has work only for pods it reserved a GPU for.
-func (p *GPUShare) PreBindPreFlight(_ context.Context, state fwk.CycleState, pod *v1.Pod, _ string) (*fwk.PreBindPreFlightResult, *fwk.Status) {
+// Bind binds the pod to the node and writes hetsev.io/gpu-index in the same
+// call: the API server's binding subresource merges the Binding's
+// annotations into the pod as it sets spec.nodeName. The pod is therefore
+// never bound without its GPU (the container's NVIDIA_VISIBLE_DEVICES comes
+// from the annotation through the downward API), nor left Pending with an
+// index from an attempt that failed, and a pod costs one API call, as with
+// the DefaultBinder. Pods this plugin reserved no GPU for are left to the
+// DefaultBinder (Skip).
+func (p *GPUShare) Bind(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodeName string) *fwk.Status {
 	if _, ok := demandFrom(state); !ok {
-		return nil, fwk.NewStatus(fwk.Skip)
+		return fwk.NewStatus(fwk.Skip)
 	}
-	return &fwk.PreBindPreFlightResult{AllowParallel: true}, nil
-}
-
-// PreBind writes hetsev.io/gpu-index to the pod before it is bound, so the
-// container's NVIDIA_VISIBLE_DEVICES (downward API) names the chosen GPU.
-func (p *GPUShare) PreBind(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodeName string) *fwk.Status {
 	r, ok := p.reservationOf(pod.UID)
 	if !ok || r.node != nodeName {
 		return fwk.AsStatus(fmt.Errorf("no GPU reserved for pod %s on node %s", klog.KObj(pod), nodeName))
 	}
-	patch := []byte(fmt.Sprintf(`{"metadata":{"annotations":{%q:"%d"}}}`, gpuinventory.AnnotationGPUIndex, r.index))
-	_, err := p.handle.ClientSet().CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.MergePatchType, patch, metav1PatchOptions)
-	if err != nil {
-		return fwk.AsStatus(fmt.Errorf("writing %s on pod %s: %w", gpuinventory.AnnotationGPUIndex, klog.KObj(pod), err))
+	binding := &v1.Binding{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID,
+			Annotations: map[string]string{gpuinventory.AnnotationGPUIndex: strconv.Itoa(r.index)},
+		},
+		Target: v1.ObjectReference{Kind: "Node", Name: nodeName},
 	}
+	if c := p.handle.APICacher(); c != nil {
+		onFinish, err := c.BindPod(binding)
+		if err == nil {
+			err = c.WaitOnFinish(ctx, onFinish)
+		}
+		if err != nil {
+			return fwk.AsStatus(fmt.Errorf("binding pod %s with %s=%d: %w", klog.KObj(pod), gpuinventory.AnnotationGPUIndex, r.index, err))
+		}
+		return nil
+	}
+	if err := p.handle.ClientSet().CoreV1().Pods(pod.Namespace).Bind(ctx, binding, metav1.CreateOptions{}); err != nil {
+		return fwk.AsStatus(fmt.Errorf("binding pod %s with %s=%d: %w", klog.KObj(pod), gpuinventory.AnnotationGPUIndex, r.index, err))
+	}
+	klog.FromContext(ctx).V(4).Info("bound with GPU", "plugin", Name, "pod", klog.KObj(pod), "node", nodeName, "gpuIndex", r.index)
 	return nil
 }

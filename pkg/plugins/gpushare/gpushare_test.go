@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/backend/cache"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
@@ -29,6 +30,7 @@ type handle struct {
 
 func (h handle) SnapshotSharedLister() fwk.SharedLister { return h.snapshot }
 func (h handle) ClientSet() kubernetes.Interface        { return h.client }
+func (h handle) APICacher() fwk.APICacher               { return nil }
 
 func t4Node(name string) *v1.Node {
 	return &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
@@ -88,16 +90,28 @@ func TestPlacement(t *testing.T) {
 	if scores[1].Score != fwk.MaxNodeScore || scores[0].Score >= scores[1].Score {
 		t.Errorf("normalized %v", scores)
 	}
-	// Reserve on b picks GPU 1 (empty), PreBind writes it on the pod.
+	// Reserve on b picks GPU 1 (empty); Bind binds with it as the pod's
+	// annotation, in one call.
 	if st := p.Reserve(ctx, state, incoming, "b"); !st.IsSuccess() {
 		t.Fatalf("Reserve: %v", st)
 	}
-	if st := p.PreBind(ctx, state, incoming, "b"); !st.IsSuccess() {
-		t.Fatalf("PreBind: %v", st)
+	var bindings []*v1.Binding
+	client.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if a.GetSubresource() != "binding" {
+			return false, nil, nil
+		}
+		bindings = append(bindings, a.(k8stesting.CreateAction).GetObject().(*v1.Binding))
+		return true, nil, nil
+	})
+	if st := p.Bind(ctx, state, incoming, "b"); !st.IsSuccess() {
+		t.Fatalf("Bind: %v", st)
 	}
-	got, err := client.CoreV1().Pods("default").Get(ctx, "new", metav1.GetOptions{})
-	if err != nil || got.Annotations[gpuinventory.AnnotationGPUIndex] != "1" {
-		t.Fatalf("gpu-index = %q (%v), want 1", got.Annotations[gpuinventory.AnnotationGPUIndex], err)
+	if len(bindings) != 1 || bindings[0].Target.Name != "b" || bindings[0].Annotations[gpuinventory.AnnotationGPUIndex] != "1" {
+		t.Fatalf("bindings %+v, want one to b with gpu-index 1", bindings)
+	}
+	// A pod without a GPU demand is the DefaultBinder's.
+	if st := p.Bind(ctx, framework.NewCycleState(), incoming, "b"); st.Code() != fwk.Skip {
+		t.Errorf("Bind without demand: %v, want Skip", st)
 	}
 	// While the annotation is not yet visible, the reservation counts: a
 	// second resnet50 must not get b/1.
