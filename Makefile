@@ -9,7 +9,7 @@ export HETSEV_BIN := $(BIN)
 
 PROGRAMS := hetsev-scheduler hetsev-metrics-adapter hetsev-scaler hetsev-demo kwok
 
-.PHONY: all build demo test unit integration bench-scaler fuzz kind-e2e vet clean
+.PHONY: all build demo test unit integration bench-scaler bench-scheduler fuzz kind-e2e vet clean
 
 all: build
 
@@ -45,6 +45,12 @@ integration:
 # with a RESULT line.
 bench-scaler:
 	$(GO) run ./cmd/bench-scaler
+
+# hetsev-scheduler against the default scheduler profile on a local control
+# plane: 500 nodes with 4 GPUs, 5,000 pending pods per profile, two rounds
+# each; prints a table and ends with a RESULT line.
+bench-scheduler: build
+	$(GO) run ./cmd/bench-scheduler
 
 # Fuzz the parsers of pod annotations and GFD node labels (their seed corpora
 # in pkg/gpuinventory/testdata/fuzz run in every `make test`).

@@ -127,8 +127,10 @@ func (m Model) Validate() error {
 // otherwise IdenticalPair when a == b and DifferentPair when they differ.
 // The returned value is not sanitised; use Validate to reject bad models.
 func (m Model) PairInflation(a, b string) float64 {
-	if v, ok := m.Pairs[PairKey(a, b)]; ok {
-		return v
+	if len(m.Pairs) > 0 { // PairKey allocates; the scheduler calls this per GPU and node
+		if v, ok := m.Pairs[PairKey(a, b)]; ok {
+			return v
+		}
 	}
 	if a == b {
 		return m.IdenticalPair

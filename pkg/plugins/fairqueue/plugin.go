@@ -149,6 +149,9 @@ func (f *FairQueue) Less(a, b fwk.QueuedPodInfo) bool {
 
 func (f *FairQueue) tagOf(p fwk.QueuedPodInfo) float64 {
 	pod := p.GetPodInfo().GetPod()
+	if tag, ok := f.q.tagged(pod.UID, p.GetAttempts()); ok {
+		return tag // the common case: Less runs O(log n) times per pod
+	}
 	since := p.GetTimestamp()
 	if t := p.GetInitialAttemptTimestamp(); t != nil {
 		since = *t

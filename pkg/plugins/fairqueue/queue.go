@@ -54,7 +54,8 @@ type entry struct {
 	attempts int
 	tag      float64
 	shape    Shape
-	since    time.Time // first attempt
+	state    *shapeState // the shape's, kept while the entry is pending
+	since    time.Time   // first attempt
 }
 
 type shapeState struct {
@@ -83,6 +84,16 @@ type ClassStats struct {
 
 func newQueue(k, beta int, now func() time.Time) *queue {
 	return &queue{k: k, beta: beta, now: now, pending: map[types.UID]entry{}, shapes: map[Shape]*shapeState{}}
+}
+
+// tagged returns the pod's tag for this attempt if it has one.
+func (q *queue) tagged(uid types.UID, attempts int) (float64, bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if e, ok := q.pending[uid]; ok && e.attempts == attempts {
+		return e.tag, true
+	}
+	return 0, false
 }
 
 // tag returns the pod's tag for this attempt, assigning it on first sight.
@@ -118,7 +129,7 @@ func (q *queue) tag(uid types.UID, attempts int, shape Shape, since time.Time) f
 	c.finish, c.pending = tag, c.pending+1
 	s.pending++
 	s.lastTag = tag
-	q.pending[uid] = entry{attempts: attempts, tag: tag, shape: shape, since: since}
+	q.pending[uid] = entry{attempts: attempts, tag: tag, shape: shape, state: s, since: since}
 	return tag
 }
 
@@ -152,11 +163,9 @@ func (q *queue) forget(uid types.UID) {
 
 func (q *queue) removeLocked(uid types.UID, e entry) {
 	delete(q.pending, uid)
-	if s, ok := q.shapes[e.shape]; ok {
-		s.pending--
-		if s.class < len(q.classes) {
-			q.classes[s.class].pending--
-		}
+	e.state.pending--
+	if e.state.class < len(q.classes) {
+		q.classes[e.state.class].pending--
 	}
 }
 
@@ -186,9 +195,7 @@ func (q *queue) reclusterLocked() {
 	now := q.now()
 	waits := make([][]time.Duration, n)
 	for _, e := range q.pending {
-		if s, ok := q.shapes[e.shape]; ok {
-			waits[s.class] = append(waits[s.class], now.Sub(e.since))
-		}
+		waits[e.state.class] = append(waits[e.state.class], now.Sub(e.since))
 	}
 	for c := range q.classes {
 		q.classes[c].medianWait = median(waits[c])

@@ -4,25 +4,110 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
+	"unique"
 
-	"k8s.io/apimachinery/pkg/types"
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/hetsev/hetsev/pkg/gpuinventory"
 )
 
-// gpusOf rebuilds a node's per-GPU accounting from the pods the scheduler
-// cache holds for it (bound and assumed). A pod's GPU is its
+// picked is placer.pick's answer for one demand on one node.
+type picked struct {
+	idx    int
+	rating float64
+	clash  bool
+	ok     bool
+}
+
+// pickOn is placer.pick on the node's accounting, cached with it: Filter,
+// Score and Reserve of one pod ask the same question, and so do the next
+// pods of the same shape on every node that did not change in between.
+func (p *GPUShare) pickOn(ctx context.Context, nodeInfo fwk.NodeInfo, d gpuinventory.Demand) ([]gpuinventory.GPU, picked, error) {
+	c, err := p.cached(ctx, nodeInfo)
+	if err != nil {
+		return nil, picked{}, err
+	}
+	if c.err != nil {
+		return nil, picked{}, c.err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	// A few demand shapes per node: a scan beats hashing the model name.
+	model := unique.Make(d.Model) // a pointer comparison below
+	for _, e := range c.picks {
+		if e.memoryMiB == d.MemoryMiB && e.model == model {
+			return c.gpus, e.picked, nil
+		}
+	}
+	var r picked
+	r.idx, r.rating, r.clash, r.ok = p.placer.pick(c.gpus, d)
+	if len(c.picks) >= maxPicksPerNode {
+		c.picks = c.picks[:0]
+	}
+	c.picks = append(c.picks, demandPick{model: model, memoryMiB: d.MemoryMiB, picked: r})
+	return c.gpus, r, nil
+}
+
+// cached returns a node's per-GPU accounting, built from the pods the
+// scheduler cache holds for it (bound and assumed). A pod's GPU is its
 // hetsev.io/gpu-index annotation or, until that is visible, the reservation
 // made in Reserve. Because bound pods carry the annotation, the accounting is
-// rebuilt exactly after a scheduler restart. The pod being scheduled (self) is
-// left out.
-func (p *GPUShare) gpusOf(ctx context.Context, nodeInfo fwk.NodeInfo, self types.UID) ([]gpuinventory.GPU, error) {
+// rebuilt exactly after a scheduler restart. The pod being scheduled is on no
+// node of the cycle's snapshot, so it is never counted.
+//
+// The result is cached per node and NodeInfo generation, which the
+// scheduler bumps on every change to the node or its pods (an assumed,
+// bound, forgotten or deleted pod; a label change), so Filter and Score on
+// hundreds of nodes per pod parse each node's pods only after it changed.
+// Callers must not modify the accounting.
+func (p *GPUShare) cached(ctx context.Context, nodeInfo fwk.NodeInfo) (*cachedNode, error) {
 	node := nodeInfo.Node()
 	if node == nil {
 		return nil, errors.New("node not found")
 	}
+	gen := nodeInfo.GetGeneration()
+	p.cacheMu.RLock()
+	c, ok := p.nodeCache[node.Name]
+	p.cacheMu.RUnlock()
+	if ok && c.generation == gen {
+		return c, nil
+	}
+	gpus, err := p.accountNode(ctx, node, nodeInfo)
+	c = &cachedNode{generation: gen, gpus: gpus, err: err}
+	p.cacheMu.Lock()
+	if p.nodeCache == nil {
+		p.nodeCache = map[string]*cachedNode{}
+	}
+	p.nodeCache[node.Name] = c
+	p.cacheMu.Unlock()
+	return c, nil
+}
+
+// cachedNode is a node's accounting at one NodeInfo generation, and the
+// GPU picked there per demand.
+type cachedNode struct {
+	generation int64
+	gpus       []gpuinventory.GPU
+	err        error
+
+	mu    sync.Mutex
+	picks []demandPick
+}
+
+type demandPick struct {
+	model     unique.Handle[string]
+	memoryMiB int64
+	picked
+}
+
+// maxPicksPerNode bounds a node's cached answers; past it they start over.
+const maxPicksPerNode = 16
+
+// accountNode builds the accounting, uncached.
+func (p *GPUShare) accountNode(ctx context.Context, node *v1.Node, nodeInfo fwk.NodeInfo) ([]gpuinventory.GPU, error) {
 	inv, err := gpuinventory.NodeGPUsOf(node)
 	if err != nil {
 		if !errors.Is(err, gpuinventory.ErrNoGPULabels) {
@@ -36,9 +121,6 @@ func (p *GPUShare) gpusOf(ctx context.Context, nodeInfo fwk.NodeInfo, self types
 	var placed []gpuinventory.Placement
 	for _, pi := range nodeInfo.GetPods() {
 		pod := pi.GetPod()
-		if pod.UID == self {
-			continue
-		}
 		d, ok, err := gpuinventory.DemandOf(pod)
 		if !ok || err != nil {
 			continue

@@ -50,6 +50,9 @@ type GPUShare struct {
 	// badNodes remembers nodes already logged for malformed GPU labels, so
 	// each is logged once.
 	badNodes sync.Map
+	// nodeCache holds each node's accounting by name.
+	cacheMu   sync.RWMutex
+	nodeCache map[string]*cachedNode
 }
 
 type reservation struct {
@@ -130,11 +133,11 @@ func (p *GPUShare) Filter(ctx context.Context, state fwk.CycleState, pod *v1.Pod
 	if !ok {
 		return nil
 	}
-	gpus, err := p.gpusOf(ctx, nodeInfo, pod.UID)
+	gpus, r, err := p.pickOn(ctx, nodeInfo, d)
 	if err != nil {
 		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, err.Error())
 	}
-	if _, _, ok := gpuinventory.Choose(gpus, d, p.placer.choice); !ok {
+	if !r.ok {
 		return fwk.NewStatus(fwk.Unschedulable, reasonNoGPU(gpus, d))
 	}
 	return nil
@@ -165,16 +168,12 @@ func (p *GPUShare) Score(ctx context.Context, state fwk.CycleState, pod *v1.Pod,
 	if !ok {
 		return 0, nil
 	}
-	gpus, err := p.gpusOf(ctx, nodeInfo, pod.UID)
-	if err != nil {
+	_, r, err := p.pickOn(ctx, nodeInfo, d)
+	if err != nil || !r.ok {
 		return 0, nil
 	}
-	_, rating, clash, ok := p.placer.pick(gpus, d)
-	if !ok {
-		return 0, nil
-	}
-	score := int64(rating * ratingScale)
-	if clash {
+	score := int64(r.rating * ratingScale)
+	if r.clash {
 		return -1 - score, nil // NormalizeScore puts it below every other node
 	}
 	return score, nil
@@ -217,14 +216,14 @@ func (p *GPUShare) Reserve(ctx context.Context, state fwk.CycleState, pod *v1.Po
 	if err != nil {
 		return fwk.AsStatus(fmt.Errorf("getting node %q: %w", nodeName, err))
 	}
-	gpus, err := p.gpusOf(ctx, nodeInfo, pod.UID)
+	gpus, r, err := p.pickOn(ctx, nodeInfo, d)
 	if err != nil {
 		return fwk.NewStatus(fwk.Unschedulable, err.Error())
 	}
-	idx, _, _, ok := p.placer.pick(gpus, d)
-	if !ok {
+	if !r.ok {
 		return fwk.NewStatus(fwk.Unschedulable, reasonNoGPU(gpus, d))
 	}
+	idx := r.idx
 	p.mu.Lock()
 	p.reserved[pod.UID] = reservation{node: nodeName, index: idx}
 	p.mu.Unlock()

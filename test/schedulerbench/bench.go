@@ -1,0 +1,344 @@
+// Package schedulerbench measures hetsev-scheduler against the default
+// scheduler profile on the real control plane of test/harness, in the spirit
+// of upstream's scheduler_perf: nodes with GPU Feature Discovery labels,
+// thousands of pending pods, scheduling throughput (pods/s) and the
+// scheduler's own per-attempt latency histogram
+// (scheduler_scheduling_attempt_duration_seconds, algorithm + binding).
+// Both profiles run the same binary against the same nodes, one after the
+// other, in one run; ratios between them are what to compare across runs.
+package schedulerbench
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"sync"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/hetsev/hetsev/pkg/gpuinventory"
+	"github.com/hetsev/hetsev/pkg/heterogeneity"
+	"github.com/hetsev/hetsev/test/harness"
+)
+
+// Config sizes a run.
+type Config struct {
+	Nodes       int // GPU nodes (T4, GFD labels)
+	GPUsPerNode int
+	Pods        int // pods per profile
+	Models      int // hetsev pods cycle through this many models
+	GPUMemory   string
+	Rounds      int // each profile runs this many times, alternating
+
+	product string // the T4's GFD product label, from the catalog
+}
+
+// DefaultConfig is the issue's size: 500 nodes with 4 GPUs, 5,000 pods of
+// five models (2 GiB each, so anti-affinity leaves room: 1,000 instances of
+// a model on 2,000 GPUs).
+func DefaultConfig() Config {
+	return Config{Nodes: 500, GPUsPerNode: 4, Pods: 5000, Models: 5, GPUMemory: "2Gi", Rounds: 2}
+}
+
+// Profile is one measured run.
+type Profile struct {
+	Name        string
+	Pods        int
+	Seconds     float64 // first to last binding seen
+	Throughput  float64 // pods/s
+	AttemptP50  float64 // ms, from the scheduler's histogram
+	AttemptP99  float64 // ms
+	Unscheduled int
+}
+
+// Report is every run, in order.
+type Report struct{ Runs []Profile }
+
+const (
+	hetsevProfile  = "hetsev-scheduler"
+	defaultProfile = "default-scheduler"
+)
+
+// Run starts a control plane in dir, creates the nodes and measures each
+// profile cfg.Rounds times, alternating, starting with the default profile.
+func Run(ctx context.Context, tb *harness.ProgramTB, dir string, cfg Config, log func(string, ...any)) (Report, error) {
+	cp, err := harness.StartControlPlane(ctx, tb, dir)
+	if err != nil {
+		return Report{}, fmt.Errorf("control plane: %w", err)
+	}
+	defer cp.Stop()
+	cat, err := heterogeneity.DefaultCatalog()
+	if err != nil {
+		return Report{}, err
+	}
+	gpu, ok := cat.ByName("T4")
+	if !ok {
+		return Report{}, fmt.Errorf("catalog has no T4")
+	}
+	cfg.product = gpu.ProductLabel
+	t4 := harness.NodeGroup{Prefix: "t4-", Count: cfg.Nodes, GPUType: gpu, GPUsPerNode: cfg.GPUsPerNode, CPUs: 64, MemoryGiB: 256}
+	start := time.Now()
+	if _, err := harness.CreateNodes(ctx, fastClient(cp), []harness.NodeGroup{t4}); err != nil {
+		return Report{}, err
+	}
+	log("created %d nodes with %d GPUs each in %s", cfg.Nodes, cfg.GPUsPerNode, time.Since(start).Round(time.Millisecond))
+
+	hetsevCfg, err := harness.SchedulerConfig(cp.Kubeconfig)
+	if err != nil {
+		return Report{}, err
+	}
+	// As scheduler_perf: the client is not the bottleneck.
+	hetsevCfg = harness.WithClientQPS(hetsevCfg, 5000)
+	defaultCfg := fmt.Sprintf(`apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+clientConnection:
+  kubeconfig: %q
+  qps: 5000
+  burst: 5000
+leaderElection:
+  leaderElect: false
+profiles:
+  - schedulerName: %s
+`, cp.Kubeconfig, defaultProfile)
+
+	var rep Report
+	for r := 0; r < cfg.Rounds; r++ {
+		for _, p := range []struct{ name, cfg string }{{defaultProfile, defaultCfg}, {hetsevProfile, hetsevCfg}} {
+			res, err := runProfile(ctx, cp, cfg, p.name, p.cfg, fmt.Sprintf("%s-%d", p.name, r), log)
+			if err != nil {
+				return rep, err
+			}
+			rep.Runs = append(rep.Runs, res)
+		}
+	}
+	return rep, nil
+}
+
+func fastClient(cp *harness.ControlPlane) kubernetes.Interface {
+	c := rest.CopyConfig(cp.Config)
+	c.QPS, c.Burst = 10000, 10000
+	return kubernetes.NewForConfigOrDie(c)
+}
+
+// runProfile creates cfg.Pods pending pods for the profile in a namespace
+// of their own, starts the scheduler, waits for every binding, reads the
+// scheduler's metrics and deletes the pods.
+func runProfile(ctx context.Context, cp *harness.ControlPlane, cfg Config, profile, schedCfg, ns string, log func(string, ...any)) (Profile, error) {
+	c := fastClient(cp)
+	if err := harness.EnsureNamespace(ctx, c, ns); err != nil {
+		return Profile{}, err
+	}
+	start := time.Now()
+	if err := createPods(ctx, c, cfg, profile, ns); err != nil {
+		return Profile{}, err
+	}
+	log("%s: created %d pending pods in %s", ns, cfg.Pods, time.Since(start).Round(time.Millisecond))
+
+	var mu sync.Mutex
+	var first, last time.Time
+	bound := map[string]bool{}
+	all := make(chan struct{})
+	record := func(obj interface{}) {
+		p, ok := obj.(*v1.Pod)
+		if !ok || p.Spec.NodeName == "" {
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if bound[p.Name] {
+			return
+		}
+		now := time.Now()
+		if len(bound) == 0 {
+			first = now
+		}
+		last = now
+		bound[p.Name] = true
+		if len(bound) == cfg.Pods {
+			close(all)
+		}
+	}
+	inf := informers.NewSharedInformerFactoryWithOptions(c, 0, informers.WithNamespace(ns))
+	if _, err := inf.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		UpdateFunc: func(_, obj interface{}) { record(obj) },
+	}); err != nil {
+		return Profile{}, err
+	}
+	stop := make(chan struct{})
+	defer close(stop)
+	inf.Start(stop)
+	inf.WaitForCacheSync(stop)
+
+	port, err := harness.FreePort()
+	if err != nil {
+		return Profile{}, err
+	}
+	sched, err := harness.StartSchedulerWithConfig(ctx, cp, ns, schedCfg,
+		fmt.Sprintf("--secure-port=%d", port), "--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics")
+	if err != nil {
+		return Profile{}, err
+	}
+	defer sched.Stop(5 * time.Second)
+	timeout := time.After(10 * time.Minute)
+	select {
+	case <-all:
+	case <-timeout:
+		return Profile{}, fmt.Errorf("%s: %d of %d pods bound after 10 minutes; scheduler log:\n%s", ns, len(bound), cfg.Pods, sched.Tail(30))
+	case <-ctx.Done():
+		return Profile{}, ctx.Err()
+	}
+	mu.Lock()
+	res := Profile{Name: profile, Pods: len(bound), Seconds: last.Sub(first).Seconds()}
+	mu.Unlock()
+	if res.Seconds > 0 {
+		res.Throughput = float64(res.Pods-1) / res.Seconds
+	}
+	h, err := attemptHistogram(ctx, port, profile)
+	if err != nil {
+		return res, err
+	}
+	res.AttemptP50, res.AttemptP99 = 1000*quantile(h, 0.5), 1000*quantile(h, 0.99)
+	log("%s: %d pods in %.2f s: %.1f pods/s, attempt p50 %.2f ms p99 %.2f ms", ns, res.Pods, res.Seconds, res.Throughput, res.AttemptP50, res.AttemptP99)
+
+	sched.Stop(5 * time.Second)
+	zero := int64(0)
+	if err := c.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{}); err != nil {
+		return res, err
+	}
+	return res, nil
+}
+
+func createPods(ctx context.Context, c kubernetes.Interface, cfg Config, profile, ns string) error {
+	names := make(chan int)
+	errs := make(chan error, 16)
+	var wg sync.WaitGroup
+	for w := 0; w < 16; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range names {
+				if _, err := c.CoreV1().Pods(ns).Create(ctx, benchPod(cfg, profile, ns, i), metav1.CreateOptions{}); err != nil {
+					select {
+					case errs <- err:
+					default:
+					}
+				}
+			}
+		}()
+	}
+	for i := 0; i < cfg.Pods; i++ {
+		names <- i
+	}
+	close(names)
+	wg.Wait()
+	select {
+	case err := <-errs:
+		return fmt.Errorf("creating pods: %w", err)
+	default:
+		return nil
+	}
+}
+
+// benchPod is a pod for profile: for hetsev a model instance of
+// cfg.GPUMemory on a T4, for the default profile the same pod without the
+// GPU share (the default plugins would ignore it).
+func benchPod(cfg Config, profile, ns string, i int) *v1.Pod {
+	p := &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("pod-%05d", i), Namespace: ns},
+		Spec: v1.PodSpec{
+			SchedulerName: profile,
+			NodeSelector:  map[string]string{gpuinventory.LabelGPUProduct: cfg.product},
+			Containers: []v1.Container{{
+				Name: "server", Image: "model-server:sim",
+				Resources: v1.ResourceRequirements{Requests: v1.ResourceList{
+					v1.ResourceCPU: resource.MustParse("100m"), v1.ResourceMemory: resource.MustParse("128Mi"),
+				}},
+			}},
+		},
+	}
+	if profile == hetsevProfile {
+		p.Annotations = map[string]string{
+			gpuinventory.AnnotationModel:     fmt.Sprintf("model-%d", i%cfg.Models),
+			gpuinventory.AnnotationGPUMemory: cfg.GPUMemory,
+		}
+	}
+	return p
+}
+
+// attemptHistogram reads scheduler_scheduling_attempt_duration_seconds for
+// the profile's scheduled attempts from the scheduler's /metrics.
+func attemptHistogram(ctx context.Context, port int, profile string) (*dto.Histogram, error) {
+	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, // the scheduler's self-signed serving cert
+	}}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("https://127.0.0.1:%d/metrics", port), nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		return nil, fmt.Errorf("scheduler /metrics: %s: %s", resp.Status, b)
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		return nil, fmt.Errorf("scheduler /metrics: %w", err)
+	}
+	fam, ok := families["scheduler_scheduling_attempt_duration_seconds"]
+	if !ok {
+		return nil, fmt.Errorf("scheduler /metrics has no scheduler_scheduling_attempt_duration_seconds")
+	}
+	for _, m := range fam.GetMetric() {
+		labels := map[string]string{}
+		for _, l := range m.GetLabel() {
+			labels[l.GetName()] = l.GetValue()
+		}
+		if labels["profile"] == profile && labels["result"] == "scheduled" {
+			return m.GetHistogram(), nil
+		}
+	}
+	return nil, fmt.Errorf("no scheduled attempts of profile %s in the scheduler's metrics", profile)
+}
+
+// quantile interpolates linearly within the bucket that holds q, as
+// Prometheus's histogram_quantile does; seconds.
+func quantile(h *dto.Histogram, q float64) float64 {
+	total := float64(h.GetSampleCount())
+	if total == 0 {
+		return math.NaN()
+	}
+	rank := q * total
+	var prevBound, prevCount float64
+	for _, b := range h.GetBucket() {
+		count := float64(b.GetCumulativeCount())
+		if count >= rank {
+			if math.IsInf(b.GetUpperBound(), 1) {
+				return prevBound
+			}
+			if count == prevCount {
+				return b.GetUpperBound()
+			}
+			return prevBound + (b.GetUpperBound()-prevBound)*(rank-prevCount)/(count-prevCount)
+		}
+		prevBound, prevCount = b.GetUpperBound(), count
+	}
+	return prevBound
+}
