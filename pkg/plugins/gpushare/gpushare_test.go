@@ -297,3 +297,29 @@ func TestInterferenceAwareRating(t *testing.T) {
 		t.Errorf("soft clash: GPU %d rating %.5f clash %v ok %v, want 0, %.5f, clash", idx, rating, clash, ok, 1/1.8)
 	}
 }
+
+// TestPickCacheFollowsNodeChanges: the cached pick is reused while the node
+// is unchanged and recomputed once a pod lands on it (the NodeInfo
+// generation moves).
+func TestPickCacheFollowsNodeChanges(t *testing.T) {
+	ctx := context.Background()
+	p := &GPUShare{reserved: map[types.UID]reservation{}}
+	ni := framework.NewNodeInfo()
+	ni.SetNode(t4Node("a"))
+	d := gpuinventory.Demand{Model: "resnet50", MemoryMiB: 4096}
+	_, first, err := p.pickOn(ctx, ni, d)
+	if err != nil || !first.ok || first.idx != 0 {
+		t.Fatalf("empty node: %+v %v, want GPU 0", first, err)
+	}
+	if _, again, _ := p.pickOn(ctx, ni, d); again != first {
+		t.Errorf("unchanged node: %+v, want the cached %+v", again, first)
+	}
+	ni.AddPod(gpuPod("r0", "a", "resnet50", "2Gi", "0"))
+	if _, after, _ := p.pickOn(ctx, ni, d); !after.ok || after.idx != 1 {
+		t.Errorf("after resnet50 landed on GPU 0: %+v, want GPU 1", after)
+	}
+	ni.AddPod(gpuPod("r1", "a", "resnet50", "2Gi", "1"))
+	if _, full, _ := p.pickOn(ctx, ni, d); full.ok {
+		t.Errorf("both GPUs host resnet50: %+v, want no GPU", full)
+	}
+}
