@@ -28,11 +28,12 @@ func TestQuantile(t *testing.T) {
 	}
 }
 
-// TestResultLine: the ratio is of the medians over rounds.
+// TestResultLine: the ratio is of the medians over rounds, and p99_ms is
+// the algorithm's.
 func TestResultLine(t *testing.T) {
 	r := Report{Runs: []Profile{
-		{Name: defaultProfile, Throughput: 400}, {Name: hetsevProfile, Throughput: 380, AttemptP99: 12.5},
-		{Name: defaultProfile, Throughput: 300}, {Name: hetsevProfile, Throughput: 300, AttemptP99: 7.5},
+		{Name: defaultProfile, Throughput: 400}, {Name: hetsevProfile, Throughput: 380, AlgorithmP99: 12.5, AttemptP99: 900},
+		{Name: defaultProfile, Throughput: 300}, {Name: hetsevProfile, Throughput: 300, AlgorithmP99: 7.5, AttemptP99: 800},
 	}}
 	// Medians: default 350, hetsev 340, p99 10.
 	if got, want := r.ResultLine(), "RESULT throughput_ratio=0.971 p99_ms=10.00"; got != want {
