@@ -47,7 +47,7 @@ bench-scaler:
 	$(GO) run ./cmd/bench-scaler
 
 # hetsev-scheduler against the default scheduler profile on a local control
-# plane: 500 nodes with 4 GPUs, 5,000 pending pods per profile, two rounds
+# plane: 500 nodes with 4 GPUs, 5,000 pending pods per profile, three rounds
 # each; prints a table and ends with a RESULT line.
 bench-scheduler: build
 	$(GO) run ./cmd/bench-scheduler

@@ -51,7 +51,7 @@ type Config struct {
 // five models (2 GiB each, so anti-affinity leaves room: 1,000 instances of
 // a model on 2,000 GPUs).
 func DefaultConfig() Config {
-	return Config{Nodes: 500, GPUsPerNode: 4, Pods: 5000, Models: 5, GPUMemory: "2Gi", Rounds: 2}
+	return Config{Nodes: 500, GPUsPerNode: 4, Pods: 5000, Models: 5, GPUMemory: "2Gi", Rounds: 3}
 }
 
 // Profile is one measured run.

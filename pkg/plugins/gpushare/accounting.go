@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
+	"sync/atomic"
 	"unique"
 
 	v1 "k8s.io/api/core/v1"
@@ -25,7 +25,7 @@ type picked struct {
 // pickOn is placer.pick on the node's accounting, cached with it: Filter,
 // Score and Reserve of one pod ask the same question, and so do the next
 // pods of the same shape on every node that did not change in between.
-func (p *GPUShare) pickOn(ctx context.Context, nodeInfo fwk.NodeInfo, d gpuinventory.Demand) ([]gpuinventory.GPU, picked, error) {
+func (p *GPUShare) pickOn(ctx context.Context, nodeInfo fwk.NodeInfo, ds *demandState) ([]gpuinventory.GPU, picked, error) {
 	c, err := p.cached(ctx, nodeInfo)
 	if err != nil {
 		return nil, picked{}, err
@@ -33,21 +33,26 @@ func (p *GPUShare) pickOn(ctx context.Context, nodeInfo fwk.NodeInfo, d gpuinven
 	if c.err != nil {
 		return nil, picked{}, c.err
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	// A few demand shapes per node: a scan beats hashing the model name.
-	model := unique.Make(d.Model) // a pointer comparison below
-	for _, e := range c.picks {
-		if e.memoryMiB == d.MemoryMiB && e.model == model {
-			return c.gpus, e.picked, nil
+	d := ds.demand
+	old := c.picks.Load()
+	if old != nil {
+		// A few demand shapes per node: a scan beats hashing the model name.
+		for _, e := range *old {
+			if e.memoryMiB == d.MemoryMiB && e.model == ds.model {
+				return c.gpus, e.picked, nil
+			}
 		}
 	}
 	var r picked
 	r.idx, r.rating, r.clash, r.ok = p.placer.pick(c.gpus, d)
-	if len(c.picks) >= maxPicksPerNode {
-		c.picks = c.picks[:0]
+	// Copy on write: readers in parallel Filter and Score calls take no
+	// lock; an insert lost to a concurrent one is only recomputed later.
+	var next []demandPick
+	if old != nil && len(*old) < maxPicksPerNode {
+		next = append(next, *old...)
 	}
-	c.picks = append(c.picks, demandPick{model: model, memoryMiB: d.MemoryMiB, picked: r})
+	next = append(next, demandPick{model: ds.model, memoryMiB: d.MemoryMiB, picked: r})
+	c.picks.Store(&next)
 	return c.gpus, r, nil
 }
 
@@ -93,8 +98,7 @@ type cachedNode struct {
 	gpus       []gpuinventory.GPU
 	err        error
 
-	mu    sync.Mutex
-	picks []demandPick
+	picks atomic.Pointer[[]demandPick]
 }
 
 type demandPick struct {

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"unique"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -91,7 +92,10 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 // Name implements fwk.Plugin.
 func (p *GPUShare) Name() string { return Name }
 
-type demandState struct{ demand gpuinventory.Demand }
+type demandState struct {
+	demand gpuinventory.Demand
+	model  unique.Handle[string] // demand.Model, compared by pointer in pickOn
+}
 
 func (s *demandState) Clone() fwk.StateData { return s }
 
@@ -107,7 +111,7 @@ func (p *GPUShare) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.
 	if err != nil {
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, err.Error())
 	}
-	state.Write(stateKey, &demandState{demand: d})
+	state.Write(stateKey, &demandState{demand: d, model: unique.Make(d.Model)})
 	return nil, nil
 }
 
@@ -115,25 +119,31 @@ func (p *GPUShare) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.
 func (p *GPUShare) PreFilterExtensions() fwk.PreFilterExtensions { return nil }
 
 func demandFrom(state fwk.CycleState) (gpuinventory.Demand, bool) {
-	v, err := state.Read(stateKey)
-	if err != nil {
-		return gpuinventory.Demand{}, false
-	}
-	ds, ok := v.(*demandState)
+	ds, ok := demandStateFrom(state)
 	if !ok {
 		return gpuinventory.Demand{}, false
 	}
 	return ds.demand, true
 }
 
+func demandStateFrom(state fwk.CycleState) (*demandState, bool) {
+	v, err := state.Read(stateKey)
+	if err != nil {
+		return nil, false
+	}
+	ds, ok := v.(*demandState)
+	return ds, ok
+}
+
 // Filter keeps nodes with at least one GPU that has the pod's GPU memory free
 // and no instance of the pod's model.
 func (p *GPUShare) Filter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodeInfo fwk.NodeInfo) *fwk.Status {
-	d, ok := demandFrom(state)
+	ds, ok := demandStateFrom(state)
 	if !ok {
 		return nil
 	}
-	gpus, r, err := p.pickOn(ctx, nodeInfo, d)
+	d := ds.demand
+	gpus, r, err := p.pickOn(ctx, nodeInfo, ds)
 	if err != nil {
 		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, err.Error())
 	}
@@ -164,11 +174,11 @@ func reasonNoGPU(gpus []gpuinventory.GPU, d gpuinventory.Demand) string {
 // A GPU that already hosts the pod's model (soft anti-affinity only) gives a
 // negative score. NormalizeScore maps it to the framework's range.
 func (p *GPUShare) Score(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodeInfo fwk.NodeInfo) (int64, *fwk.Status) {
-	d, ok := demandFrom(state)
+	ds, ok := demandStateFrom(state)
 	if !ok {
 		return 0, nil
 	}
-	_, r, err := p.pickOn(ctx, nodeInfo, d)
+	_, r, err := p.pickOn(ctx, nodeInfo, ds)
 	if err != nil || !r.ok {
 		return 0, nil
 	}
@@ -208,15 +218,16 @@ func (p *GPUShare) NormalizeScore(_ context.Context, _ fwk.CycleState, _ *v1.Pod
 // Reserve picks the GPU on the chosen node, the one Score rated, and
 // remembers it.
 func (p *GPUShare) Reserve(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodeName string) *fwk.Status {
-	d, ok := demandFrom(state)
+	ds, ok := demandStateFrom(state)
 	if !ok {
 		return nil
 	}
+	d := ds.demand
 	nodeInfo, err := p.handle.SnapshotSharedLister().NodeInfos().Get(nodeName)
 	if err != nil {
 		return fwk.AsStatus(fmt.Errorf("getting node %q: %w", nodeName, err))
 	}
-	gpus, r, err := p.pickOn(ctx, nodeInfo, d)
+	gpus, r, err := p.pickOn(ctx, nodeInfo, ds)
 	if err != nil {
 		return fwk.NewStatus(fwk.Unschedulable, err.Error())
 	}

@@ -5,6 +5,7 @@ import (
 	"math"
 	"strings"
 	"testing"
+	"unique"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -306,7 +307,7 @@ func TestPickCacheFollowsNodeChanges(t *testing.T) {
 	p := &GPUShare{reserved: map[types.UID]reservation{}}
 	ni := framework.NewNodeInfo()
 	ni.SetNode(t4Node("a"))
-	d := gpuinventory.Demand{Model: "resnet50", MemoryMiB: 4096}
+	d := &demandState{demand: gpuinventory.Demand{Model: "resnet50", MemoryMiB: 4096}, model: unique.Make("resnet50")}
 	_, first, err := p.pickOn(ctx, ni, d)
 	if err != nil || !first.ok || first.idx != 0 {
 		t.Fatalf("empty node: %+v %v, want GPU 0", first, err)
