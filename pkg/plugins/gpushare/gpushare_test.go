@@ -2,6 +2,7 @@ package gpushare
 
 import (
 	"context"
+	"errors"
 	"math"
 	"strings"
 	"testing"
@@ -14,6 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/backend/cache"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
@@ -322,5 +324,61 @@ func TestPickCacheFollowsNodeChanges(t *testing.T) {
 	ni.AddPod(gpuPod("r1", "a", "resnet50", "2Gi", "1"))
 	if _, full, _ := p.pickOn(ctx, ni, d); full.ok {
 		t.Errorf("both GPUs host resnet50: %+v, want no GPU", full)
+	}
+}
+
+// TestUnreserveAfterFailedBindingFreesTheGPU: a pod reserved GPU 0 and was
+// assumed on the node (no annotation yet); its binding fails, the framework
+// calls Unreserve and forgets the assumed pod. The GPU is counted while
+// reserved and free again afterwards: the accounting stays exact.
+func TestUnreserveAfterFailedBindingFreesTheGPU(t *testing.T) {
+	ctx := context.Background()
+	a := t4Node("a")
+	x := gpuPod("x", "", "resnet50", "12Gi", "")
+	client := fake.NewClientset(x)
+	client.PrependReactor("create", "pods", func(act k8stesting.Action) (bool, runtime.Object, error) {
+		if act.GetSubresource() == "binding" {
+			return true, nil, errors.New("etcdserver: request timed out")
+		}
+		return false, nil, nil
+	})
+	p := &GPUShare{reserved: map[types.UID]reservation{}, handle: handle{snapshot: cache.NewSnapshot(nil, []*v1.Node{a}), client: client}}
+	state := framework.NewCycleState()
+	p.PreFilter(ctx, state, x, nil)
+	if st := p.Reserve(ctx, state, x, "a"); !st.IsSuccess() {
+		t.Fatalf("Reserve: %v", st)
+	}
+	r, _ := p.reservationOf("x")
+	if st := p.Bind(ctx, state, x, "a"); st.IsSuccess() {
+		t.Fatal("Bind succeeded against a failing API server")
+	}
+
+	// While assumed, the node holds x on its reserved GPU: a 12 GiB ssd
+	// fits only the other GPU.
+	assumed := x.DeepCopy()
+	assumed.Spec.NodeName = "a"
+	ni := framework.NewNodeInfo(assumed)
+	ni.SetNode(a)
+	ssd := &demandState{demand: gpuinventory.Demand{Model: "ssd", MemoryMiB: 12288}, model: unique.Make("ssd")}
+	if _, got, _ := p.pickOn(ctx, ni, ssd); !got.ok || got.idx == r.index {
+		t.Fatalf("with x assumed on GPU %d, ssd got %+v, want the other GPU", r.index, got)
+	}
+	// Binding failed: Unreserve, and the framework forgets the assumed pod.
+	p.Unreserve(ctx, state, x, "a")
+	if err := ni.RemovePod(klog.Background(), assumed); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := p.reservationOf("x"); ok {
+		t.Error("reservation kept after Unreserve")
+	}
+	if _, got, _ := p.pickOn(ctx, ni, ssd); !got.ok || got.idx != 0 {
+		t.Errorf("after Unreserve ssd got %+v, want GPU 0 (both free, lower index)", got)
+	}
+	ni.AddPod(assumed) // the pod is retried, without a reservation and without an index
+	gpus, _, _ := p.pickOn(ctx, ni, ssd)
+	for _, g := range gpus {
+		if g.UsedMiB != 0 {
+			t.Errorf("GPU %d counts %d MiB for a pod with neither index nor reservation", g.Index, g.UsedMiB)
+		}
 	}
 }
