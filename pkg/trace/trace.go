@@ -1,7 +1,9 @@
 // Package trace reads request-arrival traces and turns them into per-second
 // arrival rates for replay: the Twitter per-second counts that the
 // inference-autoscaling papers use, with HetSev section 6's preparation
-// (averages over a 120 s window in 15 s steps, scaled to a target peak).
+// (averages over a 120 s window in 15 s steps, scaled to a target peak), and
+// traces of one timestamp per request such as the Azure LLM inference
+// traces (ReadTimestamps, Read tells the two formats apart).
 package trace
 
 import (
