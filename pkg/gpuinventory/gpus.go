@@ -70,6 +70,26 @@ type Choice struct {
 	SoftAntiAffinity bool
 }
 
+// Candidates returns the GPUs that fit d: enough free GPU memory and no
+// instance of d's model or, only with SoftAntiAffinity and when none such
+// fits, the ones that host it (clash true). Empty when none fits.
+func Candidates(gpus []GPU, d Demand, c Choice) (fit []GPU, clash bool) {
+	for _, soft := range []bool{false, true} {
+		if soft && !c.SoftAntiAffinity {
+			break
+		}
+		for _, g := range gpus {
+			if d.MemoryMiB <= g.FreeMiB() && (d.Model != "" && g.Models[d.Model] > 0) == soft {
+				fit = append(fit, g)
+			}
+		}
+		if len(fit) > 0 {
+			return fit, soft
+		}
+	}
+	return nil, false
+}
+
 // Choose returns the index of the GPU for d under c, ties going to the lower
 // index. GPUs without an instance of d's model always come first; clash says
 // the chosen one has one (possible only with SoftAntiAffinity). ok is false
@@ -79,27 +99,16 @@ func Choose(gpus []GPU, d Demand, c Choice) (idx int, clash, ok bool) {
 	if c.Fit == FitBest {
 		better = func(a, b int64) bool { return a < b }
 	}
-	for _, soft := range []bool{false, true} {
-		if soft && !c.SoftAntiAffinity {
-			break
-		}
-		var bestFree int64
-		for _, g := range gpus {
-			if d.MemoryMiB > g.FreeMiB() {
-				continue
-			}
-			if (d.Model != "" && g.Models[d.Model] > 0) != soft {
-				continue
-			}
-			if !ok || better(g.FreeMiB(), bestFree) {
-				bestFree, idx, ok = g.FreeMiB(), g.Index, true
-			}
-		}
-		if ok {
-			return idx, soft, true
+	fit, clash := Candidates(gpus, d, c)
+	for i, g := range fit {
+		if i == 0 || better(g.FreeMiB(), fit[idx].FreeMiB()) {
+			idx = i
 		}
 	}
-	return 0, false, false
+	if len(fit) == 0 {
+		return 0, false, false
+	}
+	return fit[idx].Index, clash, true
 }
 
 // WorstFit returns the index of the GPU that fits d with the most free GPU

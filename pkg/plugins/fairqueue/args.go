@@ -80,17 +80,10 @@ func (a Args) Validate() error {
 }
 
 // ParseArgs reads the arguments the scheduler passes to the factory (see
-// pluginargs.Decode; *Args is accepted as is), applies the defaults and
+// pluginargs.Parse; *Args is accepted as is), applies the defaults and
 // validates them.
 func ParseArgs(obj runtime.Object) (Args, error) {
-	var a Args
-	if typed, ok := obj.(*Args); ok {
-		a = *typed
-	} else if err := pluginargs.Decode(Name, obj, &a); err != nil {
-		return Args{}, err
-	}
-	a.SetDefaults()
-	return a, a.Validate()
+	return pluginargs.Parse[Args](Name, obj)
 }
 
 // GetObjectKind makes *Args a runtime.Object, so callers can pass typed

@@ -110,17 +110,10 @@ func (a Args) placer() placer {
 }
 
 // ParseArgs reads the arguments the scheduler passes to the factory (see
-// pluginargs.Decode; *Args is accepted as is), applies the defaults and
+// pluginargs.Parse; *Args is accepted as is), applies the defaults and
 // validates them.
 func ParseArgs(obj runtime.Object) (Args, error) {
-	var a Args
-	if typed, ok := obj.(*Args); ok {
-		a = *typed
-	} else if err := pluginargs.Decode(Name, obj, &a); err != nil {
-		return Args{}, err
-	}
-	a.SetDefaults()
-	return a, a.Validate()
+	return pluginargs.Parse[Args](Name, obj)
 }
 
 // GetObjectKind and DeepCopyObject make *Args a runtime.Object, so tests and

@@ -6,7 +6,7 @@ import (
 )
 
 // placer chooses the GPU for an instance on one node: among the GPUs that
-// fit it (GPU memory, anti-affinity as gpuinventory.Choose), the one with the
+// fit it (gpuinventory.Candidates: GPU memory, anti-affinity), the one with the
 // highest rating
 //
 //	rating = (1 - w) * fit + w * 1 / (1 + ΔI)
@@ -29,23 +29,13 @@ type placer struct {
 // already hosts the instance's model (soft anti-affinity only) and whether
 // any GPU fits.
 func (pl placer) pick(gpus []gpuinventory.GPU, d gpuinventory.Demand) (idx int, rating float64, clash, ok bool) {
-	for _, soft := range []bool{false, true} {
-		if soft && !pl.choice.SoftAntiAffinity {
-			break
-		}
-		for _, g := range gpus {
-			if d.MemoryMiB > g.FreeMiB() || (d.Model != "" && g.Models[d.Model] > 0) != soft {
-				continue
-			}
-			if r := pl.rate(g, d); !ok || r > rating {
-				idx, rating, ok = g.Index, r, true
-			}
-		}
-		if ok {
-			return idx, rating, soft, true
+	fit, clash := gpuinventory.Candidates(gpus, d, pl.choice)
+	for _, g := range fit {
+		if r := pl.rate(g, d); !ok || r > rating {
+			idx, rating, ok = g.Index, r, true
 		}
 	}
-	return 0, 0, false, false
+	return idx, rating, clash, ok
 }
 
 // rate is the rating of placing d on g, which must fit.

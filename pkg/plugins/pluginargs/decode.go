@@ -42,3 +42,22 @@ func Decode(plugin string, obj runtime.Object, into any) error {
 		return fmt.Errorf("%s: want %T, got %T", prefix, into, obj)
 	}
 }
+
+// Parse is a plugin's ParseArgs: a value of its own *Args type is taken as
+// is, anything else goes through Decode; then the defaults are applied and
+// the arguments validated.
+func Parse[T any, P interface {
+	*T
+	SetDefaults()
+	Validate() error
+}](plugin string, obj runtime.Object) (T, error) {
+	var a T
+	if typed, ok := obj.(P); ok {
+		a = *typed
+	} else if err := Decode(plugin, obj, &a); err != nil {
+		var zero T
+		return zero, err
+	}
+	P(&a).SetDefaults()
+	return a, P(&a).Validate()
+}
