@@ -43,6 +43,21 @@ func HetSevTestbed(cat heterogeneity.Catalog) ([]NodeGroup, error) {
 	}, nil
 }
 
+// T4Nodes is count servers named t4-<i> with four T4 GPUs each (the
+// catalog's T4), 64 CPUs and 256 GiB: the larger clusters of the scheduler
+// tests and benchmark.
+func T4Nodes(count int) (NodeGroup, error) {
+	cat, err := heterogeneity.DefaultCatalog()
+	if err != nil {
+		return NodeGroup{}, err
+	}
+	t4, ok := cat.ByName("T4")
+	if !ok {
+		return NodeGroup{}, fmt.Errorf("catalog has no T4")
+	}
+	return NodeGroup{Prefix: "t4-", Count: count, GPUType: t4, GPUsPerNode: 4, CPUs: 64, MemoryGiB: 256}, nil
+}
+
 // CreateNodes creates the groups' nodes with GPU Feature Discovery labels,
 // a loopback InternalIP and podCIDR each, and capacity, for kwok to manage.
 // It returns the node names.

@@ -14,7 +14,6 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/hetsev/hetsev/pkg/heterogeneity"
 	"github.com/hetsev/hetsev/test/harness"
 )
 
@@ -33,14 +32,11 @@ import (
 // (no class starves).
 func TestFairQueueingShortensLargeModelWait(t *testing.T) {
 	cp, ctx := controlPlane(t)
-	cat, err := heterogeneity.DefaultCatalog()
+	t4, err := harness.T4Nodes(130)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t4, _ := cat.ByName("T4")
-	if _, err := harness.CreateNodes(ctx, cp.Client, []harness.NodeGroup{
-		{Prefix: "t4-", Count: 130, GPUType: t4, GPUsPerNode: 4, CPUs: 64, MemoryGiB: 256},
-	}); err != nil {
+	if _, err := harness.CreateNodes(ctx, cp.Client, []harness.NodeGroup{t4}); err != nil {
 		t.Fatal(err)
 	}
 	cfg, err := harness.SchedulerConfig(cp.Kubeconfig)

@@ -11,7 +11,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/hetsev/hetsev/pkg/heterogeneity"
 	"github.com/hetsev/hetsev/test/harness"
 )
 
@@ -25,14 +24,11 @@ import (
 // other pod is Pending with the reason.
 func TestSchedulerSurvivesRestarts(t *testing.T) {
 	cp, ctx := controlPlane(t)
-	cat, err := heterogeneity.DefaultCatalog()
+	t4, err := harness.T4Nodes(10)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t4, _ := cat.ByName("T4")
-	if _, err := harness.CreateNodes(ctx, cp.Client, []harness.NodeGroup{
-		{Prefix: "t4-", Count: 10, GPUType: t4, GPUsPerNode: 4, CPUs: 64, MemoryGiB: 256},
-	}); err != nil {
+	if _, err := harness.CreateNodes(ctx, cp.Client, []harness.NodeGroup{t4}); err != nil {
 		t.Fatal(err)
 	}
 	c := cp.Client

@@ -31,7 +31,6 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/hetsev/hetsev/pkg/gpuinventory"
-	"github.com/hetsev/hetsev/pkg/heterogeneity"
 	"github.com/hetsev/hetsev/test/harness"
 )
 
@@ -87,16 +86,12 @@ func Run(ctx context.Context, tb *harness.ProgramTB, dir string, cfg Config, log
 		return Report{}, fmt.Errorf("control plane: %w", err)
 	}
 	defer cp.Stop()
-	cat, err := heterogeneity.DefaultCatalog()
+	t4, err := harness.T4Nodes(cfg.Nodes)
 	if err != nil {
 		return Report{}, err
 	}
-	gpu, ok := cat.ByName("T4")
-	if !ok {
-		return Report{}, fmt.Errorf("catalog has no T4")
-	}
-	cfg.product = gpu.ProductLabel
-	t4 := harness.NodeGroup{Prefix: "t4-", Count: cfg.Nodes, GPUType: gpu, GPUsPerNode: cfg.GPUsPerNode, CPUs: 64, MemoryGiB: 256}
+	t4.GPUsPerNode = cfg.GPUsPerNode
+	cfg.product = t4.GPUType.ProductLabel
 	start := time.Now()
 	if _, err := harness.CreateNodes(ctx, fastClient(cp), []harness.NodeGroup{t4}); err != nil {
 		return Report{}, err
