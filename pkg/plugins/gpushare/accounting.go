@@ -14,7 +14,7 @@ import (
 	"github.com/hetsev/hetsev/pkg/gpuinventory"
 )
 
-// picked is placer.pick's answer for one demand on one node.
+// picked is placement.Placer.Pick's answer for one demand on one node.
 type picked struct {
 	idx    int
 	rating float64
@@ -22,7 +22,7 @@ type picked struct {
 	ok     bool
 }
 
-// pickOn is placer.pick on the node's accounting, cached with it: Filter,
+// pickOn is placement.Placer.Pick on the node's accounting, cached with it: Filter,
 // Score and Reserve of one pod ask the same question, and so do the next
 // pods of the same shape on every node that did not change in between.
 func (p *GPUShare) pickOn(ctx context.Context, nodeInfo fwk.NodeInfo, ds *demandState) ([]gpuinventory.GPU, picked, error) {
@@ -44,7 +44,7 @@ func (p *GPUShare) pickOn(ctx context.Context, nodeInfo fwk.NodeInfo, ds *demand
 		}
 	}
 	var r picked
-	r.idx, r.rating, r.clash, r.ok = p.placer.pick(c.gpus, d)
+	r.idx, r.rating, r.clash, r.ok = p.placer.Pick(c.gpus, d)
 	// Copy on write: readers in parallel Filter and Score calls take no
 	// lock; an insert lost to a concurrent one is only recomputed later.
 	var next []demandPick

@@ -7,6 +7,7 @@ import (
 
 	"github.com/hetsev/hetsev/pkg/gpuinventory"
 	"github.com/hetsev/hetsev/pkg/interference"
+	"github.com/hetsev/hetsev/pkg/placement"
 	"github.com/hetsev/hetsev/pkg/plugins/pluginargs"
 )
 
@@ -48,11 +49,9 @@ type Args struct {
 	InterferenceWeight *float64 `json:"interferenceWeight,omitempty"`
 }
 
-// DefaultInterferenceWeight is our choice, not the paper's: fit and
-// predicted interference count equally. With hard anti-affinity worst fit
-// and low interference mostly agree; the weight matters when GPUs differ in
-// which models they host (the pairs of pkg/interference).
-const DefaultInterferenceWeight = 0.5
+// DefaultInterferenceWeight is our choice, not the paper's
+// (placement.DefaultInterferenceWeight).
+const DefaultInterferenceWeight = placement.DefaultInterferenceWeight
 
 // SetDefaults fills empty fields.
 func (a *Args) SetDefaults() {
@@ -101,12 +100,12 @@ func (a Args) Choice() gpuinventory.Choice {
 	return gpuinventory.Choice{Fit: gpuinventory.Fit(a.Fit), SoftAntiAffinity: a.AntiAffinity == AntiAffinitySoft}
 }
 
-func (a Args) placer() placer {
+func (a Args) placer() placement.Placer {
 	w := DefaultInterferenceWeight
 	if a.InterferenceWeight != nil {
 		w = *a.InterferenceWeight
 	}
-	return placer{choice: a.Choice(), weight: w, model: interference.Default()}
+	return placement.Placer{Choice: a.Choice(), InterferenceWeight: w, Interference: interference.Default()}
 }
 
 // ParseArgs reads the arguments the scheduler passes to the factory (see

@@ -22,6 +22,7 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/hetsev/hetsev/pkg/gpuinventory"
+	"github.com/hetsev/hetsev/pkg/placement"
 )
 
 // Name is the plugin's name in KubeSchedulerConfiguration.
@@ -40,7 +41,7 @@ var (
 // GPUShare places model instances on individual GPUs.
 type GPUShare struct {
 	handle fwk.Handle
-	placer placer // from Args: fit, anti-affinity, interference weight
+	placer placement.Placer // from Args: fit, anti-affinity, interference weight
 
 	mu sync.RWMutex
 	// reserved holds the GPU chosen for pods between Reserve and the moment
@@ -169,7 +170,7 @@ func reasonNoGPU(gpus []gpuinventory.GPU, d gpuinventory.Demand) string {
 	return fmt.Sprintf("every GPU with %d MiB free already hosts model %q (anti-affinity)", d.MemoryMiB, d.Model)
 }
 
-// Score rates the GPU the plugin would pick on the node (placer.pick): its
+// Score rates the GPU the plugin would pick on the node (placement.Placer.Pick): its
 // rating in [0, 1] (fit against predicted interference) times ratingScale.
 // A GPU that already hosts the pod's model (soft anti-affinity only) gives a
 // negative score. NormalizeScore maps it to the framework's range.

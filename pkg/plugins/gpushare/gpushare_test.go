@@ -3,7 +3,6 @@ package gpushare
 import (
 	"context"
 	"errors"
-	"math"
 	"strings"
 	"testing"
 	"unique"
@@ -21,7 +20,7 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 
 	"github.com/hetsev/hetsev/pkg/gpuinventory"
-	"github.com/hetsev/hetsev/pkg/interference"
+	"github.com/hetsev/hetsev/pkg/placement"
 )
 
 // handle is the part of fwk.Handle the plugin uses.
@@ -209,7 +208,7 @@ func TestChoiceFitAndSoftAntiAffinity(t *testing.T) {
 	run := func(c gpuinventory.Choice, pod *v1.Pod) (int64, int, *fwk.Status) {
 		t.Helper()
 		client := fake.NewClientset(pod)
-		p := &GPUShare{placer: placer{choice: c}, reserved: map[types.UID]reservation{}, handle: handle{snapshot: cache.NewSnapshot(placed, []*v1.Node{a}), client: client}}
+		p := &GPUShare{placer: placement.Placer{Choice: c}, reserved: map[types.UID]reservation{}, handle: handle{snapshot: cache.NewSnapshot(placed, []*v1.Node{a}), client: client}}
 		state := framework.NewCycleState()
 		p.PreFilter(ctx, state, pod, nil)
 		if st := p.Filter(ctx, state, pod, ni); !st.IsSuccess() {
@@ -248,56 +247,6 @@ func TestChoiceFitAndSoftAntiAffinity(t *testing.T) {
 	(&GPUShare{}).NormalizeScore(ctx, nil, nil, scores)
 	if scores[0].Score != 0 || scores[1].Score != 1 || scores[2].Score != fwk.MaxNodeScore {
 		t.Errorf("normalized %v, want 0, 1, %d", scores, fwk.MaxNodeScore)
-	}
-}
-
-// TestInterferenceAwareRating works the rating by hand on T4 GPUs (16384
-// MiB) for a 2 GiB inception instance, with the default coefficients
-// (different pair +18 %):
-//
-//	GPU 0 hosts resnet50 (4 GiB): fit = (16384-4096-2048)/16384 = 0.625,
-//	  ΔI = 0.18 + 0.18 = 0.36, rating(w=0.5) = 0.5*0.625 + 0.5/1.36 = 0.68015
-//	GPU 1 hosts a and b (1 GiB each): fit = 12288/16384 = 0.75,
-//	  ΔI = 4 * 0.18 = 0.72, rating(w=0.5) = 0.375 + 0.5/1.72 = 0.66570
-//
-// Worst fit alone (w = 0) takes GPU 1; with w = 0.5 the GPU with fewer
-// neighbours wins. If resnet50 and inception interfere badly (pair
-// override +100 %), GPU 0's ΔI = 2 and its rating 0.3125 + 0.5/3 = 0.47917:
-// GPU 1 again.
-func TestInterferenceAwareRating(t *testing.T) {
-	gpus := []gpuinventory.GPU{
-		{Index: 0, TotalMiB: 16384, UsedMiB: 4096, Instances: 1, Models: map[string]int{"resnet50": 1}},
-		{Index: 1, TotalMiB: 16384, UsedMiB: 2048, Instances: 2, Models: map[string]int{"a": 1, "b": 1}},
-	}
-	d := gpuinventory.Demand{Model: "inception", MemoryMiB: 2048}
-	bad := interference.Default()
-	bad.Pairs = map[string]float64{interference.PairKey("resnet50", "inception"): 1.0}
-	for _, c := range []struct {
-		name    string
-		pl      placer
-		wantIdx int
-		want    float64
-	}{
-		{"worst fit only", placer{weight: 0, model: interference.Default()}, 1, 0.75},
-		{"weight 0.5", placer{weight: 0.5, model: interference.Default()}, 0, 0.5*0.625 + 0.5/1.36},
-		{"bad pair", placer{weight: 0.5, model: bad}, 1, 0.375 + 0.5/1.72},
-		{"interference only", placer{weight: 1, model: interference.Default()}, 0, 1 / 1.36},
-	} {
-		idx, rating, clash, ok := c.pl.pick(gpus, d)
-		if !ok || clash || idx != c.wantIdx || math.Abs(rating-c.want) > 1e-9 {
-			t.Errorf("%s: GPU %d rating %.5f (ok %v clash %v), want GPU %d rating %.5f", c.name, idx, rating, ok, clash, c.wantIdx, c.want)
-		}
-	}
-	// GPU 0 with bad pair: its own rating, worked above.
-	if r := (placer{weight: 0.5, model: bad}).rate(gpus[0], d); math.Abs(r-(0.3125+0.5/3)) > 1e-9 {
-		t.Errorf("bad pair GPU 0 rating %.5f, want %.5f", r, 0.3125+0.5/3)
-	}
-	// An identical model on the GPU (soft anti-affinity) counts its
-	// identical-pair inflation both ways: 2 * 0.40.
-	soft := placer{choice: gpuinventory.Choice{SoftAntiAffinity: true}, weight: 1, model: interference.Default()}
-	idx, rating, clash, ok := soft.pick(gpus[:1], gpuinventory.Demand{Model: "resnet50", MemoryMiB: 1024})
-	if !ok || !clash || idx != 0 || math.Abs(rating-1/1.8) > 1e-9 {
-		t.Errorf("soft clash: GPU %d rating %.5f clash %v ok %v, want 0, %.5f, clash", idx, rating, clash, ok, 1/1.8)
 	}
 }
 

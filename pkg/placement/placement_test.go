@@ -1,0 +1,59 @@
+package placement
+
+import (
+	"math"
+	"testing"
+
+	"github.com/hetsev/hetsev/pkg/gpuinventory"
+	"github.com/hetsev/hetsev/pkg/interference"
+)
+
+// TestInterferenceAwareRating works the rating by hand on T4 GPUs (16384
+// MiB) for a 2 GiB inception instance, with the default coefficients
+// (different pair +18 %):
+//
+//	GPU 0 hosts resnet50 (4 GiB): fit = (16384-4096-2048)/16384 = 0.625,
+//	  ΔI = 0.18 + 0.18 = 0.36, rating(w=0.5) = 0.5*0.625 + 0.5/1.36 = 0.68015
+//	GPU 1 hosts a and b (1 GiB each): fit = 12288/16384 = 0.75,
+//	  ΔI = 4 * 0.18 = 0.72, rating(w=0.5) = 0.375 + 0.5/1.72 = 0.66570
+//
+// Worst fit alone (w = 0) takes GPU 1; with w = 0.5 the GPU with fewer
+// neighbours wins. If resnet50 and inception interfere badly (pair
+// override +100 %), GPU 0's ΔI = 2 and its rating 0.3125 + 0.5/3 = 0.47917:
+// GPU 1 again.
+func TestInterferenceAwareRating(t *testing.T) {
+	gpus := []gpuinventory.GPU{
+		{Index: 0, TotalMiB: 16384, UsedMiB: 4096, Instances: 1, Models: map[string]int{"resnet50": 1}},
+		{Index: 1, TotalMiB: 16384, UsedMiB: 2048, Instances: 2, Models: map[string]int{"a": 1, "b": 1}},
+	}
+	d := gpuinventory.Demand{Model: "inception", MemoryMiB: 2048}
+	bad := interference.Default()
+	bad.Pairs = map[string]float64{interference.PairKey("resnet50", "inception"): 1.0}
+	for _, c := range []struct {
+		name    string
+		pl      Placer
+		wantIdx int
+		want    float64
+	}{
+		{"worst fit only", Placer{InterferenceWeight: 0, Interference: interference.Default()}, 1, 0.75},
+		{"weight 0.5", Placer{InterferenceWeight: 0.5, Interference: interference.Default()}, 0, 0.5*0.625 + 0.5/1.36},
+		{"bad pair", Placer{InterferenceWeight: 0.5, Interference: bad}, 1, 0.375 + 0.5/1.72},
+		{"interference only", Placer{InterferenceWeight: 1, Interference: interference.Default()}, 0, 1 / 1.36},
+	} {
+		idx, rating, clash, ok := c.pl.Pick(gpus, d)
+		if !ok || clash || idx != c.wantIdx || math.Abs(rating-c.want) > 1e-9 {
+			t.Errorf("%s: GPU %d rating %.5f (ok %v clash %v), want GPU %d rating %.5f", c.name, idx, rating, ok, clash, c.wantIdx, c.want)
+		}
+	}
+	// GPU 0 with bad pair: its own rating, worked above.
+	if r := (Placer{InterferenceWeight: 0.5, Interference: bad}).Rate(gpus[0], d); math.Abs(r-(0.3125+0.5/3)) > 1e-9 {
+		t.Errorf("bad pair GPU 0 rating %.5f, want %.5f", r, 0.3125+0.5/3)
+	}
+	// An identical model on the GPU (soft anti-affinity) counts its
+	// identical-pair inflation both ways: 2 * 0.40.
+	soft := Placer{Choice: gpuinventory.Choice{SoftAntiAffinity: true}, InterferenceWeight: 1, Interference: interference.Default()}
+	idx, rating, clash, ok := soft.Pick(gpus[:1], gpuinventory.Demand{Model: "resnet50", MemoryMiB: 1024})
+	if !ok || !clash || idx != 0 || math.Abs(rating-1/1.8) > 1e-9 {
+		t.Errorf("soft clash: GPU %d rating %.5f clash %v ok %v, want 0, %.5f, clash", idx, rating, clash, ok, 1/1.8)
+	}
+}
