@@ -118,3 +118,25 @@ func WorstFit(gpus []GPU, d Demand) (idx int, ok bool) {
 	idx, _, ok = Choose(gpus, d, Choice{Fit: FitWorst})
 	return idx, ok
 }
+
+// SlotsOnNode is how many more instances of d fit one node (HetSev 4.1
+// constraint 2): one per GPU that fits d (free GPU memory, anti-affinity),
+// bounded by the node's free CPU and memory. freeCPU and cpu are millicores,
+// freeMem and mem any one unit (bytes, MiB); a request <= 0 does not bound.
+// hetsev-scaler counts its MaxAdditional with it and so does the
+// trace-driven evaluator.
+func SlotsOnNode(gpus []GPU, d Demand, freeCPU, cpu, freeMem, mem int64) int {
+	n := 0
+	for _, g := range gpus {
+		if g.Fits(d) {
+			n++
+		}
+	}
+	if cpu > 0 && freeCPU/cpu < int64(n) {
+		n = int(max(freeCPU/cpu, 0))
+	}
+	if mem > 0 && freeMem/mem < int64(n) {
+		n = int(max(freeMem/mem, 0))
+	}
+	return n
+}

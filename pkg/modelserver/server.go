@@ -345,3 +345,18 @@ func (s *Server) process(to float64) {
 		s.cum = append(s.cum, s.cum[len(s.cum)-1]+dur)
 	}
 }
+
+// DeadlineQueueTimeout is a queue-policy timeout (Config.QueueTimeout), in
+// seconds, for a service whose SLO is rtMaxMs: a request that has waited
+// longer could no longer meet RT_max once its batch runs (two batch
+// latencies latencyMs, to allow for interference, plus the network's
+// networkMs), so the server rejects it rather than serve it late. Under
+// overload this sheds the excess instead of making every queued request
+// late. It is 0 (wait forever) when RT_max leaves no room.
+func DeadlineQueueTimeout(rtMaxMs, latencyMs, networkMs float64) float64 {
+	t := (rtMaxMs - 2*latencyMs - networkMs) / 1000
+	if !(t > 0) {
+		return 0
+	}
+	return t
+}

@@ -53,23 +53,9 @@ func freeSlots(nodes []*v1.Node, pods []*v1.Pod, product string, demand gpuinven
 			}
 		}
 		gpus, _ := gpuinventory.Account(inv, placed)
-		fitGPU := 0
-		for _, g := range gpus {
-			if g.Fits(demand) {
-				fitGPU++
-			}
-		}
-		// CPU and memory bound how many instances the node can take.
-		fitHost := fitGPU
 		freeCPU := n.Status.Allocatable.Cpu().MilliValue() - usedCPU.MilliValue()
 		freeMem := n.Status.Allocatable.Memory().Value() - usedMem.Value()
-		if c := cpu.MilliValue(); c > 0 && freeCPU/c < int64(fitHost) {
-			fitHost = int(max(freeCPU/c, 0))
-		}
-		if m := mem.Value(); m > 0 && freeMem/m < int64(fitHost) {
-			fitHost = int(max(freeMem/m, 0))
-		}
-		slots += fitHost
+		slots += gpuinventory.SlotsOnNode(gpus, demand, freeCPU, cpu.MilliValue(), freeMem, mem.Value())
 	}
 	return max(slots-pendingSame, 0)
 }

@@ -431,16 +431,13 @@ func (w *World) addInstance(p *v1.Pod, now float64) {
 	}
 }
 
-// queueTimeout is the instance's queue-policy timeout, seconds: a request
-// that has waited longer could no longer meet RT_max once its batch runs
-// (two batch latencies, to allow for interference, plus the network), so
-// the server rejects it rather than serve it late. Under overload this sheds
-// the excess instead of making every queued request late.
+// queueTimeout is the instance's queue-policy timeout, seconds
+// (modelserver.DeadlineQueueTimeout), 0 unless the service is deadline-aware.
 func (w *World) queueTimeout(s *Service, prof InstanceProfile) float64 {
 	if !s.DeadlineAware {
 		return 0
 	}
-	return math.Max(0, (s.RTMaxMs-2*prof.LatencyMs-w.cfg.NetworkMs)/1000)
+	return modelserver.DeadlineQueueTimeout(s.RTMaxMs, prof.LatencyMs, w.cfg.NetworkMs)
 }
 
 func (w *World) addDCGM(p *v1.Pod) {
