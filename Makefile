@@ -9,7 +9,7 @@ export HETSEV_BIN := $(BIN)
 
 PROGRAMS := hetsev-scheduler hetsev-metrics-adapter hetsev-scaler hetsev-demo kwok
 
-.PHONY: all build demo test unit integration bench-scaler bench-scheduler fuzz kind-e2e vet clean
+.PHONY: all build demo evaluate test unit integration bench-scaler bench-scheduler fuzz kind-e2e vet clean
 
 all: build
 
@@ -30,6 +30,15 @@ build:
 # demo-summary.json.
 demo: build
 	$(BIN)/hetsev-demo --summary demo-summary.json
+
+# Replay the repo's 7-day Twitter trace (ResNet-50 and SSD) and the Azure
+# LLM code trace (BERT-large) under default Kubernetes, hetsev (heuristic,
+# exact) and a lower bound: a table per trace, evaluation/evaluation.json,
+# a PNG per trace, and a RESULT line. EVALUATE_ARGS passes flags, e.g. the
+# what-if mode's --trace.
+EVALUATE_ARGS ?=
+evaluate:
+	$(GO) run ./cmd/evaluate --out evaluation $(EVALUATE_ARGS)
 
 # Unit tests, then integration tests against a real kube-apiserver, etcd and
 # kube-controller-manager with the binaries built above.
@@ -70,4 +79,4 @@ vet:
 	$(GO) vet ./...
 
 clean:
-	rm -rf $(BIN) demo-summary.json
+	rm -rf $(BIN) demo-summary.json evaluation

@@ -61,28 +61,44 @@ func (r *Router) Pick(at float64, servers []*Server) *Server {
 // It returns nil when count <= 0 or the bounds are not finite, and count
 // copies of from when to <= from. A nil rng uses a fixed seed.
 func PoissonArrivals(rng *rand.Rand, count int, from, to float64) []float64 {
+	return AppendPoissonArrivals(nil, rng, count, from, to)
+}
+
+// AppendPoissonArrivals is PoissonArrivals appending to dst, so that a
+// caller replaying many seconds reuses one buffer. The sorted uniforms come
+// from normalised sums of count+1 exponential spacings (Devroye,
+// Non-Uniform Random Variate Generation, 1986, V.2), which costs O(count)
+// rather than a sort's O(count log count).
+func AppendPoissonArrivals(dst []float64, rng *rand.Rand, count int, from, to float64) []float64 {
 	if count <= 0 || math.IsNaN(from) || math.IsNaN(to) || math.IsInf(from, 0) || math.IsInf(to, 0) {
-		return nil
+		return dst
 	}
-	out := make([]float64, count)
+	base := len(dst)
+	dst = slices.Grow(dst, count)[:base+count]
+	out := dst[base:]
 	if to <= from {
 		for i := range out {
 			out[i] = from
 		}
-		return out
+		return dst
 	}
 	if rng == nil {
 		rng = rand.New(rand.NewPCG(0, 0))
 	}
+	sum := 0.0
+	for i := range out {
+		sum += rng.ExpFloat64()
+		out[i] = sum
+	}
+	sum += rng.ExpFloat64()
 	width := to - from
 	below := math.Nextafter(to, from)
-	for i := range out {
-		t := from + rng.Float64()*width
+	for i, s := range out {
+		t := from + s/sum*width
 		if t >= to { // rounding guard
 			t = below
 		}
 		out[i] = t
 	}
-	slices.Sort(out)
-	return out
+	return dst
 }

@@ -267,6 +267,21 @@ func (s *Server) BusyTime(from, to float64) float64 {
 	return busy
 }
 
+// ForgetBusyBefore discards the busy history of batches that ended at or
+// before t, seconds, so that a long replay keeps memory bounded; BusyTime
+// over [from, to) with from >= t is unchanged. The history is compacted
+// only once half of it can go, so each batch is copied O(1) times.
+func (s *Server) ForgetBusyBefore(t float64) {
+	i := sort.SearchFloat64s(s.ends, math.Nextafter(t, math.Inf(1)))
+	if i == 0 || i < len(s.starts)/2 {
+		return
+	}
+	// cum keeps its offset: BusyTime only takes differences of it.
+	s.starts = s.starts[:copy(s.starts, s.starts[i:])]
+	s.ends = s.ends[:copy(s.ends, s.ends[i:])]
+	s.cum = s.cum[:copy(s.cum, s.cum[i:])]
+}
+
 // nextStart returns the start time of the next batch given the arrivals
 // queued so far; ok is false when the queue is empty.
 func (s *Server) nextStart() (start float64, ok bool) {

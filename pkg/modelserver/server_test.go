@@ -428,3 +428,27 @@ func TestQueueTimeoutRejects(t *testing.T) {
 		t.Errorf("rejected %d, outstanding %d; want 2, 0", s.Rejected(), s.Outstanding(1))
 	}
 }
+
+// TestForgetBusyBefore: 100 batches of 10 ms, one every 100 ms. Forgetting
+// the first 5 s keeps BusyTime over later windows and frees the history.
+func TestForgetBusyBefore(t *testing.T) {
+	s, err := NewServer(Config{Name: "p", Model: "m", BatchSize: 1, BatchLatency: 0.01})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 100 {
+		s.Submit(float64(i) * 0.1)
+	}
+	s.Advance(10)
+	before := s.BusyTime(5.05, 9.5)
+	s.ForgetBusyBefore(5)
+	if after := s.BusyTime(5.05, 9.5); !near(after, before) || !near(after, 44*0.01) {
+		t.Errorf("BusyTime(5.05, 9.5) = %v after forgetting, %v before, want 0.44 (batches 5.1 to 9.4)", after, before)
+	}
+	if len(s.starts) != 50 || len(s.cum) != 51 {
+		t.Errorf("kept %d intervals (%d sums), want 50 (51)", len(s.starts), len(s.cum))
+	}
+	if b := s.BusyTime(0, 4); b != 0 {
+		t.Errorf("BusyTime before the forgotten time = %v, want 0", b)
+	}
+}

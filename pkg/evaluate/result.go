@@ -1,0 +1,202 @@
+package evaluate
+
+import (
+	"fmt"
+	"math"
+	"sync"
+	"time"
+)
+
+// ServiceResult is one service's outcome under one policy, over the
+// measured seconds.
+type ServiceResult struct {
+	Service string `json:"service"`
+	// Requests counts the requests that arrived; WithinSLO those answered
+	// within RT_max; Unserved those that found no ready instance or were
+	// rejected by the deadline-aware queue (both are SLO violations).
+	Requests  int64 `json:"requests"`
+	WithinSLO int64 `json:"within_slo"`
+	Unserved  int64 `json:"unserved"`
+	// SLOAttainment is WithinSLO / Requests.
+	SLOAttainment float64 `json:"slo_attainment"`
+	// CostUSD is the service's part of the billed cost: every second a GPU
+	// hosts instances its price is split over them in proportion to their
+	// GPU memory. USD.
+	CostUSD float64 `json:"cost_usd"`
+	// MemoryCostUSD is HetSev 6.3's resource cost: each instance pays its
+	// GPU memory's share of the GPU's price for as long as it exists (a
+	// whole-GPU instance pays the whole price). USD.
+	MemoryCostUSD float64 `json:"memory_cost"`
+	// GPUUtilization is the mean busy share of the service's instances (the
+	// share of time their GPU runs their batches).
+	GPUUtilization float64 `json:"gpu_utilization"`
+	// InstanceHours per GPU type.
+	InstanceHours map[string]float64 `json:"instance_hours"`
+	// ScalingActions counts decisions that changed the instances;
+	// DecisionTimeUs is the mean wall time of one decision, µs.
+	ScalingActions int     `json:"scaling_actions"`
+	Decisions      int     `json:"decisions"`
+	DecisionTimeUs float64 `json:"decision_time_us"`
+	// Unplaced counts instances a decision asked for that did not fit the
+	// cluster.
+	Unplaced int `json:"unplaced"`
+}
+
+// PolicyResult is one policy's outcome over all services.
+type PolicyResult struct {
+	Policy string `json:"policy"`
+	// CostUSD is the billed cost: GPU-hours of every GPU hosting at least
+	// one instance, times its USD/h. MemoryCostUSD is HetSev 6.3's
+	// memory-proportional cost. USD.
+	CostUSD       float64 `json:"cost_usd"`
+	MemoryCostUSD float64 `json:"memory_cost"`
+	// SLOAttainment is over all requests of all services;
+	// LowestSLOAttainment is the lowest service's.
+	SLOAttainment       float64 `json:"slo_attainment"`
+	LowestSLOAttainment float64 `json:"lowest_slo_attainment"`
+	// GPUUtilization is the busy share of billed GPU time (a GPU is busy
+	// while any of its instances runs a batch).
+	GPUUtilization float64            `json:"gpu_utilization"`
+	GPUHours       map[string]float64 `json:"gpu_hours"`
+	PeakGPUs       map[string]int     `json:"peak_gpus"`
+	ScalingActions int                `json:"scaling_actions"`
+	DecisionTimeUs float64            `json:"decision_time_us"`
+	Services       []ServiceResult    `json:"services"`
+	// Series is sampled over the whole trace, warm-up included.
+	Series Series `json:"-"`
+}
+
+// Series is a policy's replay over time, one point per Config.SeriesStep.
+type Series struct {
+	Hours     []float64            // trace time, h
+	LoadRPS   []float64            // total arrival rate, requests/s
+	Instances map[string][]float64 // instances per GPU type
+	CostUSD   []float64            // billed cost so far, USD
+}
+
+// RunResult is one replay of every policy.
+type RunResult struct {
+	Name            string         `json:"name"`
+	Trace           string         `json:"trace"`
+	Seconds         int            `json:"trace_seconds"`
+	MeasuredSeconds int            `json:"measured_seconds"`
+	Services        []Service      `json:"services"`
+	Cluster         []NodeGroup    `json:"cluster"`
+	Policies        []PolicyResult `json:"policies"`
+	Recommendation  Recommendation `json:"recommendation"`
+	WallSeconds     float64        `json:"wall_seconds"`
+}
+
+// Recommendation is the GPU mix to provision for the trace: the most GPUs
+// of each type that hetsev-exact (else the first hetsev policy run) held
+// at once, with its cost and attainment.
+type Recommendation struct {
+	Policy        string         `json:"policy"`
+	GPUs          map[string]int `json:"gpus"`
+	CostUSD       float64        `json:"cost_usd"`
+	SLOAttainment float64        `json:"slo_attainment"`
+}
+
+// Policy returns the named policy's result, if it ran.
+func (r RunResult) Policy(name string) (PolicyResult, bool) {
+	for _, p := range r.Policies {
+		if p.Policy == name {
+			return p, true
+		}
+	}
+	return PolicyResult{}, false
+}
+
+// Evaluate replays cfg's trace under each policy, in parallel, on the same
+// arrivals. It returns an error for an invalid Config.
+func Evaluate(cfg Config) (RunResult, error) {
+	if err := cfg.Validate(); err != nil {
+		return RunResult{}, err
+	}
+	names := cfg.Policies
+	if len(names) == 0 {
+		names = PolicyNames
+	}
+	start := time.Now()
+	out := RunResult{Name: cfg.Name, Trace: cfg.Trace, Seconds: len(cfg.Rates), MeasuredSeconds: len(cfg.Rates) - cfg.MeasureFrom,
+		Services: cfg.Services, Cluster: cfg.Cluster, Policies: make([]PolicyResult, len(names))}
+	errs := make([]error, len(names))
+	var wg sync.WaitGroup
+	for i, name := range names {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r, err := newReplay(&cfg, name)
+			if err == nil {
+				out.Policies[i] = r.run()
+			}
+			errs[i] = err
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			return RunResult{}, fmt.Errorf("evaluate: %s: %w", names[i], err)
+		}
+	}
+	out.Recommendation = recommend(out)
+	out.WallSeconds = time.Since(start).Seconds()
+	return out, nil
+}
+
+func recommend(r RunResult) Recommendation {
+	for _, name := range []string{PolicyExact, PolicyHeuristic} {
+		if p, ok := r.Policy(name); ok {
+			return Recommendation{Policy: name, GPUs: p.PeakGPUs, CostUSD: p.CostUSD, SLOAttainment: p.LowestSLOAttainment}
+		}
+	}
+	return Recommendation{}
+}
+
+// result turns the replay's tallies into its PolicyResult.
+func (r *replay) result() PolicyResult {
+	out := PolicyResult{Policy: r.name, GPUHours: map[string]float64{}, PeakGPUs: r.peakGPUs, Series: r.series, LowestSLOAttainment: math.Inf(1)}
+	var req, within int64
+	var decisions int
+	var decideTime time.Duration
+	var gpuSecs, busy float64
+	for _, s := range r.svcs {
+		t := s.tally
+		sr := ServiceResult{Service: s.Name, Requests: t.requests, WithinSLO: t.within, Unserved: t.unserved,
+			SLOAttainment: ratio(float64(t.within), float64(t.requests)), CostUSD: t.costUSD, MemoryCostUSD: t.memoryCostUSD,
+			GPUUtilization: ratio(t.busySecs, t.instanceSecs), InstanceHours: map[string]float64{},
+			ScalingActions: t.actions, Decisions: t.decisions, Unplaced: t.unplaced,
+			DecisionTimeUs: ratio(float64(t.decideTime.Microseconds()), float64(t.decisions))}
+		for k, v := range t.typeSecs {
+			sr.InstanceHours[k] = v / 3600
+		}
+		out.Services = append(out.Services, sr)
+		out.CostUSD += t.costUSD
+		out.MemoryCostUSD += t.memoryCostUSD
+		out.ScalingActions += t.actions
+		out.LowestSLOAttainment = math.Min(out.LowestSLOAttainment, sr.SLOAttainment)
+		req += t.requests
+		within += t.within
+		decisions += t.decisions
+		decideTime += t.decideTime
+	}
+	for k, v := range r.gpuSecs {
+		out.GPUHours[k] = v / 3600
+		gpuSecs += v
+		busy += r.gpuBusy[k]
+	}
+	out.SLOAttainment = ratio(float64(within), float64(req))
+	out.GPUUtilization = ratio(busy, gpuSecs)
+	out.DecisionTimeUs = ratio(float64(decideTime.Microseconds()), float64(decisions))
+	return out
+}
+
+// ratio is a/b, or 0 when b is 0 (nothing to measure): an attainment of
+// a service without requests is reported as 0 with Requests 0, never as
+// a silent 1.
+func ratio(a, b float64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return a / b
+}
