@@ -1,6 +1,7 @@
 package evaluate
 
 import (
+	"encoding/json"
 	"math"
 	"os"
 	"path/filepath"
@@ -136,6 +137,16 @@ func TestSummarize(t *testing.T) {
 	}
 	if got := s.ResultLine(); got != "RESULT cost_ratio_vs_default=3.000 gap_to_bound=0.200 slo_attainment=0.9700" {
 		t.Errorf("result line %q", got)
+	}
+}
+
+// TestSummaryWithoutPolicies: a ratio whose policies did not run is null
+// in JSON, not an encoding error.
+func TestSummaryWithoutPolicies(t *testing.T) {
+	s := Summarize([]RunResult{{Policies: []PolicyResult{{Policy: PolicyExact, CostUSD: 1, LowestSLOAttainment: 0.99}}}})
+	b, err := json.Marshal(s)
+	if err != nil || !strings.Contains(string(b), `"cost_ratio_vs_default":null`) || !strings.Contains(string(b), `"slo_attainment":0.99`) {
+		t.Errorf("json %s, %v", b, err)
 	}
 }
 

@@ -152,9 +152,10 @@ func (r *replay) run() PolicyResult {
 	return r.result()
 }
 
-// firstType is the type the first instance gets: the cheapest that meets
-// the SLO for hetsev (what its first scale-out picks); the first type for
-// default Kubernetes, whose choice is random anyway.
+// firstType is the type of the instances every policy starts with: the
+// cheapest that meets RT_max (what hetsev's first scale-out picks; for
+// default Kubernetes, whose later pods get a random type, it fixes the
+// first pod's).
 func (r *replay) firstType(s *serviceRun) int {
 	best := 0
 	for i, t := range s.types {

@@ -61,6 +61,22 @@ func Summarize(runs []RunResult) Summary {
 	return s
 }
 
+// MarshalJSON writes a ratio whose policies did not run (NaN) as null.
+func (s Summary) MarshalJSON() ([]byte, error) {
+	num := func(v float64) *float64 {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return nil
+		}
+		return &v
+	}
+	return json.Marshal(map[string]*float64{
+		"cost_ratio_vs_default":        num(s.CostRatioVsDefault),
+		"memory_cost_ratio_vs_default": num(s.MemoryCostRatioVsDefault),
+		"gap_to_bound":                 num(s.GapToBound),
+		"slo_attainment":               num(s.SLOAttainment),
+	})
+}
+
 // ResultLine is the RESULT line `make evaluate` ends with.
 func (s Summary) ResultLine() string {
 	return fmt.Sprintf("RESULT cost_ratio_vs_default=%.3f gap_to_bound=%.3f slo_attainment=%.4f",
