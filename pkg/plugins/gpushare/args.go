@@ -75,14 +75,7 @@ func (a *Args) SetDefaults() {
 
 // Validate returns every invalid field, with its path in the configuration.
 func (a Args) Validate() error {
-	path := field.NewPath("pluginConfig").Key(Name).Child("args")
-	var errs field.ErrorList
-	if a.APIVersion != ArgsAPIVersion {
-		errs = append(errs, field.NotSupported(path.Child("apiVersion"), a.APIVersion, []string{ArgsAPIVersion}))
-	}
-	if a.Kind != ArgsKind {
-		errs = append(errs, field.NotSupported(path.Child("kind"), a.Kind, []string{ArgsKind}))
-	}
+	path, errs := pluginargs.ValidateTypeMeta(Name, a.APIVersion, a.Kind, ArgsAPIVersion, ArgsKind)
 	if a.AntiAffinity != AntiAffinityHard && a.AntiAffinity != AntiAffinitySoft {
 		errs = append(errs, field.NotSupported(path.Child("antiAffinity"), a.AntiAffinity, []string{AntiAffinityHard, AntiAffinitySoft}))
 	}

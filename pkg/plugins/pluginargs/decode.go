@@ -8,6 +8,7 @@ import (
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/yaml"
 )
 
@@ -60,4 +61,19 @@ func Parse[T any, P interface {
 	}
 	P(&a).SetDefaults()
 	return a, P(&a).Validate()
+}
+
+// ValidateTypeMeta is the start of a plugin's Args.Validate: the path
+// pluginConfig[<plugin>].args and an error for each of apiVersion and kind
+// that is not the plugin's (wantAPIVersion, wantKind).
+func ValidateTypeMeta(plugin, apiVersion, kind, wantAPIVersion, wantKind string) (*field.Path, field.ErrorList) {
+	path := field.NewPath("pluginConfig").Key(plugin).Child("args")
+	var errs field.ErrorList
+	if apiVersion != wantAPIVersion {
+		errs = append(errs, field.NotSupported(path.Child("apiVersion"), apiVersion, []string{wantAPIVersion}))
+	}
+	if kind != wantKind {
+		errs = append(errs, field.NotSupported(path.Child("kind"), kind, []string{wantKind}))
+	}
+	return path, errs
 }
