@@ -1,10 +1,15 @@
-// Command metrics-adapter is hetsev's custom.metrics.k8s.io server: it
-// scrapes the Istio and dcgm-exporter metrics of annotated pods and serves
-// request rate, latency percentiles and GPU utilisation per pod and per
-// Deployment (see package github.com/hetsev/hetsev/pkg/adapter).
+// Command metrics-adapter is hetsev's custom.metrics.k8s.io server: it reads
+// the Istio and dcgm-exporter metrics of model-server pods, by scraping
+// annotated pods itself (--backend=scrape, the default) or by querying
+// Prometheus (--backend=prometheus), and serves request rate, latency
+// percentiles and GPU utilisation per pod, Deployment and ModelService (see
+// package github.com/hetsev/hetsev/pkg/adapter).
 //
-// Flags of its own: --scrape-interval, --scrape-timeout, --rate-window,
-// --scrape-workers, --namespace. The API-server flags (--secure-port,
+// Flags of its own: --backend, --rate-window, --namespace; for the scrape
+// backend --scrape-interval, --scrape-timeout, --scrape-workers; for the
+// Prometheus backend --prometheus-url, --prometheus-timeout,
+// --prometheus-cache-ttl, the label flags and the query templates
+// (--prometheus-*-query). The API-server flags (--secure-port,
 // --bind-address, --cert-dir, --tls-cert-file, --lister-kubeconfig,
 // --authentication-kubeconfig, --authorization-kubeconfig, ...) come from
 // sigs.k8s.io/custom-metrics-apiserver's AdapterBase; without a serving
@@ -22,6 +27,9 @@ import (
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/metadata/metadatainformer"
+	"k8s.io/client-go/metadata/metadatalister"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/component-base/logs"
 	"k8s.io/component-base/metrics/legacyregistry"
@@ -35,9 +43,17 @@ import (
 type metricsAdapter struct {
 	basecmd.AdapterBase
 
+	backend   string
 	scrape    adapter.ScraperOptions
+	prom      adapter.PrometheusOptions
 	namespace string
 }
+
+// Values of --backend.
+const (
+	backendScrape     = "scrape"
+	backendPrometheus = "prometheus"
+)
 
 func main() {
 	logs.InitLogs()
@@ -50,29 +66,57 @@ func main() {
 }
 
 func run() error {
-	cmd := &metricsAdapter{scrape: adapter.DefaultScraperOptions()}
+	cmd := &metricsAdapter{backend: backendScrape, scrape: adapter.DefaultScraperOptions(), prom: adapter.DefaultPrometheusOptions()}
 	cmd.Name = "hetsev-metrics-adapter"
 
 	fs := cmd.Flags()
+	fs.StringVar(&cmd.backend, "backend", cmd.backend,
+		"Where metrics come from: scrape (the adapter scrapes annotated pods itself) or prometheus (PromQL against --prometheus-url).")
 	fs.DurationVar(&cmd.scrape.Interval, "scrape-interval", cmd.scrape.Interval,
 		"Wall-clock interval between scrapes of each annotated pod.")
 	fs.DurationVar(&cmd.scrape.Timeout, "scrape-timeout", cmd.scrape.Timeout,
 		"Timeout of one scrape.")
 	fs.DurationVar(&cmd.scrape.RateWindow, "rate-window", cmd.scrape.RateWindow,
-		"Window, in the samples' own clock (exposition timestamps when present), over which request rates and latency percentiles are computed.")
+		"Window over which request rates and latency percentiles are computed: in the samples' own clock (exposition timestamps when present) for the scrape backend, the PromQL range (whole seconds) for the Prometheus backend.")
 	fs.IntVar(&cmd.scrape.Workers, "scrape-workers", cmd.scrape.Workers,
 		"Maximum number of concurrent scrapes.")
+	p := &cmd.prom
+	fs.StringVar(&p.URL, "prometheus-url", "", "Prometheus HTTP API root, e.g. http://prometheus.monitoring.svc:9090 (--backend=prometheus).")
+	fs.DurationVar(&p.Timeout, "prometheus-timeout", p.Timeout,
+		"Bound on one PromQL query; past it the API answers 503 ServiceUnavailable, never a zero.")
+	fs.DurationVar(&p.CacheTTL, "prometheus-cache-ttl", p.CacheTTL,
+		"How long one query's answer (a whole namespace, or all GPUs) is reused; negative disables the cache.")
+	fs.StringVar(&p.NamespaceLabel, "prometheus-namespace-label", p.NamespaceLabel, "Label of Istio series holding the pod's namespace.")
+	fs.StringVar(&p.PodLabel, "prometheus-pod-label", p.PodLabel, "Label of Istio series holding the pod's name.")
+	fs.StringVar(&p.NodeLabel, "prometheus-node-label", p.NodeLabel, "Label of DCGM series holding the node name (dcgm-exporter's Hostname, or node when relabelled).")
+	fs.StringVar(&p.GPULabel, "prometheus-gpu-label", p.GPULabel, "Label of DCGM series holding the GPU index.")
+	fs.StringVar(&p.RequestRateQuery, "prometheus-request-rate-query", p.RequestRateQuery,
+		"PromQL template (Go text/template: .Window, .NamespaceMatcher, .NamespaceLabel, .PodLabel, .NodeLabel, .GPULabel) giving requests/s per namespace and pod.")
+	fs.StringVar(&p.DurationQuery, "prometheus-duration-query", p.DurationQuery,
+		"PromQL template giving request-duration bucket counts per namespace, pod and le (ms).")
+	fs.StringVar(&p.GPUUtilQuery, "prometheus-gpu-util-query", p.GPUUtilQuery, "PromQL template giving GPU utilisation (percent) per node and GPU index.")
+	fs.StringVar(&p.GPUMemoryQuery, "prometheus-gpu-memory-query", p.GPUMemoryQuery, "PromQL template giving used GPU memory (MiB) per node and GPU index.")
 	fs.StringVar(&cmd.namespace, "namespace", "",
 		"Only watch and scrape pods, and serve Deployments, in this namespace (default: all namespaces); dcgm-exporter pods must then run in it too.")
 	logs.AddFlags(fs)
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		return fmt.Errorf("parsing flags: %w", err)
 	}
-	if err := cmd.scrape.Validate(); err != nil {
-		return err
-	}
-	if cmd.scrape.Interval <= 0 || cmd.scrape.Timeout <= 0 || cmd.scrape.RateWindow <= 0 || cmd.scrape.Workers <= 0 {
-		return errors.New("--scrape-interval, --scrape-timeout, --rate-window and --scrape-workers must be positive")
+	cmd.prom.RateWindow = cmd.scrape.RateWindow
+	switch cmd.backend {
+	case backendScrape:
+		if err := cmd.scrape.Validate(); err != nil {
+			return err
+		}
+		if cmd.scrape.Interval <= 0 || cmd.scrape.Timeout <= 0 || cmd.scrape.RateWindow <= 0 || cmd.scrape.Workers <= 0 {
+			return errors.New("--scrape-interval, --scrape-timeout, --rate-window and --scrape-workers must be positive")
+		}
+	case backendPrometheus:
+		if err := cmd.prom.Validate(); err != nil {
+			return err
+		}
+	default:
+		return fmt.Errorf("--backend %q: want %s or %s", cmd.backend, backendScrape, backendPrometheus)
 	}
 
 	cfg, err := cmd.ClientConfig()
@@ -90,11 +134,34 @@ func run() error {
 	podsSynced := pods.Informer().HasSynced
 	deploymentsSynced := deployments.Informer().HasSynced
 
-	scraper, err := adapter.NewScraper(cmd.scrape, adapter.PodTargetLister(pods.Lister()))
+	// ModelServices by metadata only: names and labels are all the
+	// provider needs. Without the CRD the informer retries in the
+	// background and ModelServices are not listed by selector.
+	meta, err := metadata.NewForConfig(cfg)
 	if err != nil {
-		return err
+		return fmt.Errorf("creating metadata client: %w", err)
 	}
-	cmd.WithCustomMetrics(adapter.NewProvider(scraper, pods.Lister(), deployments.Lister()))
+	metaFactory := metadatainformer.NewFilteredSharedInformerFactory(meta, 0, cmd.namespace, nil)
+	services := metaFactory.ForResource(adapter.ModelServicesResource.WithVersion("v1alpha1"))
+
+	var (
+		src     adapter.Source
+		scraper *adapter.Scraper
+	)
+	switch cmd.backend {
+	case backendScrape:
+		if scraper, err = adapter.NewScraper(cmd.scrape, adapter.PodTargetLister(pods.Lister())); err != nil {
+			return err
+		}
+		src = scraper
+	case backendPrometheus:
+		if src, err = adapter.NewPrometheusSource(cmd.prom); err != nil {
+			return err
+		}
+	}
+	prov := adapter.NewProvider(src, pods.Lister(), deployments.Lister()).
+		WithModelServices(metadatalister.New(services.Informer().GetIndexer(), adapter.ModelServicesResource.WithVersion("v1alpha1")))
+	cmd.WithCustomMetrics(prov)
 
 	adapter.RegisterMetrics()
 	if err := cmmetrics.RegisterMetrics(legacyregistry.Register); err != nil {
@@ -103,15 +170,18 @@ func run() error {
 
 	ctx := genericapiserver.SetupSignalContext()
 	factory.Start(ctx.Done())
+	metaFactory.Start(ctx.Done())
 	go func() {
 		start := time.Now()
 		if !cache.WaitForCacheSync(ctx.Done(), podsSynced, deploymentsSynced) {
 			return
 		}
 		klog.InfoS("Informer caches synced", "namespace", cmd.namespace, "after", time.Since(start))
-		scraper.Run(ctx)
+		if scraper != nil {
+			scraper.Run(ctx)
+		}
 	}()
-	klog.InfoS("Starting hetsev-metrics-adapter", "namespace", cmd.namespace)
+	klog.InfoS("Starting hetsev-metrics-adapter", "namespace", cmd.namespace, "backend", cmd.backend, "prometheus", cmd.prom.URL)
 	return cmd.Run(ctx)
 }
 

@@ -27,6 +27,7 @@ const (
 	IgnoredNoNode     = "no_node"          // DCGM series with no Hostname and no node for its target
 	IgnoredBadValue   = "bad_value"        // NaN, infinite, or negative counter value
 	IgnoredDuplicate  = "duplicate"        // same series twice in one scrape
+	IgnoredNoPod      = "no_pod"           // Prometheus result without the namespace or pod label
 )
 
 var (
@@ -42,7 +43,7 @@ var (
 		Namespace:      "hetsev",
 		Subsystem:      "metrics_adapter",
 		Name:           "series_ignored_total",
-		Help:           "Scraped series of interest ignored because of unexpected labels or values, by series name and reason.",
+		Help:           "Scraped or queried series of interest ignored because of unexpected labels or values, by series name and reason.",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"series", "reason"})
 
@@ -63,6 +64,23 @@ var (
 		StabilityLevel: metrics.ALPHA,
 	})
 
+	promQueriesTotal = metrics.NewCounterVec(&metrics.CounterOpts{
+		Namespace:      "hetsev",
+		Subsystem:      "metrics_adapter",
+		Name:           "prometheus_queries_total",
+		Help:           "PromQL queries of the Prometheus backend, by query (request_rate, request_duration, gpu_util, gpu_memory) and result (success, error, timeout).",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"query", "result"})
+
+	promQueryDuration = metrics.NewHistogramVec(&metrics.HistogramOpts{
+		Namespace:      "hetsev",
+		Subsystem:      "metrics_adapter",
+		Name:           "prometheus_query_duration_seconds",
+		Help:           "Wall-clock duration of one PromQL query of the Prometheus backend, in seconds, by query.",
+		Buckets:        metrics.ExponentialBuckets(0.0005, 2, 16),
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"query"})
+
 	registerOnce sync.Once
 )
 
@@ -74,11 +92,13 @@ var (
 //	hetsev_metrics_adapter_series_ignored_total{series,reason} counter
 //	hetsev_metrics_adapter_scrape_duration_seconds         histogram
 //	hetsev_metrics_adapter_scrape_targets                  gauge
+//	hetsev_metrics_adapter_prometheus_queries_total{query,result} counter
+//	hetsev_metrics_adapter_prometheus_query_duration_seconds{query} histogram
 //
 // Component-base metrics record nothing until registered. Safe to call more
 // than once.
 func RegisterMetrics() {
 	registerOnce.Do(func() {
-		legacyregistry.MustRegister(scrapesTotal, seriesIgnoredTotal, scrapeDuration, scrapeTargets)
+		legacyregistry.MustRegister(scrapesTotal, seriesIgnoredTotal, scrapeDuration, scrapeTargets, promQueriesTotal, promQueryDuration)
 	})
 }

@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	appslisters "k8s.io/client-go/listers/apps/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/metadata/metadatalister"
 	"k8s.io/klog/v2"
 	"k8s.io/metrics/pkg/apis/custom_metrics"
 	"sigs.k8s.io/custom-metrics-apiserver/pkg/provider"
@@ -31,7 +32,13 @@ var (
 	PodsResource = schema.GroupResource{Group: "", Resource: "pods"}
 	// DeploymentsResource is deployments in the apps group.
 	DeploymentsResource = schema.GroupResource{Group: "apps", Resource: "deployments"}
+	// ModelServicesResource is hetsev's ModelService (manifests/crd-modelservice.yaml).
+	ModelServicesResource = schema.GroupResource{Group: "hetsev.io", Resource: "modelservices"}
 )
+
+// LabelModelService is the pod label that names a pod's ModelService
+// (written by hetsev-scaler on the pods of every Deployment it keeps).
+const LabelModelService = "hetsev.io/modelservice"
 
 type objectKind int
 
@@ -39,6 +46,7 @@ const (
 	kindUnknown objectKind = iota
 	kindPod
 	kindDeployment
+	kindModelService
 )
 
 // kindOf maps the group-resource of a request to a kind; resource names are
@@ -51,24 +59,29 @@ func kindOf(gr schema.GroupResource) objectKind {
 		return kindPod
 	case (gr.Group == "apps" || gr.Group == "") && (res == "deployments" || res == "deployment"):
 		return kindDeployment
+	case gr.Group == "hetsev.io" && (res == "modelservices" || res == "modelservice"):
+		return kindModelService
 	}
 	return kindUnknown
 }
 
 func (k objectKind) resource() schema.GroupResource {
-	if k == kindDeployment {
+	switch k {
+	case kindDeployment:
 		return DeploymentsResource
+	case kindModelService:
+		return ModelServicesResource
 	}
 	return PodsResource
 }
 
 // served says which metric is served for which kind.
 var served = map[string][]objectKind{
-	MetricRequestsPerSecond: {kindPod, kindDeployment},
-	MetricLatencyP50:        {kindPod, kindDeployment},
-	MetricLatencyP98:        {kindPod, kindDeployment},
-	MetricLatencyP99:        {kindPod, kindDeployment},
-	MetricGPUUtilization:    {kindPod, kindDeployment},
+	MetricRequestsPerSecond: {kindPod, kindDeployment, kindModelService},
+	MetricLatencyP50:        {kindPod, kindDeployment, kindModelService},
+	MetricLatencyP98:        {kindPod, kindDeployment, kindModelService},
+	MetricLatencyP99:        {kindPod, kindDeployment, kindModelService},
+	MetricGPUUtilization:    {kindPod, kindDeployment, kindModelService},
 	MetricGPUMemoryUsed:     {kindPod},
 }
 
@@ -88,13 +101,15 @@ func serves(k objectKind, metric string) bool {
 }
 
 // Provider serves the adapter's metrics (see the Metric* constants) for
-// pods and apps/v1 Deployments through custom.metrics.k8s.io. It reads data
-// from a Source and objects from informer listers.
+// pods, apps/v1 Deployments and hetsev.io ModelServices through
+// custom.metrics.k8s.io. It reads data from a Source and objects from
+// informer listers.
 //
 // Per Deployment, the pods are those its spec.selector selects in its
-// namespace; pods without data are left out, and the Deployment is NotFound
-// only when none of its pods has data. Its Timestamp is the newest of the
-// pods' sample times.
+// namespace; per ModelService, those labelled hetsev.io/modelservice=<name>
+// in its namespace (the pods of all its GPU types' Deployments). Pods
+// without data are left out, and the object is NotFound only when none of
+// its pods has data. Its Timestamp is the newest of the pods' sample times.
 //
 // Every value carries Timestamp (in the samples' clock) and WindowSeconds:
 // the rate window for rates and percentiles, 0 for GPU gauge readings.
@@ -102,6 +117,7 @@ type Provider struct {
 	src         Source
 	pods        corelisters.PodLister
 	deployments appslisters.DeploymentLister
+	services    metadatalister.Lister
 }
 
 var _ provider.CustomMetricsProvider = (*Provider)(nil)
@@ -112,8 +128,18 @@ func NewProvider(src Source, pods corelisters.PodLister, deployments appslisters
 	return &Provider{src: src, pods: pods, deployments: deployments}
 }
 
+// WithModelServices makes p list ModelServices from l, a metadata
+// informer's lister for modelservices.hetsev.io; without it ModelServices
+// are not listed by selector, and a ModelService asked for by name is read
+// from its pods' label alone. It returns p.
+func (p *Provider) WithModelServices(l metadatalister.Lister) *Provider {
+	p.services = l
+	return p
+}
+
 // ListAllMetrics implements provider.CustomMetricsProvider: every metric for
-// pods, and all but gpu_memory_used_mib for deployments.apps.
+// pods, and all but gpu_memory_used_mib for deployments.apps and
+// modelservices.hetsev.io.
 func (p *Provider) ListAllMetrics() []provider.CustomMetricInfo {
 	names := make([]string, 0, len(served))
 	for m := range served {
@@ -121,7 +147,7 @@ func (p *Provider) ListAllMetrics() []provider.CustomMetricInfo {
 	}
 	sort.Strings(names)
 	var out []provider.CustomMetricInfo
-	for _, k := range []objectKind{kindPod, kindDeployment} {
+	for _, k := range []objectKind{kindPod, kindDeployment, kindModelService} {
 		for _, m := range names {
 			if serves(k, m) {
 				out = append(out, provider.CustomMetricInfo{GroupResource: k.resource(), Namespaced: true, Metric: m})
@@ -233,6 +259,23 @@ func (p *Provider) objectNames(k objectKind, namespace string, selector labels.S
 		for _, o := range ds {
 			names = append(names, types.NamespacedName{Namespace: o.Namespace, Name: o.Name})
 		}
+	case kindModelService:
+		if p.services == nil {
+			return nil, nil
+		}
+		var ms []*metav1.PartialObjectMetadata
+		var err error
+		if namespace == "" {
+			ms, err = p.services.List(selector)
+		} else {
+			ms, err = p.services.Namespace(namespace).List(selector)
+		}
+		if err != nil {
+			return nil, err
+		}
+		for _, o := range ms {
+			names = append(names, types.NamespacedName{Namespace: o.Namespace, Name: o.Name})
+		}
 	}
 	sort.Slice(names, func(i, j int) bool { return names[i].String() < names[j].String() })
 	return names, nil
@@ -244,8 +287,19 @@ func (p *Provider) value(k objectKind, name types.NamespacedName, metric string)
 	if p.src == nil {
 		return Value{}, fmt.Errorf("no source: %w", ErrNoData)
 	}
-	if k == kindDeployment {
-		return p.deploymentValue(name, metric)
+	switch k {
+	case kindDeployment:
+		pods, err := p.deploymentPods(name)
+		if err != nil {
+			return Value{}, err
+		}
+		return p.groupValue("deployment "+name.String(), pods, metric)
+	case kindModelService:
+		pods, err := p.modelServicePods(name)
+		if err != nil {
+			return Value{}, err
+		}
+		return p.groupValue("modelservice "+name.String(), pods, metric)
 	}
 	return p.podValue(name, metric)
 }
@@ -329,7 +383,28 @@ func (p *Provider) deploymentPods(name types.NamespacedName) ([]types.Namespaced
 	if err != nil || sel.Empty() {
 		return nil, fmt.Errorf("deployment %s: unusable selector: %w", name, ErrNoData)
 	}
-	pods, err := p.pods.Pods(name.Namespace).List(sel)
+	return p.podsMatching(name.Namespace, sel)
+}
+
+// modelServicePods returns the pods labelled hetsev.io/modelservice=<name>
+// in the ModelService's namespace, sorted by name.
+func (p *Provider) modelServicePods(name types.NamespacedName) ([]types.NamespacedName, error) {
+	if p.pods == nil {
+		return nil, fmt.Errorf("no pod lister: %w", ErrNoData)
+	}
+	if p.services != nil {
+		if _, err := p.services.Namespace(name.Namespace).Get(name.Name); apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("modelservice %s not found: %w", name, ErrNoData)
+		} else if err != nil {
+			return nil, err
+		}
+	}
+	return p.podsMatching(name.Namespace, labels.SelectorFromSet(labels.Set{LabelModelService: name.Name}))
+}
+
+// podsMatching lists the pods sel selects in namespace, sorted by name.
+func (p *Provider) podsMatching(namespace string, sel labels.Selector) ([]types.NamespacedName, error) {
+	pods, err := p.pods.Pods(namespace).List(sel)
 	if err != nil {
 		return nil, err
 	}
@@ -341,14 +416,10 @@ func (p *Provider) deploymentPods(name types.NamespacedName) ([]types.Namespaced
 	return out, nil
 }
 
-// deploymentValue aggregates over the Deployment's pods that have data:
-// rates are summed, histograms merged before the quantile, GPU utilisation
-// averaged.
-func (p *Provider) deploymentValue(name types.NamespacedName, metric string) (Value, error) {
-	pods, err := p.deploymentPods(name)
-	if err != nil {
-		return Value{}, err
-	}
+// groupValue aggregates over the pods of a Deployment or ModelService
+// (what names it in errors) that have data: rates are summed, histograms
+// merged before the quantile, GPU utilisation averaged.
+func (p *Provider) groupValue(what string, pods []types.NamespacedName, metric string) (Value, error) {
 	var (
 		sum     float64
 		n       int
@@ -372,6 +443,7 @@ func (p *Provider) deploymentValue(name types.NamespacedName, metric string) (Va
 			buckets = append(buckets, h.Buckets)
 			v = Value{Time: h.Time, Window: h.Window}
 		default:
+			var err error
 			v, err = p.podValue(pod, metric)
 			if err != nil {
 				if !errors.Is(err, ErrNoData) {
@@ -394,7 +466,7 @@ func (p *Provider) deploymentValue(name types.NamespacedName, metric string) (Va
 		if reason == nil {
 			reason = ErrNoData
 		}
-		return Value{}, fmt.Errorf("deployment %s: none of its %d pods has data (last: %v): %w", name, len(pods), reason, ErrNoData)
+		return Value{}, fmt.Errorf("%s: none of its %d pods has data (last: %v): %w", what, len(pods), reason, ErrNoData)
 	}
 	switch metric {
 	case MetricLatencyP50, MetricLatencyP98, MetricLatencyP99:
@@ -412,8 +484,11 @@ func (p *Provider) metricValue(k objectKind, name types.NamespacedName, metric s
 		return nil, provider.NewMetricNotFoundForError(k.resource(), metric, name.Name)
 	}
 	ref := custom_metrics.ObjectReference{APIVersion: "v1", Kind: "Pod", Namespace: name.Namespace, Name: name.Name}
-	if k == kindDeployment {
+	switch k {
+	case kindDeployment:
 		ref.APIVersion, ref.Kind = "apps/v1", "Deployment"
+	case kindModelService:
+		ref.APIVersion, ref.Kind = "hetsev.io/v1alpha1", "ModelService"
 	}
 	window := int64(math.Round(v.Window.Seconds()))
 	mv := &custom_metrics.MetricValue{

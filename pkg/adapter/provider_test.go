@@ -9,9 +9,12 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/metadata/metadatalister"
+	"k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/custom-metrics-apiserver/pkg/provider"
 )
 
@@ -85,8 +88,8 @@ func fixture(t *testing.T) (*Provider, *fakeSource) {
 	}
 	app := map[string]string{"app": "resnet", "gpu": "t4"}
 	pods, deps := listers(t, []*corev1.Pod{
-		newPod("ml", "a").label("app", "resnet").label("gpu", "t4").gpu("node-1", 0).obj(),
-		newPod("ml", "b").label("app", "resnet").label("gpu", "t4").gpu("node-2", 1).obj(),
+		newPod("ml", "a").label("app", "resnet").label("gpu", "t4").label(LabelModelService, "resnet").gpu("node-1", 0).obj(),
+		newPod("ml", "b").label("app", "resnet").label("gpu", "t4").label(LabelModelService, "resnet").gpu("node-2", 1).obj(),
 		newPod("ml", "c").label("app", "resnet").label("gpu", "t4").obj(),
 		newPod("ml", "d").label("app", "idle").obj(),
 		newPod("other", "a").label("app", "resnet").label("gpu", "t4").obj(),
@@ -197,6 +200,42 @@ func TestProviderDeploymentAggregation(t *testing.T) {
 	}
 }
 
+// A ModelService is the sum over the pods labelled with its name (those of
+// all its GPU types' Deployments); with a ModelService lister it is listed
+// by selector, and one the lister lacks is NotFound.
+func TestProviderModelServiceAggregation(t *testing.T) {
+	p, _ := fixture(t)
+	info := provider.CustomMetricInfo{GroupResource: ModelServicesResource, Namespaced: true, Metric: MetricRequestsPerSecond}
+	if got := getValue(t, p, info, nn("ml", "resnet")); got != 19.75 {
+		t.Errorf("requests_per_second = %v, want 12.5+7.25", got)
+	}
+	info.Metric = MetricLatencyP98
+	if got := getValue(t, p, info, nn("ml", "resnet")); got <= 250 || got > 500 {
+		t.Errorf("request_latency_p98_ms = %v, want in b's (250, 500] bucket", got)
+	}
+
+	gvr := ModelServicesResource.WithVersion("v1alpha1")
+	idx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	for _, name := range []string{"resnet", "ssd"} {
+		if err := idx.Add(&metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: "ml", Name: name}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p.WithModelServices(metadatalister.New(idx, gvr))
+	info.Metric = MetricRequestsPerSecond
+	list, err := p.GetMetricBySelector(context.Background(), "ml", labels.Everything(), info, labels.Everything())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// ssd has no pods, hence no data, and is left out.
+	if len(list.Items) != 1 || list.Items[0].DescribedObject.Name != "resnet" || list.Items[0].DescribedObject.Kind != "ModelService" {
+		t.Fatalf("list = %+v, want resnet only", list.Items)
+	}
+	if _, err := p.GetMetricByName(context.Background(), nn("ml", "gone"), info, labels.Everything()); !apierrors.IsNotFound(err) {
+		t.Errorf("unknown ModelService: %v, want NotFound", err)
+	}
+}
+
 // Missing data is NotFound, never zero.
 func TestProviderMissingDataIsNotFound(t *testing.T) {
 	p, src := fixture(t)
@@ -288,12 +327,15 @@ func TestProviderListAllMetrics(t *testing.T) {
 		if !got["pods/"+m] {
 			t.Errorf("pods/%s not listed", m)
 		}
-		if want := m != MetricGPUMemoryUsed; got["deployments.apps/"+m] != want {
-			t.Errorf("deployments.apps/%s listed=%v, want %v", m, !want, want)
+		want := m != MetricGPUMemoryUsed
+		for _, gr := range []string{"deployments.apps", "modelservices.hetsev.io"} {
+			if got[gr+"/"+m] != want {
+				t.Errorf("%s/%s listed=%v, want %v", gr, m, !want, want)
+			}
 		}
 	}
-	if len(got) != 11 {
-		t.Errorf("%d metrics listed, want 11", len(got))
+	if len(got) != 16 {
+		t.Errorf("%d metrics listed, want 16", len(got))
 	}
 }
 

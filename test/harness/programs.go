@@ -64,10 +64,18 @@ func WithClientQPS(cfg string, qps int) string {
 	return strings.Replace(cfg, "clientConnection:\n", fmt.Sprintf("clientConnection:\n  qps: %d\n  burst: %d\n", qps, qps), 1)
 }
 
-// AdapterOptions tune the metrics adapter for compressed time.
+// AdapterOptions tune the metrics adapter for compressed time and choose
+// its backend.
 type AdapterOptions struct {
 	ScrapeInterval string // e.g. "250ms"
 	RateWindow     string // in the exporters' clock, e.g. "60s"
+	// PrometheusURL selects --backend=prometheus with this server.
+	PrometheusURL string
+	// Kubeconfig replaces the admin kubeconfig of the lister, delegated
+	// authentication and authorisation (see ControlPlane.KubeconfigAs).
+	Kubeconfig string
+	// ExtraArgs are appended to the flags.
+	ExtraArgs []string
 }
 
 // StartAdapter runs bin/hetsev-metrics-adapter on 127.0.0.1 and registers it
@@ -79,10 +87,14 @@ func StartAdapter(ctx context.Context, cp *ControlPlane, o AdapterOptions) (*Pro
 	if err != nil {
 		return nil, 0, err
 	}
+	kc := cp.Kubeconfig
+	if o.Kubeconfig != "" {
+		kc = o.Kubeconfig
+	}
 	args := []string{
-		"--lister-kubeconfig=" + cp.Kubeconfig,
-		"--authentication-kubeconfig=" + cp.Kubeconfig,
-		"--authorization-kubeconfig=" + cp.Kubeconfig,
+		"--lister-kubeconfig=" + kc,
+		"--authentication-kubeconfig=" + kc,
+		"--authorization-kubeconfig=" + kc,
 		"--bind-address=127.0.0.1",
 		fmt.Sprintf("--secure-port=%d", port),
 		"--cert-dir=" + filepath.Join(cp.Dir, "adapter-certs"),
@@ -93,6 +105,10 @@ func StartAdapter(ctx context.Context, cp *ControlPlane, o AdapterOptions) (*Pro
 	if o.RateWindow != "" {
 		args = append(args, "--rate-window="+o.RateWindow)
 	}
+	if o.PrometheusURL != "" {
+		args = append(args, "--backend=prometheus", "--prometheus-url="+o.PrometheusURL)
+	}
+	args = append(args, o.ExtraArgs...)
 	p, err := StartProcess(ctx, cp.Dir, "hetsev-metrics-adapter", filepath.Join(BinDir(), "hetsev-metrics-adapter"), args...)
 	if err != nil {
 		return nil, 0, err

@@ -137,6 +137,8 @@ func TestManifestsApplyToAPIServer(t *testing.T) {
 		{schedulerSA, authorizationv1.ResourceAttributes{Verb: "create", Resource: "pods", Namespace: "default"}, false},
 		{adapterSA, authorizationv1.ResourceAttributes{Verb: "list", Resource: "pods", Namespace: "default"}, true},
 		{adapterSA, authorizationv1.ResourceAttributes{Verb: "list", Resource: "secrets", Namespace: "default"}, false},
+		{adapterSA, authorizationv1.ResourceAttributes{Verb: "watch", Group: "hetsev.io", Resource: "modelservices", Namespace: "default"}, true},
+		{adapterSA, authorizationv1.ResourceAttributes{Verb: "update", Group: "hetsev.io", Resource: "modelservices", Namespace: "default"}, false},
 	} {
 		sar, err := cp.Client.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{
 			Spec: authorizationv1.SubjectAccessReviewSpec{

@@ -1,0 +1,193 @@
+package adapter
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"net/url"
+	"strconv"
+	"text/template"
+	"time"
+
+	"github.com/prometheus/common/model"
+)
+
+// Defaults of PrometheusOptions.
+const (
+	// DefaultPrometheusTimeout bounds one query, wall clock: the API answers
+	// with an error after it, never with a zero.
+	DefaultPrometheusTimeout = 5 * time.Second
+	// DefaultPrometheusCacheTTL is how long one query's answer serves later
+	// requests. A list of 1,000 pods is then one query, not 1,000. Our
+	// choice: below Prometheus' usual 15 s scrape interval, so it adds
+	// little staleness.
+	DefaultPrometheusCacheTTL = 5 * time.Second
+)
+
+// Default PromQL templates of the Prometheus backend (see PromQLData for
+// the fields). They are the queries HetSev section 5 describes: Istio's
+// destination-side request counter and duration histogram per pod, and
+// dcgm-exporter's per-GPU gauges.
+const (
+	DefaultRequestRateQuery = `sum by ({{.NamespaceLabel}}, {{.PodLabel}}) (rate(istio_requests_total{reporter="destination",{{.NamespaceMatcher}}}[{{.Window}}]))`
+	DefaultDurationQuery    = `sum by ({{.NamespaceLabel}}, {{.PodLabel}}, le) (increase(istio_request_duration_milliseconds_bucket{reporter="destination",{{.NamespaceMatcher}}}[{{.Window}}]))`
+	DefaultGPUUtilQuery     = `max by ({{.NodeLabel}}, {{.GPULabel}}) (DCGM_FI_DEV_GPU_UTIL)`
+	DefaultGPUMemoryQuery   = `max by ({{.NodeLabel}}, {{.GPULabel}}) (DCGM_FI_DEV_FB_USED)`
+)
+
+// PrometheusOptions configures a PrometheusSource. Zero fields take the
+// defaults.
+type PrometheusOptions struct {
+	// URL of the Prometheus server's HTTP API root, e.g.
+	// http://prometheus.monitoring.svc:9090 (--prometheus-url). Required.
+	URL string
+	// Timeout of one query, wall clock (--prometheus-timeout); also sent to
+	// Prometheus as the query's timeout.
+	Timeout time.Duration
+	// CacheTTL is how long a query's answer is reused (--prometheus-cache-ttl);
+	// negative disables the cache.
+	CacheTTL time.Duration
+	// RateWindow is the PromQL range of rate() and increase()
+	// (--rate-window), whole seconds.
+	RateWindow time.Duration
+
+	// Labels the queries' results are joined on. Istio series get
+	// namespace and pod from Prometheus' Kubernetes service discovery
+	// relabelling; dcgm-exporter labels its series Hostname and gpu.
+	NamespaceLabel string // default "namespace"
+	PodLabel       string // default "pod"
+	NodeLabel      string // default "Hostname"; "node" when relabelled from __meta_kubernetes_pod_node_name
+	GPULabel       string // default "gpu"
+
+	// PromQL templates (text/template over PromQLData). The request-rate
+	// query must return requests/s per (namespace, pod); the duration query
+	// bucket counts (any scale) per (namespace, pod, le) with le in ms; the
+	// GPU queries percent and MiB per (node, gpu).
+	RequestRateQuery string
+	DurationQuery    string
+	GPUUtilQuery     string
+	GPUMemoryQuery   string
+
+	// Now is the wall clock of the cache. Nil: time.Now.
+	Now func() time.Time
+}
+
+// PromQLData is what the query templates may use.
+type PromQLData struct {
+	// Window is RateWindow as a PromQL duration, e.g. "1m".
+	Window string
+	// NamespaceMatcher selects the namespace asked about, e.g.
+	// namespace="default", or namespace!="" for all namespaces.
+	NamespaceMatcher string
+	// The label names of PrometheusOptions.
+	NamespaceLabel, PodLabel, NodeLabel, GPULabel string
+}
+
+// DefaultPrometheusOptions returns the defaults (no URL).
+func DefaultPrometheusOptions() PrometheusOptions {
+	return PrometheusOptions{
+		Timeout:          DefaultPrometheusTimeout,
+		CacheTTL:         DefaultPrometheusCacheTTL,
+		RateWindow:       DefaultRateWindow,
+		NamespaceLabel:   "namespace",
+		PodLabel:         "pod",
+		NodeLabel:        LabelDCGMHostname,
+		GPULabel:         LabelDCGMGPU,
+		RequestRateQuery: DefaultRequestRateQuery,
+		DurationQuery:    DefaultDurationQuery,
+		GPUUtilQuery:     DefaultGPUUtilQuery,
+		GPUMemoryQuery:   DefaultGPUMemoryQuery,
+	}
+}
+
+func (o PrometheusOptions) withDefaults() PrometheusOptions {
+	d := DefaultPrometheusOptions()
+	set := func(v *string, def string) {
+		if *v == "" {
+			*v = def
+		}
+	}
+	set(&o.NamespaceLabel, d.NamespaceLabel)
+	set(&o.PodLabel, d.PodLabel)
+	set(&o.NodeLabel, d.NodeLabel)
+	set(&o.GPULabel, d.GPULabel)
+	set(&o.RequestRateQuery, d.RequestRateQuery)
+	set(&o.DurationQuery, d.DurationQuery)
+	set(&o.GPUUtilQuery, d.GPUUtilQuery)
+	set(&o.GPUMemoryQuery, d.GPUMemoryQuery)
+	if o.Timeout == 0 {
+		o.Timeout = d.Timeout
+	}
+	if o.CacheTTL == 0 {
+		o.CacheTTL = d.CacheTTL
+	}
+	if o.RateWindow == 0 {
+		o.RateWindow = d.RateWindow
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return o
+}
+
+// Validate reports options that cannot work, naming the flag: a missing or
+// non-HTTP URL, a negative timeout, a rate window that is not whole seconds,
+// a bad label name, or a template that does not parse or render.
+func (o PrometheusOptions) Validate() error {
+	o = o.withDefaults()
+	var errs []error
+	if u, err := url.Parse(o.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		errs = append(errs, fmt.Errorf("--prometheus-url %q: want http(s)://host[:port][/path]", o.URL))
+	}
+	if o.Timeout < 0 {
+		errs = append(errs, fmt.Errorf("--prometheus-timeout %v is negative", o.Timeout))
+	}
+	if o.RateWindow < time.Second || o.RateWindow%time.Second != 0 {
+		errs = append(errs, fmt.Errorf("--rate-window %v: want a whole number of seconds for PromQL", o.RateWindow))
+	}
+	for flag, l := range map[string]string{
+		"--prometheus-namespace-label": o.NamespaceLabel, "--prometheus-pod-label": o.PodLabel,
+		"--prometheus-node-label": o.NodeLabel, "--prometheus-gpu-label": o.GPULabel,
+	} {
+		if !model.LabelName(l).IsValidLegacy() {
+			errs = append(errs, fmt.Errorf("%s %q is not a Prometheus label name", flag, l))
+		}
+	}
+	for flag, q := range map[string]string{
+		"--prometheus-request-rate-query": o.RequestRateQuery, "--prometheus-duration-query": o.DurationQuery,
+		"--prometheus-gpu-util-query": o.GPUUtilQuery, "--prometheus-gpu-memory-query": o.GPUMemoryQuery,
+	} {
+		t, err := parseQuery(flag, q)
+		if err == nil {
+			_, err = o.render(t, "default")
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", flag, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// parseQuery parses a query template; a field PromQLData lacks is an error.
+func parseQuery(name, tmpl string) (*template.Template, error) {
+	return template.New(name).Option("missingkey=error").Parse(tmpl)
+}
+
+// render fills a parsed query template for namespace ("" for all
+// namespaces).
+func (o PrometheusOptions) render(t *template.Template, namespace string) (string, error) {
+	matcher := o.NamespaceLabel + `!=""`
+	if namespace != "" {
+		matcher = o.NamespaceLabel + "=" + strconv.Quote(namespace)
+	}
+	var b bytes.Buffer
+	err := t.Execute(&b, PromQLData{
+		Window:           model.Duration(o.RateWindow).String(),
+		NamespaceMatcher: matcher,
+		NamespaceLabel:   o.NamespaceLabel, PodLabel: o.PodLabel, NodeLabel: o.NodeLabel, GPULabel: o.GPULabel,
+	})
+	if err != nil {
+		return "", err
+	}
+	return b.String(), nil
+}

@@ -1,0 +1,359 @@
+package integration
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"math"
+	"net/http"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	v1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
+	cmclient "k8s.io/metrics/pkg/client/custom_metrics"
+
+	"github.com/hetsev/hetsev/pkg/adapter"
+	"github.com/hetsev/hetsev/pkg/exporters"
+	"github.com/hetsev/hetsev/pkg/heterogeneity"
+	"github.com/hetsev/hetsev/test/harness"
+)
+
+// simPod is one simulated model-server pod: its Istio exporter, the rate
+// it is sent (requests/s) and the range its latencies are spread over
+// uniformly (ms).
+type simPod struct {
+	name   string
+	gpu    int
+	rate   float64
+	lo, hi float64
+	istio  *exporters.Istio
+}
+
+// latency returns the i-th request's latency: lo + (hi-lo) times the i-th
+// term of the base-2 van der Corput sequence, so that any run of requests
+// (a rate window) spreads over [lo, hi) almost exactly uniformly.
+func (p *simPod) latency(i int) float64 {
+	x, f := 0.0, 0.5
+	for n := i + 1; n > 0; n >>= 1 {
+		x += f * float64(n&1)
+		f /= 2
+	}
+	return p.lo + (p.hi-p.lo)*x
+}
+
+// generate observes each pod's requests at its exact rate until ctx ends.
+func generate(ctx context.Context, pods []*simPod) {
+	start := time.Now()
+	sent := make([]int, len(pods))
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-tick.C:
+			for i, p := range pods {
+				for due := int(p.rate * now.Sub(start).Seconds()); sent[i] < due; sent[i]++ {
+					p.istio.Observe(p.latency(sent[i]), 200)
+				}
+			}
+		}
+	}
+}
+
+// expectedQuantile is the q-quantile of the pods' generated latencies on
+// Istio's buckets, each pod weighted by its rate: what histogram_quantile
+// over the exporters' own buckets yields.
+func expectedQuantile(t *testing.T, q float64, pods ...*simPod) float64 {
+	t.Helper()
+	var bs []adapter.Bucket
+	for _, p := range pods {
+		bounds := append(append([]float64(nil), exporters.IstioDurationBucketsMs...), math.Inf(1))
+		for _, le := range bounds {
+			share := math.Min(math.Max((le-p.lo)/(p.hi-p.lo), 0), 1)
+			bs = append(bs, adapter.Bucket{UpperBound: le, Count: p.rate * share})
+		}
+	}
+	v, ok := adapter.HistogramQuantile(q, adapter.MergeHistograms(bs))
+	if !ok {
+		t.Fatalf("no quantile %v", q)
+	}
+	return v
+}
+
+// TestAdapterPrometheusBackend runs hetsev-metrics-adapter on its Prometheus
+// backend, as its own service account with manifests/' RBAC, against a real
+// Prometheus scraping simulated Istio sidecars and a dcgm-exporter on
+// loopback. Through the aggregated API, rates and latency percentiles per
+// pod, Deployment and ModelService, and GPU utilisation and memory joined
+// through node and hetsev.io/gpu-index, match what the exporters generated
+// within 5 %. A user without rights is refused, by the API server and by
+// the adapter itself; with Prometheus gone the API answers an error, not a
+// zero.
+func TestAdapterPrometheusBackend(t *testing.T) {
+	cp, ctx := controlPlane(t)
+	c := cp.Client
+	if err := harness.InstallCRDs(ctx, cp); err != nil {
+		t.Fatal(err)
+	}
+	const ns, node = "default", "gpu-node-0"
+
+	// Objects: two pods of Deployment resnet50-t4 and ModelService resnet50,
+	// on GPUs 0 and 1 of one node. Replicas 0: the pods are created here, so
+	// their names are known; nothing needs to run them.
+	sel := map[string]string{"app": "resnet50"}
+	zero := int32(0)
+	dep := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "resnet50-t4", Namespace: ns},
+		Spec: appsv1.DeploymentSpec{Replicas: &zero, Selector: &metav1.LabelSelector{MatchLabels: sel},
+			Template: v1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: sel},
+				Spec: v1.PodSpec{Containers: []v1.Container{{Name: "model-server", Image: "model-server:resnet50"}}}}},
+	}
+	if _, err := c.AppsV1().Deployments(ns).Create(ctx, dep, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	profiles, err := heterogeneity.DefaultProfiles()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms, err := harness.ModelServiceFor("resnet50", ns, "resnet50", 400, profiles, harness.Knobs{}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := harness.NewApplier(cp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := harness.CreateModelService(ctx, a.Dynamic, ms); err != nil {
+		t.Fatal(err)
+	}
+	pods := []*simPod{
+		{name: "resnet50-t4-a", gpu: 0, rate: 40, lo: 40, hi: 390},
+		{name: "resnet50-t4-b", gpu: 1, rate: 15, lo: 100, hi: 1000},
+	}
+	var targets []harness.PrometheusTarget
+	for _, p := range pods {
+		pod := &v1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: p.name, Namespace: ns,
+				Labels:      map[string]string{"app": "resnet50", adapter.LabelModelService: "resnet50"},
+				Annotations: map[string]string{adapter.AnnotationGPUIndex: fmt.Sprint(p.gpu)}},
+			Spec: v1.PodSpec{NodeName: node, Containers: []v1.Container{{Name: "model-server", Image: "model-server:resnet50"}}},
+		}
+		if _, err := c.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		p.istio = exporters.NewIstio(exporters.IstioLabels{DestinationWorkload: "resnet50-t4", DestinationWorkloadNamespace: ns}, nil)
+		addr, stop, err := harness.ServeLoopback(exporters.Handler(p.istio))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(stop)
+		// The labels Prometheus' pod service discovery adds.
+		targets = append(targets, harness.PrometheusTarget{Job: "istio-sidecars", Address: addr, Path: "/stats/prometheus",
+			Labels: map[string]string{"namespace": ns, "pod": p.name}})
+	}
+	dcgm := exporters.NewDCGM(node, nil)
+	dcgm.SetGPU(exporters.GPUSample{Index: 0, UUID: "GPU-0", ModelName: "Tesla T4", UtilPercent: 37, FBUsedMiB: 2048, FBFreeMiB: 13312})
+	dcgm.SetGPU(exporters.GPUSample{Index: 1, UUID: "GPU-1", ModelName: "Tesla T4", UtilPercent: 81, FBUsedMiB: 6144, FBFreeMiB: 9216})
+	addr, stop, err := harness.ServeLoopback(exporters.Handler(dcgm))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stop)
+	targets = append(targets, harness.PrometheusTarget{Job: "dcgm-exporter", Address: addr})
+
+	prom, err := harness.StartPrometheus(ctx, cp.Dir, time.Second, targets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopOnCleanup(t, prom.Process)
+	gctx, cancel := context.WithCancel(ctx)
+	t.Cleanup(cancel)
+	go generate(gctx, pods)
+
+	// The adapter as its service account, with manifests/' RBAC only.
+	rbac, err := harness.ReadManifests(filepath.Join(harness.RepoRoot(), "manifests", "namespace.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	more, err := harness.ReadManifests(filepath.Join(harness.RepoRoot(), "manifests", "metrics-adapter", "serviceaccount-rbac.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Apply(ctx, ns, append(rbac, more...)); err != nil {
+		t.Fatal(err)
+	}
+	kc, err := cp.KubeconfigAs(adapterSA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const window = 10 * time.Second
+	ad, port, err := harness.StartAdapter(ctx, cp, harness.AdapterOptions{
+		PrometheusURL: prom.URL, RateWindow: window.String(), Kubeconfig: kc,
+		ExtraArgs: []string{"--prometheus-timeout=2s", "--prometheus-cache-ttl=500ms"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopOnCleanup(t, ad)
+
+	cm := customMetrics(t, cp.Config)
+	podsGK, depGK, msGK := schema.GroupKind{Kind: "Pod"}, schema.GroupKind{Group: "apps", Kind: "Deployment"}, schema.GroupKind{Group: "hetsev.io", Kind: "ModelService"}
+	get := func(gk schema.GroupKind, name, metric string) (float64, error) {
+		v, err := cm.NamespacedMetrics(ns).GetForObject(gk, name, metric, labels.Everything())
+		if err != nil {
+			return 0, err
+		}
+		return v.Value.AsApproximateFloat64(), nil
+	}
+	// The window must be full of generated load. Prometheus starts scraping
+	// a few seconds after it is ready (its discovery updates are
+	// throttled), so ask it: every series must have a sample a second for
+	// the whole window.
+	full := fmt.Sprintf("min(count_over_time(istio_requests_total[%s]))", window)
+	waitFor(ctx, t, 60*time.Second, "a full rate window in Prometheus", func(ctx context.Context) (bool, error) {
+		if n, err := prom.QueryScalar(ctx, full); err != nil || n < window.Seconds() {
+			return false, nil
+		}
+		_, err := get(depGK, "resnet50-t4", adapter.MetricRequestsPerSecond)
+		if err != nil {
+			t.Logf("not yet: %v", err)
+		}
+		return err == nil, nil
+	})
+
+	a0, b0 := pods[0], pods[1]
+	checks := []struct {
+		gk     schema.GroupKind
+		name   string
+		metric string
+		want   float64
+	}{
+		{podsGK, a0.name, adapter.MetricRequestsPerSecond, a0.rate},
+		{podsGK, b0.name, adapter.MetricRequestsPerSecond, b0.rate},
+		{depGK, "resnet50-t4", adapter.MetricRequestsPerSecond, a0.rate + b0.rate},
+		{msGK, "resnet50", adapter.MetricRequestsPerSecond, a0.rate + b0.rate},
+		{podsGK, a0.name, adapter.MetricLatencyP50, expectedQuantile(t, 0.50, a0)},
+		{podsGK, b0.name, adapter.MetricLatencyP98, expectedQuantile(t, 0.98, b0)},
+		{depGK, "resnet50-t4", adapter.MetricLatencyP98, expectedQuantile(t, 0.98, a0, b0)},
+		{msGK, "resnet50", adapter.MetricLatencyP99, expectedQuantile(t, 0.99, a0, b0)},
+		{msGK, "resnet50", adapter.MetricLatencyP50, expectedQuantile(t, 0.50, a0, b0)},
+		{podsGK, a0.name, adapter.MetricGPUUtilization, 37},
+		{podsGK, b0.name, adapter.MetricGPUUtilization, 81},
+		{podsGK, b0.name, adapter.MetricGPUMemoryUsed, 6144},
+		{depGK, "resnet50-t4", adapter.MetricGPUUtilization, (37 + 81) / 2.0},
+	}
+	for _, ch := range checks {
+		got, err := get(ch.gk, ch.name, ch.metric)
+		if err != nil {
+			t.Errorf("%s %s %s: %v", ch.gk.Kind, ch.name, ch.metric, err)
+			continue
+		}
+		t.Logf("%s %s %s = %.3f (generated %.3f)", ch.gk.Kind, ch.name, ch.metric, got, ch.want)
+		if d := (got - ch.want) / ch.want; d > 0.05 || d < -0.05 {
+			t.Errorf("%s %s %s = %.3f, generated %.3f: off by %.1f %%", ch.gk.Kind, ch.name, ch.metric, got, ch.want, 100*d)
+		}
+	}
+	// The list HPA reads: both pods, each at its own rate.
+	list, err := cm.NamespacedMetrics(ns).GetForObjects(podsGK, labels.SelectorFromSet(sel), adapter.MetricRequestsPerSecond, labels.Everything())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var listed []string
+	for _, it := range list.Items {
+		listed = append(listed, fmt.Sprintf("%s=%.0f", it.DescribedObject.Name, it.Value.AsApproximateFloat64()))
+	}
+	sort.Strings(listed)
+	if want := []string{"resnet50-t4-a=40", "resnet50-t4-b=15"}; strings.Join(listed, " ") != strings.Join(want, " ") {
+		t.Errorf("pod list %v, want %v", listed, want)
+	}
+
+	checkRefused(ctx, t, cp, port)
+
+	// Prometheus gone: an error naming it, in bounded time, never a zero.
+	prom.Stop(5 * time.Second)
+	time.Sleep(time.Second) // past the cache TTL
+	start := time.Now()
+	v, err := get(podsGK, a0.name, adapter.MetricRequestsPerSecond)
+	took := time.Since(start)
+	if err == nil {
+		t.Fatalf("with Prometheus stopped the API answered %v", v)
+	}
+	if apierrors.IsNotFound(err) || !strings.Contains(err.Error(), "Prometheus") {
+		t.Errorf("with Prometheus stopped: %v, want an error naming Prometheus", err)
+	}
+	if took > 10*time.Second {
+		t.Errorf("error after %v; the query timeout is 2 s", took)
+	}
+	t.Logf("with Prometheus stopped, after %v: %v", took.Round(time.Millisecond), err)
+	if list, err := cm.NamespacedMetrics(ns).GetForObjects(podsGK, labels.Everything(), adapter.MetricRequestsPerSecond, labels.Everything()); err == nil {
+		t.Errorf("with Prometheus stopped the pod list answered %d items", len(list.Items))
+	}
+}
+
+// checkRefused: a service account without RBAC is refused by the API
+// server; one bound to manifests/' hetsev-custom-metrics-reader is served;
+// an anonymous request straight to the adapter is refused by the adapter's
+// delegated authorisation.
+func checkRefused(ctx context.Context, t *testing.T, cp *harness.ControlPlane, adapterPort int) {
+	t.Helper()
+	if _, err := cp.Client.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "test-metrics-reader"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "hetsev-custom-metrics-reader"},
+		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: "reader", Namespace: "default"}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	pods := schema.GroupKind{Kind: "Pod"}
+	for _, c := range []struct {
+		user    string
+		allowed bool
+	}{
+		{"system:serviceaccount:default:no-rights", false},
+		{"system:serviceaccount:default:reader", true},
+	} {
+		cfg := rest.CopyConfig(cp.Config)
+		cfg.Impersonate = rest.ImpersonationConfig{UserName: c.user}
+		_, err := customMetrics(t, cfg).NamespacedMetrics("default").GetForObjects(pods, labels.Everything(), adapter.MetricRequestsPerSecond, labels.Everything())
+		switch {
+		case c.allowed && err != nil:
+			t.Errorf("%s: %v, want served", c.user, err)
+		case !c.allowed && !apierrors.IsForbidden(err):
+			t.Errorf("%s: %v, want Forbidden", c.user, err)
+		}
+	}
+	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{Proxy: nil,
+		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} // the adapter's self-signed certificate
+	resp, err := client.Get(fmt.Sprintf("https://127.0.0.1:%d/apis/custom.metrics.k8s.io/v1beta2/namespaces/default/pods/*/requests_per_second", adapterPort))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized && resp.StatusCode != http.StatusForbidden {
+		t.Errorf("anonymous request to the adapter: HTTP %d, want 401 or 403", resp.StatusCode)
+	}
+}
+
+// customMetrics is a custom.metrics.k8s.io client for cfg.
+func customMetrics(t *testing.T, cfg *rest.Config) cmclient.CustomMetricsClient {
+	t.Helper()
+	disc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disc))
+	return cmclient.NewForConfig(cfg, mapper, cmclient.NewAvailableAPIsGetter(disc))
+}
