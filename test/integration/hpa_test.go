@@ -1,0 +1,188 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+
+	"github.com/hetsev/hetsev/pkg/adapter"
+	"github.com/hetsev/hetsev/pkg/exporters"
+	"github.com/hetsev/hetsev/test/harness"
+)
+
+// TestHPAScalesOnRequestsPerSecond: the real kube-controller-manager's HPA
+// scales a Deployment on hetsev's requests_per_second Pods metric, read
+// through the APIService from hetsev-metrics-adapter's Prometheus backend.
+// The load is split evenly over the Deployment's running pods; with a
+// target of 10 requests/s per pod, 6 requests/s keep 1 replica, a step to
+// 36 requests/s takes it to ceil(36/10) = 4, and the step back to 6 brings
+// it to 1 again.
+func TestHPAScalesOnRequestsPerSecond(t *testing.T) {
+	cp, ctx := cluster(t)
+	c := cp.Client
+	const ns, name = "default", "echo"
+	nodes, err := c.CoreV1().Nodes().List(ctx, metav1ListAll)
+	if err != nil || len(nodes.Items) == 0 {
+		t.Fatalf("nodes: %v", err)
+	}
+	sel := map[string]string{"app": name}
+	dep := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To[int32](1),
+			Selector: &metav1.LabelSelector{MatchLabels: sel},
+			Template: v1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: sel},
+				// Bound by name: this test is about the HPA, not placement;
+				// kwok runs the pods.
+				Spec: v1.PodSpec{NodeName: nodes.Items[0].Name, Containers: []v1.Container{{Name: "server", Image: "echo"}}},
+			},
+		},
+	}
+	if _, err := c.AppsV1().Deployments(ns).Create(ctx, dep, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	load := harness.NewPodRequestLoad()
+	addr, stop, err := harness.ServeLoopback(exporters.Handler(load))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stop)
+	prom, err := harness.StartPrometheus(ctx, cp.Dir, time.Second, []harness.PrometheusTarget{
+		{Job: "istio-sidecars", Address: addr, HonorLabels: true},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopOnCleanup(t, prom.Process)
+	ad, _, err := harness.StartAdapter(ctx, cp, harness.AdapterOptions{
+		PrometheusURL: prom.URL, RateWindow: "5s", ExtraArgs: []string{"--prometheus-cache-ttl=500ms"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopOnCleanup(t, ad)
+
+	// total is the whole Deployment's load, requests/s, split evenly over
+	// its running pods every 250 ms.
+	total := make(chan float64, 1)
+	go func() {
+		rate := 0.0
+		tick := time.NewTicker(250 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case rate = <-total:
+			case <-tick.C:
+			}
+			pods, err := c.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=" + name})
+			if err != nil {
+				continue
+			}
+			var running []types.NamespacedName
+			for _, p := range pods.Items {
+				if p.Status.Phase == v1.PodRunning && p.DeletionTimestamp == nil {
+					running = append(running, types.NamespacedName{Namespace: ns, Name: p.Name})
+				}
+			}
+			rates := map[types.NamespacedName]float64{}
+			for _, p := range running {
+				rates[p] = rate / float64(len(running))
+			}
+			load.SetRates(rates)
+		}
+	}()
+	total <- 6
+
+	hpa := &autoscalingv2.HorizontalPodAutoscaler{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: autoscalingv2.HorizontalPodAutoscalerSpec{
+			ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: name},
+			MinReplicas:    ptr.To[int32](1),
+			MaxReplicas:    6,
+			Metrics: []autoscalingv2.MetricSpec{{
+				Type: autoscalingv2.PodsMetricSourceType,
+				Pods: &autoscalingv2.PodsMetricSource{
+					Metric: autoscalingv2.MetricIdentifier{Name: adapter.MetricRequestsPerSecond},
+					Target: autoscalingv2.MetricTarget{Type: autoscalingv2.AverageValueMetricType, AverageValue: resource.NewQuantity(10, resource.DecimalSI)},
+				},
+			}},
+			Behavior: &autoscalingv2.HorizontalPodAutoscalerBehavior{
+				ScaleUp:   &autoscalingv2.HPAScalingRules{StabilizationWindowSeconds: ptr.To[int32](0)},
+				ScaleDown: &autoscalingv2.HPAScalingRules{StabilizationWindowSeconds: ptr.To[int32](5)},
+			},
+		},
+	}
+	if _, err := c.AutoscalingV2().HorizontalPodAutoscalers(ns).Create(ctx, hpa, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	status := func(ctx context.Context) (*autoscalingv2.HorizontalPodAutoscaler, int32) {
+		h, err := c.AutoscalingV2().HorizontalPodAutoscalers(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := c.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h, *d.Spec.Replicas
+	}
+	current := func(h *autoscalingv2.HorizontalPodAutoscaler) string {
+		for _, m := range h.Status.CurrentMetrics {
+			if m.Pods != nil && m.Pods.Metric.Name == adapter.MetricRequestsPerSecond && m.Pods.Current.AverageValue != nil {
+				return m.Pods.Current.AverageValue.String()
+			}
+		}
+		return "none"
+	}
+	last := ""
+	waitReplicas := func(want int32, what string) {
+		t.Helper()
+		waitFor(ctx, t, 120*time.Second, what, func(ctx context.Context) (bool, error) {
+			h, r := status(ctx)
+			if s := fmt.Sprintf("replicas %d (HPA desired %d), requests_per_second per pod %s", r, h.Status.DesiredReplicas, current(h)); s != last {
+				t.Log(s)
+				last = s
+			}
+			return r == want, nil
+		})
+	}
+
+	// Before the step: the HPA reads the metric and keeps 1 replica.
+	waitFor(ctx, t, 90*time.Second, "the HPA reading requests_per_second", func(ctx context.Context) (bool, error) {
+		h, _ := status(ctx)
+		return current(h) != "none", nil
+	})
+	time.Sleep(6 * time.Second) // three HPA syncs at the low load
+	if h, r := status(ctx); r != 1 {
+		t.Fatalf("at 6 requests/s: %d replicas, want 1 (per pod %s)", r, current(h))
+	}
+
+	total <- 36
+	waitReplicas(4, "scale-up to 4 replicas at 36 requests/s")
+	time.Sleep(8 * time.Second) // four more syncs: 4 pods at 9 requests/s each is within tolerance
+	if h, r := status(ctx); r != 4 {
+		t.Errorf("settled at 36 requests/s: %d replicas, want 4 (per pod %s)", r, current(h))
+	}
+
+	total <- 6
+	waitReplicas(1, "scale-down to 1 replica at 6 requests/s")
+	h, _ := status(ctx)
+	for _, cond := range h.Status.Conditions {
+		if cond.Type == autoscalingv2.ScalingActive && cond.Status != v1.ConditionTrue {
+			t.Errorf("ScalingActive %s: %s", cond.Status, cond.Message)
+		}
+	}
+}
