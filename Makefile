@@ -9,7 +9,7 @@ export HETSEV_BIN := $(BIN)
 
 PROGRAMS := hetsev-scheduler hetsev-metrics-adapter hetsev-scaler hetsev-demo kwok
 
-.PHONY: all build demo evaluate test unit integration bench-scaler bench-scheduler fuzz kind-e2e vet clean
+.PHONY: all build demo evaluate test unit integration prometheus bench-scaler bench-scheduler bench-adapter fuzz kind-e2e vet clean
 
 all: build
 
@@ -41,14 +41,27 @@ evaluate:
 	$(GO) run ./cmd/evaluate --out evaluation $(EVALUATE_ARGS)
 
 # Unit tests, then integration tests against a real kube-apiserver, etcd and
-# kube-controller-manager with the binaries built above.
-test: build unit integration
+# kube-controller-manager with the binaries built above, and a real
+# Prometheus (installed by `make prometheus` when missing).
+test: build prometheus unit integration
 
 unit:
 	$(GO) test -count=1 ./pkg/... ./cmd/...
 
 integration:
 	$(GO) test -count=1 -p 1 -timeout 20m ./test/...
+
+# Debian's prometheus package (2.42), for the adapter's Prometheus-backend
+# tests and bench-adapter; installed only when no prometheus is on PATH, and
+# never started as a service (the tests start their own on 127.0.0.1).
+prometheus:
+	@hack/install-prometheus.sh
+
+# hetsev-metrics-adapter's Prometheus backend: p50/p99 of listing
+# requests_per_second for 1,000 pods through the APIService, against the
+# kube-apiserver listing the same pods; ends with a RESULT line.
+bench-adapter: build prometheus
+	$(GO) run ./cmd/bench-adapter
 
 # Heuristic against the exact ILP solver on 10,000+ seeded decisions; ends
 # with a RESULT line.

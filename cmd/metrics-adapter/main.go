@@ -135,14 +135,22 @@ func run() error {
 	deploymentsSynced := deployments.Informer().HasSynced
 
 	// ModelServices by metadata only: names and labels are all the
-	// provider needs. Without the CRD the informer retries in the
-	// background and ModelServices are not listed by selector.
-	meta, err := metadata.NewForConfig(cfg)
-	if err != nil {
-		return fmt.Errorf("creating metadata client: %w", err)
+	// provider needs. Without the CRD they are not listed by selector (a
+	// ModelService asked for by name is still served from its pods).
+	msGVR := adapter.ModelServicesResource.WithVersion("v1alpha1")
+	var services metadatalister.Lister
+	var metaFactory metadatainformer.SharedInformerFactory
+	if _, err := client.Discovery().ServerResourcesForGroupVersion(msGVR.GroupVersion().String()); err != nil {
+		klog.InfoS("ModelService CRD not served; ModelServices are not listed by selector", "groupVersion", msGVR.GroupVersion(), "err", err)
+	} else {
+		meta, err := metadata.NewForConfig(cfg)
+		if err != nil {
+			return fmt.Errorf("creating metadata client: %w", err)
+		}
+		metaFactory = metadatainformer.NewFilteredSharedInformerFactory(meta, 0, cmd.namespace, nil)
+		informer := metaFactory.ForResource(msGVR).Informer()
+		services = metadatalister.New(informer.GetIndexer(), msGVR)
 	}
-	metaFactory := metadatainformer.NewFilteredSharedInformerFactory(meta, 0, cmd.namespace, nil)
-	services := metaFactory.ForResource(adapter.ModelServicesResource.WithVersion("v1alpha1"))
 
 	var (
 		src     adapter.Source
@@ -159,8 +167,10 @@ func run() error {
 			return err
 		}
 	}
-	prov := adapter.NewProvider(src, pods.Lister(), deployments.Lister()).
-		WithModelServices(metadatalister.New(services.Informer().GetIndexer(), adapter.ModelServicesResource.WithVersion("v1alpha1")))
+	prov := adapter.NewProvider(src, pods.Lister(), deployments.Lister())
+	if services != nil {
+		prov.WithModelServices(services)
+	}
 	cmd.WithCustomMetrics(prov)
 
 	adapter.RegisterMetrics()
@@ -170,7 +180,9 @@ func run() error {
 
 	ctx := genericapiserver.SetupSignalContext()
 	factory.Start(ctx.Done())
-	metaFactory.Start(ctx.Done())
+	if metaFactory != nil {
+		metaFactory.Start(ctx.Done())
+	}
 	go func() {
 		start := time.Now()
 		if !cache.WaitForCacheSync(ctx.Done(), podsSynced, deploymentsSynced) {

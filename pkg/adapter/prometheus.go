@@ -37,8 +37,10 @@ const (
 // DCGM_FI_DEV_GPU_UTIL and DCGM_FI_DEV_FB_USED per (node, gpu); the
 // Provider joins GPUs to pods through spec.nodeName and hetsev.io/gpu-index.
 //
-// One query answers a whole namespace (or all GPUs) and is reused for
-// CacheTTL; concurrent requests for the same answer share one query. A
+// One query answers a whole namespace (or all GPUs): within one API request
+// (ForRequest) each query runs at most once, and across requests an answer
+// is reused for CacheTTL; concurrent requests for the same answer share one
+// query. A
 // query that fails or takes longer than Timeout yields a 503
 // ServiceUnavailable API error naming Prometheus and the cause, never
 // ErrNoData and never a zero. Result series without the labels the join
@@ -73,7 +75,10 @@ type gpuKey struct {
 	gpu  int
 }
 
-var _ Source = (*PrometheusSource)(nil)
+var (
+	_ Source        = (*PrometheusSource)(nil)
+	_ RequestScoped = (*PrometheusSource)(nil)
+)
 
 // NewPrometheusSource validates opts (see PrometheusOptions.Validate) and
 // returns a source querying opts.URL. It does not contact Prometheus.
@@ -113,22 +118,62 @@ func NewPrometheusSource(opts PrometheusOptions) (*PrometheusSource, error) {
 // RequestRate implements Source: the request-rate query's value for pod,
 // requests/s over RateWindow.
 func (s *PrometheusSource) RequestRate(pod types.NamespacedName) (Value, error) {
-	r, err := s.result(queryRequestRate, pod.Namespace)
-	if err != nil {
-		return Value{}, err
-	}
-	v, ok := r.pods[pod]
-	if !ok {
-		return Value{}, fmt.Errorf("pod %s: no %s series in Prometheus: %w", pod, SeriesIstioRequests, ErrNoData)
-	}
-	return Value{Value: v, Time: r.at, Window: s.opts.RateWindow}, nil
+	return (&promView{s: s}).RequestRate(pod)
 }
 
 // RequestDurationHistogram implements Source: the duration query's bucket
 // counts for pod (increases over RateWindow with the default query), ms
 // upper bounds.
 func (s *PrometheusSource) RequestDurationHistogram(pod types.NamespacedName) (Histogram, error) {
-	r, err := s.result(queryDuration, pod.Namespace)
+	return (&promView{s: s}).RequestDurationHistogram(pod)
+}
+
+// GPUGauge implements Source: the GPU utilisation (percent) or memory
+// (MiB) query's value for GPU gpu of node.
+func (s *PrometheusSource) GPUGauge(series, node string, gpu int) (Value, error) {
+	return (&promView{s: s}).GPUGauge(series, node, gpu)
+}
+
+// ForRequest implements RequestScoped: a view that runs each query at most
+// once for one API request, whatever CacheTTL is, so a list of 1,000 pods
+// is one query and all its values come from one evaluation.
+func (s *PrometheusSource) ForRequest() Source {
+	return &promView{s: s, memo: map[string]*queryResult{}}
+}
+
+// promView answers Source calls from s, remembering answers in memo when
+// it is set (one API request; not shared between goroutines).
+type promView struct {
+	s    *PrometheusSource
+	memo map[string]*queryResult
+}
+
+func (v *promView) result(query, namespace string) (*queryResult, error) {
+	key := query + "/" + namespace
+	if r, ok := v.memo[key]; ok {
+		return r, nil
+	}
+	r, err := v.s.result(key, query, namespace)
+	if err == nil && v.memo != nil {
+		v.memo[key] = r
+	}
+	return r, err
+}
+
+func (v *promView) RequestRate(pod types.NamespacedName) (Value, error) {
+	r, err := v.result(queryRequestRate, pod.Namespace)
+	if err != nil {
+		return Value{}, err
+	}
+	x, ok := r.pods[pod]
+	if !ok {
+		return Value{}, fmt.Errorf("pod %s: no %s series in Prometheus: %w", pod, SeriesIstioRequests, ErrNoData)
+	}
+	return Value{Value: x, Time: r.at, Window: v.s.opts.RateWindow}, nil
+}
+
+func (v *promView) RequestDurationHistogram(pod types.NamespacedName) (Histogram, error) {
+	r, err := v.result(queryDuration, pod.Namespace)
 	if err != nil {
 		return Histogram{}, err
 	}
@@ -136,30 +181,28 @@ func (s *PrometheusSource) RequestDurationHistogram(pod types.NamespacedName) (H
 	if !ok {
 		return Histogram{}, fmt.Errorf("pod %s: no %s series in Prometheus: %w", pod, SeriesIstioDurationBucket, ErrNoData)
 	}
-	return Histogram{Buckets: bs, Time: r.at, Window: s.opts.RateWindow}, nil
+	return Histogram{Buckets: bs, Time: r.at, Window: v.s.opts.RateWindow}, nil
 }
 
-// GPUGauge implements Source: the GPU utilisation (percent) or memory
-// (MiB) query's value for GPU gpu of node.
-func (s *PrometheusSource) GPUGauge(series, node string, gpu int) (Value, error) {
+func (v *promView) GPUGauge(series, node string, gpu int) (Value, error) {
 	q := queryGPUUtil
 	if series == SeriesDCGMFBUsed {
 		q = queryGPUMemory
 	}
-	r, err := s.result(q, "")
+	r, err := v.result(q, "")
 	if err != nil {
 		return Value{}, err
 	}
-	v, ok := r.gpus[gpuKey{node: node, gpu: gpu}]
+	x, ok := r.gpus[gpuKey{node: node, gpu: gpu}]
 	if !ok {
 		return Value{}, fmt.Errorf("no %s for GPU %d of node %q in Prometheus: %w", series, gpu, node, ErrNoData)
 	}
-	return Value{Value: v, Time: r.at}, nil
+	return Value{Value: x, Time: r.at}, nil
 }
 
-// result returns query's answer for namespace from the cache, or runs it.
-func (s *PrometheusSource) result(query, namespace string) (*queryResult, error) {
-	key := query + "/" + namespace
+// result returns query's answer for namespace (cache key key) from the
+// cache, or runs it.
+func (s *PrometheusSource) result(key, query, namespace string) (*queryResult, error) {
 	now := s.opts.Now()
 	s.mu.Lock()
 	c, ok := s.cache[key]

@@ -3,6 +3,7 @@ package adapter
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -262,6 +263,20 @@ func TestPrometheusSourceCache(t *testing.T) {
 	_, _ = nocache.RequestRate(nn("ml", "a"))
 	if n := len(fp.seen()); n != 5 {
 		t.Fatalf("%d queries, want 5 without a cache", n)
+	}
+	// Without a cache, one API request is still one query however many
+	// pods it lists: the Provider reads through ForRequest.
+	var pods []*corev1.Pod
+	for i := 0; i < 50; i++ {
+		pods = append(pods, newPod("ml", fmt.Sprintf("p%d", i)).obj())
+	}
+	pl, dl := listers(t, pods, nil)
+	p := NewProvider(nocache, pl, dl)
+	if _, err := p.GetMetricBySelector(context.Background(), "ml", labels.Everything(), podsInfo(MetricRequestsPerSecond), labels.Everything()); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(fp.seen()); n != 6 {
+		t.Fatalf("%d queries, want 6: one for a list of 50 pods", n)
 	}
 }
 

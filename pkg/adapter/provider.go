@@ -162,6 +162,7 @@ func (p *Provider) ListAllMetrics() []provider.CustomMetricInfo {
 // zero. The metrics carry no labels, so a metric selector that does not
 // match the empty label set yields NotFound too.
 func (p *Provider) GetMetricByName(ctx context.Context, name types.NamespacedName, info provider.CustomMetricInfo, metricSelector labels.Selector) (*custom_metrics.MetricValue, error) {
+	p = p.forRequest()
 	k := kindOf(info.GroupResource)
 	if !serves(k, info.Metric) {
 		return nil, provider.NewMetricNotFoundError(info.GroupResource, info.Metric)
@@ -180,6 +181,7 @@ func (p *Provider) GetMetricByName(ctx context.Context, name types.NamespacedNam
 // for every pod or Deployment in namespace matching selector that has data;
 // objects without data are left out (the list may be empty).
 func (p *Provider) GetMetricBySelector(ctx context.Context, namespace string, selector labels.Selector, info provider.CustomMetricInfo, metricSelector labels.Selector) (*custom_metrics.MetricValueList, error) {
+	p = p.forRequest()
 	k := kindOf(info.GroupResource)
 	if !serves(k, info.Metric) {
 		return nil, provider.NewMetricNotFoundError(info.GroupResource, info.Metric)
@@ -212,6 +214,18 @@ func (p *Provider) GetMetricBySelector(ctx context.Context, namespace string, se
 		list.Items = append(list.Items, *mv)
 	}
 	return list, nil
+}
+
+// forRequest returns p reading through a per-request view of its source
+// when the source offers one (RequestScoped), else p.
+func (p *Provider) forRequest() *Provider {
+	rs, ok := p.src.(RequestScoped)
+	if !ok {
+		return p
+	}
+	q := *p
+	q.src = rs.ForRequest()
+	return &q
 }
 
 func (p *Provider) notFound(ctx context.Context, k objectKind, name types.NamespacedName, metric string, err error) error {

@@ -62,3 +62,13 @@ type Source interface {
 	// (SeriesDCGMGPUUtil or SeriesDCGMFBUsed) for GPU index gpu of node.
 	GPUGauge(series, node string, gpu int) (Value, error)
 }
+
+// RequestScoped is a Source that can bind itself to one API request: the
+// Provider asks for a view at the start of each request and reads every
+// object of the request through it, so that a backend answering a whole
+// namespace per query (PrometheusSource) queries once per request.
+type RequestScoped interface {
+	// ForRequest returns the Source to use for one request; it is used by
+	// one goroutine and dropped when the request ends.
+	ForRequest() Source
+}

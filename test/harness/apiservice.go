@@ -32,7 +32,17 @@ func RegisterAPIService(ctx context.Context, cp *ControlPlane, port int) error {
 			Ports: []v1.ServicePort{{Name: "https", Port: int32(port)}},
 		},
 	}
-	if _, err := cp.Client.CoreV1().Services(SystemNamespace).Create(ctx, svc, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+	// Create or update: an adapter restarted on another port takes over.
+	if _, err := cp.Client.CoreV1().Services(SystemNamespace).Create(ctx, svc, metav1.CreateOptions{}); apierrors.IsAlreadyExists(err) {
+		old, err := cp.Client.CoreV1().Services(SystemNamespace).Get(ctx, AdapterService, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		old.Spec.Ports = svc.Spec.Ports
+		if _, err := cp.Client.CoreV1().Services(SystemNamespace).Update(ctx, old, metav1.UpdateOptions{}); err != nil {
+			return fmt.Errorf("updating adapter service: %w", err)
+		}
+	} else if err != nil {
 		return fmt.Errorf("creating adapter service: %w", err)
 	}
 	ag, err := aggregator.NewForConfig(cp.Config)
@@ -52,7 +62,16 @@ func RegisterAPIService(ctx context.Context, cp *ControlPlane, port int) error {
 				VersionPriority:       map[string]int32{"v1beta2": 200, "v1beta1": 100}[version],
 			},
 		}
-		if _, err := ag.ApiregistrationV1().APIServices().Create(ctx, as, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		if _, err := ag.ApiregistrationV1().APIServices().Create(ctx, as, metav1.CreateOptions{}); apierrors.IsAlreadyExists(err) {
+			old, err := ag.ApiregistrationV1().APIServices().Get(ctx, as.Name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			old.Spec = as.Spec
+			if _, err := ag.ApiregistrationV1().APIServices().Update(ctx, old, metav1.UpdateOptions{}); err != nil {
+				return fmt.Errorf("updating APIService %s: %w", as.Name, err)
+			}
+		} else if err != nil {
 			return fmt.Errorf("creating APIService %s: %w", as.Name, err)
 		}
 	}
