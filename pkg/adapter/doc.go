@@ -1,15 +1,20 @@
 // Package adapter is hetsev's custom-metrics adapter: it serves request rate,
-// request latency percentiles and GPU utilisation per pod and per Deployment
-// through the custom.metrics.k8s.io API (sigs.k8s.io/custom-metrics-apiserver),
-// for the hetsev scaler and for HorizontalPodAutoscalers.
+// request latency percentiles and GPU utilisation per pod, per Deployment and
+// per ModelService through the custom.metrics.k8s.io API
+// (sigs.k8s.io/custom-metrics-apiserver), for the hetsev scaler and for
+// HorizontalPodAutoscalers.
 //
-// Data flow:
+// Data flow, with one of two backends (--backend):
 //
-//	pods annotated prometheus.io/scrape="true"   (pod informer, TargetForPod)
+//	scrape (default): pods annotated prometheus.io/scrape="true"
 //	  -> Scraper: GET http://<podIP>:<prometheus.io/port><prometheus.io/path>
 //	     every --scrape-interval, parsed with expfmt, kept as short per-pod
 //	     histories in the samples' own clock
-//	  -> Source (interface; a Prometheus-query backend can replace the Scraper)
+//	prometheus: PrometheusSource: PromQL instant queries (templates in
+//	     PrometheusOptions) per namespace for Istio series, for all GPUs for
+//	     DCGM series; one query per API request and series, reused for
+//	     --prometheus-cache-ttl
+//	  -> Source (interface)
 //	  -> Provider (provider.CustomMetricsProvider) -> custom.metrics.k8s.io
 //
 // Inputs, as the real exporters publish them:
@@ -21,16 +26,29 @@
 //   - dcgm-exporter gauges DCGM_FI_DEV_GPU_UTIL (percent) and
 //     DCGM_FI_DEV_FB_USED (MiB), one series per GPU labelled gpu (index) and
 //     Hostname (node name). A pod's GPU is (spec.nodeName, annotation
-//     hetsev.io/gpu-index), written by hetsev-scheduler.
+//     hetsev.io/gpu-index), written by hetsev-scheduler. DCGM measures
+//     devices, not processes: a pod that shares its GPU with other pods is
+//     reported the WHOLE GPU's utilisation and used memory, the same value
+//     as its neighbours (hetsev places several models on one GPU, so
+//     dcgm-exporter's own per-pod attribution, which follows device-plugin
+//     allocations, does not apply).
+//
+// With the Prometheus backend, Istio series carry the pod's namespace and
+// name in the labels Prometheus' Kubernetes service discovery adds
+// (--prometheus-namespace-label, --prometheus-pod-label), and DCGM series
+// the node in Hostname or a relabelled node label (--prometheus-node-label).
 //
 // Metrics served (see the Metric* constants for units):
 //
-//	requests_per_second       pods, deployments.apps   sum of pod rates
-//	request_latency_p50_ms    pods, deployments.apps   merged histogram
-//	request_latency_p98_ms    pods, deployments.apps   merged histogram
-//	request_latency_p99_ms    pods, deployments.apps   merged histogram
-//	gpu_utilization_percent   pods, deployments.apps   mean of pods
+//	requests_per_second       pods, deployments.apps, modelservices.hetsev.io   sum of pod rates
+//	request_latency_p50_ms    pods, deployments.apps, modelservices.hetsev.io   merged histogram
+//	request_latency_p98_ms    pods, deployments.apps, modelservices.hetsev.io   merged histogram
+//	request_latency_p99_ms    pods, deployments.apps, modelservices.hetsev.io   merged histogram
+//	gpu_utilization_percent   pods, deployments.apps, modelservices.hetsev.io   mean of pods
 //	gpu_memory_used_mib       pods
+//
+// A ModelService's pods are those labelled hetsev.io/modelservice=<name> in
+// its namespace: the pods of all its GPU types' Deployments.
 //
 // Time: a sample carrying its own timestamp in the exposition is stored at
 // that time (hetsev's simulated exporters stamp samples with a compressed
@@ -44,7 +62,10 @@
 // two samples in the window yields a NotFound error
 // (provider.NewMetricNotFoundForError), so that a scaler cannot mistake it for
 // an idle pod. A Deployment is reported over those of its pods that have data,
-// and is NotFound only when none has.
+// and is NotFound only when none has. A Prometheus that cannot be reached,
+// answers with an error, or takes longer than --prometheus-timeout makes the
+// whole request fail with 503 ServiceUnavailable naming Prometheus and the
+// cause; HPA and hetsev-scaler then hold replicas.
 //
 // The adapter's own metrics (hetsev_metrics_adapter_*) are registered in
 // k8s.io/component-base/metrics/legacyregistry, which the generic API server
