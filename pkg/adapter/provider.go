@@ -237,61 +237,43 @@ func (p *Provider) notFound(ctx context.Context, k objectKind, name types.Namesp
 }
 
 func (p *Provider) objectNames(k objectKind, namespace string, selector labels.Selector) ([]types.NamespacedName, error) {
-	var names []types.NamespacedName
-	switch k {
-	case kindPod:
-		if p.pods == nil {
-			return nil, nil
-		}
-		var pods []*corev1.Pod
-		var err error
-		if namespace == "" {
-			pods, err = p.pods.List(selector)
-		} else {
-			pods, err = p.pods.Pods(namespace).List(selector)
-		}
-		if err != nil {
-			return nil, err
-		}
-		for _, o := range pods {
-			names = append(names, types.NamespacedName{Namespace: o.Namespace, Name: o.Name})
-		}
-	case kindDeployment:
-		if p.deployments == nil {
-			return nil, nil
-		}
-		var ds []*appsv1.Deployment
-		var err error
-		if namespace == "" {
-			ds, err = p.deployments.List(selector)
-		} else {
-			ds, err = p.deployments.Deployments(namespace).List(selector)
-		}
-		if err != nil {
-			return nil, err
-		}
-		for _, o := range ds {
-			names = append(names, types.NamespacedName{Namespace: o.Namespace, Name: o.Name})
-		}
-	case kindModelService:
-		if p.services == nil {
-			return nil, nil
-		}
-		var ms []*metav1.PartialObjectMetadata
-		var err error
-		if namespace == "" {
-			ms, err = p.services.List(selector)
-		} else {
-			ms, err = p.services.Namespace(namespace).List(selector)
-		}
-		if err != nil {
-			return nil, err
-		}
-		for _, o := range ms {
-			names = append(names, types.NamespacedName{Namespace: o.Namespace, Name: o.Name})
-		}
+	var (
+		names []types.NamespacedName
+		err   error
+	)
+	switch {
+	case k == kindPod && p.pods != nil:
+		names, err = listNames(namespace == "", func() ([]*corev1.Pod, error) { return p.pods.List(selector) },
+			func() ([]*corev1.Pod, error) { return p.pods.Pods(namespace).List(selector) })
+	case k == kindDeployment && p.deployments != nil:
+		names, err = listNames(namespace == "", func() ([]*appsv1.Deployment, error) { return p.deployments.List(selector) },
+			func() ([]*appsv1.Deployment, error) { return p.deployments.Deployments(namespace).List(selector) })
+	case k == kindModelService && p.services != nil:
+		names, err = listNames(namespace == "", func() ([]*metav1.PartialObjectMetadata, error) { return p.services.List(selector) },
+			func() ([]*metav1.PartialObjectMetadata, error) { return p.services.Namespace(namespace).List(selector) })
+	}
+	if err != nil {
+		return nil, err
 	}
 	sort.Slice(names, func(i, j int) bool { return names[i].String() < names[j].String() })
+	return names, nil
+}
+
+// listNames lists objects from all namespaces or from one, and returns
+// their names.
+func listNames[T metav1.Object](allNamespaces bool, all, one func() ([]T, error)) ([]types.NamespacedName, error) {
+	list := one
+	if allNamespaces {
+		list = all
+	}
+	objs, err := list()
+	if err != nil {
+		return nil, err
+	}
+	names := make([]types.NamespacedName, 0, len(objs))
+	for _, o := range objs {
+		names = append(names, types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()})
+	}
 	return names, nil
 }
 
