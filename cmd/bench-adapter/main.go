@@ -6,18 +6,13 @@
 //
 //	RESULT list_1000_p99_ms=<p99 ms, a PromQL query per list>
 //
-// Usage: bench-adapter [-pods N] [-requests R] [-rounds K]
+// Usage: bench-adapter [-pods N] [-requests R] [-rounds K] [-workdir DIR]
 package main
 
 import (
-	"context"
 	"flag"
 	"fmt"
 	"os"
-	"os/signal"
-	"syscall"
-
-	"k8s.io/klog/v2"
 
 	"github.com/hetsev/hetsev/test/adapterbench"
 	"github.com/hetsev/hetsev/test/harness"
@@ -28,32 +23,17 @@ func main() {
 	flag.IntVar(&cfg.Pods, "pods", cfg.Pods, "pods with a request-rate series")
 	flag.IntVar(&cfg.Requests, "requests", cfg.Requests, "timed requests per kind and round")
 	flag.IntVar(&cfg.Rounds, "rounds", cfg.Rounds, "rounds")
-	workdir := flag.String("workdir", "", "directory for the control plane, Prometheus and logs (default: a temporary one)")
+	workdir := flag.String("workdir", "", "directory for the control plane, Prometheus and logs (default: a temporary one, kept)")
 	flag.Parse()
-	dir := *workdir
-	if dir == "" {
-		d, err := os.MkdirTemp("", "hetsev-bench-adapter-")
-		if err != nil {
-			fail(err)
-		}
-		dir = d
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		fail(err)
-	}
-	logf, err := os.Create(dir + "/bench-adapter.log")
+	p, err := harness.StartProgram("hetsev-bench-adapter", *workdir)
 	if err != nil {
 		fail(err)
 	}
-	klog.SetOutput(logf)
-	klog.LogToStderr(false)
-	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer cancel()
-	tb := harness.NewProgramTB("bench-adapter")
-	defer tb.Close()
+	defer p.Close()
 	say := func(format string, args ...any) { fmt.Printf(format+"\n", args...) }
-	rep, err := adapterbench.Run(ctx, tb, dir, cfg, say)
+	rep, err := adapterbench.Run(p.Ctx, p.TB, p.Dir, cfg, say)
 	if err != nil {
+		p.Close()
 		fail(err)
 	}
 	if err := rep.WriteTable(os.Stdout); err != nil {

@@ -8,14 +8,9 @@
 package main
 
 import (
-	"context"
 	"flag"
 	"fmt"
 	"os"
-	"os/signal"
-	"syscall"
-
-	"k8s.io/klog/v2"
 
 	"github.com/hetsev/hetsev/test/harness"
 	"github.com/hetsev/hetsev/test/schedulerbench"
@@ -27,32 +22,17 @@ func main() {
 	flag.IntVar(&cfg.GPUsPerNode, "gpus-per-node", cfg.GPUsPerNode, "GPUs per node")
 	flag.IntVar(&cfg.Pods, "pods", cfg.Pods, "pods per profile and round")
 	flag.IntVar(&cfg.Rounds, "rounds", cfg.Rounds, "runs per profile, alternating")
-	workdir := flag.String("workdir", "", "directory for the control plane and logs (default: a temporary one)")
+	workdir := flag.String("workdir", "", "directory for the control plane and logs (default: a temporary one, kept)")
 	flag.Parse()
-	dir := *workdir
-	if dir == "" {
-		d, err := os.MkdirTemp("", "hetsev-bench-scheduler-")
-		if err != nil {
-			fail(err)
-		}
-		dir = d
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		fail(err)
-	}
-	logf, err := os.Create(dir + "/bench-scheduler.log")
+	p, err := harness.StartProgram("hetsev-bench-scheduler", *workdir)
 	if err != nil {
 		fail(err)
 	}
-	klog.SetOutput(logf)
-	klog.LogToStderr(false)
-	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer cancel()
-	tb := harness.NewProgramTB("bench-scheduler")
-	defer tb.Close()
+	defer p.Close()
 	say := func(format string, args ...any) { fmt.Printf(format+"\n", args...) }
-	rep, err := schedulerbench.Run(ctx, tb, dir, cfg, say)
+	rep, err := schedulerbench.Run(p.Ctx, p.TB, p.Dir, cfg, say)
 	if err != nil {
+		p.Close()
 		fail(err)
 	}
 	if err := rep.WriteTable(os.Stdout); err != nil {

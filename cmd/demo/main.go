@@ -4,15 +4,10 @@
 package main
 
 import (
-	"context"
 	"flag"
 	"fmt"
 	"os"
-	"os/signal"
-	"syscall"
 	"time"
-
-	"k8s.io/klog/v2"
 
 	"github.com/hetsev/hetsev/pkg/trace"
 	"github.com/hetsev/hetsev/test/harness"
@@ -20,12 +15,6 @@ import (
 
 func main() {
 	cfg := harness.DefaultDemo()
-	// Component logs go to a file in the work dir; stdout is the report.
-	kfs := flag.NewFlagSet("klog", flag.ContinueOnError)
-	klog.InitFlags(kfs)
-	_ = kfs.Set("logtostderr", "false")
-	_ = kfs.Set("alsologtostderr", "false")
-	_ = kfs.Set("stderrthreshold", "FATAL")
 	summary := flag.String("summary", "demo-summary.json", "where to write the summary JSON")
 	workdir := flag.String("workdir", "", "directory for logs and state (default: a new temp dir, kept)")
 	flag.IntVar(&cfg.TraceStart, "trace-start", cfg.TraceStart, "first second of the Twitter trace to replay")
@@ -38,30 +27,23 @@ func main() {
 	if *solver != "" {
 		cfg.ScalerArgs = append(cfg.ScalerArgs, "--solver="+*solver)
 	}
-	if *workdir == "" {
-		d, err := os.MkdirTemp("", "hetsev-demo-")
-		if err != nil {
-			fail(err)
-		}
-		*workdir = d
-	}
-	if err := os.MkdirAll(*workdir, 0o755); err != nil {
+	// Component logs go to a file in the work dir; stdout is the report.
+	p, err := harness.StartProgram("hetsev-demo", *workdir)
+	if err != nil {
 		fail(err)
 	}
-	cfg.Dir = *workdir
-	klog.SetOutput(mustLog(*workdir))
+	defer p.Close()
+	cfg.Dir = p.Dir
 	rates, err := trace.Twitter()
 	if err != nil {
+		p.Close()
 		fail(err)
 	}
 	cfg.Rates = rates
-	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer cancel()
-	tb := harness.NewProgramTB("hetsev-demo")
-	defer tb.Close()
 	start := time.Now()
-	s, err := harness.RunDemo(ctx, tb, cfg)
+	s, err := harness.RunDemo(p.Ctx, p.TB, cfg)
 	if err != nil {
+		p.Close()
 		fail(err)
 	}
 	harness.PrintSummary(os.Stdout, s)
@@ -69,14 +51,6 @@ func main() {
 		fail(err)
 	}
 	fmt.Printf("summary written to %s (run took %s)\n", *summary, time.Since(start).Round(time.Second))
-}
-
-func mustLog(dir string) *os.File {
-	f, err := os.Create(dir + "/hetsev-demo.log")
-	if err != nil {
-		fail(err)
-	}
-	return f
 }
 
 func fail(err error) {
