@@ -126,9 +126,9 @@ func Run(ctx context.Context, tb ktesting.TB, dir string, cfg Config, say func(s
 		var last string
 		if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
 			n, err := items(ctx, rc, metricList)
-			if s := fmt.Sprintf("%d items, error %v", n, err); s != last {
+			if s := fmt.Sprintf("%d items, error %v", n, err); s != last && (err != nil || n != cfg.Pods) {
 				last = s
-				say("  %s", s)
+				say("  not yet: %s", s)
 			}
 			return err == nil && n == cfg.Pods, nil
 		}); err != nil {
