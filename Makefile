@@ -43,7 +43,7 @@ evaluate:
 # Unit tests, then integration tests against a real kube-apiserver, etcd and
 # kube-controller-manager with the binaries built above, and a real
 # Prometheus (installed by `make prometheus` when missing).
-test: build prometheus unit integration
+test: build unit prometheus integration
 
 unit:
 	$(GO) test -count=1 ./pkg/... ./cmd/...

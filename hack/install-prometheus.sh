@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Installs Debian's prometheus package when no prometheus binary is on PATH
-# (or $PROMETHEUS is unset). The package's service is not started: a
-# policy-rc.d denies it for the duration of the install, and the tests run
-# their own servers on 127.0.0.1.
+# Installs Debian's prometheus package unless $PROMETHEUS is set or a
+# prometheus binary is on PATH. The package's service is not started: a
+# policy-rc.d that denies it replaces any other for the duration of the
+# install, and the tests run their own servers on 127.0.0.1.
 set -euo pipefail
 if [[ -n "${PROMETHEUS:-}" ]] || command -v prometheus >/dev/null 2>&1; then
 	exit 0
@@ -13,17 +13,23 @@ if [[ $(id -u) -ne 0 ]]; then
 fi
 echo "install-prometheus: installing Debian's prometheus package"
 policy=/usr/sbin/policy-rc.d
-created=0
-if [[ ! -e $policy ]]; then
-	printf '#!/bin/sh\nexit 101\n' >"$policy"
-	chmod +x "$policy"
-	created=1
+backup=""
+restore() {
+	rm -f "$policy"
+	if [[ -n $backup ]]; then mv -f "$backup" "$policy"; fi
+}
+if [[ -e $policy ]]; then
+	backup=$(mktemp)
+	cp -p "$policy" "$backup"
 fi
-trap '[[ $created -eq 1 ]] && rm -f "$policy"' EXIT
+trap restore EXIT
+printf '#!/bin/sh\nexit 101\n' >"$policy"
+chmod +x "$policy"
 export DEBIAN_FRONTEND=noninteractive
-apt_install() { apt-get install -y -q --no-install-recommends prometheus >/tmp/install-prometheus.log 2>&1; }
+log=/tmp/install-prometheus.log
+apt_install() { apt-get install -y -q --no-install-recommends prometheus >"$log" 2>&1; }
 if ! apt_install; then
-	apt-get update -q >>/tmp/install-prometheus.log 2>&1
-	apt_install || { tail -20 /tmp/install-prometheus.log >&2; exit 1; }
+	apt-get update -q >>"$log" 2>&1
+	apt_install || { tail -20 "$log" >&2; exit 1; }
 fi
 prometheus --version 2>&1 | head -1

@@ -23,6 +23,7 @@ import (
 	"os"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/client-go/informers"
@@ -85,7 +86,7 @@ func run() error {
 	fs.DurationVar(&p.Timeout, "prometheus-timeout", p.Timeout,
 		"Bound on one PromQL query; past it the API answers 503 ServiceUnavailable, never a zero.")
 	fs.DurationVar(&p.CacheTTL, "prometheus-cache-ttl", p.CacheTTL,
-		"How long one query's answer (a whole namespace, or all GPUs) is reused; negative disables the cache.")
+		"How long one query's answer (a whole namespace, or all GPUs) is reused; 0 or negative disables the cache (one API request still runs each query at most once).")
 	fs.StringVar(&p.NamespaceLabel, "prometheus-namespace-label", p.NamespaceLabel, "Label of Istio series holding the pod's namespace.")
 	fs.StringVar(&p.PodLabel, "prometheus-pod-label", p.PodLabel, "Label of Istio series holding the pod's name.")
 	fs.StringVar(&p.NodeLabel, "prometheus-node-label", p.NodeLabel, "Label of DCGM series holding the node name (dcgm-exporter's Hostname, or node when relabelled).")
@@ -97,12 +98,15 @@ func run() error {
 	fs.StringVar(&p.GPUUtilQuery, "prometheus-gpu-util-query", p.GPUUtilQuery, "PromQL template giving GPU utilisation (percent) per node and GPU index.")
 	fs.StringVar(&p.GPUMemoryQuery, "prometheus-gpu-memory-query", p.GPUMemoryQuery, "PromQL template giving used GPU memory (MiB) per node and GPU index.")
 	fs.StringVar(&cmd.namespace, "namespace", "",
-		"Only watch and scrape pods, and serve Deployments, in this namespace (default: all namespaces); dcgm-exporter pods must then run in it too.")
+		"Only watch pods and serve pods, Deployments and ModelServices in this namespace (default: all namespaces); with --backend=scrape, dcgm-exporter pods must then run in it too.")
 	logs.AddFlags(fs)
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		return fmt.Errorf("parsing flags: %w", err)
 	}
 	cmd.prom.RateWindow = cmd.scrape.RateWindow
+	if cmd.prom.CacheTTL == 0 {
+		cmd.prom.CacheTTL = -1 // the flag's 0 means off, the options' 0 the default
+	}
 	switch cmd.backend {
 	case backendScrape:
 		if err := cmd.scrape.Validate(); err != nil {
@@ -139,10 +143,15 @@ func run() error {
 	// ModelService asked for by name is still served from its pods).
 	msGVR := adapter.ModelServicesResource.WithVersion("v1alpha1")
 	var services metadatalister.Lister
+	servicesSynced := func() bool { return false }
 	var metaFactory metadatainformer.SharedInformerFactory
-	if _, err := client.Discovery().ServerResourcesForGroupVersion(msGVR.GroupVersion().String()); err != nil {
-		klog.InfoS("ModelService CRD not served; ModelServices are not listed by selector", "groupVersion", msGVR.GroupVersion(), "err", err)
+	if _, err := client.Discovery().ServerResourcesForGroupVersion(msGVR.GroupVersion().String()); apierrors.IsNotFound(err) {
+		klog.InfoS("ModelService CRD not installed; ModelServices are not listed by selector", "groupVersion", msGVR.GroupVersion())
 	} else {
+		if err != nil {
+			// Not a missing CRD: start the informer anyway; it retries.
+			klog.ErrorS(err, "Discovering the ModelService API", "groupVersion", msGVR.GroupVersion())
+		}
 		meta, err := metadata.NewForConfig(cfg)
 		if err != nil {
 			return fmt.Errorf("creating metadata client: %w", err)
@@ -150,6 +159,7 @@ func run() error {
 		metaFactory = metadatainformer.NewFilteredSharedInformerFactory(meta, 0, cmd.namespace, nil)
 		informer := metaFactory.ForResource(msGVR).Informer()
 		services = metadatalister.New(informer.GetIndexer(), msGVR)
+		servicesSynced = informer.HasSynced
 	}
 
 	var (
@@ -169,7 +179,7 @@ func run() error {
 	}
 	prov := adapter.NewProvider(src, pods.Lister(), deployments.Lister())
 	if services != nil {
-		prov.WithModelServices(services)
+		prov.WithModelServices(services, servicesSynced)
 	}
 	cmd.WithCustomMetrics(prov)
 

@@ -215,15 +215,35 @@ func (s *PrometheusSource) result(key, query, namespace string) (*queryResult, e
 		if err != nil {
 			return nil, err
 		}
-		s.mu.Lock()
-		s.cache[key] = cachedResult{at: s.opts.Now(), r: r}
-		s.mu.Unlock()
+		if s.opts.CacheTTL > 0 {
+			s.store(key, r)
+		}
 		return r, nil
 	})
 	if err != nil {
 		return nil, err
 	}
 	return v.(*queryResult), nil
+}
+
+// maxCacheEntries bounds the cache before expired entries are swept: keys
+// are per namespace, and any namespace a client names makes one.
+const maxCacheEntries = 256
+
+// store caches r under key, first dropping expired entries when the cache
+// has grown.
+func (s *PrometheusSource) store(key string, r *queryResult) {
+	now := s.opts.Now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.cache) >= maxCacheEntries {
+		for k, c := range s.cache {
+			if now.Sub(c.at) >= s.opts.CacheTTL {
+				delete(s.cache, k)
+			}
+		}
+	}
+	s.cache[key] = cachedResult{at: now, r: r}
 }
 
 // run renders and runs one instant query, bounded by Timeout.
@@ -235,7 +255,9 @@ func (s *PrometheusSource) run(query, namespace string) (*queryResult, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), s.opts.Timeout)
 	defer cancel()
 	start := time.Now()
-	val, warnings, err := s.api.Query(ctx, promql, s.opts.Now(), promv1.WithTimeout(s.opts.Timeout))
+	// No evaluation time: Prometheus evaluates at its own "now", so a skew
+	// between its clock and ours cannot shift the rate window.
+	val, warnings, err := s.api.Query(ctx, promql, time.Time{}, promv1.WithTimeout(s.opts.Timeout))
 	promQueryDuration.WithLabelValues(query).Observe(time.Since(start).Seconds())
 	if err != nil {
 		result := "error"

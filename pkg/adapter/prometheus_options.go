@@ -45,7 +45,7 @@ type PrometheusOptions struct {
 	// Prometheus as the query's timeout.
 	Timeout time.Duration
 	// CacheTTL is how long a query's answer is reused (--prometheus-cache-ttl);
-	// negative disables the cache.
+	// negative disables the cache, zero means DefaultPrometheusCacheTTL.
 	CacheTTL time.Duration
 	// RateWindow is the PromQL range of rate() and increase()
 	// (--rate-window), whole seconds.
@@ -68,7 +68,8 @@ type PrometheusOptions struct {
 	GPUUtilQuery     string
 	GPUMemoryQuery   string
 
-	// Now is the wall clock of the cache. Nil: time.Now.
+	// Now is the wall clock of the cache (queries are evaluated at
+	// Prometheus' own time). Nil: time.Now.
 	Now func() time.Time
 }
 

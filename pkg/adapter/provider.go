@@ -118,6 +118,8 @@ type Provider struct {
 	pods        corelisters.PodLister
 	deployments appslisters.DeploymentLister
 	services    metadatalister.Lister
+	// servicesSynced reports whether services holds every ModelService yet.
+	servicesSynced func() bool
 }
 
 var _ provider.CustomMetricsProvider = (*Provider)(nil)
@@ -129,11 +131,12 @@ func NewProvider(src Source, pods corelisters.PodLister, deployments appslisters
 }
 
 // WithModelServices makes p list ModelServices from l, a metadata
-// informer's lister for modelservices.hetsev.io; without it ModelServices
-// are not listed by selector, and a ModelService asked for by name is read
-// from its pods' label alone. It returns p.
-func (p *Provider) WithModelServices(l metadatalister.Lister) *Provider {
-	p.services = l
+// informer's lister for modelservices.hetsev.io, and answer NotFound for a
+// ModelService l lacks once synced reports true (nil: at once). Without it
+// ModelServices are not listed by selector, and a ModelService asked for by
+// name is read from its pods' label alone. It returns p.
+func (p *Provider) WithModelServices(l metadatalister.Lister, synced func() bool) *Provider {
+	p.services, p.servicesSynced = l, synced
 	return p
 }
 
@@ -388,7 +391,7 @@ func (p *Provider) modelServicePods(name types.NamespacedName) ([]types.Namespac
 	if p.pods == nil {
 		return nil, fmt.Errorf("no pod lister: %w", ErrNoData)
 	}
-	if p.services != nil {
+	if p.services != nil && (p.servicesSynced == nil || p.servicesSynced()) {
 		if _, err := p.services.Namespace(name.Namespace).Get(name.Name); apierrors.IsNotFound(err) {
 			return nil, fmt.Errorf("modelservice %s not found: %w", name, ErrNoData)
 		} else if err != nil {

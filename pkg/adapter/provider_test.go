@@ -221,7 +221,7 @@ func TestProviderModelServiceAggregation(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	p.WithModelServices(metadatalister.New(idx, gvr))
+	p.WithModelServices(metadatalister.New(idx, gvr), nil)
 	info.Metric = MetricRequestsPerSecond
 	list, err := p.GetMetricBySelector(context.Background(), "ml", labels.Everything(), info, labels.Everything())
 	if err != nil {
@@ -231,8 +231,20 @@ func TestProviderModelServiceAggregation(t *testing.T) {
 	if len(list.Items) != 1 || list.Items[0].DescribedObject.Name != "resnet" || list.Items[0].DescribedObject.Kind != "ModelService" {
 		t.Fatalf("list = %+v, want resnet only", list.Items)
 	}
-	if _, err := p.GetMetricByName(context.Background(), nn("ml", "gone"), info, labels.Everything()); !apierrors.IsNotFound(err) {
-		t.Errorf("unknown ModelService: %v, want NotFound", err)
+	// A ModelService the lister lacks is NotFound even though pods carry
+	// its label, once the lister has synced; before, its pods answer.
+	onlySSD := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	if err := onlySSD.Add(&metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: "ml", Name: "ssd"}}); err != nil {
+		t.Fatal(err)
+	}
+	synced := false
+	p.WithModelServices(metadatalister.New(onlySSD, gvr), func() bool { return synced })
+	if got := getValue(t, p, info, nn("ml", "resnet")); got != 19.75 {
+		t.Errorf("before sync: %v, want 19.75 from the pods", got)
+	}
+	synced = true
+	if _, err := p.GetMetricByName(context.Background(), nn("ml", "resnet"), info, labels.Everything()); !apierrors.IsNotFound(err) {
+		t.Errorf("ModelService absent from the synced lister: %v, want NotFound", err)
 	}
 }
 

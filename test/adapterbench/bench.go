@@ -140,7 +140,7 @@ func Run(ctx context.Context, tb ktesting.TB, dir string, cfg Config, say func(s
 		if err != nil {
 			return nil, err
 		}
-		base.Name = "kube-apiserver: list 1000 pods (baseline)"
+		base.Name = fmt.Sprintf("kube-apiserver: list %d pods (baseline)", cfg.Pods)
 		metric.Name = "adapter via APIService, " + phase.name
 		base.Ratio, metric.Ratio = 1, metric.P50/base.P50
 		rep.Rows = append(rep.Rows, base, metric)
@@ -260,7 +260,8 @@ func (r *Report) WriteTable(w io.Writer) error {
 }
 
 // ResultLine is the last line of the output: the p99 of listing the metric
-// for every pod with a PromQL query per list.
+// for every pod with a PromQL query per list. Its name is the issue's,
+// list_1000, whatever -pods is.
 func (r *Report) ResultLine() string {
 	return fmt.Sprintf("RESULT list_1000_p99_ms=%.2f", r.ResultP99)
 }

@@ -9,6 +9,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/util/retry"
 	apiregv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 	aggregator "k8s.io/kube-aggregator/pkg/client/clientset_generated/clientset"
 )
@@ -63,12 +64,19 @@ func RegisterAPIService(ctx context.Context, cp *ControlPlane, port int) error {
 			},
 		}
 		if _, err := ag.ApiregistrationV1().APIServices().Create(ctx, as, metav1.CreateOptions{}); apierrors.IsAlreadyExists(err) {
-			old, err := ag.ApiregistrationV1().APIServices().Get(ctx, as.Name, metav1.GetOptions{})
-			if err != nil {
+			// The aggregator writes the status meanwhile: retry on conflict.
+			// Its Available condition may still be the old adapter's; callers
+			// that re-register wait for an answer from the new one.
+			err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+				old, err := ag.ApiregistrationV1().APIServices().Get(ctx, as.Name, metav1.GetOptions{})
+				if err != nil {
+					return err
+				}
+				old.Spec = as.Spec
+				_, err = ag.ApiregistrationV1().APIServices().Update(ctx, old, metav1.UpdateOptions{})
 				return err
-			}
-			old.Spec = as.Spec
-			if _, err := ag.ApiregistrationV1().APIServices().Update(ctx, old, metav1.UpdateOptions{}); err != nil {
+			})
+			if err != nil {
 				return fmt.Errorf("updating APIService %s: %w", as.Name, err)
 			}
 		} else if err != nil {

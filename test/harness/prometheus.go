@@ -37,6 +37,7 @@ type PrometheusTarget struct {
 type Prometheus struct {
 	*Process
 	URL string
+	api promv1.API
 }
 
 // PrometheusBinary returns $PROMETHEUS, or prometheus on PATH; the error says
@@ -85,8 +86,14 @@ func StartPrometheus(ctx context.Context, dir string, interval time.Duration, ta
 	if err != nil {
 		return nil, err
 	}
-	prom := &Prometheus{Process: p, URL: "http://" + addr}
+	pc, err := promapi.NewClient(promapi.Config{Address: "http://" + addr, RoundTripper: &http.Transport{Proxy: nil}})
+	if err != nil {
+		p.Stop(time.Second)
+		return nil, err
+	}
+	prom := &Prometheus{Process: p, URL: "http://" + addr, api: promv1.NewAPI(pc)}
 	client := &http.Client{Timeout: time.Second, Transport: &http.Transport{Proxy: nil}}
+	defer client.CloseIdleConnections()
 	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
 		if exited, err := p.Exited(); exited {
 			return false, fmt.Errorf("prometheus exited: %v; log:\n%s", err, p.Tail(20))
@@ -149,13 +156,9 @@ func prometheusConfig(interval time.Duration, targets []PrometheusTarget) ([]byt
 // QueryScalar runs an instant PromQL query and returns the value of its
 // single result; an error when the result is empty or not one sample.
 func (p *Prometheus) QueryScalar(ctx context.Context, promql string) (float64, error) {
-	client, err := promapi.NewClient(promapi.Config{Address: p.URL, RoundTripper: &http.Transport{Proxy: nil}})
-	if err != nil {
-		return 0, err
-	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	v, _, err := promv1.NewAPI(client).Query(ctx, promql, time.Now())
+	v, _, err := p.api.Query(ctx, promql, time.Time{})
 	if err != nil {
 		return 0, err
 	}

@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"fmt"
+	"math"
 	"testing"
 	"time"
 
@@ -148,7 +149,12 @@ func TestHPAScalesOnRequestsPerSecond(t *testing.T) {
 		return "none"
 	}
 	last := ""
-	waitReplicas := func(want int32, what string) {
+	// waitSettled waits until the Deployment has want replicas, the HPA
+	// wants as many, and the HPA's reading is the load split over them
+	// (within 10 %): the rate window has caught up with the step, so a
+	// transient on the way (the old pods' window still holding the step's
+	// edge) is over.
+	waitSettled := func(want int32, load float64, what string) {
 		t.Helper()
 		waitFor(ctx, t, 120*time.Second, what, func(ctx context.Context) (bool, error) {
 			h, r := status(ctx)
@@ -156,7 +162,12 @@ func TestHPAScalesOnRequestsPerSecond(t *testing.T) {
 				t.Log(s)
 				last = s
 			}
-			return r == want, nil
+			per, err := resource.ParseQuantity(current(h))
+			if err != nil {
+				return false, nil
+			}
+			share := load / float64(want)
+			return r == want && h.Status.DesiredReplicas == want && math.Abs(per.AsApproximateFloat64()-share) <= 0.1*share, nil
 		})
 	}
 
@@ -171,14 +182,14 @@ func TestHPAScalesOnRequestsPerSecond(t *testing.T) {
 	}
 
 	total <- 36
-	waitReplicas(4, "scale-up to 4 replicas at 36 requests/s")
+	waitSettled(4, 36, "scale-up to 4 replicas at 36 requests/s")
 	time.Sleep(8 * time.Second) // four more syncs: 4 pods at 9 requests/s each is within tolerance
 	if h, r := status(ctx); r != 4 {
 		t.Errorf("settled at 36 requests/s: %d replicas, want 4 (per pod %s)", r, current(h))
 	}
 
 	total <- 6
-	waitReplicas(1, "scale-down to 1 replica at 6 requests/s")
+	waitSettled(1, 6, "scale-down to 1 replica at 6 requests/s")
 	h, _ := status(ctx)
 	for _, cond := range h.Status.Conditions {
 		if cond.Type == autoscalingv2.ScalingActive && cond.Status != v1.ConditionTrue {

@@ -281,6 +281,17 @@ func TestAdapterPrometheusBackend(t *testing.T) {
 		t.Errorf("pod list %v, want %v", listed, want)
 	}
 
+	// ModelServices listed by selector, from the adapter's ModelService
+	// informer: resnet50, the only one, at its pods' total.
+	msList, err := cm.NamespacedMetrics(ns).GetForObjects(msGK, labels.Everything(), adapter.MetricRequestsPerSecond, labels.Everything())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(msList.Items) != 1 || msList.Items[0].DescribedObject.Name != "resnet50" ||
+		math.Abs(msList.Items[0].Value.AsApproximateFloat64()-(a0.rate+b0.rate)) > 0.05*(a0.rate+b0.rate) {
+		t.Errorf("ModelService list %+v, want resnet50 at %.0f requests/s", msList.Items, a0.rate+b0.rate)
+	}
+
 	checkRefused(ctx, t, cp, port)
 
 	// Prometheus gone: an error naming it, in bounded time, never a zero.
