@@ -6,9 +6,12 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"net/http/httputil"
+	"net/url"
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -101,8 +104,9 @@ func expectedQuantile(t *testing.T, q float64, pods ...*simPod) float64 {
 // pod, Deployment and ModelService, and GPU utilisation and memory joined
 // through node and hetsev.io/gpu-index, match what the exporters generated
 // within 5 %. A user without rights is refused, by the API server and by
-// the adapter itself; with Prometheus gone the API answers an error, not a
-// zero.
+// the adapter itself. With Prometheus hanging (behind a proxy the test
+// controls) the API answers 503 after --prometheus-timeout, and with it gone
+// at once; never a zero.
 func TestAdapterPrometheusBackend(t *testing.T) {
 	cp, ctx := controlPlane(t)
 	c := cp.Client
@@ -200,9 +204,28 @@ func TestAdapterPrometheusBackend(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The adapter reaches Prometheus through a proxy the test can make hang,
+	// as an overloaded Prometheus would.
+	target, err := url.Parse(prom.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var hang atomic.Bool
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	proxyAddr, stopProxy, err := harness.ServeLoopback(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if hang.Load() {
+			<-r.Context().Done()
+			return
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stopProxy)
 	const window = 10 * time.Second
 	ad, port, err := harness.StartAdapter(ctx, cp, harness.AdapterOptions{
-		PrometheusURL: prom.URL, RateWindow: window.String(), Kubeconfig: kc,
+		PrometheusURL: "http://" + proxyAddr, RateWindow: window.String(), Kubeconfig: kc,
 		ExtraArgs: []string{"--prometheus-timeout=2s", "--prometheus-cache-ttl=500ms"},
 	})
 	if err != nil {
@@ -294,24 +317,35 @@ func TestAdapterPrometheusBackend(t *testing.T) {
 
 	checkRefused(ctx, t, cp, port)
 
-	// Prometheus gone: an error naming it, in bounded time, never a zero.
-	prom.Stop(5 * time.Second)
-	time.Sleep(time.Second) // past the cache TTL
-	start := time.Now()
-	v, err := get(podsGK, a0.name, adapter.MetricRequestsPerSecond)
-	took := time.Since(start)
-	if err == nil {
-		t.Fatalf("with Prometheus stopped the API answered %v", v)
-	}
-	if apierrors.IsNotFound(err) || !strings.Contains(err.Error(), "Prometheus") {
-		t.Errorf("with Prometheus stopped: %v, want an error naming Prometheus", err)
-	}
-	if took > 10*time.Second {
-		t.Errorf("error after %v; the query timeout is 2 s", took)
-	}
-	t.Logf("with Prometheus stopped, after %v: %v", took.Round(time.Millisecond), err)
-	if list, err := cm.NamespacedMetrics(ns).GetForObjects(podsGK, labels.Everything(), adapter.MetricRequestsPerSecond, labels.Everything()); err == nil {
-		t.Errorf("with Prometheus stopped the pod list answered %d items", len(list.Items))
+	// Prometheus slow, then gone: an error naming it, in bounded time,
+	// never a zero.
+	for _, fault := range []struct {
+		name, want string
+		apply      func()
+	}{
+		{"hanging", "no answer within 2s", func() { hang.Store(true) }},
+		{"stopped", "connection refused", func() { stopProxy(); prom.Stop(5 * time.Second) }},
+	} {
+		fault.apply()
+		time.Sleep(time.Second) // past the cache TTL
+		start := time.Now()
+		v, err := get(podsGK, a0.name, adapter.MetricRequestsPerSecond)
+		took := time.Since(start)
+		if err == nil {
+			t.Fatalf("with Prometheus %s the API answered %v", fault.name, v)
+		}
+		if apierrors.IsNotFound(err) || !strings.Contains(err.Error(), "Prometheus") || !strings.Contains(err.Error(), fault.want) {
+			t.Errorf("with Prometheus %s: %v, want an error naming Prometheus and %q", fault.name, err, fault.want)
+		}
+		// Bounded by --prometheus-timeout (2 s), not by the client's or
+		// the aggregator's own timeouts.
+		if took > 10*time.Second {
+			t.Errorf("with Prometheus %s: error after %v; the query timeout is 2 s", fault.name, took)
+		}
+		t.Logf("with Prometheus %s, after %v: %v", fault.name, took.Round(time.Millisecond), err)
+		if list, err := cm.NamespacedMetrics(ns).GetForObjects(podsGK, labels.Everything(), adapter.MetricRequestsPerSecond, labels.Everything()); err == nil {
+			t.Errorf("with Prometheus %s the pod list answered %d items", fault.name, len(list.Items))
+		}
 	}
 }
 
