@@ -11,8 +11,6 @@ package main
 
 import (
 	"flag"
-	"fmt"
-	"os"
 
 	"github.com/hetsev/hetsev/test/adapterbench"
 	"github.com/hetsev/hetsev/test/harness"
@@ -25,24 +23,7 @@ func main() {
 	flag.IntVar(&cfg.Rounds, "rounds", cfg.Rounds, "rounds")
 	workdir := flag.String("workdir", "", "directory for the control plane, Prometheus and logs (default: a temporary one, kept)")
 	flag.Parse()
-	p, err := harness.StartProgram("hetsev-bench-adapter", *workdir)
-	if err != nil {
-		fail(err)
-	}
-	defer p.Close()
-	say := func(format string, args ...any) { fmt.Printf(format+"\n", args...) }
-	rep, err := adapterbench.Run(p.Ctx, p.TB, p.Dir, cfg, say)
-	if err != nil {
-		p.Close()
-		fail(err)
-	}
-	if err := rep.WriteTable(os.Stdout); err != nil {
-		fail(err)
-	}
-	fmt.Println(rep.ResultLine())
-}
-
-func fail(err error) {
-	fmt.Fprintln(os.Stderr, "bench-adapter:", err)
-	os.Exit(1)
+	harness.RunBench("hetsev-bench-adapter", *workdir, func(p *harness.Program, say func(string, ...any)) (harness.BenchReport, error) {
+		return adapterbench.Run(p.Ctx, p.TB, p.Dir, cfg, say)
+	})
 }

@@ -9,8 +9,6 @@ package main
 
 import (
 	"flag"
-	"fmt"
-	"os"
 
 	"github.com/hetsev/hetsev/test/harness"
 	"github.com/hetsev/hetsev/test/schedulerbench"
@@ -24,24 +22,7 @@ func main() {
 	flag.IntVar(&cfg.Rounds, "rounds", cfg.Rounds, "runs per profile, alternating")
 	workdir := flag.String("workdir", "", "directory for the control plane and logs (default: a temporary one, kept)")
 	flag.Parse()
-	p, err := harness.StartProgram("hetsev-bench-scheduler", *workdir)
-	if err != nil {
-		fail(err)
-	}
-	defer p.Close()
-	say := func(format string, args ...any) { fmt.Printf(format+"\n", args...) }
-	rep, err := schedulerbench.Run(p.Ctx, p.TB, p.Dir, cfg, say)
-	if err != nil {
-		p.Close()
-		fail(err)
-	}
-	if err := rep.WriteTable(os.Stdout); err != nil {
-		fail(err)
-	}
-	fmt.Println(rep.ResultLine())
-}
-
-func fail(err error) {
-	fmt.Fprintln(os.Stderr, "bench-scheduler:", err)
-	os.Exit(1)
+	harness.RunBench("hetsev-bench-scheduler", *workdir, func(p *harness.Program, say func(string, ...any)) (harness.BenchReport, error) {
+		return schedulerbench.Run(p.Ctx, p.TB, p.Dir, cfg, say)
+	})
 }

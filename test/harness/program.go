@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -62,4 +63,35 @@ func (p *Program) Close() {
 	p.cancel()
 	klog.Flush()
 	_ = p.log.Close()
+}
+
+// BenchReport is what a bench command prints: a table, then its RESULT line.
+type BenchReport interface {
+	WriteTable(w io.Writer) error
+	ResultLine() string
+}
+
+// RunBench is the body of a bench command's main: it sets up name in
+// workdir (see StartProgram), runs run with progress lines on stdout,
+// prints the report's table and RESULT line, and exits 1 with the error on
+// stderr if any step fails.
+func RunBench(name, workdir string, run func(p *Program, say func(string, ...any)) (BenchReport, error)) {
+	fail := func(err error) {
+		fmt.Fprintf(os.Stderr, "%s: %v\n", name, err)
+		os.Exit(1)
+	}
+	p, err := StartProgram(name, workdir)
+	if err != nil {
+		fail(err)
+	}
+	say := func(format string, args ...any) { fmt.Printf(format+"\n", args...) }
+	rep, err := run(p, say)
+	if err == nil {
+		err = rep.WriteTable(os.Stdout)
+	}
+	p.Close()
+	if err != nil {
+		fail(err)
+	}
+	fmt.Println(rep.ResultLine())
 }
