@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
+
 	"github.com/prometheus/common/expfmt"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -41,7 +43,7 @@ func (b *podBuilder) node(n string) *podBuilder           { b.p.Spec.NodeName = 
 func (b *podBuilder) ip(ip string) *podBuilder            { b.p.Status.PodIP = ip; return b }
 func (b *podBuilder) phase(p corev1.PodPhase) *podBuilder { b.p.Status.Phase = p; return b }
 func (b *podBuilder) gpu(node string, idx int) *podBuilder {
-	return b.node(node).annotate(AnnotationGPUIndex, fmt.Sprint(idx))
+	return b.node(node).annotate(v1alpha1.AnnotationGPUIndex, fmt.Sprint(idx))
 }
 func (b *podBuilder) scrape(port int) *podBuilder {
 	return b.annotate(AnnotationScrape, "true").annotate(AnnotationPort, fmt.Sprint(port))

@@ -61,11 +61,6 @@ const (
 	AnnotationPort = "prometheus.io/port"
 	// AnnotationPath is the HTTP path to scrape; DefaultMetricsPath if absent.
 	AnnotationPath = "prometheus.io/path"
-	// AnnotationGPUIndex is the index, on the pod's node, of the GPU the pod
-	// runs on; written by hetsev-scheduler (same value as
-	// gpuinventory.AnnotationGPUIndex).
-	AnnotationGPUIndex = "hetsev.io/gpu-index"
-
 	// DefaultMetricsPath is the path scraped when AnnotationPath is absent.
 	DefaultMetricsPath = "/metrics"
 )

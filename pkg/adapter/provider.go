@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
+
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -33,12 +35,8 @@ var (
 	// DeploymentsResource is deployments in the apps group.
 	DeploymentsResource = schema.GroupResource{Group: "apps", Resource: "deployments"}
 	// ModelServicesResource is hetsev's ModelService (manifests/crd-modelservice.yaml).
-	ModelServicesResource = schema.GroupResource{Group: "hetsev.io", Resource: "modelservices"}
+	ModelServicesResource = v1alpha1.Resource.GroupResource()
 )
-
-// LabelModelService is the pod label that names a pod's ModelService
-// (written by hetsev-scaler on the pods of every Deployment it keeps).
-const LabelModelService = "hetsev.io/modelservice"
 
 type objectKind int
 
@@ -59,7 +57,7 @@ func kindOf(gr schema.GroupResource) objectKind {
 		return kindPod
 	case (gr.Group == "apps" || gr.Group == "") && (res == "deployments" || res == "deployment"):
 		return kindDeployment
-	case gr.Group == "hetsev.io" && (res == "modelservices" || res == "modelservice"):
+	case gr.Group == v1alpha1.GroupName && (res == "modelservices" || res == "modelservice"):
 		return kindModelService
 	}
 	return kindUnknown
@@ -351,13 +349,13 @@ func (p *Provider) podGPU(name types.NamespacedName) (string, int, error) {
 	if pod.Spec.NodeName == "" {
 		return "", 0, fmt.Errorf("pod %s is not bound to a node: %w", name, ErrNoData)
 	}
-	raw, ok := pod.Annotations[AnnotationGPUIndex]
+	raw, ok := pod.Annotations[v1alpha1.AnnotationGPUIndex]
 	if !ok {
-		return "", 0, fmt.Errorf("pod %s has no %s annotation: %w", name, AnnotationGPUIndex, ErrNoData)
+		return "", 0, fmt.Errorf("pod %s has no %s annotation: %w", name, v1alpha1.AnnotationGPUIndex, ErrNoData)
 	}
 	gpu, err := strconv.Atoi(strings.TrimSpace(raw))
 	if err != nil || gpu < 0 {
-		return "", 0, fmt.Errorf("pod %s: bad %s %q: %w", name, AnnotationGPUIndex, raw, ErrNoData)
+		return "", 0, fmt.Errorf("pod %s: bad %s %q: %w", name, v1alpha1.AnnotationGPUIndex, raw, ErrNoData)
 	}
 	return pod.Spec.NodeName, gpu, nil
 }
@@ -398,7 +396,7 @@ func (p *Provider) modelServicePods(name types.NamespacedName) ([]types.Namespac
 			return nil, err
 		}
 	}
-	return p.podsMatching(name.Namespace, labels.SelectorFromSet(labels.Set{LabelModelService: name.Name}))
+	return p.podsMatching(name.Namespace, labels.SelectorFromSet(labels.Set{v1alpha1.LabelModelService: name.Name}))
 }
 
 // podsMatching lists the pods sel selects in namespace, sorted by name.
@@ -487,7 +485,7 @@ func (p *Provider) metricValue(k objectKind, name types.NamespacedName, metric s
 	case kindDeployment:
 		ref.APIVersion, ref.Kind = "apps/v1", "Deployment"
 	case kindModelService:
-		ref.APIVersion, ref.Kind = "hetsev.io/v1alpha1", "ModelService"
+		ref.APIVersion, ref.Kind = v1alpha1.GroupVersion.String(), v1alpha1.Kind
 	}
 	window := int64(math.Round(v.Window.Seconds()))
 	mv := &custom_metrics.MetricValue{

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
+
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -88,8 +90,8 @@ func fixture(t *testing.T) (*Provider, *fakeSource) {
 	}
 	app := map[string]string{"app": "resnet", "gpu": "t4"}
 	pods, deps := listers(t, []*corev1.Pod{
-		newPod("ml", "a").label("app", "resnet").label("gpu", "t4").label(LabelModelService, "resnet").gpu("node-1", 0).obj(),
-		newPod("ml", "b").label("app", "resnet").label("gpu", "t4").label(LabelModelService, "resnet").gpu("node-2", 1).obj(),
+		newPod("ml", "a").label("app", "resnet").label("gpu", "t4").label(v1alpha1.LabelModelService, "resnet").gpu("node-1", 0).obj(),
+		newPod("ml", "b").label("app", "resnet").label("gpu", "t4").label(v1alpha1.LabelModelService, "resnet").gpu("node-2", 1).obj(),
 		newPod("ml", "c").label("app", "resnet").label("gpu", "t4").obj(),
 		newPod("ml", "d").label("app", "idle").obj(),
 		newPod("other", "a").label("app", "resnet").label("gpu", "t4").obj(),
@@ -381,7 +383,7 @@ DCGM_FI_DEV_FB_USED{gpu="1"} 4000
 		newPod("ml", "y").label("app", "m").gpu("node-2", 1).obj(),
 		newPod("ml", "shares-x").label("app", "other").gpu("node-1", 1).obj(),
 		newPod("ml", "gpu-3").gpu("node-1", 3).obj(),
-		newPod("ml", "bad-index").node("node-1").annotate(AnnotationGPUIndex, "one").obj(),
+		newPod("ml", "bad-index").node("node-1").annotate(v1alpha1.AnnotationGPUIndex, "one").obj(),
 	}, []*appsv1.Deployment{deployment("ml", "m", map[string]string{"app": "m"})})
 	p := NewProvider(s, pods, deps)
 

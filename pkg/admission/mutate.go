@@ -3,13 +3,12 @@ package admission
 import (
 	"fmt"
 
+	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
+
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/hetsev/hetsev/pkg/gpuinventory"
 )
-
-// SchedulerName is the profile name of hetsev-scheduler.
-const SchedulerName = "hetsev-scheduler"
 
 // DefaultSchedulerName is what the API server defaults an empty
 // spec.schedulerName to, before mutating webhooks run; a pod that names it
@@ -33,15 +32,15 @@ type PatchOp struct {
 // a message, rather than the webhook silently overriding the user.
 // The second result says why, for logs.
 func MutatePod(pod *v1.Pod) ([]PatchOp, string) {
-	if _, ok := pod.Annotations[gpuinventory.AnnotationModel]; !ok {
-		return nil, "no " + gpuinventory.AnnotationModel + " annotation"
+	if _, ok := pod.Annotations[v1alpha1.AnnotationModel]; !ok {
+		return nil, "no " + v1alpha1.AnnotationModel + " annotation"
 	}
 	switch pod.Spec.SchedulerName {
 	case "", DefaultSchedulerName:
 	default:
 		return nil, fmt.Sprintf("names scheduler %q", pod.Spec.SchedulerName)
 	}
-	ops := []PatchOp{{Op: "replace", Path: "/spec/schedulerName", Value: SchedulerName}}
+	ops := []PatchOp{{Op: "replace", Path: "/spec/schedulerName", Value: v1alpha1.SchedulerName}}
 	if pod.Spec.SchedulerName == "" {
 		ops[0].Op = "add"
 	}
@@ -54,5 +53,5 @@ func MutatePod(pod *v1.Pod) ([]PatchOp, string) {
 			ops = append(ops, PatchOp{Op: "add", Path: fmt.Sprintf("/spec/containers/%d/env/-", i), Value: gpuinventory.VisibleDevicesEnv()})
 		}
 	}
-	return ops, "opted into " + SchedulerName
+	return ops, "opted into " + v1alpha1.SchedulerName
 }

@@ -7,6 +7,8 @@ import (
 	"net/http/httptest"
 	"testing"
 
+	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
+
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	admissionv1 "k8s.io/api/admission/v1"
 	v1 "k8s.io/api/core/v1"
@@ -20,7 +22,7 @@ import (
 func pod(annotated bool, scheduler string, env ...[]v1.EnvVar) *v1.Pod {
 	p := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns"}, Spec: v1.PodSpec{SchedulerName: scheduler}}
 	if annotated {
-		p.Annotations = map[string]string{gpuinventory.AnnotationModel: "resnet50"}
+		p.Annotations = map[string]string{v1alpha1.AnnotationModel: "resnet50"}
 	}
 	for i, e := range env {
 		p.Spec.Containers = append(p.Spec.Containers, v1.Container{Name: string(rune('a' + i)), Image: "x", Env: e})
@@ -76,8 +78,8 @@ func TestAnnotatedPodIsOptedIn(t *testing.T) {
 	literal := []v1.EnvVar{{Name: "A", Value: "1"}, {Name: gpuinventory.EnvVisibleDevices, Value: "all"}}
 	for _, scheduler := range []string{"", DefaultSchedulerName} {
 		_, got := review(t, pod(true, scheduler, nil, []v1.EnvVar{{Name: "A", Value: "1"}}, literal))
-		if got.Spec.SchedulerName != SchedulerName {
-			t.Errorf("schedulerName %q -> %q, want %s", scheduler, got.Spec.SchedulerName, SchedulerName)
+		if got.Spec.SchedulerName != v1alpha1.SchedulerName {
+			t.Errorf("schedulerName %q -> %q, want %s", scheduler, got.Spec.SchedulerName, v1alpha1.SchedulerName)
 		}
 		c := got.Spec.Containers
 		if len(c[0].Env) != 1 || c[0].Env[0].ValueFrom.FieldRef.FieldPath != "metadata.annotations['hetsev.io/gpu-index']" {
@@ -97,7 +99,7 @@ func TestOtherPodsAreLeftAlone(t *testing.T) {
 	cases := map[string]*v1.Pod{
 		"no hetsev.io/model":     pod(false, DefaultSchedulerName, nil),
 		"names another schedule": pod(true, "volcano", nil),
-		"already hetsev":         pod(true, SchedulerName, nil),
+		"already hetsev":         pod(true, v1alpha1.SchedulerName, nil),
 	}
 	for name, p := range cases {
 		resp, got := review(t, p)

@@ -1,15 +1,18 @@
 package gpuinventory
 
-import v1 "k8s.io/api/core/v1"
+import (
+	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
+	v1 "k8s.io/api/core/v1"
+)
 
 // EnvVisibleDevices is the variable the NVIDIA container runtime reads to
 // decide which GPUs a container sees (a comma-separated list of indexes).
 const EnvVisibleDevices = "NVIDIA_VISIBLE_DEVICES"
 
-// GPUIndexFieldPath is the downward-API path of AnnotationGPUIndex. The
+// GPUIndexFieldPath is the downward-API path of v1alpha1.AnnotationGPUIndex. The
 // kubelet resolves it when it starts the container; the scheduler's binding
 // wrote it together with the node.
-const GPUIndexFieldPath = "metadata.annotations['" + AnnotationGPUIndex + "']"
+const GPUIndexFieldPath = "metadata.annotations['" + v1alpha1.AnnotationGPUIndex + "']"
 
 // VisibleDevicesEnv is NVIDIA_VISIBLE_DEVICES taken from the GPU index the
 // scheduler chose, the only form manifests/admission's policy admits.

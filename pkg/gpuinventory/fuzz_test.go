@@ -3,6 +3,8 @@ package gpuinventory
 import (
 	"strconv"
 	"testing"
+
+	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
 )
 
 // The parsers below read what users and GPU Feature Discovery write; none
@@ -17,10 +19,10 @@ func FuzzParseDemand(f *testing.F) {
 	f.Fuzz(func(t *testing.T, mem, model string, hasMem, hasModel bool) {
 		ann := map[string]string{}
 		if hasMem {
-			ann[AnnotationGPUMemory] = mem
+			ann[v1alpha1.AnnotationGPUMemory] = mem
 		}
 		if hasModel {
-			ann[AnnotationModel] = model
+			ann[v1alpha1.AnnotationModel] = model
 		}
 		d, ok, err := ParseDemand(ann)
 		if ok != (hasMem || hasModel) {
@@ -32,10 +34,10 @@ func FuzzParseDemand(f *testing.F) {
 		if d.MemoryMiB < 1 || d.MemoryMiB > MaxGPUMemoryMiB {
 			t.Fatalf("%q -> %d MiB, out of range", mem, d.MemoryMiB)
 		}
-		if d.Model != ann[AnnotationModel] {
-			t.Fatalf("model %q -> %q", ann[AnnotationModel], d.Model)
+		if d.Model != ann[v1alpha1.AnnotationModel] {
+			t.Fatalf("model %q -> %q", ann[v1alpha1.AnnotationModel], d.Model)
 		}
-		again, _, err := ParseDemand(map[string]string{AnnotationGPUMemory: strconv.FormatInt(d.MemoryMiB, 10) + "Mi"})
+		again, _, err := ParseDemand(map[string]string{v1alpha1.AnnotationGPUMemory: strconv.FormatInt(d.MemoryMiB, 10) + "Mi"})
 		if err != nil || again.MemoryMiB != d.MemoryMiB {
 			t.Fatalf("%d MiB does not read back: %+v %v", d.MemoryMiB, again, err)
 		}
@@ -66,7 +68,7 @@ func FuzzParseGPUIndex(f *testing.F) {
 	f.Add("7")
 	f.Add("-1")
 	f.Fuzz(func(t *testing.T, s string) {
-		idx, ok, err := ParseGPUIndex(map[string]string{AnnotationGPUIndex: s})
+		idx, ok, err := ParseGPUIndex(map[string]string{v1alpha1.AnnotationGPUIndex: s})
 		if !ok {
 			t.Fatalf("%q: ok = false with the annotation present", s)
 		}
@@ -76,7 +78,7 @@ func FuzzParseGPUIndex(f *testing.F) {
 		if idx < 0 {
 			t.Fatalf("%q -> %d", s, idx)
 		}
-		if again, _, err := ParseGPUIndex(map[string]string{AnnotationGPUIndex: strconv.Itoa(idx)}); err != nil || again != idx {
+		if again, _, err := ParseGPUIndex(map[string]string{v1alpha1.AnnotationGPUIndex: strconv.Itoa(idx)}); err != nil || again != idx {
 			t.Fatalf("%d does not read back: %d %v", idx, again, err)
 		}
 	})

@@ -3,6 +3,8 @@ package gpuinventory
 import (
 	"strings"
 	"testing"
+
+	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
 )
 
 func TestParseNodeGPUs(t *testing.T) {
@@ -44,12 +46,12 @@ func TestParseDemand(t *testing.T) {
 		wantErr string
 	}{
 		{"not a gpu pod", map[string]string{"x": "y"}, Demand{}, false, ""},
-		{"gi", map[string]string{AnnotationModel: "resnet50", AnnotationGPUMemory: "2Gi"}, Demand{"resnet50", 2048}, true, ""},
-		{"rounds up to MiB", map[string]string{AnnotationGPUMemory: "1500000"}, Demand{"", 2}, true, ""},
-		{"malformed", map[string]string{AnnotationModel: "m", AnnotationGPUMemory: "lots"}, Demand{}, true, AnnotationGPUMemory},
-		{"negative", map[string]string{AnnotationModel: "m", AnnotationGPUMemory: "-1Gi"}, Demand{}, true, "must be positive"},
-		{"zero", map[string]string{AnnotationGPUMemory: "0"}, Demand{}, true, "must be positive"},
-		{"model without memory", map[string]string{AnnotationModel: "m"}, Demand{}, true, "is required"},
+		{"gi", map[string]string{v1alpha1.AnnotationModel: "resnet50", v1alpha1.AnnotationGPUMemory: "2Gi"}, Demand{"resnet50", 2048}, true, ""},
+		{"rounds up to MiB", map[string]string{v1alpha1.AnnotationGPUMemory: "1500000"}, Demand{"", 2}, true, ""},
+		{"malformed", map[string]string{v1alpha1.AnnotationModel: "m", v1alpha1.AnnotationGPUMemory: "lots"}, Demand{}, true, v1alpha1.AnnotationGPUMemory},
+		{"negative", map[string]string{v1alpha1.AnnotationModel: "m", v1alpha1.AnnotationGPUMemory: "-1Gi"}, Demand{}, true, "must be positive"},
+		{"zero", map[string]string{v1alpha1.AnnotationGPUMemory: "0"}, Demand{}, true, "must be positive"},
+		{"model without memory", map[string]string{v1alpha1.AnnotationModel: "m"}, Demand{}, true, "is required"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

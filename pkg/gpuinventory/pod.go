@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
+
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 )
@@ -26,23 +28,23 @@ type Demand struct {
 // A malformed, zero or negative hetsev.io/gpu-memory, or a hetsev.io/model
 // without it, is an error that names the annotation.
 func ParseDemand(annotations map[string]string) (d Demand, ok bool, err error) {
-	memStr, hasMem := annotations[AnnotationGPUMemory]
-	model, hasModel := annotations[AnnotationModel]
+	memStr, hasMem := annotations[v1alpha1.AnnotationGPUMemory]
+	model, hasModel := annotations[v1alpha1.AnnotationModel]
 	if !hasMem && !hasModel {
 		return Demand{}, false, nil
 	}
 	if !hasMem {
-		return Demand{}, true, fmt.Errorf("annotation %s is required on pods with %s", AnnotationGPUMemory, AnnotationModel)
+		return Demand{}, true, fmt.Errorf("annotation %s is required on pods with %s", v1alpha1.AnnotationGPUMemory, v1alpha1.AnnotationModel)
 	}
 	q, err := resource.ParseQuantity(memStr)
 	if err != nil {
-		return Demand{}, true, fmt.Errorf("annotation %s=%q is not a quantity: %v", AnnotationGPUMemory, memStr, err)
+		return Demand{}, true, fmt.Errorf("annotation %s=%q is not a quantity: %v", v1alpha1.AnnotationGPUMemory, memStr, err)
 	}
 	if q.Sign() <= 0 {
-		return Demand{}, true, fmt.Errorf("annotation %s=%q must be positive", AnnotationGPUMemory, memStr)
+		return Demand{}, true, fmt.Errorf("annotation %s=%q must be positive", v1alpha1.AnnotationGPUMemory, memStr)
 	}
 	if q.Cmp(*resource.NewQuantity(MaxGPUMemoryMiB*mib, resource.BinarySI)) > 0 {
-		return Demand{}, true, fmt.Errorf("annotation %s=%q exceeds %d MiB", AnnotationGPUMemory, memStr, MaxGPUMemoryMiB)
+		return Demand{}, true, fmt.Errorf("annotation %s=%q exceeds %d MiB", v1alpha1.AnnotationGPUMemory, memStr, MaxGPUMemoryMiB)
 	}
 	bytes := q.Value() // rounds up to whole bytes
 	return Demand{Model: model, MemoryMiB: (bytes + mib - 1) / mib}, true, nil
@@ -53,13 +55,13 @@ func DemandOf(pod *v1.Pod) (Demand, bool, error) { return ParseDemand(pod.Annota
 
 // ParseGPUIndex reads hetsev.io/gpu-index; ok is false when it is absent.
 func ParseGPUIndex(annotations map[string]string) (idx int, ok bool, err error) {
-	s, present := annotations[AnnotationGPUIndex]
+	s, present := annotations[v1alpha1.AnnotationGPUIndex]
 	if !present {
 		return 0, false, nil
 	}
 	idx, err = strconv.Atoi(s)
 	if err != nil || idx < 0 {
-		return 0, true, fmt.Errorf("annotation %s=%q: want a non-negative integer", AnnotationGPUIndex, s)
+		return 0, true, fmt.Errorf("annotation %s=%q: want a non-negative integer", v1alpha1.AnnotationGPUIndex, s)
 	}
 	return idx, true, nil
 }

@@ -13,14 +13,6 @@ import (
 	"github.com/hetsev/hetsev/pkg/gpuinventory"
 )
 
-// Labels the scaler puts on the Deployments it owns and their pods.
-const (
-	LabelModelService = "hetsev.io/modelservice"
-	LabelGPUType      = "hetsev.io/gpu-type"
-	// SchedulerName is hetsev-scheduler's profile name.
-	SchedulerName = "hetsev-scheduler"
-)
-
 // DeploymentName is the Deployment serving ms on one GPU type, e.g.
 // "resnet50-t4" or "resnet50-v100-32gb".
 func DeploymentName(ms, gpuType string) string {
@@ -34,7 +26,7 @@ func DeploymentName(ms, gpuType string) string {
 func desiredDeployment(s *service, p gpuProfile, replicas int32) *appsv1.Deployment {
 	ms := s.obj
 	name := DeploymentName(ms.Name, p.gpuType.Name)
-	sel := map[string]string{LabelModelService: ms.Name, LabelGPUType: strings.ToLower(strings.ReplaceAll(p.gpuType.Name, " ", "-"))}
+	sel := map[string]string{v1alpha1.LabelModelService: ms.Name, v1alpha1.LabelGPUType: strings.ToLower(strings.ReplaceAll(p.gpuType.Name, " ", "-"))}
 	tpl := *ms.Spec.Template.DeepCopy()
 	if tpl.Labels == nil {
 		tpl.Labels = map[string]string{}
@@ -45,9 +37,9 @@ func desiredDeployment(s *service, p gpuProfile, replicas int32) *appsv1.Deploym
 	if tpl.Annotations == nil {
 		tpl.Annotations = map[string]string{}
 	}
-	tpl.Annotations[gpuinventory.AnnotationModel] = ms.Spec.Model
-	tpl.Annotations[gpuinventory.AnnotationGPUMemory] = fmt.Sprintf("%dMi", p.gpuMemMiB)
-	tpl.Spec.SchedulerName = SchedulerName
+	tpl.Annotations[v1alpha1.AnnotationModel] = ms.Spec.Model
+	tpl.Annotations[v1alpha1.AnnotationGPUMemory] = fmt.Sprintf("%dMi", p.gpuMemMiB)
+	tpl.Spec.SchedulerName = v1alpha1.SchedulerName
 	if tpl.Spec.NodeSelector == nil {
 		tpl.Spec.NodeSelector = map[string]string{}
 	}

@@ -205,7 +205,7 @@ func (c *Controller) ensureDeployment(ctx context.Context, svc *service, p gpuPr
 	if err != nil {
 		return nil, err
 	}
-	want.Annotations = map[string]string{AnnotationTemplateHash: hash}
+	want.Annotations = map[string]string{v1alpha1.AnnotationTemplateHash: hash}
 	cur, err := c.deployments.Deployments(svc.obj.Namespace).Get(name)
 	if apierrors.IsNotFound(err) {
 		created, err := c.kube.AppsV1().Deployments(want.Namespace).Create(ctx, want, metav1.CreateOptions{})
@@ -220,7 +220,7 @@ func (c *Controller) ensureDeployment(ctx context.Context, svc *service, p gpuPr
 	if err != nil {
 		return nil, err
 	}
-	if cur.Annotations[AnnotationTemplateHash] == hash {
+	if cur.Annotations[v1alpha1.AnnotationTemplateHash] == hash {
 		return cur.DeepCopy(), nil
 	}
 	upd := cur.DeepCopy()
@@ -228,17 +228,13 @@ func (c *Controller) ensureDeployment(ctx context.Context, svc *service, p gpuPr
 	if upd.Annotations == nil {
 		upd.Annotations = map[string]string{}
 	}
-	upd.Annotations[AnnotationTemplateHash] = hash
+	upd.Annotations[v1alpha1.AnnotationTemplateHash] = hash
 	out, err := c.kube.AppsV1().Deployments(upd.Namespace).Update(ctx, upd, metav1.UpdateOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("updating the template of deployment %s: %w", name, err)
 	}
 	return out, nil
 }
-
-// AnnotationTemplateHash holds the hash of the pod template the scaler
-// last wrote to a Deployment.
-const AnnotationTemplateHash = "hetsev.io/template-hash"
 
 func templateHash(d *appsv1.Deployment) (string, error) {
 	b, err := json.Marshal(d.Spec.Template)

@@ -38,9 +38,9 @@ func (c *Controller) ensureService(ctx context.Context, ms *v1alpha1.ModelServic
 	}
 	svc := &v1.Service{
 		ObjectMeta: metav1.ObjectMeta{Name: ms.Name, Namespace: ms.Namespace, OwnerReferences: []metav1.OwnerReference{ownerRef(ms)},
-			Labels: map[string]string{LabelModelService: ms.Name}},
+			Labels: map[string]string{v1alpha1.LabelModelService: ms.Name}},
 		Spec: v1.ServiceSpec{
-			Selector: map[string]string{LabelModelService: ms.Name},
+			Selector: map[string]string{v1alpha1.LabelModelService: ms.Name},
 			Ports:    []v1.ServicePort{{Name: "http", Port: port, TargetPort: intstr.FromInt32(port)}},
 		},
 	}

@@ -84,11 +84,11 @@ func TestDesiredDeploymentPinsTypeAndGPU(t *testing.T) {
 		t.Fatalf("deployment %s with %d replicas", d.Name, *d.Spec.Replicas)
 	}
 	ps := d.Spec.Template.Spec
-	if ps.SchedulerName != SchedulerName || ps.NodeSelector[gpuinventory.LabelGPUProduct] != "Tesla-T4" {
+	if ps.SchedulerName != v1alpha1.SchedulerName || ps.NodeSelector[gpuinventory.LabelGPUProduct] != "Tesla-T4" {
 		t.Errorf("scheduler %q, node selector %v", ps.SchedulerName, ps.NodeSelector)
 	}
 	ann := d.Spec.Template.Annotations
-	if ann[gpuinventory.AnnotationModel] != "resnet50" || ann[gpuinventory.AnnotationGPUMemory] != "2048Mi" {
+	if ann[v1alpha1.AnnotationModel] != "resnet50" || ann[v1alpha1.AnnotationGPUMemory] != "2048Mi" {
 		t.Errorf("annotations %v", ann)
 	}
 	env := ps.Containers[0].Env
@@ -135,12 +135,12 @@ func itoa(i int) string {
 
 func pod(name, nodeName, model, mem string, gpuIndex string, cpu string) *v1.Pod {
 	p := &v1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{gpuinventory.AnnotationModel: model, gpuinventory.AnnotationGPUMemory: mem}},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{v1alpha1.AnnotationModel: model, v1alpha1.AnnotationGPUMemory: mem}},
 		Spec: v1.PodSpec{NodeName: nodeName, NodeSelector: map[string]string{gpuinventory.LabelGPUProduct: "Tesla-T4"},
 			Containers: []v1.Container{{Resources: v1.ResourceRequirements{Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse(cpu)}}}}},
 	}
 	if gpuIndex != "" {
-		p.Annotations[gpuinventory.AnnotationGPUIndex] = gpuIndex
+		p.Annotations[v1alpha1.AnnotationGPUIndex] = gpuIndex
 	}
 	return p
 }

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
+
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
@@ -26,9 +28,6 @@ import (
 	"github.com/hetsev/hetsev/pkg/interference"
 	"github.com/hetsev/hetsev/pkg/modelserver"
 )
-
-// LabelModelService is the pod label naming a pod's ModelService.
-const LabelModelService = "hetsev.io/modelservice"
 
 // World runs the simulated servers and the load.
 type World struct {
@@ -379,7 +378,7 @@ func (w *World) syncPodsLocked(now float64) {
 func (w *World) serviceOf(p *v1.Pod) *Service {
 	for i := range w.cfg.Services {
 		s := &w.cfg.Services[i]
-		if s.Namespace == p.Namespace && s.Name == p.Labels[LabelModelService] {
+		if s.Namespace == p.Namespace && s.Name == p.Labels[v1alpha1.LabelModelService] {
 			return s
 		}
 	}

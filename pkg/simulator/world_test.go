@@ -5,6 +5,8 @@ import (
 	"math"
 	"testing"
 
+	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
+
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -24,8 +26,8 @@ func t4() *v1.Node {
 func serverPod(name, ip, model, mem, idx string) *v1.Pod {
 	return &v1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", UID: types.UID(name),
-			Labels:      map[string]string{LabelModelService: model},
-			Annotations: map[string]string{gpuinventory.AnnotationModel: model, gpuinventory.AnnotationGPUMemory: mem, gpuinventory.AnnotationGPUIndex: idx}},
+			Labels:      map[string]string{v1alpha1.LabelModelService: model},
+			Annotations: map[string]string{v1alpha1.AnnotationModel: model, v1alpha1.AnnotationGPUMemory: mem, v1alpha1.AnnotationGPUIndex: idx}},
 		Spec:   v1.PodSpec{NodeName: "t4-0"},
 		Status: v1.PodStatus{Phase: v1.PodRunning, PodIP: ip},
 	}

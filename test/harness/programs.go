@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
 )
 
 // StartScheduler runs bin/hetsev-scheduler with manifests/scheduler-config.yaml,
@@ -23,7 +25,7 @@ func StartSchedulerWith(ctx context.Context, cp *ControlPlane, kubeconfig string
 	if err != nil {
 		return nil, err
 	}
-	return StartSchedulerWithConfig(ctx, cp, "hetsev-scheduler", cfg, extraArgs...)
+	return StartSchedulerWithConfig(ctx, cp, v1alpha1.SchedulerName, cfg, extraArgs...)
 }
 
 // StartSchedulerWithConfig runs bin/hetsev-scheduler as name (its log is

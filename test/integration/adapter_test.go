@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
+
 	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -30,7 +32,7 @@ func TestAdapterReportsGeneratedRate(t *testing.T) {
 	ctx, c := s.ctx, s.cp.Client
 	const rate = 300.0 // requests/s of trace time
 	replicas := int32(2)
-	sel := map[string]string{simulator.LabelModelService: "resnet50"}
+	sel := map[string]string{v1alpha1.LabelModelService: "resnet50"}
 	dep := &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Name: "resnet50-t4", Namespace: "default"},
 		Spec: appsv1.DeploymentSpec{
@@ -38,7 +40,7 @@ func TestAdapterReportsGeneratedRate(t *testing.T) {
 			Selector: &metav1.LabelSelector{MatchLabels: sel},
 			Template: v1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: sel, Annotations: map[string]string{
-					gpuinventory.AnnotationModel: "resnet50", gpuinventory.AnnotationGPUMemory: "2Gi",
+					v1alpha1.AnnotationModel: "resnet50", v1alpha1.AnnotationGPUMemory: "2Gi",
 					"prometheus.io/scrape": "true", "prometheus.io/port": fmt.Sprint(simulator.IstioPort), "prometheus.io/path": simulator.IstioPath,
 				}},
 				Spec: v1.PodSpec{

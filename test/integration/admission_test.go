@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
+
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -104,18 +106,18 @@ func TestAdmissionOptsInAndProtectsGPUAssignment(t *testing.T) {
 	p, _ = c.CoreV1().Pods("default").Get(ctx, name, metav1.GetOptions{})
 	idx, ok, err := gpuinventory.ParseGPUIndex(p.Annotations)
 	if !ok || err != nil || p.Spec.NodeName == "" {
-		t.Fatalf("pod on %q with %s %v (%v)", p.Spec.NodeName, gpuinventory.AnnotationGPUIndex, p.Annotations, err)
+		t.Fatalf("pod on %q with %s %v (%v)", p.Spec.NodeName, v1alpha1.AnnotationGPUIndex, p.Annotations, err)
 	}
 	t.Logf("%s on %s GPU %d", name, p.Spec.NodeName, idx)
 
 	// Nobody else may move it to another GPU.
-	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:"%d"}}}`, gpuinventory.AnnotationGPUIndex, 1-idx)
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:"%d"}}}`, v1alpha1.AnnotationGPUIndex, 1-idx)
 	_, err = c.CoreV1().Pods("default").Patch(ctx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
 	expectDenied(t, "changing hetsev.io/gpu-index", err, "hetsev.io/gpu-index is written by hetsev-scheduler only")
 
 	// Nor create a pod with a GPU of its choosing.
 	own := userPod("own-index", true, "hetsev-scheduler")
-	own.Annotations[gpuinventory.AnnotationGPUIndex] = "0"
+	own.Annotations[v1alpha1.AnnotationGPUIndex] = "0"
 	_, err = c.CoreV1().Pods("default").Create(ctx, own, metav1.CreateOptions{})
 	expectDenied(t, "creating a pod with hetsev.io/gpu-index", err, "remove the annotation")
 

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
+
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -23,7 +25,7 @@ func modelPod(name, model, gpuMemory string) *podBuilder {
 	return &podBuilder{pod: &v1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: name, Namespace: "default",
-			Annotations: map[string]string{gpuinventory.AnnotationModel: model, gpuinventory.AnnotationGPUMemory: gpuMemory},
+			Annotations: map[string]string{v1alpha1.AnnotationModel: model, v1alpha1.AnnotationGPUMemory: gpuMemory},
 			Labels:      map[string]string{"app": model},
 		},
 		Spec: v1.PodSpec{
@@ -94,12 +96,12 @@ func checkPlacements(ctx context.Context, t *testing.T, c kubernetes.Interface) 
 		}
 		idx, has, err := gpuinventory.ParseGPUIndex(p.Annotations)
 		if !has || err != nil {
-			t.Errorf("bound pod %s has no valid %s (%v)", p.Name, gpuinventory.AnnotationGPUIndex, err)
+			t.Errorf("bound pod %s has no valid %s (%v)", p.Name, v1alpha1.AnnotationGPUIndex, err)
 			continue
 		}
 		k := gpuKey{p.Spec.NodeName, idx}
 		for _, other := range byGPU[k] {
-			if other.Annotations[gpuinventory.AnnotationModel] == d.Model {
+			if other.Annotations[v1alpha1.AnnotationModel] == d.Model {
 				t.Errorf("identical model %s co-located on %s GPU %d: %s and %s", d.Model, k.node, k.index, other.Name, p.Name)
 			}
 		}

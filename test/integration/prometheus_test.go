@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
+
 	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -152,8 +154,8 @@ func TestAdapterPrometheusBackend(t *testing.T) {
 	for _, p := range pods {
 		pod := &v1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Name: p.name, Namespace: ns,
-				Labels:      map[string]string{"app": "resnet50", adapter.LabelModelService: "resnet50"},
-				Annotations: map[string]string{adapter.AnnotationGPUIndex: fmt.Sprint(p.gpu)}},
+				Labels:      map[string]string{"app": "resnet50", v1alpha1.LabelModelService: "resnet50"},
+				Annotations: map[string]string{v1alpha1.AnnotationGPUIndex: fmt.Sprint(p.gpu)}},
 			Spec: v1.PodSpec{NodeName: node, Containers: []v1.Container{{Name: "model-server", Image: "model-server:resnet50"}}},
 		}
 		if _, err := c.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {

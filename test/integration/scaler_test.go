@@ -10,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
-	"github.com/hetsev/hetsev/pkg/scaler"
 	"github.com/hetsev/hetsev/pkg/simulator"
 	"github.com/hetsev/hetsev/test/harness"
 )
@@ -133,7 +132,7 @@ func TestScalerReportsNoFeasibleType(t *testing.T) {
 
 func totalReplicas(ctx context.Context, t *testing.T, s *stack) int32 {
 	t.Helper()
-	deps, err := s.cp.Client.AppsV1().Deployments("default").List(ctx, metav1.ListOptions{LabelSelector: scaler.LabelModelService})
+	deps, err := s.cp.Client.AppsV1().Deployments("default").List(ctx, metav1.ListOptions{LabelSelector: v1alpha1.LabelModelService})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,11 +7,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
+
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/hetsev/hetsev/pkg/gpuinventory"
 	"github.com/hetsev/hetsev/test/harness"
 )
 
@@ -70,8 +71,8 @@ func TestSchedulerPlacesOnGPUs(t *testing.T) {
 	for name, want := range map[string]string{
 		"resnet50-extra": "anti-affinity",
 		"bert-t4":        "no GPU with 6144 MiB of free GPU memory",
-		"bad-quantity":   gpuinventory.AnnotationGPUMemory,
-		"bad-negative":   gpuinventory.AnnotationGPUMemory,
+		"bad-quantity":   v1alpha1.AnnotationGPUMemory,
+		"bad-negative":   v1alpha1.AnnotationGPUMemory,
 	} {
 		waitFor(ctx, t, 30*time.Second, name+" FailedScheduling event", func(ctx context.Context) (bool, error) {
 			msgs, err := eventsFor(ctx, c, "default", name)

@@ -19,6 +19,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
+
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -74,7 +76,7 @@ type Profile struct {
 type Report struct{ Runs []Profile }
 
 const (
-	hetsevProfile  = "hetsev-scheduler"
+	hetsevProfile  = v1alpha1.SchedulerName
 	defaultProfile = "default-scheduler"
 )
 
@@ -282,8 +284,8 @@ func benchPod(cfg Config, profile, ns string, i int) *v1.Pod {
 	}
 	if profile == hetsevProfile {
 		p.Annotations = map[string]string{
-			gpuinventory.AnnotationModel:     fmt.Sprintf("model-%d", i%cfg.Models),
-			gpuinventory.AnnotationGPUMemory: cfg.GPUMemory,
+			v1alpha1.AnnotationModel:     fmt.Sprintf("model-%d", i%cfg.Models),
+			v1alpha1.AnnotationGPUMemory: cfg.GPUMemory,
 		}
 	}
 	return p

@@ -13,7 +13,7 @@ import (
 
 // Group, version and resource of ModelService.
 var (
-	GroupVersion = schema.GroupVersion{Group: "hetsev.io", Version: "v1alpha1"}
+	GroupVersion = schema.GroupVersion{Group: GroupName, Version: "v1alpha1"}
 	Resource     = GroupVersion.WithResource("modelservices")
 )
 

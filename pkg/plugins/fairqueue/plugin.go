@@ -13,6 +13,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
+
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/cache"
@@ -168,7 +170,7 @@ func ShapeOf(pod *v1.Pod) Shape {
 		return Shape{}
 	}
 	if err != nil {
-		return Shape{Model: pod.Annotations[gpuinventory.AnnotationModel]}
+		return Shape{Model: pod.Annotations[v1alpha1.AnnotationModel]}
 	}
 	return Shape{Model: d.Model, MemoryMiB: d.MemoryMiB}
 }

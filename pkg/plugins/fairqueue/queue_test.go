@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
+
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -19,13 +21,11 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/metrics"
 	testingclock "k8s.io/utils/clock/testing"
-
-	"github.com/hetsev/hetsev/pkg/gpuinventory"
 )
 
 func pod(name, model, mem string) *v1.Pod {
 	return &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", UID: types.UID(name),
-		Annotations: map[string]string{gpuinventory.AnnotationModel: model, gpuinventory.AnnotationGPUMemory: mem}}}
+		Annotations: map[string]string{v1alpha1.AnnotationModel: model, v1alpha1.AnnotationGPUMemory: mem}}}
 }
 
 // fifo is PrioritySort's order with equal priorities.

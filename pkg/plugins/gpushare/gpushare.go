@@ -13,6 +13,8 @@ import (
 	"sync"
 	"unique"
 
+	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
+
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -280,7 +282,7 @@ func (p *GPUShare) Bind(ctx context.Context, state fwk.CycleState, pod *v1.Pod, 
 	binding := &v1.Binding{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID,
-			Annotations: map[string]string{gpuinventory.AnnotationGPUIndex: strconv.Itoa(r.index)},
+			Annotations: map[string]string{v1alpha1.AnnotationGPUIndex: strconv.Itoa(r.index)},
 		},
 		Target: v1.ObjectReference{Kind: "Node", Name: nodeName},
 	}
@@ -290,12 +292,12 @@ func (p *GPUShare) Bind(ctx context.Context, state fwk.CycleState, pod *v1.Pod, 
 			err = c.WaitOnFinish(ctx, onFinish)
 		}
 		if err != nil {
-			return fwk.AsStatus(fmt.Errorf("binding pod %s with %s=%d: %w", klog.KObj(pod), gpuinventory.AnnotationGPUIndex, r.index, err))
+			return fwk.AsStatus(fmt.Errorf("binding pod %s with %s=%d: %w", klog.KObj(pod), v1alpha1.AnnotationGPUIndex, r.index, err))
 		}
 		return nil
 	}
 	if err := p.handle.ClientSet().CoreV1().Pods(pod.Namespace).Bind(ctx, binding, metav1.CreateOptions{}); err != nil {
-		return fwk.AsStatus(fmt.Errorf("binding pod %s with %s=%d: %w", klog.KObj(pod), gpuinventory.AnnotationGPUIndex, r.index, err))
+		return fwk.AsStatus(fmt.Errorf("binding pod %s with %s=%d: %w", klog.KObj(pod), v1alpha1.AnnotationGPUIndex, r.index, err))
 	}
 	klog.FromContext(ctx).V(4).Info("bound with GPU", "plugin", Name, "pod", klog.KObj(pod), "node", nodeName, "gpuIndex", r.index)
 	return nil

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"unique"
 
+	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
+
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -42,10 +44,10 @@ func t4Node(name string) *v1.Node {
 
 func gpuPod(name, node, model, mem, idx string) *v1.Pod {
 	p := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", UID: types.UID(name),
-		Annotations: map[string]string{gpuinventory.AnnotationModel: model, gpuinventory.AnnotationGPUMemory: mem}},
+		Annotations: map[string]string{v1alpha1.AnnotationModel: model, v1alpha1.AnnotationGPUMemory: mem}},
 		Spec: v1.PodSpec{NodeName: node}}
 	if idx != "" {
-		p.Annotations[gpuinventory.AnnotationGPUIndex] = idx
+		p.Annotations[v1alpha1.AnnotationGPUIndex] = idx
 	}
 	return p
 }
@@ -108,7 +110,7 @@ func TestPlacement(t *testing.T) {
 	if st := p.Bind(ctx, state, incoming, "b"); !st.IsSuccess() {
 		t.Fatalf("Bind: %v", st)
 	}
-	if len(bindings) != 1 || bindings[0].Target.Name != "b" || bindings[0].Annotations[gpuinventory.AnnotationGPUIndex] != "1" {
+	if len(bindings) != 1 || bindings[0].Target.Name != "b" || bindings[0].Annotations[v1alpha1.AnnotationGPUIndex] != "1" {
 		t.Fatalf("bindings %+v, want one to b with gpu-index 1", bindings)
 	}
 	// A pod without a GPU demand is the DefaultBinder's.
@@ -136,7 +138,7 @@ func TestRejections(t *testing.T) {
 	p := &GPUShare{reserved: map[types.UID]reservation{}}
 	// Malformed annotation: unresolvable, message names the annotation.
 	_, st := p.PreFilter(ctx, framework.NewCycleState(), gpuPod("bad", "", "m", "lots", ""), nil)
-	if st.Code() != fwk.UnschedulableAndUnresolvable || !contains(st.Message(), gpuinventory.AnnotationGPUMemory) {
+	if st.Code() != fwk.UnschedulableAndUnresolvable || !contains(st.Message(), v1alpha1.AnnotationGPUMemory) {
 		t.Errorf("bad quantity: %v", st)
 	}
 	// A pod without hetsev annotations is not this plugin's business.

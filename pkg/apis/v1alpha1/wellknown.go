@@ -1,0 +1,34 @@
+package v1alpha1
+
+// Well-known names of the hetsev.io API: every annotation, label and name
+// that more than one hetsev program reads or writes is defined here, once.
+const (
+	// GroupName is hetsev's API group.
+	GroupName = "hetsev.io"
+
+	// SchedulerName is hetsev-scheduler's profile name; pods opt in with
+	// spec.schedulerName set to it.
+	SchedulerName = "hetsev-scheduler"
+
+	// AnnotationModel names the model a pod serves; two pods with the same
+	// value never share a GPU (HetSev 4.2 anti-affinity).
+	AnnotationModel = GroupName + "/model"
+	// AnnotationGPUMemory is the GPU memory one instance needs, as a
+	// resource.Quantity ("3Gi", "2048Mi").
+	AnnotationGPUMemory = GroupName + "/gpu-memory"
+	// AnnotationGPUIndex is the index, on the pod's node, of the GPU that
+	// hetsev-scheduler chose; written before binding, read through the
+	// downward API into NVIDIA_VISIBLE_DEVICES, and used by the metrics
+	// adapter to join DCGM series (per GPU) to pods.
+	AnnotationGPUIndex = GroupName + "/gpu-index"
+	// AnnotationTemplateHash is the hash of the pod template hetsev-scaler
+	// last wrote into a Deployment it keeps.
+	AnnotationTemplateHash = GroupName + "/template-hash"
+
+	// LabelModelService names a pod's (and a Deployment's) ModelService;
+	// hetsev-scaler writes it on every Deployment it keeps and its pods.
+	LabelModelService = GroupName + "/modelservice"
+	// LabelGPUType names the GPU type (catalog name, e.g. "t4") a Deployment
+	// kept by hetsev-scaler serves on.
+	LabelGPUType = GroupName + "/gpu-type"
+)
