@@ -1,5 +1,5 @@
 // Command bench-adapter measures hetsev-metrics-adapter's Prometheus backend
-// (see test/adapterbench): the latency of listing requests_per_second for
+// (see internal/bench/adapterbench): the latency of listing requests_per_second for
 // 1,000 pods through the kube-apiserver's aggregation layer, against the
 // kube-apiserver listing the same pods. It prints a table that ends with one
 // line:
@@ -12,8 +12,8 @@ package main
 import (
 	"flag"
 
-	"github.com/hetsev/hetsev/test/adapterbench"
-	"github.com/hetsev/hetsev/test/harness"
+	"github.com/hetsev/hetsev/internal/bench/adapterbench"
+	"github.com/hetsev/hetsev/internal/cluster"
 )
 
 func main() {
@@ -23,7 +23,7 @@ func main() {
 	flag.IntVar(&cfg.Rounds, "rounds", cfg.Rounds, "rounds")
 	workdir := flag.String("workdir", "", "directory for the control plane, Prometheus and logs (default: a temporary one, kept)")
 	flag.Parse()
-	harness.RunBench("hetsev-bench-adapter", *workdir, func(p *harness.Program, say func(string, ...any)) (harness.BenchReport, error) {
+	cluster.RunBench("hetsev-bench-adapter", *workdir, func(p *cluster.Program, say func(string, ...any)) (cluster.BenchReport, error) {
 		return adapterbench.Run(p.Ctx, p.TB, p.Dir, cfg, say)
 	})
 }

@@ -12,7 +12,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/hetsev/hetsev/pkg/solverbench"
+	"github.com/hetsev/hetsev/internal/bench/solverbench"
 )
 
 func main() {

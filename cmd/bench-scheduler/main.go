@@ -1,5 +1,5 @@
 // Command bench-scheduler measures hetsev-scheduler against the default
-// scheduler profile on a local control plane (see test/schedulerbench) and
+// scheduler profile on a local control plane (see internal/bench/schedulerbench) and
 // prints a table that ends with one line:
 //
 //	RESULT throughput_ratio=<hetsev/default> p99_ms=<hetsev attempt p99>
@@ -10,8 +10,8 @@ package main
 import (
 	"flag"
 
-	"github.com/hetsev/hetsev/test/harness"
-	"github.com/hetsev/hetsev/test/schedulerbench"
+	"github.com/hetsev/hetsev/internal/bench/schedulerbench"
+	"github.com/hetsev/hetsev/internal/cluster"
 )
 
 func main() {
@@ -22,7 +22,7 @@ func main() {
 	flag.IntVar(&cfg.Rounds, "rounds", cfg.Rounds, "runs per profile, alternating")
 	workdir := flag.String("workdir", "", "directory for the control plane and logs (default: a temporary one, kept)")
 	flag.Parse()
-	harness.RunBench("hetsev-bench-scheduler", *workdir, func(p *harness.Program, say func(string, ...any)) (harness.BenchReport, error) {
+	cluster.RunBench("hetsev-bench-scheduler", *workdir, func(p *cluster.Program, say func(string, ...any)) (cluster.BenchReport, error) {
 		return schedulerbench.Run(p.Ctx, p.TB, p.Dir, cfg, say)
 	})
 }

@@ -9,12 +9,13 @@ import (
 	"os"
 	"time"
 
-	"github.com/hetsev/hetsev/pkg/trace"
-	"github.com/hetsev/hetsev/test/harness"
+	"github.com/hetsev/hetsev/internal/cluster"
+	"github.com/hetsev/hetsev/internal/sim/demo"
+	"github.com/hetsev/hetsev/internal/sim/trace"
 )
 
 func main() {
-	cfg := harness.DefaultDemo()
+	cfg := demo.DefaultDemo()
 	summary := flag.String("summary", "demo-summary.json", "where to write the summary JSON")
 	workdir := flag.String("workdir", "", "directory for logs and state (default: a new temp dir, kept)")
 	flag.IntVar(&cfg.TraceStart, "trace-start", cfg.TraceStart, "first second of the Twitter trace to replay")
@@ -28,7 +29,7 @@ func main() {
 		cfg.ScalerArgs = append(cfg.ScalerArgs, "--solver="+*solver)
 	}
 	// Component logs go to a file in the work dir; stdout is the report.
-	p, err := harness.StartProgram("hetsev-demo", *workdir)
+	p, err := cluster.StartProgram("hetsev-demo", *workdir)
 	if err != nil {
 		fail(err)
 	}
@@ -41,13 +42,13 @@ func main() {
 	}
 	cfg.Rates = rates
 	start := time.Now()
-	s, err := harness.RunDemo(p.Ctx, p.TB, cfg)
+	s, err := demo.RunDemo(p.Ctx, p.TB, cfg)
 	if err != nil {
 		p.Close()
 		fail(err)
 	}
-	harness.PrintSummary(os.Stdout, s)
-	if err := harness.WriteSummary(*summary, s); err != nil {
+	demo.PrintSummary(os.Stdout, s)
+	if err := demo.WriteSummary(*summary, s); err != nil {
 		fail(err)
 	}
 	fmt.Printf("summary written to %s (run took %s)\n", *summary, time.Since(start).Round(time.Second))

@@ -1,7 +1,7 @@
 // Command hetsev-evaluate is `make evaluate`: it replays days of a real
 // trace in simulated time under default Kubernetes, hetsev (heuristic and
 // exact) and a lower bound, and reports cost, SLO attainment, GPU
-// utilisation and scaling per policy and service (pkg/evaluate). With
+// utilisation and scaling per policy and service (internal/sim/evaluate). With
 // --trace it is the what-if mode for a user's own trace, profiles and
 // prices.
 package main
@@ -14,7 +14,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hetsev/hetsev/pkg/evaluate"
+	"github.com/hetsev/hetsev/internal/sim/evaluate"
 )
 
 type serviceFlags []evaluate.Service

@@ -5,7 +5,7 @@ import (
 	"io"
 	"io/fs"
 
-	"github.com/hetsev/hetsev/data"
+	"github.com/hetsev/hetsev/data/profiles"
 )
 
 // GPUType is one GPU type the cluster may offer, with its price.
@@ -138,16 +138,16 @@ func parseGPUType(row csvRow) (GPUType, error) {
 // (data/profiles/gpu_catalog.csv): V100-32GB at 3.9015 USD/h (p3dn.24xlarge /
 // 8) and T4 at 0.526 USD/h (g4dn.xlarge), AWS us-east-1 on-demand.
 func DefaultCatalog() (Catalog, error) {
-	f, err := openEmbedded(data.GPUCatalog)
+	f, err := openEmbedded(profiles.GPUCatalog)
 	if err != nil {
 		return Catalog{}, err
 	}
 	defer f.Close()
-	return LoadCatalog(f, data.GPUCatalog)
+	return LoadCatalog(f, profiles.GPUCatalog)
 }
 
 func openEmbedded(name string) (fs.File, error) {
-	f, err := data.Files.Open(name)
+	f, err := profiles.Open(name)
 	if err != nil {
 		return nil, fmt.Errorf("heterogeneity: opening embedded %s: %w", name, err)
 	}

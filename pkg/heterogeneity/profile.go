@@ -7,7 +7,7 @@ import (
 	"math"
 	"slices"
 
-	"github.com/hetsev/hetsev/data"
+	"github.com/hetsev/hetsev/data/profiles"
 )
 
 // Profile describes one instance of a model served on one GPU type: the
@@ -298,15 +298,15 @@ func loadEstimates(r io.Reader, file string) (map[string]instanceEstimate, error
 // bert-large on V100-32GB and T4, measured by NVIDIA DeepLearningExamples as
 // cited per row.
 func DefaultProfiles() (Profiles, error) {
-	pf, err := openEmbedded(data.ModelProfiles)
+	pf, err := openEmbedded(profiles.ModelProfiles)
 	if err != nil {
 		return Profiles{}, err
 	}
 	defer pf.Close()
-	ef, err := openEmbedded(data.InstanceEstimates)
+	ef, err := openEmbedded(profiles.InstanceEstimates)
 	if err != nil {
 		return Profiles{}, err
 	}
 	defer ef.Close()
-	return LoadProfiles(pf, data.ModelProfiles, ef, data.InstanceEstimates)
+	return LoadProfiles(pf, profiles.ModelProfiles, ef, profiles.InstanceEstimates)
 }

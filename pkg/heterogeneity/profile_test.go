@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hetsev/hetsev/data"
+	"github.com/hetsev/hetsev/data/profiles"
 )
 
 func TestDefaultProfiles(t *testing.T) {
@@ -101,7 +101,7 @@ const (
 )
 
 func TestLoadProfilesErrors(t *testing.T) {
-	pf, ef := data.ModelProfiles, data.InstanceEstimates
+	pf, ef := profiles.ModelProfiles, profiles.InstanceEstimates
 	tests := []struct {
 		name, profiles, estimates, want string
 	}{

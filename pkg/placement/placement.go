@@ -1,6 +1,6 @@
 // Package placement chooses the GPU of a node for a model instance: the
 // rating that hetsev-scheduler's HetsevGPUShare plugin scores and reserves
-// by, and that the trace-driven evaluator (pkg/evaluate) places simulated
+// by, and that the trace-driven evaluator (internal/sim/evaluate) places simulated
 // instances with, so that both make the same choice.
 package placement
 

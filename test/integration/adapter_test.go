@@ -19,8 +19,8 @@ import (
 	"k8s.io/client-go/restmapper"
 	cmclient "k8s.io/metrics/pkg/client/custom_metrics"
 
+	"github.com/hetsev/hetsev/internal/sim/simulator"
 	"github.com/hetsev/hetsev/pkg/gpuinventory"
-	"github.com/hetsev/hetsev/pkg/simulator"
 )
 
 // TestAdapterReportsGeneratedRate sends a known request rate to two

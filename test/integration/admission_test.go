@@ -15,8 +15,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/hetsev/hetsev/internal/cluster"
 	"github.com/hetsev/hetsev/pkg/gpuinventory"
-	"github.com/hetsev/hetsev/test/harness"
 )
 
 // Scheduler selection by annotation and the protected GPU assignment, with
@@ -25,8 +25,8 @@ import (
 // manifests/ is what they get and the admission policy's exemption for the
 // scheduler is exercised.
 func TestAdmissionOptsInAndProtectsGPUAssignment(t *testing.T) {
-	cp, ctx := cluster(t)
-	port, err := harness.FreePort()
+	cp, ctx := testbed(t)
+	port, err := cluster.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,7 +37,7 @@ func TestAdmissionOptsInAndProtectsGPUAssignment(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	scaler, err := harness.StartScaler(ctx, cp, "--kubeconfig="+asScaler,
+	scaler, err := cluster.StartScaler(ctx, cp, "--kubeconfig="+asScaler,
 		fmt.Sprintf("--webhook-bind-address=127.0.0.1:%d", port), "--webhook-cert-hosts=127.0.0.1", "--webhook-namespace=hetsev-system")
 	if err != nil {
 		t.Fatal(err)
@@ -47,7 +47,7 @@ func TestAdmissionOptsInAndProtectsGPUAssignment(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sched, err := harness.StartSchedulerWith(ctx, cp, asScheduler)
+	sched, err := cluster.StartSchedulerWith(ctx, cp, asScheduler)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +84,7 @@ func TestAdmissionOptsInAndProtectsGPUAssignment(t *testing.T) {
 	// The example annotated pod, naming no scheduler, is opted in, gets
 	// NVIDIA_VISIBLE_DEVICES from the downward API and is placed by
 	// hetsev-scheduler, which binds it with hetsev.io/gpu-index.
-	objs, err := harness.ReadManifests(filepath.Join(harness.RepoRoot(), "manifests", "examples", exampleByAnnotation))
+	objs, err := cluster.ReadManifests(filepath.Join(cluster.RepoRoot(), "manifests", "examples", exampleByAnnotation))
 	if err != nil || len(objs) != 1 {
 		t.Fatalf("%s: %v", exampleByAnnotation, err)
 	}

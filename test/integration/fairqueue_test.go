@@ -14,7 +14,7 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/hetsev/hetsev/test/harness"
+	"github.com/hetsev/hetsev/internal/cluster"
 )
 
 // TestFairQueueingShortensLargeModelWait is HetSev's Algorithm 1 steps 1-2
@@ -32,19 +32,19 @@ import (
 // (no class starves).
 func TestFairQueueingShortensLargeModelWait(t *testing.T) {
 	cp, ctx := controlPlane(t)
-	t4, err := harness.T4Nodes(130)
+	t4, err := cluster.T4Nodes(130)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := harness.CreateNodes(ctx, cp.Client, []harness.NodeGroup{t4}); err != nil {
+	if _, err := cluster.CreateNodes(ctx, cp.Client, []cluster.NodeGroup{t4}); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := harness.SchedulerConfig(cp.Kubeconfig)
+	cfg, err := cluster.SchedulerConfig(cp.Kubeconfig)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// Not rate limited: the pods wait in the queue, not in binding calls.
-	cfg = harness.WithClientQPS(cfg, 5000)
+	cfg = cluster.WithClientQPS(cfg, 5000)
 	fairSort := "      queueSort:\n        disabled:\n          - name: \"*\"\n        enabled:\n          - name: HetsevFairQueue\n"
 	if !strings.Contains(cfg, fairSort) {
 		t.Fatal("manifests/scheduler-config.yaml no longer enables HetsevFairQueue at queueSort")
@@ -109,10 +109,10 @@ func (w waits) positions(model string) []int {
 // opener, waits until the scheduler has tried each, creates the opener and
 // returns the waits once all 520 are bound. The scheduler is stopped and the
 // pods deleted afterwards, so the next run starts from empty GPUs.
-func burst(ctx context.Context, t *testing.T, cp *harness.ControlPlane, ns, cfg string) waits {
+func burst(ctx context.Context, t *testing.T, cp *cluster.ControlPlane, ns, cfg string) waits {
 	t.Helper()
 	c := cp.Client
-	if err := harness.EnsureNamespace(ctx, c, ns); err != nil {
+	if err := cluster.EnsureNamespace(ctx, c, ns); err != nil {
 		t.Fatal(err)
 	}
 	var mu sync.Mutex
@@ -144,7 +144,7 @@ func burst(ctx context.Context, t *testing.T, cp *harness.ControlPlane, ns, cfg 
 	defer close(stop)
 	inf.Start(stop)
 
-	sched, err := harness.StartSchedulerWithConfig(ctx, cp, ns, cfg)
+	sched, err := cluster.StartSchedulerWithConfig(ctx, cp, ns, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

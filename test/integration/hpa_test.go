@@ -15,9 +15,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
+	"github.com/hetsev/hetsev/internal/cluster"
+	"github.com/hetsev/hetsev/internal/sim/exporters"
 	"github.com/hetsev/hetsev/pkg/adapter"
-	"github.com/hetsev/hetsev/pkg/exporters"
-	"github.com/hetsev/hetsev/test/harness"
 )
 
 // TestHPAScalesOnRequestsPerSecond: the real kube-controller-manager's HPA
@@ -28,7 +28,7 @@ import (
 // 36 requests/s takes it to ceil(36/10) = 4, and the step back to 6 brings
 // it to 1 again.
 func TestHPAScalesOnRequestsPerSecond(t *testing.T) {
-	cp, ctx := cluster(t)
+	cp, ctx := testbed(t)
 	c := cp.Client
 	const ns, name = "default", "echo"
 	nodes, err := c.CoreV1().Nodes().List(ctx, metav1ListAll)
@@ -53,20 +53,20 @@ func TestHPAScalesOnRequestsPerSecond(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	load := harness.NewPodRequestLoad()
-	addr, stop, err := harness.ServeLoopback(exporters.Handler(load))
+	load := exporters.NewPodRequestLoad()
+	addr, stop, err := cluster.ServeLoopback(exporters.Handler(load))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(stop)
-	prom, err := harness.StartPrometheus(ctx, cp.Dir, time.Second, []harness.PrometheusTarget{
+	prom, err := cluster.StartPrometheus(ctx, cp.Dir, time.Second, []cluster.PrometheusTarget{
 		{Job: "istio-sidecars", Address: addr, HonorLabels: true},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	stopOnCleanup(t, prom.Process)
-	ad, _, err := harness.StartAdapter(ctx, cp, harness.AdapterOptions{
+	ad, _, err := cluster.StartAdapter(ctx, cp, cluster.AdapterOptions{
 		PrometheusURL: prom.URL, RateWindow: "5s", ExtraArgs: []string{"--prometheus-cache-ttl=500ms"},
 	})
 	if err != nil {

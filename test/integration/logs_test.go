@@ -4,12 +4,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hetsev/hetsev/test/harness"
+	"github.com/hetsev/hetsev/internal/cluster"
 )
 
 // stopOnCleanup stops p when the test ends and, if the test failed, logs the
 // tail of p's log so CI output says what the program saw.
-func stopOnCleanup(t *testing.T, p *harness.Process) {
+func stopOnCleanup(t *testing.T, p *cluster.Process) {
 	t.Cleanup(func() {
 		p.Stop(5 * time.Second)
 		if t.Failed() {

@@ -1,5 +1,5 @@
 // Package integration runs hetsev's programs against a real kube-apiserver,
-// etcd and kube-controller-manager started by test/harness, with kwok giving
+// etcd and kube-controller-manager started by internal/cluster, with kwok giving
 // pods a lifecycle. The programs are the binaries `make build` puts in bin/.
 package integration
 
@@ -7,26 +7,26 @@ import (
 	"context"
 	"testing"
 
+	"github.com/hetsev/hetsev/internal/cluster"
 	"github.com/hetsev/hetsev/pkg/heterogeneity"
-	"github.com/hetsev/hetsev/test/harness"
 )
 
-// cluster starts the control plane, kwok and HetSev's testbed nodes.
-func cluster(t *testing.T) (*harness.ControlPlane, context.Context) {
+// testbed starts the control plane, kwok and HetSev's testbed nodes.
+func testbed(t *testing.T) (*cluster.ControlPlane, context.Context) {
 	t.Helper()
 	cp, ctx := controlPlane(t)
 	cat, err := heterogeneity.DefaultCatalog()
 	if err != nil {
 		t.Fatal(err)
 	}
-	groups, err := harness.HetSevTestbed(cat)
+	groups, err := cluster.HetSevTestbed(cat)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := harness.CreateNodes(ctx, cp.Client, groups); err != nil {
+	if _, err := cluster.CreateNodes(ctx, cp.Client, groups); err != nil {
 		t.Fatal(err)
 	}
-	kwok, err := harness.StartKwok(ctx, cp, harness.BinDir()+"/kwok")
+	kwok, err := cluster.StartKwok(ctx, cp, cluster.BinDir()+"/kwok")
 	if err != nil {
 		t.Fatalf("kwok: %v", err)
 	}
@@ -35,10 +35,10 @@ func cluster(t *testing.T) (*harness.ControlPlane, context.Context) {
 }
 
 // controlPlane starts etcd, kube-apiserver and kube-controller-manager only.
-func controlPlane(t *testing.T) (*harness.ControlPlane, context.Context) {
+func controlPlane(t *testing.T) (*cluster.ControlPlane, context.Context) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	cp, err := harness.StartControlPlane(ctx, t, t.TempDir())
+	cp, err := cluster.StartControlPlane(ctx, t, t.TempDir())
 	if err != nil {
 		cancel()
 		t.Fatalf("control plane: %v", err)

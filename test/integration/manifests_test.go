@@ -11,7 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/hetsev/hetsev/test/harness"
+	"github.com/hetsev/hetsev/internal/cluster"
 )
 
 const (
@@ -29,13 +29,13 @@ const exampleByAnnotation = "pod-opt-in-by-annotation.yaml"
 // The webhook configuration is then pointed at https://127.0.0.1:webhookPort:
 // without kube-proxy the API server would resolve the Service's .svc name
 // through the machine's DNS, off loopback.
-func applyManifests(ctx context.Context, t *testing.T, cp *harness.ControlPlane, webhookPort int) (*harness.Applier, []string) {
+func applyManifests(ctx context.Context, t *testing.T, cp *cluster.ControlPlane, webhookPort int) (*cluster.Applier, []string) {
 	t.Helper()
-	objs, err := harness.BuildKustomization(filepath.Join(harness.RepoRoot(), "manifests"))
+	objs, err := cluster.BuildKustomization(filepath.Join(cluster.RepoRoot(), "manifests"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := harness.NewApplier(cp)
+	a, err := cluster.NewApplier(cp)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +61,7 @@ func applyManifests(ctx context.Context, t *testing.T, cp *harness.ControlPlane,
 // service accounts get what they need and no more.
 func TestManifestsApplyToAPIServer(t *testing.T) {
 	cp, ctx := controlPlane(t)
-	port, err := harness.FreePort() // nothing listens: the webhook is not under test here
+	port, err := cluster.FreePort() // nothing listens: the webhook is not under test here
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +90,7 @@ func TestManifestsApplyToAPIServer(t *testing.T) {
 	}
 
 	// The examples, in a user's namespace, against the CRD and the policy.
-	examples, err := filepath.Glob(filepath.Join(harness.RepoRoot(), "manifests", "examples", "*.yaml"))
+	examples, err := filepath.Glob(filepath.Join(cluster.RepoRoot(), "manifests", "examples", "*.yaml"))
 	if err != nil || len(examples) < 3 {
 		t.Fatalf("examples: %v %v", examples, err)
 	}
@@ -98,7 +98,7 @@ func TestManifestsApplyToAPIServer(t *testing.T) {
 		if filepath.Base(f) == exampleByAnnotation {
 			continue // needs the webhook: TestAdmissionOptsInAndProtectsGPUAssignment applies it
 		}
-		objs, err := harness.ReadManifests(f)
+		objs, err := cluster.ReadManifests(f)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -30,10 +30,11 @@ import (
 	"k8s.io/client-go/restmapper"
 	cmclient "k8s.io/metrics/pkg/client/custom_metrics"
 
+	"github.com/hetsev/hetsev/internal/cluster"
+	"github.com/hetsev/hetsev/internal/sim/demo"
+	"github.com/hetsev/hetsev/internal/sim/exporters"
 	"github.com/hetsev/hetsev/pkg/adapter"
-	"github.com/hetsev/hetsev/pkg/exporters"
 	"github.com/hetsev/hetsev/pkg/heterogeneity"
-	"github.com/hetsev/hetsev/test/harness"
 )
 
 // simPod is one simulated model-server pod: its Istio exporter, the rate
@@ -112,7 +113,7 @@ func expectedQuantile(t *testing.T, q float64, pods ...*simPod) float64 {
 func TestAdapterPrometheusBackend(t *testing.T) {
 	cp, ctx := controlPlane(t)
 	c := cp.Client
-	if err := harness.InstallCRDs(ctx, cp); err != nil {
+	if err := cluster.InstallCRDs(ctx, cp); err != nil {
 		t.Fatal(err)
 	}
 	const ns, node = "default", "gpu-node-0"
@@ -135,22 +136,22 @@ func TestAdapterPrometheusBackend(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ms, err := harness.ModelServiceFor("resnet50", ns, "resnet50", 400, profiles, harness.Knobs{}, 1)
+	ms, err := demo.ModelServiceFor("resnet50", ns, "resnet50", 400, profiles, demo.Knobs{}, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := harness.NewApplier(cp)
+	a, err := cluster.NewApplier(cp)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := harness.CreateModelService(ctx, a.Dynamic, ms); err != nil {
+	if err := demo.CreateModelService(ctx, a.Dynamic, ms); err != nil {
 		t.Fatal(err)
 	}
 	pods := []*simPod{
 		{name: "resnet50-t4-a", gpu: 0, rate: 40, lo: 40, hi: 390},
 		{name: "resnet50-t4-b", gpu: 1, rate: 15, lo: 100, hi: 1000},
 	}
-	var targets []harness.PrometheusTarget
+	var targets []cluster.PrometheusTarget
 	for _, p := range pods {
 		pod := &v1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Name: p.name, Namespace: ns,
@@ -162,26 +163,26 @@ func TestAdapterPrometheusBackend(t *testing.T) {
 			t.Fatal(err)
 		}
 		p.istio = exporters.NewIstio(exporters.IstioLabels{DestinationWorkload: "resnet50-t4", DestinationWorkloadNamespace: ns}, nil)
-		addr, stop, err := harness.ServeLoopback(exporters.Handler(p.istio))
+		addr, stop, err := cluster.ServeLoopback(exporters.Handler(p.istio))
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(stop)
 		// The labels Prometheus' pod service discovery adds.
-		targets = append(targets, harness.PrometheusTarget{Job: "istio-sidecars", Address: addr, Path: "/stats/prometheus",
+		targets = append(targets, cluster.PrometheusTarget{Job: "istio-sidecars", Address: addr, Path: "/stats/prometheus",
 			Labels: map[string]string{"namespace": ns, "pod": p.name}})
 	}
 	dcgm := exporters.NewDCGM(node, nil)
 	dcgm.SetGPU(exporters.GPUSample{Index: 0, UUID: "GPU-0", ModelName: "Tesla T4", UtilPercent: 37, FBUsedMiB: 2048, FBFreeMiB: 13312})
 	dcgm.SetGPU(exporters.GPUSample{Index: 1, UUID: "GPU-1", ModelName: "Tesla T4", UtilPercent: 81, FBUsedMiB: 6144, FBFreeMiB: 9216})
-	addr, stop, err := harness.ServeLoopback(exporters.Handler(dcgm))
+	addr, stop, err := cluster.ServeLoopback(exporters.Handler(dcgm))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(stop)
-	targets = append(targets, harness.PrometheusTarget{Job: "dcgm-exporter", Address: addr})
+	targets = append(targets, cluster.PrometheusTarget{Job: "dcgm-exporter", Address: addr})
 
-	prom, err := harness.StartPrometheus(ctx, cp.Dir, time.Second, targets)
+	prom, err := cluster.StartPrometheus(ctx, cp.Dir, time.Second, targets)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,11 +192,11 @@ func TestAdapterPrometheusBackend(t *testing.T) {
 	go generate(gctx, pods)
 
 	// The adapter as its service account, with manifests/' RBAC only.
-	rbac, err := harness.ReadManifests(filepath.Join(harness.RepoRoot(), "manifests", "namespace.yaml"))
+	rbac, err := cluster.ReadManifests(filepath.Join(cluster.RepoRoot(), "manifests", "namespace.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	more, err := harness.ReadManifests(filepath.Join(harness.RepoRoot(), "manifests", "metrics-adapter", "serviceaccount-rbac.yaml"))
+	more, err := cluster.ReadManifests(filepath.Join(cluster.RepoRoot(), "manifests", "metrics-adapter", "serviceaccount-rbac.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -214,7 +215,7 @@ func TestAdapterPrometheusBackend(t *testing.T) {
 	}
 	var hang atomic.Bool
 	proxy := httputil.NewSingleHostReverseProxy(target)
-	proxyAddr, stopProxy, err := harness.ServeLoopback(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	proxyAddr, stopProxy, err := cluster.ServeLoopback(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if hang.Load() {
 			<-r.Context().Done()
 			return
@@ -226,7 +227,7 @@ func TestAdapterPrometheusBackend(t *testing.T) {
 	}
 	t.Cleanup(stopProxy)
 	const window = 10 * time.Second
-	ad, port, err := harness.StartAdapter(ctx, cp, harness.AdapterOptions{
+	ad, port, err := cluster.StartAdapter(ctx, cp, cluster.AdapterOptions{
 		PrometheusURL: "http://" + proxyAddr, RateWindow: window.String(), Kubeconfig: kc,
 		ExtraArgs: []string{"--prometheus-timeout=2s", "--prometheus-cache-ttl=500ms"},
 	})
@@ -355,7 +356,7 @@ func TestAdapterPrometheusBackend(t *testing.T) {
 // server; one bound to manifests/' hetsev-custom-metrics-reader is served;
 // an anonymous request straight to the adapter is refused by the adapter's
 // delegated authorisation.
-func checkRefused(ctx context.Context, t *testing.T, cp *harness.ControlPlane, adapterPort int) {
+func checkRefused(ctx context.Context, t *testing.T, cp *cluster.ControlPlane, adapterPort int) {
 	t.Helper()
 	if _, err := cp.Client.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: "test-metrics-reader"},

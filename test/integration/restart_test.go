@@ -11,7 +11,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/hetsev/hetsev/test/harness"
+	"github.com/hetsev/hetsev/internal/cluster"
 )
 
 // TestSchedulerSurvivesRestarts kills and restarts hetsev-scheduler four
@@ -24,18 +24,18 @@ import (
 // other pod is Pending with the reason.
 func TestSchedulerSurvivesRestarts(t *testing.T) {
 	cp, ctx := controlPlane(t)
-	t4, err := harness.T4Nodes(10)
+	t4, err := cluster.T4Nodes(10)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := harness.CreateNodes(ctx, cp.Client, []harness.NodeGroup{t4}); err != nil {
+	if _, err := cluster.CreateNodes(ctx, cp.Client, []cluster.NodeGroup{t4}); err != nil {
 		t.Fatal(err)
 	}
 	c := cp.Client
 	var mu sync.Mutex
-	var sched *harness.Process
+	var sched *cluster.Process
 	start := func() {
-		p, err := harness.StartScheduler(ctx, cp)
+		p, err := cluster.StartScheduler(ctx, cp)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -9,16 +9,16 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/hetsev/hetsev/internal/sim/demo"
+	"github.com/hetsev/hetsev/internal/sim/simulator"
 	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
-	"github.com/hetsev/hetsev/pkg/simulator"
-	"github.com/hetsev/hetsev/test/harness"
 )
 
 const factor = 30.0 // trace seconds per wall second
 
 // knobs in trace seconds: decide every 15 s, scale out at once, scale in
 // at most every 30 s and not within 300 s of a scale-out.
-var knobs = harness.Knobs{IntervalSeconds: 15, ScaleOutPeriodSeconds: 0, ScaleInIntervalSeconds: 30, ScaleInCoolDownSeconds: 300, MinReplicas: 1}
+var knobs = demo.Knobs{IntervalSeconds: 15, ScaleOutPeriodSeconds: 0, ScaleInIntervalSeconds: 30, ScaleInCoolDownSeconds: 300, MinReplicas: 1}
 
 // TestScalerFollowsLoadStep replays 100 -> 1500 -> 100 requests/s against
 // ResNet-50 through the whole stack (simulated servers, metrics adapter
@@ -29,7 +29,7 @@ func TestScalerFollowsLoadStep(t *testing.T) {
 	s := startStack(t, true)
 	ctx := s.ctx
 	ms := s.modelService(t, "resnet50", "resnet50", 400)
-	w := s.world(t, []simulator.Service{harness.SimService(ms, 1, s.cat)}, steps(600, 100, 900, 1500, 1500, 100), factor)
+	w := s.world(t, []simulator.Service{demo.SimService(ms, 1, s.cat)}, steps(600, 100, 900, 1500, 1500, 100), factor)
 	waitFor(ctx, t, 30*time.Second, "first instance", func(context.Context) (bool, error) {
 		w.SyncPods()
 		return w.Instances("resnet50") > 0, nil

@@ -13,7 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/hetsev/hetsev/test/harness"
+	"github.com/hetsev/hetsev/internal/cluster"
 )
 
 // TestSchedulerPlacesOnGPUs runs hetsev-scheduler against the testbed's
@@ -21,8 +21,8 @@ import (
 // GPUs by worst fit without over-committing memory, and pods that fit nowhere
 // or carry a malformed annotation stay Pending with a reason.
 func TestSchedulerPlacesOnGPUs(t *testing.T) {
-	cp, ctx := cluster(t)
-	sched, err := harness.StartScheduler(ctx, cp)
+	cp, ctx := testbed(t)
+	sched, err := cluster.StartScheduler(ctx, cp)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +110,7 @@ func waitRunning(ctx context.Context, t *testing.T, c kubernetes.Interface, sele
 // naming the field, instead of scheduling with a behaviour nobody asked for.
 func TestSchedulerRefusesInvalidPluginArgs(t *testing.T) {
 	cp, ctx := controlPlane(t)
-	cfg, err := harness.SchedulerConfig(cp.Kubeconfig)
+	cfg, err := cluster.SchedulerConfig(cp.Kubeconfig)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +121,7 @@ func TestSchedulerRefusesInvalidPluginArgs(t *testing.T) {
 		if !strings.Contains(cfg, c.good) {
 			t.Fatalf("manifests/scheduler-config.yaml no longer sets %s", c.good)
 		}
-		sched, err := harness.StartSchedulerWithConfig(ctx, cp, "bad-scheduler", strings.Replace(cfg, c.good, c.bad, 1))
+		sched, err := cluster.StartSchedulerWithConfig(ctx, cp, "bad-scheduler", strings.Replace(cfg, c.good, c.bad, 1))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -10,19 +10,20 @@ import (
 
 	"k8s.io/client-go/dynamic"
 
+	"github.com/hetsev/hetsev/internal/cluster"
+	"github.com/hetsev/hetsev/internal/sim/demo"
+	"github.com/hetsev/hetsev/internal/sim/simulator"
+	"github.com/hetsev/hetsev/internal/sim/trace"
 	"github.com/hetsev/hetsev/pkg/heterogeneity"
 	"github.com/hetsev/hetsev/pkg/interference"
-	"github.com/hetsev/hetsev/pkg/simulator"
-	"github.com/hetsev/hetsev/pkg/trace"
-	"github.com/hetsev/hetsev/test/harness"
 )
 
 // stack is a cluster with hetsev's programs running.
 type stack struct {
-	cp      *harness.ControlPlane
+	cp      *cluster.ControlPlane
 	ctx     context.Context
 	dyn     dynamic.Interface
-	adapter *harness.Process
+	adapter *cluster.Process
 	cat     heterogeneity.Catalog
 	prof    heterogeneity.Profiles
 }
@@ -32,7 +33,7 @@ type stack struct {
 // when withScaler is set.
 func startStack(t *testing.T, withScaler bool) *stack {
 	t.Helper()
-	cp, ctx := cluster(t)
+	cp, ctx := testbed(t)
 	s := &stack{cp: cp, ctx: ctx}
 	var err error
 	if s.cat, err = heterogeneity.DefaultCatalog(); err != nil {
@@ -41,10 +42,10 @@ func startStack(t *testing.T, withScaler bool) *stack {
 	if s.prof, err = heterogeneity.DefaultProfiles(); err != nil {
 		t.Fatal(err)
 	}
-	if err := harness.InstallCRDs(ctx, cp); err != nil {
+	if err := cluster.InstallCRDs(ctx, cp); err != nil {
 		t.Fatal(err)
 	}
-	if err := harness.InstallIstioCRDs(ctx, cp); err != nil {
+	if err := cluster.InstallIstioCRDs(ctx, cp); err != nil {
 		t.Fatal(err)
 	}
 	nodes, err := cp.Client.CoreV1().Nodes().List(ctx, metav1ListAll)
@@ -55,21 +56,21 @@ func startStack(t *testing.T, withScaler bool) *stack {
 	for _, n := range nodes.Items {
 		names = append(names, n.Name)
 	}
-	if err := harness.CreateDCGMExporters(ctx, cp.Client, names); err != nil {
+	if err := demo.CreateDCGMExporters(ctx, cp.Client, names); err != nil {
 		t.Fatal(err)
 	}
-	sched, err := harness.StartScheduler(ctx, cp)
+	sched, err := cluster.StartScheduler(ctx, cp)
 	if err != nil {
 		t.Fatal(err)
 	}
 	stopOnCleanup(t, sched)
-	s.adapter, _, err = harness.StartAdapter(ctx, cp, harness.AdapterOptions{ScrapeInterval: "200ms", RateWindow: "60s"})
+	s.adapter, _, err = cluster.StartAdapter(ctx, cp, cluster.AdapterOptions{ScrapeInterval: "200ms", RateWindow: "60s"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	stopOnCleanup(t, s.adapter)
 	if withScaler {
-		sc, err := harness.StartScaler(ctx, cp)
+		sc, err := cluster.StartScaler(ctx, cp)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -113,11 +114,11 @@ var metav1ListAll = metav1.ListOptions{}
 // with the tests' knobs, and returns it.
 func (s *stack) modelService(t *testing.T, name, model string, rtMaxMs float64) *v1alpha1.ModelService {
 	t.Helper()
-	ms, err := harness.ModelServiceFor(name, "default", model, rtMaxMs, s.prof, knobs, factor)
+	ms, err := demo.ModelServiceFor(name, "default", model, rtMaxMs, s.prof, knobs, factor)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := harness.CreateModelService(s.ctx, s.dyn, ms); err != nil {
+	if err := demo.CreateModelService(s.ctx, s.dyn, ms); err != nil {
 		t.Fatal(err)
 	}
 	return ms

@@ -1,0 +1,147 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
+)
+
+// StartScheduler runs bin/hetsev-scheduler with manifests/scheduler-config.yaml,
+// pointed at the control plane, serving /healthz and /metrics on 127.0.0.1.
+func StartScheduler(ctx context.Context, cp *ControlPlane, extraArgs ...string) (*Process, error) {
+	return StartSchedulerWith(ctx, cp, cp.Kubeconfig, extraArgs...)
+}
+
+// StartSchedulerWith is StartScheduler with another kubeconfig (see
+// ControlPlane.KubeconfigAs).
+func StartSchedulerWith(ctx context.Context, cp *ControlPlane, kubeconfig string, extraArgs ...string) (*Process, error) {
+	cfg, err := SchedulerConfig(kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	return StartSchedulerWithConfig(ctx, cp, v1alpha1.SchedulerName, cfg, extraArgs...)
+}
+
+// StartSchedulerWithConfig runs bin/hetsev-scheduler as name (its log is
+// <name>.log) with the KubeSchedulerConfiguration cfg.
+func StartSchedulerWithConfig(ctx context.Context, cp *ControlPlane, name, cfg string, extraArgs ...string) (*Process, error) {
+	path := filepath.Join(cp.Dir, name+"-config.yaml")
+	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
+		return nil, err
+	}
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	args := append([]string{
+		"--config=" + path,
+		"--bind-address=127.0.0.1",
+		fmt.Sprintf("--secure-port=%d", port),
+		"--v=2",
+	}, extraArgs...)
+	return StartProcess(ctx, cp.Dir, name, filepath.Join(BinDir(), "hetsev-scheduler"), args...)
+}
+
+// SchedulerConfig is manifests/scheduler-config.yaml with the given
+// kubeconfig and without leader election.
+func SchedulerConfig(kubeconfig string) (string, error) {
+	raw, err := os.ReadFile(filepath.Join(RepoRoot(), "manifests", "scheduler-config.yaml"))
+	if err != nil {
+		return "", err
+	}
+	cfg := strings.Replace(string(raw), `kubeconfig: ""`, "kubeconfig: "+strconv.Quote(kubeconfig), 1)
+	return strings.Replace(cfg, "leaderElect: true", "leaderElect: false", 1), nil
+}
+
+// WithClientQPS sets the scheduler configuration's API client rate limit
+// (qps and burst), as upstream's scheduler_perf does: with the default 50
+// queries/s, a burst of pods waits in the binding calls, not in the queue.
+func WithClientQPS(cfg string, qps int) string {
+	return strings.Replace(cfg, "clientConnection:\n", fmt.Sprintf("clientConnection:\n  qps: %d\n  burst: %d\n", qps, qps), 1)
+}
+
+// AdapterOptions tune the metrics adapter for compressed time and choose
+// its backend.
+type AdapterOptions struct {
+	ScrapeInterval string // e.g. "250ms"
+	RateWindow     string // in the exporters' clock, e.g. "60s"
+	// PrometheusURL selects --backend=prometheus with this server.
+	PrometheusURL string
+	// Kubeconfig replaces the admin kubeconfig of the lister, delegated
+	// authentication and authorisation (see ControlPlane.KubeconfigAs).
+	Kubeconfig string
+	// ExtraArgs are appended to the flags.
+	ExtraArgs []string
+}
+
+// StartAdapter runs bin/hetsev-metrics-adapter on 127.0.0.1 and registers it
+// with the aggregation layer: a Service of type ExternalName pointing at
+// localhost (Endpoints may not hold loopback IPs) and APIServices for
+// custom.metrics.k8s.io v1beta1 and v1beta2.
+func StartAdapter(ctx context.Context, cp *ControlPlane, o AdapterOptions) (*Process, int, error) {
+	port, err := freePort()
+	if err != nil {
+		return nil, 0, err
+	}
+	kc := cp.Kubeconfig
+	if o.Kubeconfig != "" {
+		kc = o.Kubeconfig
+	}
+	args := []string{
+		"--lister-kubeconfig=" + kc,
+		"--authentication-kubeconfig=" + kc,
+		"--authorization-kubeconfig=" + kc,
+		"--bind-address=127.0.0.1",
+		fmt.Sprintf("--secure-port=%d", port),
+		"--cert-dir=" + filepath.Join(cp.Dir, "adapter-certs"),
+	}
+	if o.ScrapeInterval != "" {
+		args = append(args, "--scrape-interval="+o.ScrapeInterval)
+	}
+	if o.RateWindow != "" {
+		args = append(args, "--rate-window="+o.RateWindow)
+	}
+	if o.PrometheusURL != "" {
+		args = append(args, "--backend=prometheus", "--prometheus-url="+o.PrometheusURL)
+	}
+	args = append(args, o.ExtraArgs...)
+	p, err := StartProcess(ctx, cp.Dir, "hetsev-metrics-adapter", filepath.Join(BinDir(), "hetsev-metrics-adapter"), args...)
+	if err != nil {
+		return nil, 0, err
+	}
+	if err := RegisterAPIService(ctx, cp, port); err != nil {
+		p.Stop(time.Second)
+		return nil, 0, err
+	}
+	return p, port, nil
+}
+
+// StartScaler runs bin/hetsev-scaler against the control plane; extraArgs
+// are appended to its flags (e.g. --solver=exact).
+func StartScaler(ctx context.Context, cp *ControlPlane, extraArgs ...string) (*Process, error) {
+	mport, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	hport, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	args := []string{
+		"--kubeconfig=" + cp.Kubeconfig,
+		"--leader-elect=true",
+		"--leader-elect-namespace=" + SystemNamespace,
+		fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", mport),
+		fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", hport),
+		// Off unless a test turns it on: it would listen on all addresses.
+		"--webhook-bind-address=0",
+		"--v=2",
+	}
+	return StartProcess(ctx, cp.Dir, "hetsev-scaler", filepath.Join(BinDir(), "hetsev-scaler"), append(args, extraArgs...)...)
+}

@@ -1,0 +1,177 @@
+package evaluate
+
+import (
+	"github.com/hetsev/hetsev/internal/sim/modelserver"
+	"github.com/hetsev/hetsev/pkg/gpuinventory"
+	"github.com/hetsev/hetsev/pkg/heterogeneity"
+	"github.com/hetsev/hetsev/pkg/placement"
+)
+
+// instance is one simulated model-server pod.
+type instance struct {
+	svc, typ  int // service index and its type index (service.types)
+	node, gpu int
+	model     string
+	memMiB    int64 // GPU memory claimed: the profile's, or the whole GPU
+	cpuMilli  int64
+	hostMiB   int64
+	created   float64 // trace second it was created (billed from then)
+	server    *modelserver.Server
+	util      float64 // busy share of its GPU in the last second
+}
+
+// node is one GPU server and what runs on it.
+type node struct {
+	gpuType          heterogeneity.GPUType
+	inv              gpuinventory.NodeGPUs
+	freeCPU, freeMiB int64
+	onGPU            [][]*instance
+}
+
+// cluster is the simulated cluster's GPU, CPU and memory accounting.
+type cluster struct {
+	nodes  []*node
+	placer placement.Placer
+}
+
+func newCluster(cfg *Config, pl placement.Placer) *cluster {
+	c := &cluster{placer: pl}
+	for _, g := range cfg.Cluster {
+		t, _ := cfg.Catalog.ByName(g.GPUType)
+		for range g.Nodes {
+			c.nodes = append(c.nodes, &node{
+				gpuType: t, inv: gpuinventory.NodeGPUs{Product: t.ProductLabel, Count: g.GPUsPerNode, MemoryMiB: t.MemoryMiB},
+				freeCPU: g.CPUMilli, freeMiB: g.MemoryMiB, onGPU: make([][]*instance, g.GPUsPerNode),
+			})
+		}
+	}
+	return c
+}
+
+// gpus is the node's per-GPU accounting, as the scheduler keeps it.
+func (n *node) gpus() []gpuinventory.GPU {
+	var placed []gpuinventory.Placement
+	for i, on := range n.onGPU {
+		for _, in := range on {
+			placed = append(placed, gpuinventory.Placement{Index: i, Demand: gpuinventory.Demand{Model: in.model, MemoryMiB: in.memMiB}})
+		}
+	}
+	g, _ := gpuinventory.Account(n.inv, placed)
+	return g
+}
+
+// slots is MaxAdditional for GPU type t (constraint 2 of HetSev 4.1), as
+// hetsev-scaler counts it: gpuinventory.SlotsOnNode over the type's nodes.
+func (c *cluster) slots(t string, d gpuinventory.Demand, cpu, mem int64) int {
+	n := 0
+	for _, nd := range c.nodes {
+		if nd.gpuType.Name == t {
+			n += gpuinventory.SlotsOnNode(nd.gpus(), d, nd.freeCPU, cpu, nd.freeMiB, mem)
+		}
+	}
+	return n
+}
+
+// freeWholeGPUs counts the GPUs of type t that host nothing, on nodes with
+// room for cpu and mem: what nvidia.com/gpu: 1 pods can still get.
+func (c *cluster) freeWholeGPUs(t string, cpu, mem int64) int {
+	n := 0
+	for _, nd := range c.nodes {
+		if nd.gpuType.Name != t {
+			continue
+		}
+		free := 0
+		for _, on := range nd.onGPU {
+			if len(on) == 0 {
+				free++
+			}
+		}
+		n += min(free, int(nd.freeCPU/max(cpu, 1)), int(nd.freeMiB/max(mem, 1)))
+	}
+	return n
+}
+
+// place puts in on a GPU of type t the way hetsev-scheduler does: among the
+// nodes with room for its CPU and memory, the GPU with the best
+// placement.Placer rating (worst fit, anti-affinity, interference); ties go
+// to the first node, where the scheduler picks one of them at random.
+func (c *cluster) place(in *instance, t string) bool {
+	d := gpuinventory.Demand{Model: in.model, MemoryMiB: in.memMiB}
+	best, bestGPU, bestRating := -1, 0, 0.0
+	for i, nd := range c.nodes {
+		if nd.gpuType.Name != t || nd.freeCPU < in.cpuMilli || nd.freeMiB < in.hostMiB {
+			continue
+		}
+		idx, r, _, ok := c.placer.Pick(nd.gpus(), d)
+		if ok && (best < 0 || r > bestRating) {
+			best, bestGPU, bestRating = i, idx, r
+		}
+	}
+	if best < 0 {
+		return false
+	}
+	c.add(in, best, bestGPU)
+	return true
+}
+
+// placeWhole puts in on a GPU of type t of its own, the way the default
+// scheduler places a pod that asks for nvidia.com/gpu: 1: the node with the
+// most free GPUs (NodeResourcesFit's LeastAllocated), its lowest free index
+// (the device plugin's choice). in.memMiB should be the GPU's memory.
+func (c *cluster) placeWhole(in *instance, t string) bool {
+	best, bestGPU, bestFree := -1, 0, 0
+	for i, nd := range c.nodes {
+		if nd.gpuType.Name != t || nd.freeCPU < in.cpuMilli || nd.freeMiB < in.hostMiB {
+			continue
+		}
+		free, first := 0, -1
+		for g, on := range nd.onGPU {
+			if len(on) == 0 {
+				free++
+				if first < 0 {
+					first = g
+				}
+			}
+		}
+		if free > bestFree {
+			best, bestGPU, bestFree = i, first, free
+		}
+	}
+	if best < 0 {
+		return false
+	}
+	c.add(in, best, bestGPU)
+	return true
+}
+
+func (c *cluster) add(in *instance, n, g int) {
+	nd := c.nodes[n]
+	in.node, in.gpu = n, g
+	nd.onGPU[g] = append(nd.onGPU[g], in)
+	nd.freeCPU -= in.cpuMilli
+	nd.freeMiB -= in.hostMiB
+}
+
+func (c *cluster) remove(in *instance) {
+	nd := c.nodes[in.node]
+	on := nd.onGPU[in.gpu]
+	for i, x := range on {
+		if x == in {
+			nd.onGPU[in.gpu] = append(on[:i:i], on[i+1:]...)
+			break
+		}
+	}
+	nd.freeCPU += in.cpuMilli
+	nd.freeMiB += in.hostMiB
+}
+
+// gpusOfType counts the GPUs of type t in the cluster.
+func (c *cluster) gpusOfType(t string) int {
+	n := 0
+	for _, nd := range c.nodes {
+		if nd.gpuType.Name == t {
+			n += len(nd.onGPU)
+		}
+	}
+	return n
+}

@@ -1,0 +1,204 @@
+package evaluate
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/hetsev/hetsev/internal/sim/trace"
+	"github.com/hetsev/hetsev/pkg/heterogeneity"
+	"github.com/hetsev/hetsev/pkg/interference"
+)
+
+// Service is one inference service of a replay.
+type Service struct {
+	Name  string
+	Model string // profiles' model name, e.g. "resnet50"
+	// Share is the fraction of the trace's requests that go to this
+	// service, in (0, 1].
+	Share float64
+	// RTMaxMs is the SLO's response-time threshold RT_max, ms.
+	RTMaxMs float64
+	// SaturationThreshold overrides heterogeneity.DefaultPolicy's 0.8 when
+	// > 0 (HetSev 4.1 calls it tunable per service).
+	SaturationThreshold float64
+}
+
+// NodeGroup is Nodes identical GPU servers.
+type NodeGroup struct {
+	GPUType     string // catalog name, e.g. "T4"
+	Nodes       int
+	GPUsPerNode int
+	CPUMilli    int64 // allocatable CPU per node, millicores
+	MemoryMiB   int64 // allocatable host memory per node, MiB
+}
+
+// Knobs are the scaling knobs the hetsev policies and the HPA run with,
+// those of a ModelService (pkg/scaler) in trace seconds.
+type Knobs struct {
+	Interval          time.Duration // between decisions (scaler interval, HPA sync period)
+	RateWindow        time.Duration // arrival rate W = requests in this window / its length
+	ScaleOutPeriod    time.Duration
+	ScaleInInterval   time.Duration
+	ScaleInCoolDown   time.Duration
+	ScaleInHysteresis float64
+	Lambda            float64 // per second
+	MinReplicas       int
+}
+
+// DemoKnobs are `make demo`'s ModelService knobs (internal/sim/demo DefaultDemo,
+// with hetsev-scaler's defaults for lambda and hysteresis): decisions every
+// 15 s on a 30 s rate, scale out at once, scale in every 60 s after a 300 s
+// cool-down, at least one instance.
+func DemoKnobs() Knobs {
+	return Knobs{
+		Interval: 15 * time.Second, RateWindow: 30 * time.Second,
+		ScaleOutPeriod: 0, ScaleInInterval: 60 * time.Second, ScaleInCoolDown: 300 * time.Second,
+		ScaleInHysteresis: 0.1, Lambda: 0.01, MinReplicas: 1,
+	}
+}
+
+// Config is one replay: a trace, the services sharing it, the cluster and
+// the data the policies decide with.
+type Config struct {
+	Name  string      // names the run in reports and file names, e.g. "twitter"
+	Trace string      // describes the trace and its preparation, for reports
+	Rates trace.Rates // total arrival rate per trace second, requests/s
+	// MeasureFrom is the first trace second counted in the results; the
+	// seconds before it warm every policy up from one instance per service.
+	MeasureFrom int
+	Services    []Service
+	Cluster     []NodeGroup
+	Catalog     heterogeneity.Catalog
+	Profiles    heterogeneity.Profiles
+	// Interference slows co-located instances in the replay and feeds the
+	// placement rating (pkg/interference; its coefficients are estimates).
+	Interference interference.Model
+	Knobs        Knobs
+	// Policies to compare, by name (PolicyNames); empty means all.
+	Policies []string
+	// MaxBatchDelay is the servers' batching timeout, seconds (the demo's
+	// 5 ms); NetworkMs is added to every response time (the demo's 1 ms,
+	// an estimate).
+	MaxBatchDelay float64
+	NetworkMs     float64
+	Seed          uint64
+	// SeriesStep is the trace seconds per point of the time series in the
+	// results (0: about 2,000 points over the trace).
+	SeriesStep int
+}
+
+// Validate reports every field the replay cannot use, naming it.
+func (c Config) Validate() error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf("evaluate: "+format, args...)) }
+	if c.Name == "" {
+		bad("Name is empty")
+	}
+	if len(c.Rates) == 0 {
+		bad("the trace is empty")
+	}
+	for i, r := range c.Rates {
+		if !(r >= 0) || math.IsInf(r, 0) {
+			bad("trace second %d: rate %v is not a finite number >= 0", i, r)
+			break
+		}
+	}
+	if c.MeasureFrom < 0 || c.MeasureFrom >= len(c.Rates) {
+		bad("MeasureFrom %d is outside the trace's %d s", c.MeasureFrom, len(c.Rates))
+	}
+	if len(c.Services) == 0 {
+		bad("no services")
+	}
+	share := 0.0
+	names := map[string]bool{}
+	for i, s := range c.Services {
+		f := fmt.Sprintf("Services[%d] (%s)", i, s.Name)
+		if s.Name == "" || names[s.Name] {
+			bad("%s: name empty or repeated", f)
+		}
+		names[s.Name] = true
+		if len(c.Profiles.ForModel(s.Model)) == 0 {
+			bad("%s: no profile for model %q", f, s.Model)
+		}
+		if !(s.Share > 0 && s.Share <= 1) {
+			bad("%s: Share %v must be in (0, 1]", f, s.Share)
+		}
+		share += s.Share
+		if !(s.RTMaxMs > 0) || math.IsInf(s.RTMaxMs, 0) {
+			bad("%s: RTMaxMs %v must be a finite number > 0", f, s.RTMaxMs)
+		}
+		if s.SaturationThreshold < 0 || s.SaturationThreshold > 1 {
+			bad("%s: SaturationThreshold %v must be in (0, 1] (0: default)", f, s.SaturationThreshold)
+		}
+	}
+	if share > 1+1e-9 {
+		bad("service shares add up to %v > 1", share)
+	}
+	if len(c.Cluster) == 0 {
+		bad("no node groups")
+	}
+	for i, g := range c.Cluster {
+		f := fmt.Sprintf("Cluster[%d] (%s)", i, g.GPUType)
+		if _, ok := c.Catalog.ByName(g.GPUType); !ok {
+			bad("%s: GPU type not in the catalog", f)
+		}
+		if g.Nodes < 0 || g.GPUsPerNode < 1 || g.CPUMilli <= 0 || g.MemoryMiB <= 0 {
+			bad("%s: want Nodes >= 0, GPUsPerNode >= 1 and positive CPU and memory", f)
+		}
+	}
+	for _, p := range c.Policies {
+		if !knownPolicy(p) {
+			bad("unknown policy %q (want one of %v)", p, PolicyNames)
+		}
+	}
+	k := c.Knobs
+	if k.Interval < time.Second || k.RateWindow < time.Second {
+		bad("Knobs.Interval and Knobs.RateWindow must be at least 1 s")
+	}
+	if k.MinReplicas < 1 {
+		bad("Knobs.MinReplicas must be >= 1")
+	}
+	if !(c.MaxBatchDelay >= 0) || !(c.NetworkMs >= 0) {
+		bad("MaxBatchDelay and NetworkMs must be >= 0")
+	}
+	if c.SeriesStep < 0 {
+		bad("SeriesStep must be >= 0")
+	}
+	if err := c.Interference.Validate(); err != nil {
+		bad("%v", err)
+	}
+	return errors.Join(errs...)
+}
+
+// hetsevPolicy is the heterogeneity.Policy a ModelService of s with knobs k
+// gets from hetsev-scaler (pkg/scaler's spec translation, SLO check "paper").
+func (c Config) hetsevPolicy(s Service, solver string) heterogeneity.Policy {
+	p := heterogeneity.DefaultPolicy()
+	p.RTMaxMs = s.RTMaxMs
+	if s.SaturationThreshold > 0 {
+		p.SaturationThreshold = s.SaturationThreshold
+	}
+	k := c.Knobs
+	p.Lambda = k.Lambda
+	p.ScaleOutPeriod = k.ScaleOutPeriod
+	p.ScaleInInterval = k.ScaleInInterval
+	p.ScaleInCoolDown = k.ScaleInCoolDown
+	p.ScaleInHysteresis = k.ScaleInHysteresis
+	p.MinReplicas = k.MinReplicas
+	p.Solver = solver
+	return p
+}
+
+// gpuTypes lists the cluster's GPU types once each, in Cluster order.
+func (c Config) gpuTypes() []string {
+	var out []string
+	for _, g := range c.Cluster {
+		if !slices.Contains(out, g.GPUType) {
+			out = append(out, g.GPUType)
+		}
+	}
+	return out
+}

@@ -1,0 +1,58 @@
+// Package evaluate replays a trace in simulated time under several
+// autoscaling and placement policies and accounts for what each costs and
+// how well it meets the services' SLOs: `make evaluate` and its what-if
+// mode (cmd/evaluate).
+//
+// The replay uses the live system's decision code, without a cluster:
+//
+//   - arrivals: Poisson within each trace second at the trace's rate times
+//     the service's share, the same arrivals for every policy (the demo's
+//     rule, internal/sim/simulator); routing like Envoy's LEAST_REQUEST
+//     (modelserver.Router);
+//   - model servers: internal/sim/modelserver (dynamic batching, the profile's batch
+//     latency, deadline-aware queues as in the demo), slowed by their GPU
+//     neighbours' busy share with pkg/interference;
+//   - hetsev-scaler: heterogeneity.Autoscaler.Decide every interval, on the
+//     Observation pkg/scaler builds (W over the rate window, replicas
+//     including launching ones, MaxAdditional from gpuinventory.SlotsOnNode,
+//     +18 % expected co-location); new instances serve after the profile's
+//     launch time (an estimate, data/profiles/instance_estimates.csv);
+//   - hetsev-scheduler: placement.Placer over each node of the type, the best
+//     rating wins (worst fit with hard anti-affinity; interference weight 0
+//     for the paper's heuristic, the plugin's default 0.5 for hetsev-exact);
+//   - default Kubernetes: internal/sim/hpa's replica rule (tolerance 0.1, 300 s
+//     scale-down stabilisation, scale-up max(4 pods, +100 %) per 15 s) on
+//     requests/s per pod, and whole GPUs of a random type.
+//
+// Accounting, over the measured seconds (after Config.MeasureFrom):
+//
+//   - billed cost: every second, each GPU that hosts at least one instance
+//     (launching ones included) costs its catalog price (USD/h / 3600);
+//     per service, a shared GPU's price is split in proportion to its
+//     instances' GPU memory;
+//   - memory cost (HetSev 6.3): each instance pays price x its GPU memory /
+//     the GPU's memory, per second; an instance with a whole GPU (default
+//     Kubernetes) pays the whole price, so its memory cost equals its
+//     billed cost;
+//   - SLO attainment: requests answered within RT_max (batch, queueing,
+//     interference and 1 ms of network) over requests that arrived;
+//     requests that find no ready instance, or that the deadline-aware
+//     queue rejects, count as violations;
+//   - GPU utilisation: per policy, the busy share of billed GPU time (a GPU
+//     is busy while any of its instances runs a batch, and a partial batch
+//     runs as long as a full one); per service, its instances' busy share;
+//   - scaling actions: decisions that changed the instances; decision
+//     time: the mean wall time of one decision.
+//
+// The lower bound solves the exact ILP of HetSev 4.1 every interval for the
+// peak rate of the coming interval (known in advance), from no instances,
+// with instances that serve at once: the cheapest instances that carry the
+// load at the saturation threshold. It bounds the scaling, not the packing:
+// its instances are placed like hetsev-exact's and billed per GPU the same
+// way.
+//
+// Zero runs in the Twitter trace are gaps in the data, not idle time
+// (data/README.md): Preparation.FillGaps holds the last non-zero rate over
+// them, as `make demo` does. Traces of one timestamp per request (Azure)
+// have no gaps: an empty second is idle, and is replayed as such.
+package evaluate

@@ -1,0 +1,243 @@
+package evaluate
+
+import (
+	"math"
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	"github.com/hetsev/hetsev/internal/sim/hpa"
+	"github.com/hetsev/hetsev/pkg/heterogeneity"
+	"github.com/hetsev/hetsev/pkg/placement"
+)
+
+// Names of the policies a replay compares.
+const (
+	// PolicyDefault is default Kubernetes: one instance per whole GPU
+	// (nvidia.com/gpu: 1) of a type chosen at random, replicas by the HPA
+	// rule (internal/sim/hpa) on requests/s per pod.
+	PolicyDefault = "default-k8s"
+	// PolicyHeuristic is hetsev-scaler with the paper's heuristic and
+	// hetsev-scheduler with the paper's worst fit (interference weight 0).
+	PolicyHeuristic = "hetsev-heuristic"
+	// PolicyExact is hetsev-scaler with the exact ILP solver and
+	// hetsev-scheduler's interference-aware placement (its default weight).
+	PolicyExact = "hetsev-exact"
+	// PolicyBound solves the ILP exactly every interval for the interval's
+	// peak arrival rate, known in advance, from no instances, and its
+	// instances serve at once (no launch latency).
+	PolicyBound = "lower-bound"
+)
+
+// PolicyNames lists the policies in report order.
+var PolicyNames = []string{PolicyDefault, PolicyHeuristic, PolicyExact, PolicyBound}
+
+func knownPolicy(name string) bool { return slices.Contains(PolicyNames, name) }
+
+// typeView is what a policy sees of one GPU type for one service.
+type typeView struct {
+	prof    heterogeneity.Profile
+	gpu     heterogeneity.GPUType
+	running int       // instances, launching ones included
+	starts  []float64 // creation time of each, trace seconds, oldest first
+	slots   int       // MaxAdditional: more instances that fit now
+	// slotsEmpty is how many instances of the model the type's GPUs hold
+	// (one per GPU, anti-affinity): the bound's MaxAdditional.
+	slotsEmpty int
+}
+
+// view is what a policy sees of one service at a decision.
+type view struct {
+	now     float64 // trace seconds
+	arrival float64 // W: requests/s over the rate window, as the metrics adapter reports it
+	peak    float64 // the peak rate of the next interval (perfect knowledge), requests/s
+	types   []typeView
+}
+
+// policy decides the change of instances per GPU type (aligned with
+// view.types) for one service.
+type policy interface {
+	decide(svc int, v view) []int
+	// wholeGPU: instances take a GPU of their own (nvidia.com/gpu: 1).
+	wholeGPU() bool
+	// instant: instances serve as soon as they are created.
+	instant() bool
+	placer() placement.Placer
+}
+
+// epoch anchors trace seconds for the time-based decision code.
+var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+func at(sec float64) time.Time { return epoch.Add(time.Duration(sec * float64(time.Second))) }
+
+// hetsevPolicy runs heterogeneity.Autoscaler.Decide per service, on the
+// Observation hetsev-scaler builds (pkg/scaler reconcile).
+type hetsevPolicy struct {
+	as     []*heterogeneity.Autoscaler
+	inflat float64
+	pl     placement.Placer
+}
+
+func newHetsevPolicy(cfg *Config, solver string, weight float64) *hetsevPolicy {
+	p := &hetsevPolicy{
+		// hetsev-scaler's LatencyInflation: one busy different model on the
+		// GPU (HetSev 3.2, an estimate).
+		inflat: 1 + cfg.Interference.DifferentPair,
+		pl:     placement.Placer{InterferenceWeight: weight, Interference: cfg.Interference},
+	}
+	for _, s := range cfg.Services {
+		p.as = append(p.as, heterogeneity.NewAutoscaler(cfg.hetsevPolicy(s, solver)))
+	}
+	return p
+}
+
+func (p *hetsevPolicy) decide(svc int, v view) []int {
+	obs := heterogeneity.Observation{Now: at(v.now), ArrivalRate: v.arrival}
+	for _, t := range v.types {
+		ts, _ := heterogeneity.NewTypeState(t.prof, t.gpu, t.running, t.slots)
+		ts.LatencyInflation = p.inflat
+		obs.Types = append(obs.Types, ts)
+	}
+	return p.as[svc].Decide(obs).Delta
+}
+
+func (p *hetsevPolicy) wholeGPU() bool           { return false }
+func (p *hetsevPolicy) instant() bool            { return false }
+func (p *hetsevPolicy) placer() placement.Placer { return p.pl }
+
+// defaultPolicy is default Kubernetes with an HPA per service on the Pods
+// metric requests/s, target SaturationThreshold x the slowest type's T_i
+// (a pod may land on any type, so the target must hold on the slowest;
+// our choice). New pods get a GPU type at random among those with a free
+// GPU; scale-in removes the newest pods, as the ReplicaSet controller does
+// among ready pods.
+type defaultPolicy struct {
+	hpa []*hpa.Autoscaler
+	rng *rand.Rand
+}
+
+func newDefaultPolicy(cfg *Config, seed uint64) (*defaultPolicy, error) {
+	p := &defaultPolicy{rng: rand.New(rand.NewPCG(seed, 0xdefa))}
+	total := 0
+	for _, g := range cfg.Cluster {
+		total += g.Nodes * g.GPUsPerNode
+	}
+	for _, s := range cfg.Services {
+		pol := cfg.hetsevPolicy(s, heterogeneity.SolverHeuristic)
+		slowest := math.Inf(1)
+		for _, pr := range cfg.Profiles.ForModel(s.Model) {
+			slowest = min(slowest, pr.ThroughputRPS)
+		}
+		a, err := hpa.New(int32(cfg.Knobs.MinReplicas), int32(max(total, cfg.Knobs.MinReplicas)), pol.SaturationThreshold*slowest)
+		if err != nil {
+			return nil, err
+		}
+		p.hpa = append(p.hpa, a)
+	}
+	return p, nil
+}
+
+func (p *defaultPolicy) decide(svc int, v view) []int {
+	current := 0
+	for _, t := range v.types {
+		current += t.running
+	}
+	// The HPA averages the metric over the pods; each pod's requests/s is
+	// its share of W.
+	metric := v.arrival / float64(max(current, 1))
+	want := int(p.hpa[svc].Desired(at(v.now), int32(max(current, 1)), metric))
+	delta := make([]int, len(v.types))
+	for ; want > current; want-- {
+		var free []int
+		for i, t := range v.types {
+			if t.slots-delta[i] > 0 {
+				free = append(free, i)
+			}
+		}
+		if len(free) == 0 {
+			break // no free GPU: the pods would stay Pending
+		}
+		delta[free[p.rng.IntN(len(free))]]++
+	}
+	// Remove the newest pods first.
+	next := make([]int, len(v.types)) // per type, how many of its newest are already removed
+	for ; want < current; want++ {
+		best := -1
+		for i, t := range v.types {
+			k := len(t.starts) - 1 - next[i]
+			if k >= 0 && (best < 0 || t.starts[k] > v.types[best].starts[len(v.types[best].starts)-1-next[best]]) {
+				best = i
+			}
+		}
+		if best < 0 {
+			break
+		}
+		next[best]++
+		delta[best]--
+	}
+	return delta
+}
+
+func (p *defaultPolicy) wholeGPU() bool           { return true }
+func (p *defaultPolicy) instant() bool            { return false }
+func (p *defaultPolicy) placer() placement.Placer { return placement.Placer{} }
+
+// boundPolicy solves the ILP of HetSev 4.1 exactly every interval for the
+// peak arrival rate of the coming interval, from no instances (N_i = 0,
+// X_i up to one per GPU of the type), with lambda 0: the cheapest instances
+// that meet the interval's load at the saturation threshold, had they no
+// launch latency. Its instances are placed like hetsev-exact's.
+type boundPolicy struct {
+	pol []heterogeneity.Policy
+	pl  placement.Placer
+}
+
+func newBoundPolicy(cfg *Config) *boundPolicy {
+	p := &boundPolicy{pl: placement.Placer{InterferenceWeight: placement.DefaultInterferenceWeight, Interference: cfg.Interference}}
+	for _, s := range cfg.Services {
+		pol := cfg.hetsevPolicy(s, heterogeneity.SolverExact)
+		pol.Lambda = 0
+		p.pol = append(p.pol, pol)
+	}
+	return p
+}
+
+func (p *boundPolicy) decide(svc int, v view) []int {
+	obs := heterogeneity.Observation{Now: at(v.now), ArrivalRate: v.peak}
+	for _, t := range v.types {
+		ts, _ := heterogeneity.NewTypeState(t.prof, t.gpu, 0, t.slotsEmpty)
+		obs.Types = append(obs.Types, ts)
+	}
+	delta := make([]int, len(v.types))
+	pr, err := heterogeneity.NewProblem(obs, p.pol[svc])
+	if err != nil {
+		return delta
+	}
+	x, ok := heterogeneity.SolveExact(pr)
+	if !ok {
+		// Not even every GPU covers the peak: take them all.
+		x = pr.Upper
+	}
+	for i, t := range v.types {
+		delta[i] = x[i] - t.running
+	}
+	return delta
+}
+
+func (p *boundPolicy) wholeGPU() bool           { return false }
+func (p *boundPolicy) instant() bool            { return true }
+func (p *boundPolicy) placer() placement.Placer { return p.pl }
+
+// newPolicy builds the named policy for cfg.
+func newPolicy(cfg *Config, name string) (policy, error) {
+	switch name {
+	case PolicyDefault:
+		return newDefaultPolicy(cfg, cfg.Seed)
+	case PolicyHeuristic:
+		return newHetsevPolicy(cfg, heterogeneity.SolverHeuristic, 0), nil
+	case PolicyExact:
+		return newHetsevPolicy(cfg, heterogeneity.SolverExact, placement.DefaultInterferenceWeight), nil
+	default:
+		return newBoundPolicy(cfg), nil
+	}
+}

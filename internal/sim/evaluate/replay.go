@@ -1,0 +1,428 @@
+package evaluate
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"time"
+
+	"github.com/hetsev/hetsev/internal/sim/modelserver"
+	"github.com/hetsev/hetsev/pkg/gpuinventory"
+	"github.com/hetsev/hetsev/pkg/heterogeneity"
+	"github.com/hetsev/hetsev/pkg/interference"
+)
+
+// serviceType is one GPU type a service can run on: in the cluster and
+// profiled for the model.
+type serviceType struct {
+	prof heterogeneity.Profile
+	gpu  heterogeneity.GPUType
+}
+
+// serviceRun is one service's state in one policy's replay.
+type serviceRun struct {
+	Service
+	idx      int
+	types    []serviceType
+	insts    []*instance // oldest first
+	arrivals *rand.Rand  // the same seed in every policy: the same arrivals
+	router   *modelserver.Router
+	offered  []int64 // requests offered per second, a ring over the rate window
+	queueTO  []float64
+	servers  []*modelserver.Server // scratch for routing
+	times    []float64             // scratch for arrival times
+	tally    serviceTally
+}
+
+// serviceTally accumulates one service's results over the measured seconds.
+type serviceTally struct {
+	requests, within, unserved int64
+	costUSD, memoryCostUSD     float64
+	instanceSecs, busySecs     float64
+	typeSecs                   map[string]float64 // instance-seconds per GPU type
+	actions, decisions         int
+	decideTime                 time.Duration
+	unplaced                   int
+}
+
+// replay is one policy's run over the trace.
+type replay struct {
+	cfg    *Config
+	name   string
+	pol    policy
+	cl     *cluster
+	svcs   []*serviceRun
+	window int // rate window, seconds
+	every  int // decision interval, seconds
+	step   int // series step, seconds
+
+	gpuSecs, gpuBusy map[string]float64 // billed GPU-seconds and busy GPU-seconds per type
+	peakGPUs         map[string]int
+	series           Series
+	costSoFar        float64
+	neighbours       []interference.Neighbour
+}
+
+func newReplay(cfg *Config, name string) (*replay, error) {
+	pol, err := newPolicy(cfg, name)
+	if err != nil {
+		return nil, err
+	}
+	r := &replay{
+		cfg: cfg, name: name, pol: pol, cl: newCluster(cfg, pol.placer()),
+		window: int(cfg.Knobs.RateWindow / time.Second), every: int(cfg.Knobs.Interval / time.Second),
+		step:    cfg.SeriesStep,
+		gpuSecs: map[string]float64{}, gpuBusy: map[string]float64{}, peakGPUs: map[string]int{},
+		series: Series{Instances: map[string][]float64{}},
+	}
+	if r.step == 0 {
+		r.step = max(1, len(cfg.Rates)/2000)
+	}
+	for i, s := range cfg.Services {
+		sr := &serviceRun{
+			Service: s, idx: i,
+			arrivals: rand.New(rand.NewPCG(cfg.Seed, uint64(i)+1)),
+			router:   modelserver.NewRouter(cfg.Seed + 100 + uint64(i)),
+			offered:  make([]int64, r.window),
+			tally:    serviceTally{typeSecs: map[string]float64{}},
+		}
+		for _, g := range cfg.Cluster {
+			gt, _ := cfg.Catalog.ByName(g.GPUType)
+			prof, ok := cfg.Profiles.Get(s.Model, gt.Name)
+			if !ok || typeIndex(sr.types, gt.Name) >= 0 {
+				continue
+			}
+			sr.types = append(sr.types, serviceType{prof: prof, gpu: gt})
+			sr.queueTO = append(sr.queueTO, modelserver.DeadlineQueueTimeout(s.RTMaxMs, prof.LatencyMs, cfg.NetworkMs))
+		}
+		if len(sr.types) == 0 {
+			return nil, fmt.Errorf("evaluate: service %s: no GPU type of the cluster has a profile for %s", s.Name, s.Model)
+		}
+		r.svcs = append(r.svcs, sr)
+	}
+	return r, nil
+}
+
+func typeIndex(ts []serviceType, name string) int {
+	for i, t := range ts {
+		if t.gpu.Name == name {
+			return i
+		}
+	}
+	return -1
+}
+
+// run replays the whole trace.
+func (r *replay) run() PolicyResult {
+	// Every service starts with MinReplicas instances, as the scaler
+	// creates them before traffic arrives: ready at second 0.
+	// A first instance that does not fit is counted as unplaced; the
+	// policy's decisions retry.
+	for _, s := range r.svcs {
+		for range r.cfg.Knobs.MinReplicas {
+			if err := r.start(s, r.firstType(s), -1); err != nil {
+				s.tally.unplaced++
+			}
+		}
+	}
+	for t := range len(r.cfg.Rates) {
+		now := float64(t)
+		if t%r.every == 0 {
+			for _, s := range r.svcs {
+				r.decide(s, t)
+			}
+		}
+		r.interfere()
+		for _, s := range r.svcs {
+			r.offer(s, t)
+		}
+		r.advance(now+1, t >= r.cfg.MeasureFrom)
+		if t >= r.cfg.MeasureFrom {
+			r.account()
+		}
+		if t%r.step == 0 {
+			r.sample(t)
+		}
+	}
+	for _, s := range r.svcs {
+		for _, in := range s.insts {
+			r.tallyDone(s, in.server.Drain())
+		}
+	}
+	return r.result()
+}
+
+// firstType is the type of the instances every policy starts with: the
+// cheapest that meets RT_max (what hetsev's first scale-out picks; for
+// default Kubernetes, whose later pods get a random type, it fixes the
+// first pod's).
+func (r *replay) firstType(s *serviceRun) int {
+	best := 0
+	for i, t := range s.types {
+		if t.prof.LatencyMs <= s.RTMaxMs && t.gpu.PriceUSDPerHour < s.types[best].gpu.PriceUSDPerHour {
+			best = i
+		}
+	}
+	return best
+}
+
+// decide runs the policy for s at second t and applies its action.
+func (r *replay) decide(s *serviceRun, t int) {
+	v := view{now: float64(t), types: make([]typeView, len(s.types))}
+	var sum int64
+	for _, c := range s.offered {
+		sum += c
+	}
+	v.arrival = float64(sum) / float64(min(r.window, max(t, 1)))
+	if t == 0 {
+		v.arrival = r.cfg.Rates[0] * s.Share
+	}
+	for k := t; k < min(t+r.every, len(r.cfg.Rates)); k++ {
+		v.peak = max(v.peak, r.cfg.Rates[k]*s.Share)
+	}
+	for i, st := range s.types {
+		tv := &v.types[i]
+		tv.prof, tv.gpu = st.prof, st.gpu
+		for _, in := range s.insts {
+			if in.typ == i {
+				tv.running++
+				tv.starts = append(tv.starts, in.created)
+			}
+		}
+		if r.pol.wholeGPU() {
+			tv.slots = r.cl.freeWholeGPUs(st.gpu.Name, st.prof.CPUMilli, st.prof.MemoryMiB)
+		} else {
+			tv.slots = r.cl.slots(st.gpu.Name, demandOf(s, st), st.prof.CPUMilli, st.prof.MemoryMiB)
+		}
+		tv.slotsEmpty = r.cl.gpusOfType(st.gpu.Name)
+	}
+	t0 := time.Now()
+	delta := r.pol.decide(s.idx, v)
+	elapsed := time.Since(t0)
+	measured := t >= r.cfg.MeasureFrom
+	if measured {
+		s.tally.decisions++
+		s.tally.decideTime += elapsed
+	}
+	changed := false
+	for i, d := range delta {
+		for ; d > 0; d-- {
+			if err := r.start(s, i, float64(t)); err != nil {
+				if measured {
+					s.tally.unplaced++
+				}
+				break
+			}
+			changed = true
+		}
+		for ; d < 0; d++ {
+			if !r.stopNewest(s, i) {
+				break
+			}
+			changed = true
+		}
+	}
+	if changed && measured {
+		s.tally.actions++
+	}
+}
+
+func demandOf(s *serviceRun, st serviceType) gpuinventory.Demand {
+	return gpuinventory.Demand{Model: s.Model, MemoryMiB: st.prof.GPUMemoryMiB}
+}
+
+// start creates an instance of s on type i at trace second now and places
+// it; it serves from now plus the profile's launch time (at once for an
+// instant policy).
+func (r *replay) start(s *serviceRun, i int, now float64) error {
+	st := s.types[i]
+	in := &instance{svc: s.idx, typ: i, model: s.Model, memMiB: st.prof.GPUMemoryMiB,
+		cpuMilli: st.prof.CPUMilli, hostMiB: st.prof.MemoryMiB, created: now}
+	ready := now + st.prof.LaunchSeconds
+	if r.pol.instant() || now < 0 {
+		ready = max(now, 0)
+		in.created = max(now, 0)
+	}
+	var ok bool
+	if r.pol.wholeGPU() {
+		in.memMiB = st.gpu.MemoryMiB
+		ok = r.cl.placeWhole(in, st.gpu.Name)
+	} else {
+		ok = r.cl.place(in, st.gpu.Name)
+	}
+	if !ok {
+		return fmt.Errorf("no room for an instance of %s on %s", s.Name, st.gpu.Name)
+	}
+	srv, err := modelserver.NewServer(modelserver.Config{
+		Name: fmt.Sprintf("%s-%d", s.Name, len(s.insts)), Model: s.Model, BatchSize: st.prof.BatchSize,
+		BatchLatency: st.prof.LatencyMs / 1000, MaxBatchDelay: r.cfg.MaxBatchDelay,
+		ReadyAt: ready, QueueTimeout: s.queueTO[i],
+	})
+	if err != nil {
+		r.cl.remove(in)
+		return err
+	}
+	in.server = srv
+	s.insts = append(s.insts, in)
+	return nil
+}
+
+// stopNewest removes the newest instance of s on type i; its queued
+// requests are served first (graceful termination).
+func (r *replay) stopNewest(s *serviceRun, i int) bool {
+	for k := len(s.insts) - 1; k >= 0; k-- {
+		in := s.insts[k]
+		if in.typ != i {
+			continue
+		}
+		r.tallyDone(s, in.server.Drain())
+		r.cl.remove(in)
+		s.insts = append(s.insts[:k:k], s.insts[k+1:]...)
+		return true
+	}
+	return false
+}
+
+// interfere sets each instance's latency factor from its GPU neighbours'
+// busy share in the previous second (pkg/interference), as the demo's
+// simulator does.
+func (r *replay) interfere() {
+	for _, nd := range r.cl.nodes {
+		for _, on := range nd.onGPU {
+			if len(on) < 2 {
+				if len(on) == 1 {
+					on[0].server.SetFactor(1)
+				}
+				continue
+			}
+			for _, in := range on {
+				nb := r.neighbours[:0]
+				for _, o := range on {
+					if o != in {
+						nb = append(nb, interference.Neighbour{Model: o.model, Utilization: o.util})
+					}
+				}
+				in.server.SetFactor(r.cfg.Interference.Factor(in.model, nb))
+				r.neighbours = nb
+			}
+		}
+	}
+}
+
+// offer generates s's arrivals in second t (Poisson, the demo's rule) and
+// routes each like Envoy's LEAST_REQUEST balancer; a request that finds no
+// ready instance fails at once.
+func (r *replay) offer(s *serviceRun, t int) {
+	mean := r.cfg.Rates[t] * s.Share
+	n := int(mean)
+	if s.arrivals.Float64() < mean-float64(n) {
+		n++
+	}
+	s.offered[t%r.window] = int64(n)
+	measured := t >= r.cfg.MeasureFrom
+	s.servers = s.servers[:0]
+	for _, in := range s.insts {
+		if in.server.Config().ReadyAt < float64(t+1) {
+			s.servers = append(s.servers, in.server)
+		}
+	}
+	s.times = modelserver.AppendPoissonArrivals(s.times[:0], s.arrivals, n, float64(t), float64(t+1))
+	for _, a := range s.times {
+		srv := s.router.Pick(a, s.servers)
+		if srv == nil {
+			if measured {
+				s.tally.requests++
+				s.tally.unserved++
+			}
+			continue
+		}
+		srv.Submit(a)
+	}
+}
+
+// advance runs every server to trace time to and tallies its completions
+// and busy time.
+func (r *replay) advance(to float64, measured bool) {
+	for _, s := range r.svcs {
+		for _, in := range s.insts {
+			r.tallyDone(s, in.server.Advance(to))
+			in.util = in.server.BusyTime(to-1, to)
+			in.server.ForgetBusyBefore(to - 1)
+			if measured {
+				s.tally.instanceSecs++
+				s.tally.busySecs += in.util
+				s.tally.typeSecs[s.types[in.typ].gpu.Name]++
+			}
+		}
+	}
+}
+
+// tallyDone counts completed requests that arrived in the measured part of
+// the trace: within RT_max when served (not rejected) in time, network
+// included.
+func (r *replay) tallyDone(s *serviceRun, done []modelserver.Completion) {
+	from := float64(r.cfg.MeasureFrom)
+	for _, c := range done {
+		if c.Arrival < from {
+			continue
+		}
+		s.tally.requests++
+		if c.Rejected {
+			s.tally.unserved++
+			continue
+		}
+		if (c.Done-c.Arrival)*1000+r.cfg.NetworkMs <= s.RTMaxMs {
+			s.tally.within++
+		}
+	}
+}
+
+// account bills one second: every GPU that hosts an instance costs its
+// price for the second, split over its instances in proportion to their
+// GPU memory; the memory-proportional cost charges each instance its GPU
+// memory's share of the price (HetSev 6.3).
+func (r *replay) account() {
+	inUse := map[string]int{}
+	for _, nd := range r.cl.nodes {
+		price := nd.gpuType.PriceUSDPerHour / 3600
+		for _, on := range nd.onGPU {
+			if len(on) == 0 {
+				continue
+			}
+			inUse[nd.gpuType.Name]++
+			var mem int64
+			busy := 0.0
+			for _, in := range on {
+				mem += in.memMiB
+				busy += in.util
+			}
+			r.gpuSecs[nd.gpuType.Name]++
+			r.gpuBusy[nd.gpuType.Name] += math.Min(1, busy)
+			r.costSoFar += price
+			for _, in := range on {
+				t := &r.svcs[in.svc].tally
+				t.costUSD += price * float64(in.memMiB) / float64(mem)
+				t.memoryCostUSD += price * float64(in.memMiB) / float64(nd.inv.MemoryMiB)
+			}
+		}
+	}
+	for k, n := range inUse {
+		r.peakGPUs[k] = max(r.peakGPUs[k], n)
+	}
+}
+
+// sample appends one point of the time series.
+func (r *replay) sample(t int) {
+	r.series.Hours = append(r.series.Hours, float64(t)/3600)
+	r.series.LoadRPS = append(r.series.LoadRPS, r.cfg.Rates[t])
+	r.series.CostUSD = append(r.series.CostUSD, r.costSoFar)
+	count := map[string]int{}
+	for _, s := range r.svcs {
+		for _, in := range s.insts {
+			count[s.types[in.typ].gpu.Name]++
+		}
+	}
+	for _, name := range r.cfg.gpuTypes() {
+		r.series.Instances[name] = append(r.series.Instances[name], float64(count[name]))
+	}
+}

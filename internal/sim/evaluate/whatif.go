@@ -1,0 +1,88 @@
+package evaluate
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/hetsev/hetsev/internal/sim/trace"
+	"github.com/hetsev/hetsev/pkg/heterogeneity"
+)
+
+// ParseService reads a service given on the command line as
+// NAME=MODEL,SHARE,RT_MAX_MS[,SATURATION_THRESHOLD], e.g.
+// "resnet50=resnet50,0.6,400". Errors name the part that is wrong.
+func ParseService(s string) (Service, error) {
+	name, rest, ok := strings.Cut(s, "=")
+	parts := strings.Split(rest, ",")
+	if !ok || name == "" || len(parts) < 3 || len(parts) > 4 {
+		return Service{}, fmt.Errorf("service %q: want NAME=MODEL,SHARE,RT_MAX_MS[,SATURATION_THRESHOLD]", s)
+	}
+	svc := Service{Name: name, Model: parts[0]}
+	nums := []*float64{&svc.Share, &svc.RTMaxMs, &svc.SaturationThreshold}
+	what := []string{"SHARE", "RT_MAX_MS", "SATURATION_THRESHOLD"}
+	for i, p := range parts[1:] {
+		v, err := strconv.ParseFloat(p, 64)
+		if err != nil {
+			return Service{}, fmt.Errorf("service %q: %s %q is not a number", s, what[i], p)
+		}
+		*nums[i] = v
+	}
+	if svc.Model == "" {
+		return Service{}, fmt.Errorf("service %q: MODEL is empty", s)
+	}
+	return svc, nil
+}
+
+// WhatIf is a user's replay: their trace file (per-second counts or one
+// timestamp per request, told apart by trace.Read), prepared by prep, for
+// services on cluster, with the repo's catalog and profiles unless
+// catalogFile, profilesFile and estimatesFile name their own (the CSV
+// formats of data/profiles).
+func WhatIf(traceFile string, prep Preparation, cluster []NodeGroup, services []Service, catalogFile, profilesFile, estimatesFile string) (Config, error) {
+	f, err := os.Open(traceFile)
+	if err != nil {
+		return Config{}, err
+	}
+	defer f.Close()
+	raw, err := trace.Read(f, traceFile)
+	if err != nil {
+		return Config{}, err
+	}
+	rates, desc := prep.Prepare(raw)
+	c, err := Base("what-if", traceFile+": "+desc, rates, cluster, services...)
+	if err != nil {
+		return Config{}, err
+	}
+	if catalogFile != "" {
+		cf, err := os.Open(catalogFile)
+		if err != nil {
+			return Config{}, err
+		}
+		defer cf.Close()
+		if c.Catalog, err = heterogeneity.LoadCatalog(cf, catalogFile); err != nil {
+			return Config{}, err
+		}
+	}
+	if profilesFile != "" || estimatesFile != "" {
+		if profilesFile == "" || estimatesFile == "" {
+			return Config{}, fmt.Errorf("evaluate: own profiles need both a profiles and an estimates file")
+		}
+		pf, err := os.Open(profilesFile)
+		if err != nil {
+			return Config{}, err
+		}
+		defer pf.Close()
+		ef, err := os.Open(estimatesFile)
+		if err != nil {
+			return Config{}, err
+		}
+		defer ef.Close()
+		if c.Profiles, err = heterogeneity.LoadProfiles(pf, profilesFile, ef, estimatesFile); err != nil {
+			return Config{}, err
+		}
+	}
+	c.MeasureFrom = min(prep.SmoothWindow, len(rates)-1)
+	return c, nil
+}
