@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/hetsev/hetsev/pkg/catalog"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -150,16 +152,16 @@ var (
 	kubeBurst         = 100
 )
 
-func loadCatalog(path string) (heterogeneity.Catalog, error) {
+func loadCatalog(path string) (catalog.Catalog, error) {
 	if path == "" {
-		return heterogeneity.DefaultCatalog()
+		return catalog.DefaultCatalog()
 	}
 	f, err := os.Open(path)
 	if err != nil {
-		return heterogeneity.Catalog{}, fmt.Errorf("--gpu-catalog: %w", err)
+		return catalog.Catalog{}, fmt.Errorf("--gpu-catalog: %w", err)
 	}
 	defer f.Close()
-	return heterogeneity.LoadCatalog(f, path)
+	return catalog.LoadCatalog(f, path)
 }
 
 func serve(addr, path string, h http.Handler) {

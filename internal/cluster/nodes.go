@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/hetsev/hetsev/pkg/catalog"
+
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -12,14 +14,13 @@ import (
 	"k8s.io/client-go/util/retry"
 
 	"github.com/hetsev/hetsev/pkg/gpuinventory"
-	"github.com/hetsev/hetsev/pkg/heterogeneity"
 )
 
 // NodeGroup is a set of identical GPU servers.
 type NodeGroup struct {
 	Prefix      string // node name prefix, e.g. "v100-"
 	Count       int
-	GPUType     heterogeneity.GPUType
+	GPUType     catalog.GPUType
 	GPUsPerNode int
 	CPUs        int64
 	MemoryGiB   int64
@@ -28,7 +29,7 @@ type NodeGroup struct {
 // HetSevTestbed is the cluster of HetSev section 6: four servers with two
 // V100 32 GB and four with two T4 16 GB, 40 CPUs (2 x 10 cores x 2 threads)
 // and 62 GB each.
-func HetSevTestbed(cat heterogeneity.Catalog) ([]NodeGroup, error) {
+func HetSevTestbed(cat catalog.Catalog) ([]NodeGroup, error) {
 	v100, ok := cat.ByName("V100-32GB")
 	if !ok {
 		return nil, fmt.Errorf("catalog has no V100-32GB")
@@ -47,7 +48,7 @@ func HetSevTestbed(cat heterogeneity.Catalog) ([]NodeGroup, error) {
 // catalog's T4), 64 CPUs and 256 GiB: the larger clusters of the scheduler
 // tests and benchmark.
 func T4Nodes(count int) (NodeGroup, error) {
-	cat, err := heterogeneity.DefaultCatalog()
+	cat, err := catalog.DefaultCatalog()
 	if err != nil {
 		return NodeGroup{}, err
 	}

@@ -1,6 +1,7 @@
 package heterogeneity
 
 import (
+	"github.com/hetsev/hetsev/pkg/catalog"
 	"errors"
 	"fmt"
 	"math"
@@ -52,7 +53,7 @@ type TypeState struct {
 // NewTypeState builds the TypeState of a service whose model has profile p,
 // for GPU type g (which must be the profile's GPU type), with running
 // instances and room for maxAdditional more.
-func NewTypeState(p Profile, g GPUType, running, maxAdditional int) (TypeState, error) {
+func NewTypeState(p catalog.Profile, g catalog.GPUType, running, maxAdditional int) (TypeState, error) {
 	if p.GPUType != g.Name {
 		return TypeState{}, fmt.Errorf("heterogeneity: profile of %q is for GPU type %q, not %q", p.Model, p.GPUType, g.Name)
 	}

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hetsev/hetsev/pkg/catalog"
 )
 
 var t0 = time.Date(2024, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -408,11 +410,11 @@ func TestAutoscalerStateRoundTrip(t *testing.T) {
 }
 
 func TestNewTypeState(t *testing.T) {
-	cat, err := DefaultCatalog()
+	cat, err := catalog.DefaultCatalog()
 	if err != nil {
 		t.Fatal(err)
 	}
-	profs, err := DefaultProfiles()
+	profs, err := catalog.DefaultProfiles()
 	if err != nil {
 		t.Fatal(err)
 	}

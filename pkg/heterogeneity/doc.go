@@ -1,13 +1,8 @@
-// Package heterogeneity holds hetsev's cost model for serving one inference
+// Package heterogeneity holds hetsev's scaling decision for one inference
 // service on a cluster of mixed GPUs (V100-32GB and T4 by default, more by
-// configuration):
+// configuration). The GPU catalog and the model profiles it decides over are
+// data, in pkg/catalog.
 //
-//   - the GPU catalog (price in USD/h and memory in MiB per GPU type),
-//     loaded from data/profiles/gpu_catalog.csv;
-//   - model profiles (throughput in requests/s and latency in ms of one
-//     instance per model and GPU type, measured and cited per row, joined with
-//     per-model resource and launch-time estimates), loaded from
-//     data/profiles/model_profiles.csv and data/profiles/instance_estimates.csv;
 //   - the objective of the HetSev scaling ILP, sum_i C_i (X_i + lambda O_i
 //     max(X_i, 0)), and the capacity and saturation it is constrained by;
 //   - the heuristic autoscaler that approximates that ILP for one service:

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hetsev/hetsev/pkg/catalog"
+
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -36,7 +38,7 @@ type Controller struct {
 	kube     kubernetes.Interface
 	dyn      dynamic.Interface
 	metrics  MetricsSource
-	catalog  heterogeneity.Catalog
+	catalog  catalog.Catalog
 	recorder record.EventRecorder
 	now      func() time.Time
 
@@ -61,7 +63,7 @@ type Options struct {
 	Kube     kubernetes.Interface
 	Dynamic  dynamic.Interface
 	Metrics  MetricsSource
-	Catalog  heterogeneity.Catalog
+	Catalog  catalog.Catalog
 	Recorder record.EventRecorder
 	// Namespace limits the controller to one namespace ("" = all).
 	Namespace string

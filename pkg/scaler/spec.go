@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hetsev/hetsev/pkg/catalog"
+
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -59,7 +61,7 @@ type service struct {
 // gpuProfile is one GPU type of a service, resolved against the catalog.
 type gpuProfile struct {
 	spec      v1alpha1.GPUProfile
-	gpuType   heterogeneity.GPUType
+	gpuType   catalog.GPUType
 	gpuMemMiB int64
 	price     float64
 }
@@ -75,7 +77,7 @@ func fromUnstructured(u *unstructured.Unstructured) (*v1alpha1.ModelService, err
 
 // validate checks what CRD validation cannot (catalog membership, SLO
 // feasibility, quantities) and applies defaults. The error names the field.
-func validate(ms *v1alpha1.ModelService, cat heterogeneity.Catalog, d Defaults) (*service, error) {
+func validate(ms *v1alpha1.ModelService, cat catalog.Catalog, d Defaults) (*service, error) {
 	s := ms.Spec
 	if s.Model == "" {
 		return nil, fmt.Errorf("spec.model: must be set")
@@ -186,7 +188,7 @@ func orDefault(v, d float64) float64 {
 
 func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
 
-func catalogNames(cat heterogeneity.Catalog) string {
+func catalogNames(cat catalog.Catalog) string {
 	var n []string
 	for _, t := range cat.Types {
 		n = append(n, t.Name)

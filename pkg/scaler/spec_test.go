@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hetsev/hetsev/pkg/catalog"
+
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -14,9 +16,9 @@ import (
 	"github.com/hetsev/hetsev/pkg/heterogeneity"
 )
 
-func catalog(t *testing.T) heterogeneity.Catalog {
+func defaultCatalog(t *testing.T) catalog.Catalog {
 	t.Helper()
-	c, err := heterogeneity.DefaultCatalog()
+	c, err := catalog.DefaultCatalog()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +40,7 @@ func resnet() *v1alpha1.ModelService {
 }
 
 func TestValidateAppliesDefaultsAndCatalogPrices(t *testing.T) {
-	s, err := validate(resnet(), catalog(t), DefaultDefaults)
+	s, err := validate(resnet(), defaultCatalog(t), DefaultDefaults)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +69,7 @@ func TestValidateNamesTheBadField(t *testing.T) {
 	for want, mutate := range cases {
 		ms := resnet()
 		mutate(ms)
-		_, err := validate(ms, catalog(t), DefaultDefaults)
+		_, err := validate(ms, defaultCatalog(t), DefaultDefaults)
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: err = %v", want, err)
 		}
@@ -75,7 +77,7 @@ func TestValidateNamesTheBadField(t *testing.T) {
 }
 
 func TestDesiredDeploymentPinsTypeAndGPU(t *testing.T) {
-	s, err := validate(resnet(), catalog(t), DefaultDefaults)
+	s, err := validate(resnet(), defaultCatalog(t), DefaultDefaults)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +111,7 @@ func TestDesiredDeploymentPinsTypeAndGPU(t *testing.T) {
 func TestDesiredDeploymentReplacesLiteralVisibleDevices(t *testing.T) {
 	ms := resnet()
 	ms.Spec.Template.Spec.Containers[0].Env = []v1.EnvVar{{Name: "A", Value: "1"}, {Name: "NVIDIA_VISIBLE_DEVICES", Value: "all"}}
-	s, err := validate(ms, catalog(t), DefaultDefaults)
+	s, err := validate(ms, defaultCatalog(t), DefaultDefaults)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,7 +174,7 @@ func TestFreeSlots(t *testing.T) {
 }
 
 func TestTemplateHashFollowsSpec(t *testing.T) {
-	s, err := validate(resnet(), catalog(t), DefaultDefaults)
+	s, err := validate(resnet(), defaultCatalog(t), DefaultDefaults)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,25 +185,25 @@ func TestTemplateHashFollowsSpec(t *testing.T) {
 	}
 	ms := resnet()
 	ms.Spec.Template.Spec.Containers[0].Image = "triton:new"
-	s2, _ := validate(ms, catalog(t), DefaultDefaults)
+	s2, _ := validate(ms, defaultCatalog(t), DefaultDefaults)
 	if h3, _ := templateHash(desiredDeployment(s2, s2.types[0], 1)); h3 == h1 {
 		t.Error("a new image did not change the template hash")
 	}
 }
 
 func TestSolverChoice(t *testing.T) {
-	s, err := validate(resnet(), catalog(t), DefaultDefaults)
+	s, err := validate(resnet(), defaultCatalog(t), DefaultDefaults)
 	if err != nil || s.policy.Solver != heterogeneity.SolverExact || s.policy.SLOCheck != heterogeneity.SLOCheckPaper {
 		t.Fatalf("defaults: %+v %v", s.policy, err)
 	}
 	ms := resnet()
 	ms.Spec.Scaling.Solver = "heuristic"
-	s, err = validate(ms, catalog(t), DefaultDefaults)
+	s, err = validate(ms, defaultCatalog(t), DefaultDefaults)
 	if err != nil || s.policy.Solver != heterogeneity.SolverHeuristic {
 		t.Fatalf("spec.scaling.solver=heuristic: %+v %v", s.policy, err)
 	}
 	ms.Spec.Scaling.Solver = "simplex"
-	if _, err := validate(ms, catalog(t), DefaultDefaults); err == nil {
+	if _, err := validate(ms, defaultCatalog(t), DefaultDefaults); err == nil {
 		t.Error("unknown solver accepted")
 	}
 }

@@ -7,15 +7,16 @@ import (
 	"context"
 	"testing"
 
+	"github.com/hetsev/hetsev/pkg/catalog"
+
 	"github.com/hetsev/hetsev/internal/cluster"
-	"github.com/hetsev/hetsev/pkg/heterogeneity"
 )
 
 // testbed starts the control plane, kwok and HetSev's testbed nodes.
 func testbed(t *testing.T) (*cluster.ControlPlane, context.Context) {
 	t.Helper()
 	cp, ctx := controlPlane(t)
-	cat, err := heterogeneity.DefaultCatalog()
+	cat, err := catalog.DefaultCatalog()
 	if err != nil {
 		t.Fatal(err)
 	}

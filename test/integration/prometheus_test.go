@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hetsev/hetsev/pkg/catalog"
+
 	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -34,7 +36,6 @@ import (
 	"github.com/hetsev/hetsev/internal/sim/demo"
 	"github.com/hetsev/hetsev/internal/sim/exporters"
 	"github.com/hetsev/hetsev/pkg/adapter"
-	"github.com/hetsev/hetsev/pkg/heterogeneity"
 )
 
 // simPod is one simulated model-server pod: its Istio exporter, the rate
@@ -132,7 +133,7 @@ func TestAdapterPrometheusBackend(t *testing.T) {
 	if _, err := c.AppsV1().Deployments(ns).Create(ctx, dep, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	profiles, err := heterogeneity.DefaultProfiles()
+	profiles, err := catalog.DefaultProfiles()
 	if err != nil {
 		t.Fatal(err)
 	}

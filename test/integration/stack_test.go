@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 
+	"github.com/hetsev/hetsev/pkg/catalog"
+
 	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -14,7 +16,6 @@ import (
 	"github.com/hetsev/hetsev/internal/sim/demo"
 	"github.com/hetsev/hetsev/internal/sim/simulator"
 	"github.com/hetsev/hetsev/internal/sim/trace"
-	"github.com/hetsev/hetsev/pkg/heterogeneity"
 	"github.com/hetsev/hetsev/pkg/interference"
 )
 
@@ -24,8 +25,8 @@ type stack struct {
 	ctx     context.Context
 	dyn     dynamic.Interface
 	adapter *cluster.Process
-	cat     heterogeneity.Catalog
-	prof    heterogeneity.Profiles
+	cat     catalog.Catalog
+	prof    catalog.Profiles
 }
 
 // startStack starts the cluster, CRDs, dcgm-exporter pods, hetsev-scheduler
@@ -36,10 +37,10 @@ func startStack(t *testing.T, withScaler bool) *stack {
 	cp, ctx := testbed(t)
 	s := &stack{cp: cp, ctx: ctx}
 	var err error
-	if s.cat, err = heterogeneity.DefaultCatalog(); err != nil {
+	if s.cat, err = catalog.DefaultCatalog(); err != nil {
 		t.Fatal(err)
 	}
-	if s.prof, err = heterogeneity.DefaultProfiles(); err != nil {
+	if s.prof, err = catalog.DefaultProfiles(); err != nil {
 		t.Fatal(err)
 	}
 	if err := cluster.InstallCRDs(ctx, cp); err != nil {

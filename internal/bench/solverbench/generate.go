@@ -5,11 +5,11 @@
 //
 // Instances (Generate) mix, per decision:
 //
-//   - a model of the repo's data (heterogeneity.DefaultProfiles: resnet50,
+//   - a model of the repo's data (catalog.DefaultProfiles: resnet50,
 //     ssd-resnet50, bert-large, each profiled on V100-32GB and T4) with RT_max
 //     from HetSev section 6 (400 ms for ResNet-50, 900 ms for SSD-ResNet50;
 //     bert-large gets the Transformer's 1200 ms, HetSev's closest model);
-//   - prices from heterogeneity.DefaultCatalog (AWS on-demand, USD/h), in
+//   - prices from catalog.DefaultCatalog (AWS on-demand, USD/h), in
 //     half of the instances perturbed per type by a log-uniform factor in
 //     [0.5, 2];
 //   - 2 to 8 GPU types: the two measured ones plus SYNTHETIC types, named
@@ -40,6 +40,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"time"
+
+	"github.com/hetsev/hetsev/pkg/catalog"
 
 	"github.com/hetsev/hetsev/pkg/heterogeneity"
 )
@@ -97,11 +99,11 @@ func Generate(cfg Config) ([]Instance, error) {
 	if cfg.Instances < 1 || cfg.Repetitions < 1 {
 		return nil, fmt.Errorf("solverbench: Instances and Repetitions must be >= 1, got %d and %d", cfg.Instances, cfg.Repetitions)
 	}
-	profiles, err := heterogeneity.DefaultProfiles()
+	profiles, err := catalog.DefaultProfiles()
 	if err != nil {
 		return nil, err
 	}
-	catalog, err := heterogeneity.DefaultCatalog()
+	catalog, err := catalog.DefaultCatalog()
 	if err != nil {
 		return nil, err
 	}

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hetsev/hetsev/pkg/catalog"
+
 	"github.com/hetsev/hetsev/internal/cluster"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -20,7 +22,6 @@ import (
 
 	"github.com/hetsev/hetsev/internal/sim/simulator"
 	"github.com/hetsev/hetsev/internal/sim/trace"
-	"github.com/hetsev/hetsev/pkg/heterogeneity"
 	"github.com/hetsev/hetsev/pkg/interference"
 	"github.com/hetsev/hetsev/pkg/scaler"
 )
@@ -139,11 +140,11 @@ func RunDemo(ctx context.Context, tb ktesting.TB, cfg DemoConfig) (*Summary, err
 		cfg.TraceName, cfg.TraceStart, cfg.TraceStart+cfg.TraceSeconds, cfg.SmoothWindow, cfg.SmoothStep, scale, window.Peak(), window.Mean())
 	fmt.Fprintf(out, "time compression: %.1fx (%d trace seconds incl. %d s warm-up in %s of wall time)\n", factor, len(rates), warm, cfg.Duration)
 
-	cat, err := heterogeneity.DefaultCatalog()
+	cat, err := catalog.DefaultCatalog()
 	if err != nil {
 		return nil, err
 	}
-	profiles, err := heterogeneity.DefaultProfiles()
+	profiles, err := catalog.DefaultProfiles()
 	if err != nil {
 		return nil, err
 	}
@@ -358,7 +359,7 @@ func clockString(s float64) string {
 	return fmt.Sprintf("%02d:%02d:%02d", t/3600, t/60%60, t%60)
 }
 
-func replicaSample(ctx context.Context, cp *cluster.ControlPlane, services []DemoService, cat heterogeneity.Catalog, t float64) ReplicaSample {
+func replicaSample(ctx context.Context, cp *cluster.ControlPlane, services []DemoService, cat catalog.Catalog, t float64) ReplicaSample {
 	rs := ReplicaSample{TraceSeconds: t, ByType: map[string]int32{}, ByService: map[string]map[string]int32{}}
 	for _, s := range services {
 		rs.ByService[s.Name] = map[string]int32{}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/hetsev/hetsev/pkg/catalog"
+
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/hetsev/hetsev/internal/cluster"
@@ -18,7 +20,6 @@ import (
 
 	"github.com/hetsev/hetsev/internal/sim/simulator"
 	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
-	"github.com/hetsev/hetsev/pkg/heterogeneity"
 )
 
 // Knobs are a ModelService's scaling knobs in trace seconds; the harness
@@ -37,7 +38,7 @@ type Knobs struct {
 
 // ModelServiceFor builds a ModelService for model from the repo's profiles
 // (every GPU type profiled), with RT_max rtMaxMs and SL_min 0.98 (HetSev 6).
-func ModelServiceFor(name, ns, model string, rtMaxMs float64, profiles heterogeneity.Profiles, k Knobs, compression float64) (*v1alpha1.ModelService, error) {
+func ModelServiceFor(name, ns, model string, rtMaxMs float64, profiles catalog.Profiles, k Knobs, compression float64) (*v1alpha1.ModelService, error) {
 	ps := profiles.ForModel(model)
 	if len(ps) == 0 {
 		return nil, fmt.Errorf("no profiles for model %q", model)
@@ -93,7 +94,7 @@ func CreateModelService(ctx context.Context, dyn dynamic.Interface, ms *v1alpha1
 }
 
 // SimService describes ms to the simulator.
-func SimService(ms *v1alpha1.ModelService, share float64, cat heterogeneity.Catalog) simulator.Service {
+func SimService(ms *v1alpha1.ModelService, share float64, cat catalog.Catalog) simulator.Service {
 	s := simulator.Service{Namespace: ms.Namespace, Name: ms.Name, Model: ms.Spec.Model, Share: share,
 		RTMaxMs: ms.Spec.SLO.ResponseTimeMs, DeadlineAware: true, BatchSize: ms.Spec.BatchSize, PerProduct: map[string]simulator.InstanceProfile{}}
 	for _, p := range ms.Spec.Profiles {

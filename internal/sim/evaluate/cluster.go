@@ -2,8 +2,8 @@ package evaluate
 
 import (
 	"github.com/hetsev/hetsev/internal/sim/modelserver"
+	"github.com/hetsev/hetsev/pkg/catalog"
 	"github.com/hetsev/hetsev/pkg/gpuinventory"
-	"github.com/hetsev/hetsev/pkg/heterogeneity"
 	"github.com/hetsev/hetsev/pkg/placement"
 )
 
@@ -22,7 +22,7 @@ type instance struct {
 
 // node is one GPU server and what runs on it.
 type node struct {
-	gpuType          heterogeneity.GPUType
+	gpuType          catalog.GPUType
 	inv              gpuinventory.NodeGPUs
 	freeCPU, freeMiB int64
 	onGPU            [][]*instance

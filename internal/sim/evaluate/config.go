@@ -7,6 +7,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/hetsev/hetsev/pkg/catalog"
+
 	"github.com/hetsev/hetsev/internal/sim/trace"
 	"github.com/hetsev/hetsev/pkg/heterogeneity"
 	"github.com/hetsev/hetsev/pkg/interference"
@@ -71,8 +73,8 @@ type Config struct {
 	MeasureFrom int
 	Services    []Service
 	Cluster     []NodeGroup
-	Catalog     heterogeneity.Catalog
-	Profiles    heterogeneity.Profiles
+	Catalog     catalog.Catalog
+	Profiles    catalog.Profiles
 	// Interference slows co-located instances in the replay and feeds the
 	// placement rating (pkg/interference; its coefficients are estimates).
 	Interference interference.Model

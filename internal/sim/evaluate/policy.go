@@ -6,6 +6,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/hetsev/hetsev/pkg/catalog"
+
 	"github.com/hetsev/hetsev/internal/sim/hpa"
 	"github.com/hetsev/hetsev/pkg/heterogeneity"
 	"github.com/hetsev/hetsev/pkg/placement"
@@ -36,8 +38,8 @@ func knownPolicy(name string) bool { return slices.Contains(PolicyNames, name) }
 
 // typeView is what a policy sees of one GPU type for one service.
 type typeView struct {
-	prof    heterogeneity.Profile
-	gpu     heterogeneity.GPUType
+	prof    catalog.Profile
+	gpu     catalog.GPUType
 	running int       // instances, launching ones included
 	starts  []float64 // creation time of each, trace seconds, oldest first
 	slots   int       // MaxAdditional: more instances that fit now

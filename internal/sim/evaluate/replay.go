@@ -6,17 +6,18 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/hetsev/hetsev/pkg/catalog"
+
 	"github.com/hetsev/hetsev/internal/sim/modelserver"
 	"github.com/hetsev/hetsev/pkg/gpuinventory"
-	"github.com/hetsev/hetsev/pkg/heterogeneity"
 	"github.com/hetsev/hetsev/pkg/interference"
 )
 
 // serviceType is one GPU type a service can run on: in the cluster and
 // profiled for the model.
 type serviceType struct {
-	prof heterogeneity.Profile
-	gpu  heterogeneity.GPUType
+	prof catalog.Profile
+	gpu  catalog.GPUType
 }
 
 // serviceRun is one service's state in one policy's replay.

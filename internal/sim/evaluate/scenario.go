@@ -3,8 +3,9 @@ package evaluate
 import (
 	"fmt"
 
+	"github.com/hetsev/hetsev/pkg/catalog"
+
 	"github.com/hetsev/hetsev/internal/sim/trace"
-	"github.com/hetsev/hetsev/pkg/heterogeneity"
 	"github.com/hetsev/hetsev/pkg/interference"
 )
 
@@ -60,11 +61,11 @@ func HetSevNodes(n int) []NodeGroup {
 // Base returns a Config with the repo's catalog and profiles, the default
 // interference model, the demo's knobs and server settings, and cluster.
 func Base(name, desc string, rates trace.Rates, cluster []NodeGroup, services ...Service) (Config, error) {
-	cat, err := heterogeneity.DefaultCatalog()
+	cat, err := catalog.DefaultCatalog()
 	if err != nil {
 		return Config{}, err
 	}
-	prof, err := heterogeneity.DefaultProfiles()
+	prof, err := catalog.DefaultProfiles()
 	if err != nil {
 		return Config{}, err
 	}

@@ -6,8 +6,9 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/hetsev/hetsev/pkg/catalog"
+
 	"github.com/hetsev/hetsev/internal/sim/trace"
-	"github.com/hetsev/hetsev/pkg/heterogeneity"
 )
 
 // ParseService reads a service given on the command line as
@@ -61,7 +62,7 @@ func WhatIf(traceFile string, prep Preparation, cluster []NodeGroup, services []
 			return Config{}, err
 		}
 		defer cf.Close()
-		if c.Catalog, err = heterogeneity.LoadCatalog(cf, catalogFile); err != nil {
+		if c.Catalog, err = catalog.LoadCatalog(cf, catalogFile); err != nil {
 			return Config{}, err
 		}
 	}
@@ -79,7 +80,7 @@ func WhatIf(traceFile string, prep Preparation, cluster []NodeGroup, services []
 			return Config{}, err
 		}
 		defer ef.Close()
-		if c.Profiles, err = heterogeneity.LoadProfiles(pf, profilesFile, ef, estimatesFile); err != nil {
+		if c.Profiles, err = catalog.LoadProfiles(pf, profilesFile, ef, estimatesFile); err != nil {
 			return Config{}, err
 		}
 	}

@@ -1,4 +1,4 @@
-package heterogeneity
+package catalog
 
 import (
 	"errors"
@@ -16,8 +16,8 @@ func TestDefaultCatalog(t *testing.T) {
 	}
 	// Rows of data/profiles/gpu_catalog.csv.
 	want := []GPUType{
-		{Name: "V100-32GB", ProductLabel: "Tesla-V100-SXM2-32GB", MemoryMiB: 32768, PriceUSDPerHour: priceV100USDh, InstanceType: "p3dn.24xlarge"},
-		{Name: "T4", ProductLabel: "Tesla-T4", MemoryMiB: 16384, PriceUSDPerHour: priceT4USDh, InstanceType: "g4dn.xlarge"},
+		{Name: "V100-32GB", ProductLabel: "Tesla-V100-SXM2-32GB", MemoryMiB: 32768, PriceUSDPerHour: 3.9015, InstanceType: "p3dn.24xlarge"},
+		{Name: "T4", ProductLabel: "Tesla-T4", MemoryMiB: 16384, PriceUSDPerHour: 0.526, InstanceType: "g4dn.xlarge"},
 	}
 	for _, w := range want {
 		g, ok := c.ByName(w.Name)

@@ -1,4 +1,4 @@
-package heterogeneity
+package catalog
 
 import (
 	"errors"
