@@ -9,7 +9,7 @@ export HETSEV_BIN := $(BIN)
 
 PROGRAMS := hetsev-scheduler hetsev-metrics-adapter hetsev-scaler hetsev-demo kwok
 
-.PHONY: all build demo evaluate test unit integration prometheus bench-scaler bench-scheduler bench-adapter fuzz kind-e2e vet clean
+.PHONY: all build demo evaluate test unit integration prometheus bench-scaler bench-scheduler bench-adapter fuzz kind-e2e vet generate clean
 
 all: build
 
@@ -90,6 +90,12 @@ kind-e2e:
 
 vet:
 	$(GO) vet ./...
+
+# Regenerate generated files: the ModelService CRD (manifests/
+# crd-modelservice.yaml) and zz_generated.deepcopy.go, from the kubebuilder
+# markers in pkg/apis (controller-gen, fetched through the Go module proxy).
+generate:
+	hack/update-codegen.sh
 
 clean:
 	rm -rf $(BIN) demo-summary.json evaluation
