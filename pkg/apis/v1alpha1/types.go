@@ -147,6 +147,8 @@ type GPUProfile struct {
 }
 
 // Scaling holds the scaler's knobs for one service (HetSev 4.1).
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.maxReplicas) || self.maxReplicas == 0 || self.maxReplicas >= (has(self.minReplicas) ? self.minReplicas : 1)",message="maxReplicas must be 0 (no cap) or at least minReplicas (default 1)"
 type Scaling struct {
 	// SaturationThreshold: scale out when W / sum T_i N_i stays above it
 	// (default 0.8, HetSev 4.1).
