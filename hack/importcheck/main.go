@@ -32,6 +32,7 @@ type pkg struct {
 	Imports    []string
 	EmbedFiles []string
 	Standard   bool
+	Error      *struct{ Err string }
 }
 
 func main() {
@@ -82,12 +83,14 @@ func run(rootPatterns, skip, forbid, warn []string, w io.Writer) int {
 		return 2
 	}
 	// The roots themselves, then the whole graph below them.
-	rootPkgs, err := goList(append([]string{"-json=ImportPath"}, rootPatterns...)...)
+	// -e: a graph with errors (an import cycle that a forbidden import
+	// made, say) is still checked; the errors are reported at the end.
+	rootPkgs, err := goList(append([]string{"-e", "-json=ImportPath"}, rootPatterns...)...)
 	if err != nil {
 		fmt.Fprintln(w, err)
 		return 2
 	}
-	graph, err := goList(append([]string{"-deps", "-json=ImportPath,Imports,EmbedFiles,Standard"}, rootPatterns...)...)
+	graph, err := goList(append([]string{"-e", "-deps", "-json=ImportPath,Imports,EmbedFiles,Standard,Error"}, rootPatterns...)...)
 	if err != nil {
 		fmt.Fprintln(w, err)
 		return 2
@@ -166,7 +169,14 @@ func run(rootPatterns, skip, forbid, warn []string, w io.Writer) int {
 		fmt.Fprintf(w, "%s: %s %s %s (rule %s)\n    via %s\n", kind, short(e.from), verb, short(e.to), short(rule), shortChain(chains[e]))
 	}
 	fmt.Fprintf(w, "importcheck: %d production packages, %d forbidden dependencies, %d warnings\n", len(roots), failed, len(edges)-failed)
-	if failed > 0 {
+	listErrs := 0
+	for _, p := range graph {
+		if p.Error != nil {
+			fmt.Fprintf(w, "importcheck: go list: %s: %s\n", p.ImportPath, strings.TrimSpace(p.Error.Err))
+			listErrs++
+		}
+	}
+	if failed > 0 || listErrs > 0 {
 		return 1
 	}
 	return 0
