@@ -9,7 +9,7 @@ export HETSEV_BIN := $(BIN)
 
 PROGRAMS := hetsev-scheduler hetsev-metrics-adapter hetsev-scaler hetsev-demo kwok
 
-.PHONY: all build demo evaluate test unit integration prometheus bench-scaler bench-scheduler bench-adapter fuzz kind-e2e vet clean
+.PHONY: all build demo evaluate test unit integration prometheus bench-scaler bench-scheduler bench-adapter fuzz kind-e2e vet generate verify clean
 
 all: build
 
@@ -90,6 +90,21 @@ kind-e2e:
 
 vet:
 	$(GO) vet ./...
+
+# Regenerate generated files: the ModelService CRD (manifests/
+# crd-modelservice.yaml) and zz_generated.deepcopy.go, from the kubebuilder
+# markers in pkg/apis (controller-gen, fetched through the Go module proxy).
+generate:
+	hack/update-codegen.sh
+
+# Checks CI runs before `make test`: gofmt, go vet, generated files up to
+# date, and no production package (cmd/scheduler, cmd/metrics-adapter,
+# cmd/scaler, pkg/) importing test or simulation code (hack/verify-*.sh).
+# VERIFY_EMBEDDED_TRACES=fail also fails when a production binary embeds
+# data/traces (today only warned: package data holds profiles and traces).
+VERIFY_EMBEDDED_TRACES ?= warn
+verify:
+	VERIFY_EMBEDDED_TRACES=$(VERIFY_EMBEDDED_TRACES) hack/verify.sh
 
 clean:
 	rm -rf $(BIN) demo-summary.json evaluation

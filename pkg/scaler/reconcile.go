@@ -44,7 +44,7 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	if err != nil {
 		return 0, err
 	}
-	status := ms.Status.DeepCopyStatus()
+	status := *ms.Status.DeepCopy()
 	svc, err := validate(ms, c.catalog, c.defaults)
 	if err != nil {
 		c.recorder.Eventf(u, v1.EventTypeWarning, "InvalidSpec", "%v", err)

@@ -1,0 +1,67 @@
+package v1alpha1
+
+import (
+	"os"
+	"testing"
+
+	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/yaml"
+)
+
+func TestAddToScheme(t *testing.T) {
+	s := runtime.NewScheme()
+	if err := AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	for _, kind := range []string{Kind, Kind + "List"} {
+		gvk := GroupVersion.WithKind(kind)
+		if !s.Recognizes(gvk) {
+			t.Errorf("scheme does not recognize %v", gvk)
+		}
+	}
+	gvks, _, err := s.ObjectKinds(&ModelService{})
+	if err != nil || len(gvks) != 1 || gvks[0] != GroupVersion.WithKind(Kind) {
+		t.Errorf("ObjectKinds(ModelService) = %v, %v", gvks, err)
+	}
+}
+
+// The generated DeepCopy shares nothing with the original, the status'
+// maps, conditions and last decision included.
+func TestStatusDeepCopy(t *testing.T) {
+	st := ModelServiceStatus{
+		Replicas:       map[string]int32{"T4": 1},
+		TrafficWeights: map[string]int32{"T4": 100},
+		LastDecision:   &Decision{Action: "ScaleOut", Delta: map[string]int32{"T4": 1}},
+		Conditions:     []metav1.Condition{{Type: ConditionReady, Status: metav1.ConditionTrue}},
+	}
+	cp := st.DeepCopy()
+	cp.Replicas["T4"] = 2
+	cp.TrafficWeights["T4"] = 50
+	cp.LastDecision.Delta["T4"] = 3
+	cp.Conditions[0].Status = metav1.ConditionFalse
+	if st.Replicas["T4"] != 1 || st.TrafficWeights["T4"] != 100 || st.LastDecision.Delta["T4"] != 1 || st.Conditions[0].Status != metav1.ConditionTrue {
+		t.Errorf("DeepCopy shares state with the original: %+v", st)
+	}
+}
+
+// The generated CRD agrees with the names in wellknown.go and types.go
+// (the +groupName marker in doc.go is not checked by the compiler).
+func TestCRDNames(t *testing.T) {
+	raw, err := os.ReadFile("../../../manifests/crd-modelservice.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	crd := &apiextv1.CustomResourceDefinition{}
+	if err := yaml.Unmarshal(raw, crd); err != nil {
+		t.Fatal(err)
+	}
+	if crd.Spec.Group != GroupName || crd.Spec.Names.Kind != Kind || crd.Spec.Names.Plural != Resource.Resource ||
+		crd.Name != Resource.Resource+"."+GroupName {
+		t.Errorf("CRD %s: group %q, kind %q, plural %q; want %q, %q, %q", crd.Name, crd.Spec.Group, crd.Spec.Names.Kind, crd.Spec.Names.Plural, GroupName, Kind, Resource.Resource)
+	}
+	if len(crd.Spec.Versions) != 1 || crd.Spec.Versions[0].Name != GroupVersion.Version || !crd.Spec.Versions[0].Served || !crd.Spec.Versions[0].Storage {
+		t.Errorf("CRD versions %+v; want %s, served and stored", crd.Spec.Versions, GroupVersion.Version)
+	}
+}
