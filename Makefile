@@ -99,12 +99,10 @@ generate:
 
 # Checks CI runs before `make test`: gofmt, go vet, generated files up to
 # date, and no production package (cmd/scheduler, cmd/metrics-adapter,
-# cmd/scaler, pkg/) importing test or simulation code (hack/verify-*.sh).
-# VERIFY_EMBEDDED_TRACES=fail also fails when a production binary embeds
-# data/traces (today only warned: package data holds profiles and traces).
-VERIFY_EMBEDDED_TRACES ?= warn
+# cmd/scaler, pkg/) importing test, simulation or benchmark code, or
+# embedding the request traces (hack/verify-*.sh).
 verify:
-	VERIFY_EMBEDDED_TRACES=$(VERIFY_EMBEDDED_TRACES) hack/verify.sh
+	hack/verify.sh
 
 clean:
 	rm -rf $(BIN) demo-summary.json evaluation

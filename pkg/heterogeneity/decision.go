@@ -1,9 +1,9 @@
 package heterogeneity
 
 import (
-	"github.com/hetsev/hetsev/pkg/catalog"
 	"errors"
 	"fmt"
+	"github.com/hetsev/hetsev/pkg/catalog"
 	"math"
 	"strings"
 	"time"

@@ -10,8 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/hetsev/hetsev/internal/cluster"
 	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
-	"github.com/hetsev/hetsev/test/harness"
 )
 
 // The CRD generated from pkg/apis/v1alpha1's markers validates on a real
@@ -20,7 +20,7 @@ import (
 // status.
 func TestModelServiceCRDValidation(t *testing.T) {
 	cp, ctx := controlPlane(t)
-	if err := harness.InstallCRDs(ctx, cp); err != nil {
+	if err := cluster.InstallCRDs(ctx, cp); err != nil {
 		t.Fatal(err)
 	}
 	dyn, err := dynamic.NewForConfig(cp.Config)
