@@ -107,19 +107,9 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 		if err != nil {
 			return 0, err
 		}
-		obs.Types = append(obs.Types, heterogeneity.TypeState{
-			GPUType:         p.gpuType.Name,
-			Running:         int(replicasOf(deps[i])),
-			ThroughputRPS:   p.spec.ThroughputRPS,
-			LatencyMs:       p.spec.LatencyMs,
-			PriceUSDPerHour: p.price,
-			LaunchSeconds:   p.spec.LaunchSeconds,
-			MaxAdditional:   slots,
-			BatchSize:       ms.Spec.BatchSize,
-			// Worst expected co-location: one busy different model on the
-			// GPU (HetSev 3.2: +18 % for 90 % of pairs; an estimate).
-			LatencyInflation: 1 + interference.Default().DifferentPair,
-		})
+		// Worst expected co-location: one busy different model on the GPU
+		// (HetSev 3.2: +18 % for 90 % of pairs; an estimate).
+		obs.Types = append(obs.Types, svc.typeState(i, int(replicasOf(deps[i])), slots, 1+interference.Default().DifferentPair))
 	}
 	solveStart := time.Now()
 	act := as.Decide(obs)

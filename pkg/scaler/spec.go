@@ -195,3 +195,52 @@ func catalogNames(cat catalog.Catalog) string {
 	}
 	return "known: " + strings.Join(n, ", ")
 }
+
+// typeState is the heterogeneity.TypeState of svc's i-th GPU type with
+// running instances, maxAdditional more that fit on free GPUs, and batch
+// latency inflated by latencyInflation (>= 1) for co-location.
+func (s *service) typeState(i, running, maxAdditional int, latencyInflation float64) heterogeneity.TypeState {
+	p := s.types[i]
+	return heterogeneity.TypeState{
+		GPUType:          p.gpuType.Name,
+		Running:          running,
+		ThroughputRPS:    p.spec.ThroughputRPS,
+		LatencyMs:        p.spec.LatencyMs,
+		PriceUSDPerHour:  p.price,
+		LaunchSeconds:    p.spec.LaunchSeconds,
+		MaxAdditional:    maxAdditional,
+		BatchSize:        s.obj.Spec.BatchSize,
+		LatencyInflation: latencyInflation,
+	}
+}
+
+// Resolved is a ModelService validated and translated with the scaler's
+// defaults: the policy and per-GPU-type coefficients hetsev-scaler decides
+// it with. The trace-driven evaluator resolves the ModelServices it replays
+// through the same translation, so the two never drift apart.
+type Resolved struct{ s *service }
+
+// Resolve validates ms against the GPU catalog and applies d and the
+// scaler's defaults; the error names the offending spec field.
+func Resolve(ms *v1alpha1.ModelService, cat catalog.Catalog, d Defaults) (*Resolved, error) {
+	s, err := validate(ms, cat, d)
+	if err != nil {
+		return nil, err
+	}
+	return &Resolved{s: s}, nil
+}
+
+// Policy is the heterogeneity.Policy of the ModelService.
+func (r *Resolved) Policy() heterogeneity.Policy { return r.s.policy }
+
+// TypeState is the heterogeneity.TypeState of the ModelService's profile for
+// gpuType (catalog name) with running instances, maxAdditional more that fit,
+// and latencyInflation (>= 1); false when spec.profiles lacks gpuType.
+func (r *Resolved) TypeState(gpuType string, running, maxAdditional int, latencyInflation float64) (heterogeneity.TypeState, bool) {
+	for i, p := range r.s.types {
+		if p.gpuType.Name == gpuType {
+			return r.s.typeState(i, running, maxAdditional, latencyInflation), true
+		}
+	}
+	return heterogeneity.TypeState{}, false
+}

@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hetsev/hetsev/internal/sim/modelservice"
+
 	"github.com/hetsev/hetsev/pkg/catalog"
 
 	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
@@ -137,7 +139,7 @@ func TestAdapterPrometheusBackend(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ms, err := demo.ModelServiceFor("resnet50", ns, "resnet50", 400, profiles, demo.Knobs{}, 1)
+	ms, err := modelservice.For("resnet50", ns, "resnet50", 400, profiles, modelservice.Knobs{}, 1)
 	if err != nil {
 		t.Fatal(err)
 	}

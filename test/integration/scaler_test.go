@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/hetsev/hetsev/internal/sim/demo"
+	"github.com/hetsev/hetsev/internal/sim/modelservice"
 	"github.com/hetsev/hetsev/internal/sim/simulator"
 	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
 )
@@ -18,7 +19,7 @@ const factor = 30.0 // trace seconds per wall second
 
 // knobs in trace seconds: decide every 15 s, scale out at once, scale in
 // at most every 30 s and not within 300 s of a scale-out.
-var knobs = demo.Knobs{IntervalSeconds: 15, ScaleOutPeriodSeconds: 0, ScaleInIntervalSeconds: 30, ScaleInCoolDownSeconds: 300, MinReplicas: 1}
+var knobs = modelservice.Knobs{IntervalSeconds: 15, ScaleOutPeriodSeconds: 0, ScaleInIntervalSeconds: 30, ScaleInCoolDownSeconds: 300, MinReplicas: 1}
 
 // TestScalerFollowsLoadStep replays 100 -> 1500 -> 100 requests/s against
 // ResNet-50 through the whole stack (simulated servers, metrics adapter

@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 
+	"github.com/hetsev/hetsev/internal/sim/modelservice"
+
 	"github.com/hetsev/hetsev/pkg/catalog"
 
 	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
@@ -115,7 +117,7 @@ var metav1ListAll = metav1.ListOptions{}
 // with the tests' knobs, and returns it.
 func (s *stack) modelService(t *testing.T, name, model string, rtMaxMs float64) *v1alpha1.ModelService {
 	t.Helper()
-	ms, err := demo.ModelServiceFor(name, "default", model, rtMaxMs, s.prof, knobs, factor)
+	ms, err := modelservice.For(name, "default", model, rtMaxMs, s.prof, knobs, factor)
 	if err != nil {
 		t.Fatal(err)
 	}

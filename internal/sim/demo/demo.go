@@ -1,6 +1,7 @@
 package demo
 
 import (
+	"github.com/hetsev/hetsev/internal/sim/modelservice"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -49,7 +50,7 @@ type DemoConfig struct {
 	Duration     time.Duration
 	WarmupTrace  float64 // trace seconds at the first rate before measuring
 	Services     []DemoService
-	Knobs        Knobs
+	Knobs        modelservice.Knobs
 	Report       time.Duration // wall time between progress lines
 	// RateWindow is the metrics adapter's rate window in trace time; the
 	// trace is already smoothed (HetSev 6), so 30 s adds little noise and
@@ -76,7 +77,7 @@ func DefaultDemo() DemoConfig {
 			// needs many of them at once: 0.7 leaves it more headroom.
 			{Name: "ssd", Model: "ssd-resnet50", Share: 0.4, RTMaxMs: 900, SaturationThreshold: 0.7},
 		},
-		Knobs:  Knobs{IntervalSeconds: 15, ScaleOutPeriodSeconds: 0, ScaleInIntervalSeconds: 60, ScaleInCoolDownSeconds: 300, MinReplicas: 1},
+		Knobs:  modelservice.Knobs{IntervalSeconds: 15, ScaleOutPeriodSeconds: 0, ScaleInIntervalSeconds: 60, ScaleInCoolDownSeconds: 300, MinReplicas: 1},
 		Report: 5 * time.Second, Seed: 1, RateWindow: "30s",
 	}
 }
@@ -215,7 +216,7 @@ func RunDemo(ctx context.Context, tb ktesting.TB, cfg DemoConfig) (*Summary, err
 		if s.SaturationThreshold > 0 {
 			k.SaturationThreshold = s.SaturationThreshold
 		}
-		ms, err := ModelServiceFor(s.Name, "default", s.Model, s.RTMaxMs, profiles, k, factor)
+		ms, err := modelservice.For(s.Name, "default", s.Model, s.RTMaxMs, profiles, k, factor)
 		if err != nil {
 			return nil, err
 		}

@@ -7,6 +7,9 @@ import (
 	"slices"
 	"time"
 
+	"github.com/hetsev/hetsev/internal/sim/modelservice"
+	"github.com/hetsev/hetsev/pkg/scaler"
+
 	"github.com/hetsev/hetsev/pkg/catalog"
 
 	"github.com/hetsev/hetsev/internal/sim/trace"
@@ -175,23 +178,31 @@ func (c Config) Validate() error {
 	return errors.Join(errs...)
 }
 
-// hetsevPolicy is the heterogeneity.Policy a ModelService of s with knobs k
-// gets from hetsev-scaler (pkg/scaler's spec translation, SLO check "paper").
-func (c Config) hetsevPolicy(s Service, solver string) heterogeneity.Policy {
-	p := heterogeneity.DefaultPolicy()
-	p.RTMaxMs = s.RTMaxMs
-	if s.SaturationThreshold > 0 {
-		p.SaturationThreshold = s.SaturationThreshold
-	}
+// resolve is what hetsev-scaler decides service s with: its ModelService
+// (built as the demo builds it, with c.Knobs) through the scaler's own
+// translation (scaler.Resolve), with the given solver and the paper's SLO
+// check, the scaler's default.
+func (c Config) resolve(s Service, solver string) (*scaler.Resolved, error) {
 	k := c.Knobs
-	p.Lambda = k.Lambda
-	p.ScaleOutPeriod = k.ScaleOutPeriod
-	p.ScaleInInterval = k.ScaleInInterval
-	p.ScaleInCoolDown = k.ScaleInCoolDown
-	p.ScaleInHysteresis = k.ScaleInHysteresis
-	p.MinReplicas = k.MinReplicas
-	p.Solver = solver
-	return p
+	lambda, hysteresis := k.Lambda, k.ScaleInHysteresis
+	ms, err := modelservice.For(s.Name, "default", s.Model, s.RTMaxMs, c.Profiles, modelservice.Knobs{
+		SaturationThreshold:    s.SaturationThreshold,
+		IntervalSeconds:        k.Interval.Seconds(),
+		ScaleOutPeriodSeconds:  k.ScaleOutPeriod.Seconds(),
+		ScaleInIntervalSeconds: k.ScaleInInterval.Seconds(),
+		ScaleInCoolDownSeconds: k.ScaleInCoolDown.Seconds(),
+		MinReplicas:            k.MinReplicas,
+		Lambda:                 &lambda,
+		ScaleInHysteresis:      &hysteresis,
+	}, 1)
+	if err != nil {
+		return nil, err
+	}
+	r, err := scaler.Resolve(ms, c.Catalog, scaler.Defaults{Solver: solver, SLOCheck: heterogeneity.SLOCheckPaper})
+	if err != nil {
+		return nil, fmt.Errorf("service %s: %w", s.Name, err)
+	}
+	return r, nil
 }
 
 // gpuTypes lists the cluster's GPU types once each, in Cluster order.

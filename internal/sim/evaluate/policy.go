@@ -6,6 +6,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/hetsev/hetsev/pkg/scaler"
+
 	"github.com/hetsev/hetsev/pkg/catalog"
 
 	"github.com/hetsev/hetsev/internal/sim/hpa"
@@ -75,12 +77,13 @@ func at(sec float64) time.Time { return epoch.Add(time.Duration(sec * float64(ti
 // hetsevPolicy runs heterogeneity.Autoscaler.Decide per service, on the
 // Observation hetsev-scaler builds (pkg/scaler reconcile).
 type hetsevPolicy struct {
+	svc    []*scaler.Resolved
 	as     []*heterogeneity.Autoscaler
 	inflat float64
 	pl     placement.Placer
 }
 
-func newHetsevPolicy(cfg *Config, solver string, weight float64) *hetsevPolicy {
+func newHetsevPolicy(cfg *Config, solver string, weight float64) (*hetsevPolicy, error) {
 	p := &hetsevPolicy{
 		// hetsev-scaler's LatencyInflation: one busy different model on the
 		// GPU (HetSev 3.2, an estimate).
@@ -88,16 +91,20 @@ func newHetsevPolicy(cfg *Config, solver string, weight float64) *hetsevPolicy {
 		pl:     placement.Placer{InterferenceWeight: weight, Interference: cfg.Interference},
 	}
 	for _, s := range cfg.Services {
-		p.as = append(p.as, heterogeneity.NewAutoscaler(cfg.hetsevPolicy(s, solver)))
+		r, err := cfg.resolve(s, solver)
+		if err != nil {
+			return nil, err
+		}
+		p.svc = append(p.svc, r)
+		p.as = append(p.as, heterogeneity.NewAutoscaler(r.Policy()))
 	}
-	return p
+	return p, nil
 }
 
 func (p *hetsevPolicy) decide(svc int, v view) []int {
 	obs := heterogeneity.Observation{Now: at(v.now), ArrivalRate: v.arrival}
 	for _, t := range v.types {
-		ts, _ := heterogeneity.NewTypeState(t.prof, t.gpu, t.running, t.slots)
-		ts.LatencyInflation = p.inflat
+		ts, _ := p.svc[svc].TypeState(t.gpu.Name, t.running, t.slots, p.inflat)
 		obs.Types = append(obs.Types, ts)
 	}
 	return p.as[svc].Decide(obs).Delta
@@ -125,7 +132,11 @@ func newDefaultPolicy(cfg *Config, seed uint64) (*defaultPolicy, error) {
 		total += g.Nodes * g.GPUsPerNode
 	}
 	for _, s := range cfg.Services {
-		pol := cfg.hetsevPolicy(s, heterogeneity.SolverHeuristic)
+		r, err := cfg.resolve(s, heterogeneity.SolverHeuristic)
+		if err != nil {
+			return nil, err
+		}
+		pol := r.Policy()
 		slowest := math.Inf(1)
 		for _, pr := range cfg.Profiles.ForModel(s.Model) {
 			slowest = min(slowest, pr.ThroughputRPS)
@@ -190,24 +201,29 @@ func (p *defaultPolicy) placer() placement.Placer { return placement.Placer{} }
 // that meet the interval's load at the saturation threshold, had they no
 // launch latency. Its instances are placed like hetsev-exact's.
 type boundPolicy struct {
+	svc []*scaler.Resolved
 	pol []heterogeneity.Policy
 	pl  placement.Placer
 }
 
-func newBoundPolicy(cfg *Config) *boundPolicy {
+func newBoundPolicy(cfg *Config) (*boundPolicy, error) {
 	p := &boundPolicy{pl: placement.Placer{InterferenceWeight: placement.DefaultInterferenceWeight, Interference: cfg.Interference}}
 	for _, s := range cfg.Services {
-		pol := cfg.hetsevPolicy(s, heterogeneity.SolverExact)
+		r, err := cfg.resolve(s, heterogeneity.SolverExact)
+		if err != nil {
+			return nil, err
+		}
+		pol := r.Policy()
 		pol.Lambda = 0
-		p.pol = append(p.pol, pol)
+		p.svc, p.pol = append(p.svc, r), append(p.pol, pol)
 	}
-	return p
+	return p, nil
 }
 
 func (p *boundPolicy) decide(svc int, v view) []int {
 	obs := heterogeneity.Observation{Now: at(v.now), ArrivalRate: v.peak}
 	for _, t := range v.types {
-		ts, _ := heterogeneity.NewTypeState(t.prof, t.gpu, 0, t.slotsEmpty)
+		ts, _ := p.svc[svc].TypeState(t.gpu.Name, 0, t.slotsEmpty, 0)
 		obs.Types = append(obs.Types, ts)
 	}
 	delta := make([]int, len(v.types))
@@ -236,10 +252,10 @@ func newPolicy(cfg *Config, name string) (policy, error) {
 	case PolicyDefault:
 		return newDefaultPolicy(cfg, cfg.Seed)
 	case PolicyHeuristic:
-		return newHetsevPolicy(cfg, heterogeneity.SolverHeuristic, 0), nil
+		return newHetsevPolicy(cfg, heterogeneity.SolverHeuristic, 0)
 	case PolicyExact:
-		return newHetsevPolicy(cfg, heterogeneity.SolverExact, placement.DefaultInterferenceWeight), nil
+		return newHetsevPolicy(cfg, heterogeneity.SolverExact, placement.DefaultInterferenceWeight)
 	default:
-		return newBoundPolicy(cfg), nil
+		return newBoundPolicy(cfg)
 	}
 }

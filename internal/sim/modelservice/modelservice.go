@@ -1,0 +1,82 @@
+// Package modelservice builds the ModelService objects the simulation runs:
+// the demo creates them on its control plane, and the trace-driven evaluator
+// resolves them through hetsev-scaler's own translation (scaler.Resolve), so
+// both decide with the policy a user's object would get.
+package modelservice
+
+import (
+	"fmt"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/hetsev/hetsev/internal/sim/simulator"
+	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
+	"github.com/hetsev/hetsev/pkg/catalog"
+)
+
+// Knobs are a ModelService's scaling knobs in trace seconds; For divides
+// them by the time compression so the scaler, which runs on the
+// wall clock, acts at the same trace times.
+type Knobs struct {
+	// SaturationThreshold of HetSev 4.1; 0 means 0.8.
+	SaturationThreshold    float64
+	IntervalSeconds        float64
+	ScaleOutPeriodSeconds  float64
+	ScaleInIntervalSeconds float64
+	ScaleInCoolDownSeconds float64
+	MinReplicas            int
+	MaxReplicas            int
+	// Lambda (per second) and ScaleInHysteresis; nil leaves the
+	// scaler's defaults.
+	Lambda, ScaleInHysteresis *float64
+}
+
+// For builds a ModelService for model from the repo's profiles
+// (every GPU type profiled), with RT_max rtMaxMs and SL_min 0.98 (HetSev 6).
+func For(name, ns, model string, rtMaxMs float64, profiles catalog.Profiles, k Knobs, compression float64) (*v1alpha1.ModelService, error) {
+	ps := profiles.ForModel(model)
+	if len(ps) == 0 {
+		return nil, fmt.Errorf("no profiles for model %q", model)
+	}
+	ms := &v1alpha1.ModelService{
+		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: v1alpha1.Kind},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: v1alpha1.ModelServiceSpec{
+			Model: model, SLO: v1alpha1.SLO{ResponseTimeMs: rtMaxMs, ServiceLevel: 0.98}, BatchSize: ps[0].BatchSize,
+			Template: v1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{
+					"prometheus.io/scrape": "true",
+					"prometheus.io/port":   fmt.Sprint(simulator.IstioPort),
+					"prometheus.io/path":   simulator.IstioPath,
+				}},
+				Spec: v1.PodSpec{Containers: []v1.Container{{Name: "model-server", Image: "model-server:" + model}}},
+			},
+		},
+	}
+	for _, p := range ps {
+		ms.Spec.Profiles = append(ms.Spec.Profiles, v1alpha1.GPUProfile{
+			GPUType: p.GPUType, ThroughputRPS: p.ThroughputRPS, LatencyMs: p.LatencyMs,
+			GPUMemory: fmt.Sprintf("%dMi", p.GPUMemoryMiB), CPU: fmt.Sprintf("%dm", p.CPUMilli), Memory: fmt.Sprintf("%dMi", p.MemoryMiB),
+			LaunchSeconds: p.LaunchSeconds,
+		})
+	}
+	c := compression
+	period := k.ScaleOutPeriodSeconds / c
+	threshold := k.SaturationThreshold
+	if threshold == 0 {
+		threshold = 0.8
+	}
+	ms.Spec.Scaling = v1alpha1.Scaling{
+		SaturationThreshold:    threshold,
+		IntervalSeconds:        k.IntervalSeconds / c,
+		ScaleOutPeriodSeconds:  &period,
+		ScaleInIntervalSeconds: k.ScaleInIntervalSeconds / c,
+		ScaleInCoolDownSeconds: k.ScaleInCoolDownSeconds / c,
+		MinReplicas:            k.MinReplicas,
+		MaxReplicas:            k.MaxReplicas,
+		Lambda:                 k.Lambda,
+		ScaleInHysteresis:      k.ScaleInHysteresis,
+	}
+	return ms, nil
+}
