@@ -9,7 +9,7 @@ export HETSEV_BIN := $(BIN)
 
 PROGRAMS := hetsev-scheduler hetsev-metrics-adapter hetsev-scaler hetsev-demo kwok
 
-.PHONY: all build demo evaluate test unit integration prometheus bench-scaler bench-scheduler bench-adapter fuzz kind-e2e vet clean
+.PHONY: all build demo evaluate test unit integration prometheus bench-scaler bench-scheduler bench-adapter fuzz kind-e2e vet generate-args clean
 
 all: build
 
@@ -90,6 +90,12 @@ kind-e2e:
 
 vet:
 	$(GO) vet ./...
+
+# Regenerate the deepcopy, conversion and defaulting code of the plugins'
+# arguments (pkg/apis/config/zz_generated.*.go, pkg/apis/config/v1/zz_generated.*.go)
+# with k8s.io/code-generator v0.36.3 (fetched by `go run`); commit the result.
+generate-args:
+	GO=$(GO) hack/update-codegen.sh
 
 clean:
 	rm -rf $(BIN) demo-summary.json evaluation
