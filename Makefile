@@ -92,10 +92,12 @@ vet:
 	$(GO) vet ./...
 
 # Regenerate generated files: the ModelService CRD (manifests/
-# crd-modelservice.yaml) and zz_generated.deepcopy.go, from the kubebuilder
-# markers in pkg/apis (controller-gen, fetched through the Go module proxy).
+# crd-modelservice.yaml) and its zz_generated.deepcopy.go from the kubebuilder
+# markers in pkg/apis/v1alpha1 (controller-gen), and the plugins' args'
+# deepcopy, conversion and defaulting code in pkg/apis/config
+# (k8s.io/code-generator); both fetched through the Go module proxy.
 generate:
-	hack/update-codegen.sh
+	GO=$(GO) hack/update-codegen.sh
 
 # Checks CI runs before `make test`: gofmt, go vet, generated files up to
 # date, and no production package (cmd/scheduler, cmd/metrics-adapter,

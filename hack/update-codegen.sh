@@ -1,15 +1,19 @@
 #!/usr/bin/env bash
 # Regenerates every generated file in the repo (`make generate`):
 #
-#   pkg/apis/*/zz_generated.deepcopy.go  controller-gen object
+#   pkg/apis/v1alpha1/zz_generated.deepcopy.go  controller-gen object
 #   manifests/crd-*.yaml                 controller-gen crd, from the
-#                                        kubebuilder markers in pkg/apis
+#                                        kubebuilder markers in pkg/apis/v1alpha1
+#   pkg/apis/config{,/v1}/zz_generated.*.go
+#                                        k8s.io/code-generator's deepcopy,
+#                                        defaulter and conversion generators
+#                                        (the scheduler plugins' args, as
+#                                        upstream scheduler plugins do)
 #
 # hack/verify-codegen.sh runs this script in a copy of the tree and fails
 # when the copy differs, so every generated file must come from here.
 #
-# To add a generator (e.g. k8s.io/code-generator's deepcopy/defaulter for the
-# scheduler plugin args), write a gen_<name> function below and add <name> to
+# To add a generator, write a gen_<name> function below and add <name> to
 # GENERATORS. Each one runs from the repository root and writes in place.
 #
 # controller-gen runs with `go run module@version`, outside this module's
@@ -20,7 +24,9 @@ cd "$(dirname "$0")/.."
 
 GO=${GO:-go}
 CONTROLLER_GEN_VERSION=${CONTROLLER_GEN_VERSION:-v0.21.0}
-GENERATORS=(deepcopy crd)
+CODEGEN_VERSION=${CODEGEN_VERSION:-v0.36.3}
+MODULE=github.com/hetsev/hetsev
+GENERATORS=(deepcopy crd pluginargs)
 
 controller_gen() {
 	# GOFLAGS from the Makefile (-buildvcs=false) are fine; a -mod flag
@@ -29,7 +35,7 @@ controller_gen() {
 }
 
 gen_deepcopy() {
-	controller_gen object paths=./pkg/apis/...
+	controller_gen object paths=./pkg/apis/v1alpha1/...
 }
 
 # CRD file names: controller-gen writes <group>_<plural>.yaml; the repo (and
@@ -43,7 +49,7 @@ gen_crd() {
 	local tmp f name
 	tmp=$(mktemp -d)
 	# allowDangerousTypes: the spec has float64 fields (SLOs, profiles).
-	controller_gen crd:allowDangerousTypes=true paths=./pkg/apis/... output:crd:artifacts:config="$tmp"
+	controller_gen crd:allowDangerousTypes=true paths=./pkg/apis/v1alpha1/... output:crd:artifacts:config="$tmp"
 	for f in "$tmp"/*.yaml; do
 		name=${CRD_FILES[$(basename "$f")]:-}
 		if [[ -z $name ]]; then
@@ -59,6 +65,20 @@ gen_crd() {
 		} >"manifests/$name"
 	done
 	rm -rf "$tmp"
+}
+
+# The plugin args: k8s.io/code-generator at the version of the Kubernetes
+# libraries hetsev builds with. hack/boilerplate.go.txt, the header put on
+# each file, is empty: hetsev's sources carry no licence header.
+gen_pluginargs() {
+	local gen header=hack/boilerplate.go.txt
+	codegen() { GOFLAGS=-buildvcs=false "$GO" run "k8s.io/code-generator/cmd/$1@${CODEGEN_VERSION}" "${@:2}"; }
+	codegen deepcopy-gen --go-header-file "$header" --output-file zz_generated.deepcopy.go \
+		"$MODULE/pkg/apis/config" "$MODULE/pkg/apis/config/v1"
+	codegen defaulter-gen --go-header-file "$header" --output-file zz_generated.defaults.go \
+		"$MODULE/pkg/apis/config/v1"
+	codegen conversion-gen --go-header-file "$header" --output-file zz_generated.conversion.go \
+		"$MODULE/pkg/apis/config/v1"
 }
 
 for g in "${GENERATORS[@]}"; do

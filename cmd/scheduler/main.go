@@ -10,6 +10,9 @@ import (
 	_ "k8s.io/component-base/metrics/prometheus/clientgo" // client-go metrics on /metrics
 	"k8s.io/kubernetes/cmd/kube-scheduler/app"
 
+	// HetsevFairQueueArgs and HetsevGPUShareArgs in the scheduler's scheme:
+	// decoded, defaulted and shown on /configz like upstream plugins' args.
+	_ "github.com/hetsev/hetsev/pkg/apis/config/scheme"
 	"github.com/hetsev/hetsev/pkg/plugins/fairqueue"
 	"github.com/hetsev/hetsev/pkg/plugins/gpushare"
 )

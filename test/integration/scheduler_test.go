@@ -2,7 +2,12 @@ package integration
 
 import (
 	"context"
+	"crypto/tls"
+	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -138,5 +143,90 @@ func TestSchedulerRefusesInvalidPluginArgs(t *testing.T) {
 		if log := sched.Tail(30); !strings.Contains(log, c.want) {
 			t.Errorf("%s: log does not name the field:\n%s", c.bad, log)
 		}
+	}
+}
+
+// TestSchedulerConfigzShowsPluginArgs: hetsev's plugin arguments are kinds of
+// the scheduler's own config group (pkg/apis/config), so hetsev-scheduler
+// defaults them and serves them on /configz like upstream plugins' args.
+// The scheduler runs with manifests/scheduler-config.yaml without its
+// pluginConfig, so every value shown is a default.
+func TestSchedulerConfigzShowsPluginArgs(t *testing.T) {
+	cp, ctx := controlPlane(t)
+	cfg, err := cluster.SchedulerConfig(cp.Kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := strings.Index(cfg, "\n    pluginConfig:\n")
+	if i < 0 {
+		t.Fatal("manifests/scheduler-config.yaml no longer has a pluginConfig")
+	}
+	cfg = cfg[:i+1]
+	port, err := cluster.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// As bench-scheduler reads /metrics: anonymous, with the path allowed
+	// (the scheduler has no delegated authentication here).
+	sched, err := cluster.StartSchedulerWithConfig(ctx, cp, "configz-scheduler", cfg,
+		fmt.Sprintf("--secure-port=%d", port), "--authorization-always-allow-paths=/healthz,/readyz,/livez,/configz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopOnCleanup(t, sched)
+
+	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, // the scheduler's self-signed serving cert
+	}}
+	var body []byte
+	waitFor(ctx, t, 60*time.Second, "hetsev-scheduler's /configz", func(ctx context.Context) (bool, error) {
+		if done, err := sched.Exited(); done {
+			return false, fmt.Errorf("hetsev-scheduler exited: %v", err)
+		}
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("https://127.0.0.1:%d/configz", port), nil)
+		if err != nil {
+			return false, err
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			return false, nil // not serving yet
+		}
+		defer resp.Body.Close()
+		body, err = io.ReadAll(resp.Body)
+		return err == nil && resp.StatusCode == http.StatusOK, nil
+	})
+	var configz struct {
+		ComponentConfig struct {
+			Profiles []struct {
+				SchedulerName string `json:"schedulerName"`
+				PluginConfig  []struct {
+					Name string         `json:"name"`
+					Args map[string]any `json:"args"`
+				} `json:"pluginConfig"`
+			} `json:"profiles"`
+		} `json:"componentconfig"`
+	}
+	if err := json.Unmarshal(body, &configz); err != nil {
+		t.Fatalf("/configz: %v\n%s", err, body)
+	}
+	got := map[string]map[string]any{}
+	for _, p := range configz.ComponentConfig.Profiles {
+		if p.SchedulerName != v1alpha1.SchedulerName {
+			continue
+		}
+		for _, pc := range p.PluginConfig {
+			got[pc.Name] = pc.Args
+		}
+	}
+	for name, want := range map[string]map[string]any{
+		"HetsevFairQueue": {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "HetsevFairQueueArgs", "k": 3.0, "beta": 16.0},
+		"HetsevGPUShare":  {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "HetsevGPUShareArgs", "antiAffinity": "Hard", "fit": "WorstFit", "interferenceWeight": 0.5},
+	} {
+		if !reflect.DeepEqual(got[name], want) {
+			t.Errorf("/configz args of %s: %v, want %v", name, got[name], want)
+		}
+	}
+	if t.Failed() {
+		t.Logf("/configz: %s", body)
 	}
 }

@@ -1,10 +1,10 @@
 package demo
 
 import (
-	"github.com/hetsev/hetsev/internal/sim/modelservice"
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/hetsev/hetsev/internal/sim/modelservice"
 	"io"
 	"math"
 	"os"

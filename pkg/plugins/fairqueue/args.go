@@ -1,87 +1,60 @@
 package fairqueue
 
 import (
+	"fmt"
+
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/hetsev/hetsev/pkg/plugins/pluginargs"
+	"github.com/hetsev/hetsev/pkg/apis/config"
+	configv1 "github.com/hetsev/hetsev/pkg/apis/config/v1"
+	"github.com/hetsev/hetsev/pkg/apis/config/validation"
 )
 
-// The plugin's arguments, in a KubeSchedulerConfiguration profile:
+// The plugin's arguments are config.HetsevFairQueueArgs, registered in the
+// kube-scheduler's scheme (pkg/apis/config/scheme): in a
+// KubeSchedulerConfiguration profile,
 //
 //	pluginConfig:
 //	  - name: HetsevFairQueue
 //	    args:
-//	      apiVersion: hetsev.io/v1alpha1
-//	      kind: HetsevFairQueueArgs
+//	      apiVersion: kubescheduler.config.k8s.io/v1   # optional
+//	      kind: HetsevFairQueueArgs                    # optional
 //	      k: 3
 //	      beta: 16
+//
+// The scheduler decodes them (unknown fields are errors), fills zero fields
+// with the defaults of pkg/apis/config/v1, and hands New the typed result.
+
+// Defaults (pkg/apis/config/v1): HetSev 4.2 names k and beta but gives no
+// values; k = 3 is the issue's default, beta = 16 pods our choice.
 const (
-	ArgsAPIVersion = "hetsev.io/v1alpha1"
-	ArgsKind       = "HetsevFairQueueArgs"
+	DefaultK    = configv1.DefaultFairQueueK
+	DefaultBeta = configv1.DefaultFairQueueBeta
 )
 
-// Defaults and bounds. HetSev 4.2 names k and beta but gives no values;
-// k = 3 is the issue's default, beta = 16 our choice (a round short enough
-// that weights follow a burst within a second at the default scheduler's
-// pace).
-const (
-	DefaultK    = 3
-	DefaultBeta = 16
-	MaxK        = 16
-	MaxBeta     = 10000
-)
+// argsPath is where the arguments are in the configuration; validation
+// errors name fields under it.
+var argsPath = field.NewPath("pluginConfig").Key(Name).Child("args")
 
-// Args are HetsevFairQueue's arguments; zero fields take the defaults.
-type Args struct {
-	APIVersion string `json:"apiVersion,omitempty"`
-	Kind       string `json:"kind,omitempty"`
-	// K is the number of classes k-means groups pending pods into (1..16).
-	K int `json:"k,omitempty"`
-	// Beta is the number of pods per round (1..10000): classes and their
-	// median waits are recomputed every Beta pods taken from the queue.
-	Beta int `json:"beta,omitempty"`
+// ParseArgs checks what the scheduler passes to New: its decoded and
+// defaulted *config.HetsevFairQueueArgs, or nil, which takes the defaults.
+// Any other type is an error naming it; invalid values are an error naming
+// every bad field (pkg/apis/config/validation).
+func ParseArgs(obj runtime.Object) (config.HetsevFairQueueArgs, error) {
+	var args config.HetsevFairQueueArgs
+	typed, ok := obj.(*config.HetsevFairQueueArgs)
+	switch {
+	case ok && typed != nil:
+		args = *typed
+	case ok || obj == nil:
+		var v configv1.HetsevFairQueueArgs
+		configv1.SetObjectDefaults_HetsevFairQueueArgs(&v)
+		if err := configv1.Convert_v1_HetsevFairQueueArgs_To_config_HetsevFairQueueArgs(&v, &args, nil); err != nil {
+			return args, err
+		}
+	default:
+		return args, fmt.Errorf("%s: want args of type %T, got %T", argsPath, typed, obj)
+	}
+	return args, validation.ValidateHetsevFairQueueArgs(argsPath, &args).ToAggregate()
 }
-
-// SetDefaults fills zero fields.
-func (a *Args) SetDefaults() {
-	if a.APIVersion == "" {
-		a.APIVersion = ArgsAPIVersion
-	}
-	if a.Kind == "" {
-		a.Kind = ArgsKind
-	}
-	if a.K == 0 {
-		a.K = DefaultK
-	}
-	if a.Beta == 0 {
-		a.Beta = DefaultBeta
-	}
-}
-
-// Validate returns every invalid field, with its path in the configuration.
-func (a Args) Validate() error {
-	path, errs := pluginargs.ValidateTypeMeta(Name, a.APIVersion, a.Kind, ArgsAPIVersion, ArgsKind)
-	if a.K < 1 || a.K > MaxK {
-		errs = append(errs, field.Invalid(path.Child("k"), a.K, "must be between 1 and 16"))
-	}
-	if a.Beta < 1 || a.Beta > MaxBeta {
-		errs = append(errs, field.Invalid(path.Child("beta"), a.Beta, "must be between 1 and 10000"))
-	}
-	return errs.ToAggregate()
-}
-
-// ParseArgs reads the arguments the scheduler passes to the factory (see
-// pluginargs.Parse; *Args is accepted as is), applies the defaults and
-// validates them.
-func ParseArgs(obj runtime.Object) (Args, error) {
-	return pluginargs.Parse[Args](Name, obj)
-}
-
-// GetObjectKind makes *Args a runtime.Object, so callers can pass typed
-// arguments to New.
-func (a *Args) GetObjectKind() schema.ObjectKind { return schema.EmptyObjectKind }
-
-// DeepCopyObject implements runtime.Object.
-func (a *Args) DeepCopyObject() runtime.Object { c := *a; return &c }

@@ -42,11 +42,14 @@ type FairQueue struct {
 
 // The scheduler has one queue, sorted by the first profile's QueueSort
 // plugin, while every profile runs its own PreFilter instance: all instances
-// of one process share one state.
+// of one process with the same arguments share one state.
 var (
 	sharedMu sync.Mutex
-	shared   = map[Args]*queue{}
+	shared   = map[queueKey]*queue{}
 )
+
+// queueKey is the arguments that make a queue.
+type queueKey struct{ k, beta int32 }
 
 // New is the plugin factory registered with the scheduler command. Invalid
 // arguments are an error naming the field, so the scheduler does not start.
@@ -57,11 +60,12 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 	}
 	logger := klog.FromContext(ctx).WithValues("plugin", Name)
 	sharedMu.Lock()
-	q, ok := shared[args]
+	key := queueKey{args.K, args.Beta}
+	q, ok := shared[key]
 	if !ok {
-		q = newQueue(args.K, args.Beta, time.Now)
+		q = newQueue(int(args.K), int(args.Beta), time.Now)
 		q.onRounds = roundLogger(logger)
-		shared[args] = q
+		shared[key] = q
 	}
 	sharedMu.Unlock()
 	if f := h.SharedInformerFactory(); f != nil && !ok {

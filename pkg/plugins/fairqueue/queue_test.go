@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hetsev/hetsev/pkg/apis/config"
+	configtesting "github.com/hetsev/hetsev/pkg/apis/config/testing"
 	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
 
 	v1 "k8s.io/api/core/v1"
@@ -226,10 +228,14 @@ func TestArgs(t *testing.T) {
 		`{"beta":-1}`: "pluginConfig[HetsevFairQueue].args.beta",
 		`{"kay":3}`:   "unknown field",
 	} {
-		_, err := ParseArgs(&runtime.Unknown{Raw: []byte(raw)})
+		_, err := parseArgs(raw)
 		if (want == "") != (err == nil) || (err != nil && !contains(err.Error(), want)) {
 			t.Errorf("%s: err %v, want %q", raw, err, want)
 		}
+	}
+	// The scheduler hands New typed arguments; anything else is named.
+	if _, err := ParseArgs(&runtime.Unknown{Raw: []byte(`{"k":3}`)}); err == nil || !contains(err.Error(), "want args of type *config.HetsevFairQueueArgs, got *runtime.Unknown") {
+		t.Errorf("untyped args: err %v", err)
 	}
 	// Malformed GPU memory still gets a shape (the model, 0 MiB).
 	if s := ShapeOf(pod("x", "m", "lots")); s != (Shape{Model: "m"}) {
@@ -238,3 +244,14 @@ func TestArgs(t *testing.T) {
 }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
+
+// parseArgs decodes raw as this plugin's pluginConfig args the way
+// hetsev-scheduler does (through the kube-scheduler's scheme: strict,
+// defaulted, typed) and hands the result to ParseArgs, as New does.
+func parseArgs(raw string) (config.HetsevFairQueueArgs, error) {
+	obj, err := configtesting.DecodePluginArgs(Name, raw)
+	if err != nil {
+		return config.HetsevFairQueueArgs{}, err
+	}
+	return ParseArgs(obj)
+}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"unique"
 
+	configtesting "github.com/hetsev/hetsev/pkg/apis/config/testing"
 	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
 
 	v1 "k8s.io/api/core/v1"
@@ -166,6 +167,17 @@ func TestRejections(t *testing.T) {
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
 
+// parseArgs decodes raw as this plugin's pluginConfig args the way
+// hetsev-scheduler does (through the kube-scheduler's scheme: strict,
+// defaulted, typed) and hands the result to ParseArgs, as New does.
+func parseArgs(raw string) (Args, error) {
+	obj, err := configtesting.DecodePluginArgs(Name, raw)
+	if err != nil {
+		return Args{}, err
+	}
+	return ParseArgs(obj)
+}
+
 // TestArgs: defaults are the paper's rules; every bad field is named, and
 // unknown fields are refused rather than ignored.
 func TestArgs(t *testing.T) {
@@ -173,30 +185,39 @@ func TestArgs(t *testing.T) {
 	if err != nil || a.Choice() != (gpuinventory.Choice{Fit: gpuinventory.FitWorst}) || *a.InterferenceWeight != DefaultInterferenceWeight {
 		t.Errorf("defaults: %+v %v", a, err)
 	}
-	a, err = ParseArgs(&runtime.Unknown{Raw: []byte(`interferenceWeight: 0`)})
+	a, err = parseArgs(`interferenceWeight: 0`)
 	if err != nil || *a.InterferenceWeight != 0 {
 		t.Errorf("explicit weight 0: %+v %v", a, err)
 	}
-	a, err = ParseArgs(&runtime.Unknown{Raw: []byte(`{"apiVersion":"hetsev.io/v1alpha1","kind":"HetsevGPUShareArgs","antiAffinity":"Soft","fit":"BestFit"}`)})
+	a, err = parseArgs(`{"apiVersion":"kubescheduler.config.k8s.io/v1","kind":"HetsevGPUShareArgs","antiAffinity":"Soft","fit":"BestFit"}`)
 	if err != nil || a.Choice() != (gpuinventory.Choice{Fit: gpuinventory.FitBest, SoftAntiAffinity: true}) {
 		t.Errorf("soft best fit: %+v %v", a, err)
 	}
 	for raw, want := range map[string][]string{
 		`{"antiAffinity":"sometimes","fit":"FirstFit"}`: {"pluginConfig[HetsevGPUShare].args.antiAffinity", "pluginConfig[HetsevGPUShare].args.fit"},
-		`{"apiVersion":"v1","kind":"Args"}`:             {"args.apiVersion", "args.kind"},
-		`{"antiafinity":"Soft"}`:                        {"unknown field", "antiafinity"},
-		`{"interferenceWeight":1.5}`:                    {"pluginConfig[HetsevGPUShare].args.interferenceWeight", "between 0 and 1"},
-		"fit: [":                                        {"pluginConfig[HetsevGPUShare].args"},
+		// A foreign apiVersion or kind, and malformed YAML, are refused by
+		// the scheduler's own decoder, in its words.
+		`{"apiVersion":"v1","kind":"Args"}`:                               {"decoding args for plugin HetsevGPUShare", `no kind "Args" is registered for version "v1"`},
+		`{"apiVersion":"hetsev.io/v1alpha1","kind":"HetsevGPUShareArgs"}`: {"decoding args for plugin HetsevGPUShare", `version "hetsev.io/v1alpha1"`},
+		`{"antiafinity":"Soft"}`:                                          {"unknown field", "antiafinity"},
+		`{"interferenceWeight":1.5}`:                                      {"pluginConfig[HetsevGPUShare].args.interferenceWeight", "between 0 and 1"},
+		"fit: [":                                                          {"yaml: line", "did not find expected node content"},
 	} {
-		_, err := ParseArgs(&runtime.Unknown{Raw: []byte(raw)})
+		_, err := parseArgs(raw)
 		for _, w := range want {
 			if err == nil || !strings.Contains(err.Error(), w) {
 				t.Errorf("%s: err %v does not name %s", raw, err, w)
 			}
 		}
 	}
-	if _, err := New(context.Background(), &runtime.Unknown{Raw: []byte(`{"fit":"FirstFit"}`)}, handle{}); err == nil {
+	if obj, err := configtesting.DecodePluginArgs(Name, `{"fit":"FirstFit"}`); err != nil {
+		t.Errorf("decoding: %v", err)
+	} else if _, err := New(context.Background(), obj, handle{}); err == nil {
 		t.Error("New accepted invalid args")
+	}
+	// The scheduler hands New typed arguments; anything else is named.
+	if _, err := New(context.Background(), &runtime.Unknown{Raw: []byte(`{"fit":"BestFit"}`)}, handle{}); err == nil || !strings.Contains(err.Error(), "want args of type *config.HetsevGPUShareArgs, got *runtime.Unknown") {
+		t.Errorf("untyped args: err %v", err)
 	}
 }
 

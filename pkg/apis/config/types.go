@@ -1,0 +1,52 @@
+package config
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// HetsevFairQueueArgs are the arguments of the HetsevFairQueue plugin
+// (pkg/plugins/fairqueue), HetSev 4.2 Algorithm 1 steps 1-2. The paper
+// names k and beta but gives no values; see v1 for the defaults.
+type HetsevFairQueueArgs struct {
+	metav1.TypeMeta
+
+	// K is the number of classes k-means groups pending pods into, by GPU
+	// memory and model (1..16).
+	K int32
+	// Beta is the length of a round in pods (1..10000): classes and their
+	// median waits are recomputed every Beta pods taken from the queue, and
+	// each waiting class gets at least one pod per round.
+	Beta int32
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// HetsevGPUShareArgs are the arguments of the HetsevGPUShare plugin
+// (pkg/plugins/gpushare), HetSev 4.2 Algorithm 1 step 3.
+type HetsevGPUShareArgs struct {
+	metav1.TypeMeta
+
+	// AntiAffinity is AntiAffinityHard (HetSev 4.2) or AntiAffinitySoft.
+	AntiAffinity string
+	// Fit is "WorstFit" (gpuinventory.FitWorst, the GPU with the most free
+	// GPU memory; HetSev 4.2) or "BestFit" (gpuinventory.FitBest, the least
+	// free GPU memory that fits).
+	Fit string
+	// InterferenceWeight (0..1, dimensionless) is the share of a GPU's
+	// rating that comes from the predicted latency inflation
+	// (pkg/interference) rather than from the fit; 0 is the paper's pure
+	// fit. A pointer, so that an explicit 0 is told apart from unset; after
+	// defaulting it is never nil.
+	InterferenceWeight *float64
+}
+
+// Anti-affinity modes of HetsevGPUShareArgs.AntiAffinity.
+const (
+	// AntiAffinityHard never puts two instances of one model (the
+	// hetsev.io/model annotation) on a GPU (HetSev 4.2).
+	AntiAffinityHard = "Hard"
+	// AntiAffinitySoft does so only when no GPU without the model fits.
+	AntiAffinitySoft = "Soft"
+)

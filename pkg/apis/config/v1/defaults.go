@@ -1,0 +1,52 @@
+package v1
+
+import (
+	"github.com/hetsev/hetsev/pkg/apis/config"
+	"github.com/hetsev/hetsev/pkg/gpuinventory"
+	"github.com/hetsev/hetsev/pkg/placement"
+)
+
+// Defaults of HetsevFairQueueArgs. HetSev 4.2 names k and beta but gives no
+// values: k = 3 is the default, beta = 16 our choice (a round short
+// enough that weights follow a burst within a second at the default
+// scheduler's pace).
+const (
+	// DefaultFairQueueK is the default number of classes.
+	DefaultFairQueueK = 3
+	// DefaultFairQueueBeta is the default round length, in pods.
+	DefaultFairQueueBeta = 16
+)
+
+// Defaults of HetsevGPUShareArgs: the paper's rules (HetSev 4.2), and an
+// interference weight that is our choice, not the paper's
+// (placement.DefaultInterferenceWeight).
+const (
+	DefaultGPUShareAntiAffinity       = config.AntiAffinityHard
+	DefaultGPUShareFit                = string(gpuinventory.FitWorst)
+	DefaultGPUShareInterferenceWeight = placement.DefaultInterferenceWeight
+)
+
+// SetDefaults_HetsevFairQueueArgs fills zero fields.
+func SetDefaults_HetsevFairQueueArgs(obj *HetsevFairQueueArgs) {
+	if obj.K == 0 {
+		obj.K = DefaultFairQueueK
+	}
+	if obj.Beta == 0 {
+		obj.Beta = DefaultFairQueueBeta
+	}
+}
+
+// SetDefaults_HetsevGPUShareArgs fills empty fields; an explicit
+// interferenceWeight of 0 is kept.
+func SetDefaults_HetsevGPUShareArgs(obj *HetsevGPUShareArgs) {
+	if obj.AntiAffinity == "" {
+		obj.AntiAffinity = DefaultGPUShareAntiAffinity
+	}
+	if obj.Fit == "" {
+		obj.Fit = DefaultGPUShareFit
+	}
+	if obj.InterferenceWeight == nil {
+		w := float64(DefaultGPUShareInterferenceWeight) // dimensionless, 0..1
+		obj.InterferenceWeight = &w
+	}
+}

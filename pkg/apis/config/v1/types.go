@@ -1,0 +1,58 @@
+package v1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// HetsevFairQueueArgs are the HetsevFairQueue plugin's arguments, e.g.
+//
+//	pluginConfig:
+//	  - name: HetsevFairQueue
+//	    args:
+//	      k: 3
+//	      beta: 16
+//
+// A zero or missing field takes its default (SetDefaults_HetsevFairQueueArgs).
+type HetsevFairQueueArgs struct {
+	metav1.TypeMeta `json:",inline"`
+
+	// K is the number of classes k-means groups pending pods into, by GPU
+	// memory and model (1..16; default DefaultFairQueueK).
+	K int32 `json:"k,omitempty"`
+	// Beta is the length of a round in pods (1..10000; default
+	// DefaultFairQueueBeta): classes and their median waits are recomputed
+	// every Beta pods taken from the queue.
+	Beta int32 `json:"beta,omitempty"`
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// HetsevGPUShareArgs are the HetsevGPUShare plugin's arguments, e.g.
+//
+//	pluginConfig:
+//	  - name: HetsevGPUShare
+//	    args:
+//	      antiAffinity: Hard   # or Soft
+//	      fit: WorstFit        # or BestFit
+//	      interferenceWeight: 0.5
+//
+// A missing field takes its default (SetDefaults_HetsevGPUShareArgs), which
+// is the paper's behaviour except for interferenceWeight.
+type HetsevGPUShareArgs struct {
+	metav1.TypeMeta `json:",inline"`
+
+	// AntiAffinity is Hard (default; never two instances of one model on a
+	// GPU, HetSev 4.2) or Soft (only when no GPU without the model fits).
+	AntiAffinity string `json:"antiAffinity,omitempty"`
+	// Fit is WorstFit (default; the GPU with the most free GPU memory,
+	// HetSev 4.2) or BestFit (the least free GPU memory that fits).
+	Fit string `json:"fit,omitempty"`
+	// InterferenceWeight (0..1, dimensionless; default
+	// DefaultGPUShareInterferenceWeight) is the share of a GPU's rating that
+	// comes from the predicted latency inflation (pkg/interference) rather
+	// than from the fit; 0 is the paper's pure fit. A pointer, so an explicit
+	// 0 is kept.
+	InterferenceWeight *float64 `json:"interferenceWeight,omitempty"`
+}

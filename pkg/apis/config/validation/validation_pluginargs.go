@@ -1,0 +1,50 @@
+// Package validation checks hetsev's scheduler-plugin arguments after
+// defaulting. The plugins' factories call it, so invalid arguments stop
+// hetsev-scheduler at start with each bad field's path.
+package validation
+
+import (
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/hetsev/hetsev/pkg/apis/config"
+	"github.com/hetsev/hetsev/pkg/gpuinventory"
+)
+
+// Bounds of HetsevFairQueueArgs.
+const (
+	// MaxFairQueueK is the most classes k-means groups pending pods into.
+	MaxFairQueueK = 16
+	// MaxFairQueueBeta is the longest round, in pods.
+	MaxFairQueueBeta = 10000
+)
+
+// ValidateHetsevFairQueueArgs returns every field of args out of its bounds
+// (K in 1..MaxFairQueueK, Beta in 1..MaxFairQueueBeta), under path (the
+// args' path in the configuration, e.g. pluginConfig[HetsevFairQueue].args).
+func ValidateHetsevFairQueueArgs(path *field.Path, args *config.HetsevFairQueueArgs) field.ErrorList {
+	var errs field.ErrorList
+	if args.K < 1 || args.K > MaxFairQueueK {
+		errs = append(errs, field.Invalid(path.Child("k"), args.K, "must be between 1 and 16"))
+	}
+	if args.Beta < 1 || args.Beta > MaxFairQueueBeta {
+		errs = append(errs, field.Invalid(path.Child("beta"), args.Beta, "must be between 1 and 10000"))
+	}
+	return errs
+}
+
+// ValidateHetsevGPUShareArgs returns every invalid field of args under path
+// (e.g. pluginConfig[HetsevGPUShare].args): AntiAffinity must be Hard or
+// Soft, Fit WorstFit or BestFit, and InterferenceWeight, when set, in 0..1.
+func ValidateHetsevGPUShareArgs(path *field.Path, args *config.HetsevGPUShareArgs) field.ErrorList {
+	var errs field.ErrorList
+	if args.AntiAffinity != config.AntiAffinityHard && args.AntiAffinity != config.AntiAffinitySoft {
+		errs = append(errs, field.NotSupported(path.Child("antiAffinity"), args.AntiAffinity, []string{config.AntiAffinityHard, config.AntiAffinitySoft}))
+	}
+	if fits := []string{string(gpuinventory.FitWorst), string(gpuinventory.FitBest)}; args.Fit != fits[0] && args.Fit != fits[1] {
+		errs = append(errs, field.NotSupported(path.Child("fit"), args.Fit, fits))
+	}
+	if w := args.InterferenceWeight; w != nil && !(*w >= 0 && *w <= 1) {
+		errs = append(errs, field.Invalid(path.Child("interferenceWeight"), *w, "must be between 0 and 1"))
+	}
+	return errs
+}
