@@ -1,0 +1,133 @@
+package evaluate
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// Options are `make evaluate`'s flags: the two shipped traces by default, or
+// the what-if mode for a user's trace with --trace.
+type Options struct {
+	Out          string // directory for evaluation.json and the plots
+	NodesPerType int    // servers per GPU type, 2 GPUs each
+	Policies     string // comma-separated PolicyNames
+	Seed         uint64
+	TwitterPeak  float64 // requests/s
+	AzurePeak    float64 // requests/s
+
+	// What-if mode.
+	Trace                        string
+	Services                     []Service
+	Preparation                  Preparation
+	Catalog, Profiles, Estimates string // CSV files; empty: data/profiles
+}
+
+// DefaultOptions are the flags' defaults.
+func DefaultOptions() Options {
+	return Options{
+		Out: "evaluation", NodesPerType: 16, Policies: strings.Join(PolicyNames, ","), Seed: 1,
+		TwitterPeak: 1000, AzurePeak: 300,
+		Preparation: Preparation{SmoothWindow: 120, SmoothStep: 15},
+	}
+}
+
+type serviceFlags struct{ s *[]Service }
+
+func (f serviceFlags) String() string {
+	if f.s == nil {
+		return ""
+	}
+	return fmt.Sprint(*f.s)
+}
+func (f serviceFlags) Set(v string) error {
+	svc, err := ParseService(v)
+	if err == nil {
+		*f.s = append(*f.s, svc)
+	}
+	return err
+}
+
+// AddFlags registers o's flags on fs, with o's values as defaults.
+func (o *Options) AddFlags(fs *flag.FlagSet) {
+	fs.StringVar(&o.Out, "out", o.Out, "directory for evaluation.json and the plots")
+	fs.IntVar(&o.NodesPerType, "nodes-per-type", o.NodesPerType, "servers per GPU type, each with 2 GPUs, 40 CPUs and 62 GiB (the demo's testbed has 4)")
+	fs.StringVar(&o.Policies, "policies", o.Policies, "policies to compare")
+	fs.Uint64Var(&o.Seed, "seed", o.Seed, "seed of arrivals, routing and default Kubernetes' GPU types")
+	fs.Float64Var(&o.TwitterPeak, "twitter-peak", o.TwitterPeak, "peak arrival rate the Twitter trace is scaled to, requests/s (the demo's)")
+	fs.Float64Var(&o.AzurePeak, "azure-peak", o.AzurePeak, "peak arrival rate the Azure code trace is scaled to, requests/s")
+	fs.StringVar(&o.Trace, "trace", o.Trace, "what-if mode: a trace file, per-second counts or one timestamp per request (RFC 3339 or the Azure traces' format)")
+	fs.Var(serviceFlags{&o.Services}, "service", "what-if mode: NAME=MODEL,SHARE,RT_MAX_MS[,SATURATION_THRESHOLD], repeatable (default: the demo's resnet50 and ssd)")
+	fs.Float64Var(&o.Preparation.PeakRPS, "peak", o.Preparation.PeakRPS, "what-if mode: scale the trace to this peak, requests/s (0: as recorded)")
+	fs.BoolVar(&o.Preparation.FillGaps, "fill-gaps", o.Preparation.FillGaps, "what-if mode: treat runs of zero seconds as data gaps and hold the last rate")
+	fs.IntVar(&o.Preparation.SmoothWindow, "smooth-window", o.Preparation.SmoothWindow, "what-if mode: average the rate over this many seconds (HetSev 6; 0: raw)")
+	fs.IntVar(&o.Preparation.SmoothStep, "smooth-step", o.Preparation.SmoothStep, "what-if mode: recompute the average every this many seconds")
+	fs.StringVar(&o.Catalog, "gpu-catalog", o.Catalog, "what-if mode: GPU catalog CSV (default: data/profiles/gpu_catalog.csv)")
+	fs.StringVar(&o.Profiles, "profiles", o.Profiles, "what-if mode: model profiles CSV (with --estimates; default: data/profiles)")
+	fs.StringVar(&o.Estimates, "estimates", o.Estimates, "what-if mode: instance estimates CSV (with --profiles)")
+}
+
+// configs are the replays o asks for.
+func (o Options) configs() ([]Config, error) {
+	if o.Trace != "" {
+		services := o.Services
+		if len(services) == 0 {
+			services = DemoServices()
+		}
+		c, err := WhatIf(o.Trace, o.Preparation, HetSevNodes(o.NodesPerType), services, o.Catalog, o.Profiles, o.Estimates)
+		if err != nil {
+			return nil, err
+		}
+		return []Config{c}, nil
+	}
+	tw, err := Twitter(o.TwitterPeak, o.NodesPerType)
+	if err != nil {
+		return nil, err
+	}
+	az, err := AzureCode(o.AzurePeak, o.NodesPerType)
+	if err != nil {
+		return nil, err
+	}
+	return []Config{tw, az}, nil
+}
+
+// Run replays what o asks for, prints a table per replay and the RESULT line
+// to w, and writes a PNG per replay and evaluation.json under o.Out.
+func Run(o Options, w io.Writer) error {
+	cfgs, err := o.configs()
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(o.Out, 0o755); err != nil {
+		return err
+	}
+	start := time.Now()
+	rep := Report{}
+	for _, c := range cfgs {
+		c.Policies = strings.Split(o.Policies, ",")
+		c.Seed = o.Seed
+		r, err := Evaluate(c)
+		if err != nil {
+			return err
+		}
+		PrintTable(w, r)
+		plot := filepath.Join(o.Out, "evaluation-"+r.Name+".png")
+		if err := WritePlot(plot, r); err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "plot: %s\n", plot)
+		rep.Runs = append(rep.Runs, r)
+	}
+	rep.Result = Summarize(rep.Runs)
+	path := filepath.Join(o.Out, "evaluation.json")
+	if err := rep.WriteJSON(path); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "\nwrote %s; %d replays in %.1f s\n", path, len(rep.Runs), time.Since(start).Seconds())
+	fmt.Fprintln(w, rep.Result.ResultLine())
+	return nil
+}
