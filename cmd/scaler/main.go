@@ -32,9 +32,9 @@ import (
 
 	istioclient "istio.io/client-go/pkg/clientset/versioned"
 
-	"github.com/hetsev/hetsev/pkg/admission"
 	"github.com/hetsev/hetsev/pkg/heterogeneity"
 	"github.com/hetsev/hetsev/pkg/scaler"
+	"github.com/hetsev/hetsev/pkg/webhook"
 )
 
 func main() {
@@ -53,7 +53,7 @@ func main() {
 	qps := flag.Float64("kube-api-qps", 50, "queries per second to the API server (client-go's default of 5 throttles a decision every few seconds per ModelService)")
 	burst := flag.Int("kube-api-burst", 100, "burst of queries to the API server")
 	var wh webhookFlags
-	flag.StringVar(&wh.addr, "webhook-bind-address", ":9443", "address of the pod admission webhook (HTTPS, path "+admission.Path+") that opts pods annotated hetsev.io/model into hetsev-scheduler; 0 disables it")
+	flag.StringVar(&wh.addr, "webhook-bind-address", ":9443", "address of the pod admission webhook (HTTPS, path "+webhook.Path+") that opts pods annotated hetsev.io/model into hetsev-scheduler; 0 disables it")
 	flag.StringVar(&wh.secret, "webhook-secret", "hetsev-webhook-tls", "Secret holding the webhook's serving certificate, shared by all replicas; created when absent")
 	flag.StringVar(&wh.namespace, "webhook-namespace", envOr("POD_NAMESPACE", "hetsev-system"), "namespace of --webhook-secret (default: $POD_NAMESPACE, else hetsev-system)")
 	flag.StringVar(&wh.hosts, "webhook-cert-hosts", "hetsev-webhook.hetsev-system.svc", "comma-separated DNS names or IPs the serving certificate covers (the API server dials the webhook Service by its .svc name)")

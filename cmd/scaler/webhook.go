@@ -8,7 +8,7 @@ import (
 
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/hetsev/hetsev/pkg/admission"
+	"github.com/hetsev/hetsev/pkg/webhook"
 )
 
 // webhookFlags configure the pod admission webhook the scaler serves.
@@ -30,14 +30,14 @@ func (w webhookFlags) start(ctx context.Context, kube kubernetes.Interface) erro
 			hosts = append(hosts, h)
 		}
 	}
-	cert, ca, err := admission.EnsureServingCert(ctx, kube, admission.CertOptions{Namespace: w.namespace, SecretName: w.secret, Hosts: hosts})
+	cert, ca, err := webhook.EnsureServingCert(ctx, kube, webhook.CertOptions{Namespace: w.namespace, SecretName: w.secret, Hosts: hosts})
 	if err != nil {
 		return err
 	}
 	if w.configuration != "" {
-		go admission.KeepCABundle(ctx, kube, w.configuration, ca, time.Minute)
+		go webhook.KeepCABundle(ctx, kube, w.configuration, ca, time.Minute)
 	}
-	return admission.Serve(ctx, w.addr, cert)
+	return webhook.Serve(ctx, w.addr, cert)
 }
 
 func envOr(key, def string) string {

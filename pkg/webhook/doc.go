@@ -1,4 +1,4 @@
-// Package admission is hetsev's mutating admission webhook: it opts pods
+// Package webhook is hetsev's mutating admission webhook: it opts pods
 // annotated hetsev.io/model into hetsev-scheduler, so users annotate their
 // workloads instead of editing every pod template, and gives their
 // containers NVIDIA_VISIBLE_DEVICES from the GPU the scheduler chooses.
@@ -8,4 +8,4 @@
 // one, and injected into the MutatingWebhookConfiguration's caBundle. Its
 // configuration and the ValidatingAdmissionPolicy that protects the GPU
 // assignment are in manifests/admission.
-package admission
+package webhook
