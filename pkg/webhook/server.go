@@ -12,15 +12,12 @@ import (
 	"k8s.io/klog/v2"
 )
 
-// Path is where the webhook answers; manifests/admission names it.
-const Path = "/mutate-pods"
-
 // Serve serves the webhook over TLS on addr until ctx ends. It returns once
 // the listener is open, so a caller can report readiness; errors are a
 // listener that cannot be opened.
 func Serve(ctx context.Context, addr string, cert tls.Certificate) error {
 	mux := http.NewServeMux()
-	mux.Handle(Path, Handler{})
+	mux.Handle(Path, NewHandler())
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
