@@ -39,7 +39,7 @@ gen_deepcopy() {
 }
 
 # CRD file names: controller-gen writes <group>_<plural>.yaml; the repo (and
-# manifests/kustomization.yaml, test/harness.InstallCRDs' manifests/crd-*.yaml)
+# manifests/kustomization.yaml, internal/cluster.InstallCRDs' manifests/crd-*.yaml)
 # uses these names.
 declare -A CRD_FILES=(
 	[hetsev.io_modelservices.yaml]=crd-modelservice.yaml

@@ -34,9 +34,9 @@ import (
 
 	istioclient "istio.io/client-go/pkg/clientset/versioned"
 
-	"github.com/hetsev/hetsev/pkg/admission"
 	"github.com/hetsev/hetsev/pkg/heterogeneity"
 	"github.com/hetsev/hetsev/pkg/scaler"
+	"github.com/hetsev/hetsev/pkg/webhook"
 )
 
 func main() {
@@ -54,12 +54,8 @@ func main() {
 	trafficSplit := flag.Bool("traffic-split", true, "write Istio VirtualServices and DestinationRules that split each ModelService's traffic across GPU types by capacity")
 	qps := flag.Float64("kube-api-qps", 50, "queries per second to the API server (client-go's default of 5 throttles a decision every few seconds per ModelService)")
 	burst := flag.Int("kube-api-burst", 100, "burst of queries to the API server")
-	var wh webhookFlags
-	flag.StringVar(&wh.addr, "webhook-bind-address", ":9443", "address of the pod admission webhook (HTTPS, path "+admission.Path+") that opts pods annotated hetsev.io/model into hetsev-scheduler; 0 disables it")
-	flag.StringVar(&wh.secret, "webhook-secret", "hetsev-webhook-tls", "Secret holding the webhook's serving certificate, shared by all replicas; created when absent")
-	flag.StringVar(&wh.namespace, "webhook-namespace", envOr("POD_NAMESPACE", "hetsev-system"), "namespace of --webhook-secret (default: $POD_NAMESPACE, else hetsev-system)")
-	flag.StringVar(&wh.hosts, "webhook-cert-hosts", "hetsev-webhook.hetsev-system.svc", "comma-separated DNS names or IPs the serving certificate covers (the API server dials the webhook Service by its .svc name)")
-	flag.StringVar(&wh.configuration, "webhook-configuration", "hetsev-scheduler-selection", "MutatingWebhookConfiguration whose caBundle is kept equal to the serving certificate's CA")
+	wh := webhook.NewOptions()
+	wh.AddFlags(flag.CommandLine)
 	flag.Parse()
 	kubeQPS, kubeBurst = float32(*qps), *burst
 	defaults := scaler.Defaults{Solver: *solver, SLOCheck: *sloCheck}
@@ -69,12 +65,15 @@ func main() {
 	}
 }
 
-func run(kubeconfig, namespace string, workers int, catalogFile string, leaderElect bool, leaseNS, metricsAddr, healthAddr string, trafficSplit bool, defaults scaler.Defaults, wh webhookFlags) error {
+func run(kubeconfig, namespace string, workers int, catalogFile string, leaderElect bool, leaseNS, metricsAddr, healthAddr string, trafficSplit bool, defaults scaler.Defaults, wh *webhook.Options) error {
 	if defaults.Solver != heterogeneity.SolverExact && defaults.Solver != heterogeneity.SolverHeuristic {
 		return fmt.Errorf("--solver=%q: want exact or heuristic", defaults.Solver)
 	}
 	if defaults.SLOCheck != heterogeneity.SLOCheckModel && defaults.SLOCheck != heterogeneity.SLOCheckPaper {
 		return fmt.Errorf("--slo-check=%q: want model or paper", defaults.SLOCheck)
+	}
+	if err := wh.Validate(); err != nil {
+		return err
 	}
 	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer cancel()
@@ -95,7 +94,7 @@ func run(kubeconfig, namespace string, workers int, catalogFile string, leaderEl
 
 	// The webhook serves on every replica, leader or not: the API server
 	// calls whichever the Service picks.
-	if err := wh.start(ctx, kube); err != nil {
+	if err := wh.Start(ctx, kube); err != nil {
 		return err
 	}
 

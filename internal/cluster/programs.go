@@ -133,6 +133,12 @@ func StartScaler(ctx context.Context, cp *ControlPlane, extraArgs ...string) (*P
 	if err != nil {
 		return nil, err
 	}
+	// Each scaler has its own webhook certificate directory: the default,
+	// under $TMPDIR, is shared by everything on the machine.
+	certDir, err := os.MkdirTemp(cp.Dir, "webhook-certs-")
+	if err != nil {
+		return nil, err
+	}
 	args := []string{
 		"--kubeconfig=" + cp.Kubeconfig,
 		"--leader-elect=true",
@@ -141,6 +147,7 @@ func StartScaler(ctx context.Context, cp *ControlPlane, extraArgs ...string) (*P
 		fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", hport),
 		// Off unless a test turns it on: it would listen on all addresses.
 		"--webhook-bind-address=0",
+		"--webhook-cert-dir=" + certDir,
 		"--v=2",
 	}
 	return StartProcess(ctx, cp.Dir, "hetsev-scaler", filepath.Join(BinDir(), "hetsev-scaler"), append(args, extraArgs...)...)

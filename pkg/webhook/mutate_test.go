@@ -1,7 +1,8 @@
-package admission
+package webhook
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -15,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/hetsev/hetsev/pkg/gpuinventory"
 )
@@ -45,7 +47,7 @@ func review(t *testing.T, p *v1.Pod) (*admissionv1.AdmissionResponse, *v1.Pod) {
 	}
 	body, _ := json.Marshal(in)
 	rec := httptest.NewRecorder()
-	Handler{}.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, Path, bytes.NewReader(body)))
+	NewHandler().ServeHTTP(rec, httptest.NewRequest(http.MethodPost, Path, bytes.NewReader(body)))
 	if rec.Code != http.StatusOK {
 		t.Fatalf("HTTP %d: %s", rec.Code, rec.Body)
 	}
@@ -72,6 +74,18 @@ func review(t *testing.T, p *v1.Pod) (*admissionv1.AdmissionResponse, *v1.Pod) {
 		t.Fatal(err)
 	}
 	return out.Response, &got
+}
+
+// review1 answers one admission request as the webhook server does
+// (PodMutator, then controller-runtime's completion of the response), without
+// HTTP.
+func review1(req *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
+	r := admission.Request{AdmissionRequest: *req}
+	resp := PodMutator{}.Handle(context.Background(), r)
+	if err := resp.Complete(r); err != nil {
+		panic(err)
+	}
+	return &resp.AdmissionResponse
 }
 
 func TestAnnotatedPodIsOptedIn(t *testing.T) {
@@ -112,17 +126,17 @@ func TestOtherPodsAreLeftAlone(t *testing.T) {
 func TestBadReviewsAreRefusedNotCrashed(t *testing.T) {
 	for _, body := range []string{"", "{", `{"kind":"AdmissionReview"}`} {
 		rec := httptest.NewRecorder()
-		Handler{}.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, Path, bytes.NewBufferString(body)))
+		NewHandler().ServeHTTP(rec, httptest.NewRequest(http.MethodPost, Path, bytes.NewBufferString(body)))
 		if rec.Code != http.StatusBadRequest {
 			t.Errorf("body %q: HTTP %d", body, rec.Code)
 		}
 	}
-	resp := Review(&admissionv1.AdmissionRequest{UID: "u", Kind: metav1.GroupVersionKind{Version: "v1", Kind: "Pod"}, Object: runtime.RawExtension{Raw: []byte(`{"spec":7}`)}})
+	resp := review1(&admissionv1.AdmissionRequest{UID: "u", Kind: metav1.GroupVersionKind{Version: "v1", Kind: "Pod"}, Object: runtime.RawExtension{Raw: []byte(`{"spec":7}`)}})
 	if resp.Allowed || resp.Result == nil || resp.Result.Code != http.StatusBadRequest {
 		t.Errorf("undecodable pod: %+v", resp)
 	}
 	// Not a pod (a misconfigured rule): allowed unchanged.
-	resp = Review(&admissionv1.AdmissionRequest{UID: "u", Kind: metav1.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}})
+	resp = review1(&admissionv1.AdmissionRequest{UID: "u", Kind: metav1.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}})
 	if !resp.Allowed || resp.Patch != nil {
 		t.Errorf("deployment: %+v", resp)
 	}

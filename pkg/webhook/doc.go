@@ -1,0 +1,21 @@
+// Package webhook is hetsev's mutating admission webhook: it opts pods
+// annotated hetsev.io/model into hetsev-scheduler, so users annotate their
+// workloads instead of editing every pod template, and gives their
+// containers NVIDIA_VISIBLE_DEVICES from the GPU the scheduler chooses.
+//
+// PodMutator is a controller-runtime admission.Handler (MutatePod is the
+// pure mutation), served by controller-runtime's webhook server, which
+// reloads its certificate from Options.CertDir when the files change.
+// hetsev-scaler runs it on every replica (Options.AddFlags gives it its
+// --webhook-* flags, Options.Start runs it).
+//
+// The certificate is either mounted into CertDir (cert-manager,
+// --webhook-self-signed=false) or kept by CertProvisioner: a self-signed
+// one in a Secret shared by all replicas, written to CertDir, renewed
+// before it expires while running, with the MutatingWebhookConfiguration's
+// caBundle holding the CAs of the previous, current and next certificates,
+// so that a renewal never serves a certificate the API server does not
+// trust yet, nor stops trusting replicas that have not switched. The
+// webhook's configuration and the ValidatingAdmissionPolicy that protects
+// the GPU assignment are in manifests/admission.
+package webhook

@@ -1,0 +1,143 @@
+package webhook
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/klog/v2"
+)
+
+// CertProvisioner keeps the webhook's self-signed serving certificate: in
+// the Secret that all replicas share, in the files the webhook server
+// watches, and in the webhook configuration's caBundle. Every replica runs
+// one; they agree through the Secret.
+type CertProvisioner struct {
+	Client kubernetes.Interface
+	Cert   CertOptions
+	// Configuration is the MutatingWebhookConfiguration whose caBundle is
+	// kept equal to the Secret's ca.crt; "" leaves caBundles alone.
+	Configuration string
+	// Dir receives CertName and KeyName (tls.crt, tls.key by default).
+	Dir, CertName, KeyName string
+}
+
+// Sync brings the Secret up to date (creating or renewing the certificate
+// when due), then the caBundle, then the files, in that order: a replica
+// writes a certificate to disk only once the configuration carries its
+// CA. A failure to update the caBundle is logged, not returned: the
+// certificate on disk must still be renewed, and a renewed certificate's
+// CA was injected one renewal earlier.
+func (p *CertProvisioner) Sync(ctx context.Context) error {
+	sc, err := ensureSecret(ctx, p.Client, p.Cert)
+	if err != nil {
+		return err
+	}
+	if p.Configuration != "" {
+		if err := InjectCABundle(ctx, p.Client, p.Configuration, sc.bundle); err != nil {
+			klog.ErrorS(err, "injecting the webhook's CA bundle", "mutatingwebhookconfiguration", p.Configuration)
+		}
+	}
+	return p.write(sc.crt, sc.key)
+}
+
+// Run calls Sync every interval until ctx ends, logging failures: a
+// certificate renewed on the next try is still valid (renewal starts
+// RenewBefore ahead of expiry), and a configuration re-applied from
+// manifests with an empty caBundle is fixed within one interval.
+func (p *CertProvisioner) Run(ctx context.Context, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if err := p.Sync(ctx); err != nil && ctx.Err() == nil {
+				klog.ErrorS(err, "keeping the webhook's serving certificate")
+			}
+		}
+	}
+}
+
+// write puts crt and key into Dir when they differ from what is there, laid
+// out as the kubelet lays out a Secret volume, so that both files change in
+// one atomic step: Dir/..cert-NNN/{tls.crt,tls.key} holds each version,
+// Dir/..data links to the current one and Dir/tls.crt and Dir/tls.key link
+// through ..data. A new version is written aside, ..data is swapped by a
+// rename, and the old version is removed; its removal is what the webhook
+// server's certificate watcher (controller-runtime's certwatcher: inotify on
+// the files the links point at, and a poll every 10 s) sees, and it then
+// reads the new pair, never a new certificate with the old key.
+func (p *CertProvisioner) write(crt, key []byte) error {
+	oldCrt, _ := os.ReadFile(filepath.Join(p.Dir, p.CertName))
+	oldKey, _ := os.ReadFile(filepath.Join(p.Dir, p.KeyName))
+	if bytes.Equal(oldCrt, crt) && bytes.Equal(oldKey, key) {
+		return nil
+	}
+	if err := p.swap(crt, key); err != nil {
+		return fmt.Errorf("writing the webhook certificate to %s: %w", p.Dir, err)
+	}
+	klog.InfoS("wrote the webhook's serving certificate", "dir", p.Dir)
+	return nil
+}
+
+const dataLink = "..data"
+
+func (p *CertProvisioner) swap(crt, key []byte) error {
+	if err := os.MkdirAll(p.Dir, 0o755); err != nil {
+		return err
+	}
+	version, err := os.MkdirTemp(p.Dir, "..cert-")
+	if err != nil {
+		return err
+	}
+	if err := os.Chmod(version, 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(version, p.KeyName), key, 0o600); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(version, p.CertName), crt, 0o644); err != nil {
+		return err
+	}
+	if err := relink(p.Dir, dataLink, filepath.Base(version)); err != nil {
+		return err
+	}
+	for _, name := range []string{p.KeyName, p.CertName} {
+		if err := relink(p.Dir, name, filepath.Join(dataLink, name)); err != nil {
+			return err
+		}
+	}
+	old, err := filepath.Glob(filepath.Join(p.Dir, "..cert-*"))
+	if err != nil {
+		return err
+	}
+	for _, o := range old {
+		if o != version {
+			if err := os.RemoveAll(o); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// relink makes dir/name a symbolic link to target, replacing whatever was
+// there in one rename; a link that is already right is left alone.
+func relink(dir, name, target string) error {
+	path := filepath.Join(dir, name)
+	if t, err := os.Readlink(path); err == nil && t == target {
+		return nil
+	}
+	tmp := path + ".tmp"
+	_ = os.Remove(tmp)
+	if err := os.Symlink(target, tmp); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}

@@ -1,0 +1,70 @@
+package webhook
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+)
+
+// Sync keeps the Secret, the caBundle and the files in step; a renewal
+// replaces both files in one step and leaves one version on disk.
+func TestProvisionerSyncsSecretBundleAndFiles(t *testing.T) {
+	ctx := context.Background()
+	c := fake.NewClientset(&admissionregistrationv1.MutatingWebhookConfiguration{
+		ObjectMeta: metav1.ObjectMeta{Name: "cfg"},
+		Webhooks:   []admissionregistrationv1.MutatingWebhook{{Name: "a.hetsev.io"}},
+	})
+	dir := t.TempDir()
+	// A file left by something else is replaced.
+	if err := os.WriteFile(filepath.Join(dir, "tls.crt"), []byte("old"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := &CertProvisioner{Client: c, Configuration: "cfg", Dir: dir, CertName: "tls.crt", KeyName: "tls.key",
+		Cert: CertOptions{Namespace: "ns", SecretName: "tls", Hosts: []string{"127.0.0.1"}, MaxAge: time.Hour, RenewBefore: time.Minute}}
+	check := func(what string) []byte {
+		t.Helper()
+		s, err := c.CoreV1().Secrets("ns").Get(ctx, "tls", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for name, key := range map[string]string{"tls.crt": v1.TLSCertKey, "tls.key": v1.TLSPrivateKeyKey} {
+			got, err := os.ReadFile(filepath.Join(dir, name))
+			if err != nil || string(got) != string(s.Data[key]) {
+				t.Errorf("%s: %s differs from the Secret (%v)", what, name, err)
+			}
+		}
+		cfg, _ := c.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, "cfg", metav1.GetOptions{})
+		if string(cfg.Webhooks[0].ClientConfig.CABundle) != string(s.Data[SecretCABundleKey]) {
+			t.Errorf("%s: caBundle is not the Secret's ca.crt", what)
+		}
+		versions, _ := filepath.Glob(filepath.Join(dir, "..cert-*"))
+		if len(versions) != 1 {
+			t.Errorf("%s: %d versions on disk, want 1", what, len(versions))
+		}
+		return s.Data[v1.TLSCertKey]
+	}
+	if err := p.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	first := check("first sync")
+	if err := p.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if again := check("second sync"); string(again) != string(first) {
+		t.Error("a fresh certificate was replaced")
+	}
+	p.Cert.RenewBefore = 2 * time.Hour // every certificate is due
+	if err := p.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if renewed := check("renewal"); string(renewed) == string(first) {
+		t.Error("a due certificate was kept")
+	}
+}
