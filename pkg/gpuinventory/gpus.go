@@ -1,12 +1,12 @@
 package gpuinventory
 
-// GPU is the accounting of one GPU on a node.
+// GPU is the occupancy of one GPU on a node (see Occupancy).
 type GPU struct {
 	Index     int
-	TotalMiB  int64
-	UsedMiB   int64
+	TotalMiB  int64          // the GPU's memory, MiB
+	UsedMiB   int64          // GPU memory held by the instances on it, MiB
 	Models    map[string]int // instances per model placed on this GPU
-	Instances int
+	Instances int            // instances on it, with or without a model
 }
 
 // FreeMiB is the GPU memory not claimed by placed instances, MiB.
@@ -19,35 +19,6 @@ func (g GPU) Fits(d Demand) bool {
 		return false
 	}
 	return d.Model == "" || g.Models[d.Model] == 0
-}
-
-// Placement is a placed instance: which GPU index holds which demand.
-type Placement struct {
-	Index  int
-	Demand Demand
-}
-
-// Account builds the per-GPU accounting of a node from the instances placed on
-// it. Placements whose index is out of range are returned in stray so the
-// caller can log them; they are not counted.
-func Account(n NodeGPUs, placed []Placement) (gpus []GPU, stray []Placement) {
-	gpus = make([]GPU, n.Count)
-	for i := range gpus {
-		gpus[i] = GPU{Index: i, TotalMiB: n.MemoryMiB, Models: map[string]int{}}
-	}
-	for _, p := range placed {
-		if p.Index < 0 || p.Index >= n.Count {
-			stray = append(stray, p)
-			continue
-		}
-		g := &gpus[p.Index]
-		g.UsedMiB += p.Demand.MemoryMiB
-		g.Instances++
-		if p.Demand.Model != "" {
-			g.Models[p.Demand.Model]++
-		}
-	}
-	return gpus, stray
 }
 
 // Fit says which of the GPUs a demand fits is chosen.
