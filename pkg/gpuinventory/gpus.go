@@ -33,7 +33,8 @@ const (
 	FitBest Fit = "BestFit"
 )
 
-// Choice configures Choose.
+// Choice says which GPU a model instance takes among those that fit it
+// (Candidates); pkg/placement rates them.
 type Choice struct {
 	Fit Fit // empty means FitWorst
 	// SoftAntiAffinity lets an instance share a GPU with one of its own
@@ -59,35 +60,6 @@ func Candidates(gpus []GPU, d Demand, c Choice) (fit []GPU, clash bool) {
 		}
 	}
 	return nil, false
-}
-
-// Choose returns the index of the GPU for d under c, ties going to the lower
-// index. GPUs without an instance of d's model always come first; clash says
-// the chosen one has one (possible only with SoftAntiAffinity). ok is false
-// when no GPU fits.
-func Choose(gpus []GPU, d Demand, c Choice) (idx int, clash, ok bool) {
-	better := func(a, b int64) bool { return a > b }
-	if c.Fit == FitBest {
-		better = func(a, b int64) bool { return a < b }
-	}
-	fit, clash := Candidates(gpus, d, c)
-	for i, g := range fit {
-		if i == 0 || better(g.FreeMiB(), fit[idx].FreeMiB()) {
-			idx = i
-		}
-	}
-	if len(fit) == 0 {
-		return 0, false, false
-	}
-	return fit[idx].Index, clash, true
-}
-
-// WorstFit returns the index of the GPU that fits d with the most free GPU
-// memory (HetSev 4.2: worst fit spreads instances and so limits
-// interference); ties go to the lower index. ok is false when none fits.
-func WorstFit(gpus []GPU, d Demand) (idx int, ok bool) {
-	idx, _, ok = Choose(gpus, d, Choice{Fit: FitWorst})
-	return idx, ok
 }
 
 // SlotsOnNode is how many more instances of d fit one node (HetSev 4.1
