@@ -1,12 +1,12 @@
 package gpuinventory
 
-// GPU is the accounting of one GPU on a node.
+// GPU is the occupancy of one GPU on a node (see Occupancy).
 type GPU struct {
 	Index     int
-	TotalMiB  int64
-	UsedMiB   int64
+	TotalMiB  int64          // the GPU's memory, MiB
+	UsedMiB   int64          // GPU memory held by the instances on it, MiB
 	Models    map[string]int // instances per model placed on this GPU
-	Instances int
+	Instances int            // instances on it, with or without a model
 }
 
 // FreeMiB is the GPU memory not claimed by placed instances, MiB.
@@ -21,35 +21,6 @@ func (g GPU) Fits(d Demand) bool {
 	return d.Model == "" || g.Models[d.Model] == 0
 }
 
-// Placement is a placed instance: which GPU index holds which demand.
-type Placement struct {
-	Index  int
-	Demand Demand
-}
-
-// Account builds the per-GPU accounting of a node from the instances placed on
-// it. Placements whose index is out of range are returned in stray so the
-// caller can log them; they are not counted.
-func Account(n NodeGPUs, placed []Placement) (gpus []GPU, stray []Placement) {
-	gpus = make([]GPU, n.Count)
-	for i := range gpus {
-		gpus[i] = GPU{Index: i, TotalMiB: n.MemoryMiB, Models: map[string]int{}}
-	}
-	for _, p := range placed {
-		if p.Index < 0 || p.Index >= n.Count {
-			stray = append(stray, p)
-			continue
-		}
-		g := &gpus[p.Index]
-		g.UsedMiB += p.Demand.MemoryMiB
-		g.Instances++
-		if p.Demand.Model != "" {
-			g.Models[p.Demand.Model]++
-		}
-	}
-	return gpus, stray
-}
-
 // Fit says which of the GPUs a demand fits is chosen.
 type Fit string
 
@@ -62,7 +33,8 @@ const (
 	FitBest Fit = "BestFit"
 )
 
-// Choice configures Choose.
+// Choice says which GPU a model instance takes among those that fit it
+// (Candidates); pkg/placement rates them.
 type Choice struct {
 	Fit Fit // empty means FitWorst
 	// SoftAntiAffinity lets an instance share a GPU with one of its own
@@ -88,35 +60,6 @@ func Candidates(gpus []GPU, d Demand, c Choice) (fit []GPU, clash bool) {
 		}
 	}
 	return nil, false
-}
-
-// Choose returns the index of the GPU for d under c, ties going to the lower
-// index. GPUs without an instance of d's model always come first; clash says
-// the chosen one has one (possible only with SoftAntiAffinity). ok is false
-// when no GPU fits.
-func Choose(gpus []GPU, d Demand, c Choice) (idx int, clash, ok bool) {
-	better := func(a, b int64) bool { return a > b }
-	if c.Fit == FitBest {
-		better = func(a, b int64) bool { return a < b }
-	}
-	fit, clash := Candidates(gpus, d, c)
-	for i, g := range fit {
-		if i == 0 || better(g.FreeMiB(), fit[idx].FreeMiB()) {
-			idx = i
-		}
-	}
-	if len(fit) == 0 {
-		return 0, false, false
-	}
-	return fit[idx].Index, clash, true
-}
-
-// WorstFit returns the index of the GPU that fits d with the most free GPU
-// memory (HetSev 4.2: worst fit spreads instances and so limits
-// interference); ties go to the lower index. ok is false when none fits.
-func WorstFit(gpus []GPU, d Demand) (idx int, ok bool) {
-	idx, _, ok = Choose(gpus, d, Choice{Fit: FitWorst})
-	return idx, ok
 }
 
 // SlotsOnNode is how many more instances of d fit one node (HetSev 4.1

@@ -19,7 +19,8 @@ const DefaultInterferenceWeight = 0.5
 
 // Placer chooses the GPU for an instance on one node: among the GPUs that
 // fit it (gpuinventory.Candidates: GPU memory, anti-affinity), the one with
-// the highest rating
+// the highest rating. The GPUs' occupancy (memory used, models, instances)
+// is gpuinventory's (Occupancy); only the rating is placement's:
 //
 //	rating = (1 - w) * fit + w * 1 / (1 + ΔI)
 //
@@ -29,8 +30,9 @@ const DefaultInterferenceWeight = 0.5
 // placement adds (pkg/interference): the new instance's own slowdown from
 // every instance already on the GPU plus the slowdown it causes each of
 // them. The scheduler does not know the neighbours' load, so each is taken
-// as busy all the time (utilisation 1), the worst case. With w = 0 the
-// choice is gpuinventory.Choose's (HetSev 4.2 worst fit).
+// as busy all the time (utilisation 1), the worst case. With w = 0 and
+// FitWorst the choice is HetSev 4.2's worst fit: the GPU with the most free
+// memory, ties to the lower index.
 type Placer struct {
 	Choice gpuinventory.Choice
 	// InterferenceWeight is w in [0, 1].

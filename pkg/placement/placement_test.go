@@ -57,3 +57,36 @@ func TestInterferenceAwareRating(t *testing.T) {
 		t.Errorf("soft clash: GPU %d rating %.5f clash %v ok %v, want 0, %.5f, clash", idx, rating, clash, ok, 1/1.8)
 	}
 }
+
+// TestWorstFit: with no interference weight the rating is worst fit
+// (HetSev 4.2), ties to the lower index; the GPUs are
+// gpuinventory.TestAccount's: GPU 0 holds resnet50 (2 GiB), GPU 1 ssd and
+// bert (9 GiB).
+func TestWorstFit(t *testing.T) {
+	node := gpuinventory.NodeGPUs{Product: "Tesla-T4", Count: 2, MemoryMiB: 16384}
+	gpus, _ := gpuinventory.Account(node, []gpuinventory.Placement{
+		{Index: 0, Demand: gpuinventory.Demand{Model: "resnet50", MemoryMiB: 2048}},
+		{Index: 1, Demand: gpuinventory.Demand{Model: "ssd", MemoryMiB: 3072}},
+		{Index: 1, Demand: gpuinventory.Demand{Model: "bert", MemoryMiB: 6144}},
+		{Index: 7, Demand: gpuinventory.Demand{Model: "ghost", MemoryMiB: 1}}, // out of range
+	})
+	worstFit := func(gpus []gpuinventory.GPU, d gpuinventory.Demand) (int, bool) {
+		idx, _, _, ok := Placer{Choice: gpuinventory.Choice{Fit: gpuinventory.FitWorst}}.Pick(gpus, d)
+		return idx, ok
+	}
+	// Worst fit: GPU 0 has the most free memory.
+	if idx, ok := worstFit(gpus, gpuinventory.Demand{Model: "ssd", MemoryMiB: 1024}); !ok || idx != 0 {
+		t.Fatalf("ssd -> %d %v, want 0", idx, ok)
+	}
+	// Anti-affinity: resnet50 is already on GPU 0, so it must go to GPU 1.
+	if idx, ok := worstFit(gpus, gpuinventory.Demand{Model: "resnet50", MemoryMiB: 1024}); !ok || idx != 1 {
+		t.Fatalf("resnet50 -> %d %v, want 1", idx, ok)
+	}
+	// Memory: 8 GiB fits only GPU 0; resnet50 there is forbidden, so none.
+	if _, ok := worstFit(gpus, gpuinventory.Demand{Model: "resnet50", MemoryMiB: 8192}); ok {
+		t.Fatal("resnet50 8GiB should not fit")
+	}
+	if idx, ok := worstFit(gpus, gpuinventory.Demand{Model: "", MemoryMiB: 14336}); !ok || idx != 0 {
+		t.Fatalf("exact fit -> %d %v", idx, ok)
+	}
+}

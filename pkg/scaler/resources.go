@@ -12,14 +12,24 @@ import (
 // with enough free GPU memory and no instance of the model, on nodes with
 // the CPU and memory the pod requests. Pods of the model that are still
 // Pending (not yet placed) take slots first.
+//
+// A node's GPUs are counted by gpuinventory's occupancy rule, the
+// scheduler's: every pod bound to the node until it is terminal, a
+// terminating one included (it holds its GPU, CPU and memory until it
+// finishes). The scheduler's in-flight reservations are not in the API;
+// such a pod is still Pending here and counts as pending if it is of the
+// model.
 func freeSlots(nodes []*v1.Node, pods []*v1.Pod, product string, demand gpuinventory.Demand, cpu, mem resource.Quantity) int {
 	byNode := map[string][]*v1.Pod{}
 	pendingSame := 0
 	for _, p := range pods {
-		if p.DeletionTimestamp != nil || p.Status.Phase == v1.PodSucceeded || p.Status.Phase == v1.PodFailed {
+		if gpuinventory.Terminal(p) {
 			continue
 		}
 		if p.Spec.NodeName == "" {
+			if p.DeletionTimestamp != nil {
+				continue // will never be placed
+			}
 			d, ok, err := gpuinventory.DemandOf(p)
 			if ok && err == nil && d.Model == demand.Model && p.Spec.NodeSelector[gpuinventory.LabelGPUProduct] == product {
 				pendingSame++
@@ -37,25 +47,18 @@ func freeSlots(nodes []*v1.Node, pods []*v1.Pod, product string, demand gpuinven
 		if err != nil {
 			continue
 		}
-		var placed []gpuinventory.Placement
+		occ := gpuinventory.NewOccupancy(n.Name, inv)
 		usedCPU, usedMem := resource.Quantity{}, resource.Quantity{}
 		for _, p := range byNode[n.Name] {
 			for _, c := range p.Spec.Containers {
 				usedCPU.Add(*c.Resources.Requests.Cpu())
 				usedMem.Add(*c.Resources.Requests.Memory())
 			}
-			d, ok, err := gpuinventory.DemandOf(p)
-			if !ok || err != nil {
-				continue
-			}
-			if idx, has, err := gpuinventory.ParseGPUIndex(p.Annotations); has && err == nil {
-				placed = append(placed, gpuinventory.Placement{Index: idx, Demand: d})
-			}
+			occ.AddPod(p, nil)
 		}
-		gpus, _ := gpuinventory.Account(inv, placed)
 		freeCPU := n.Status.Allocatable.Cpu().MilliValue() - usedCPU.MilliValue()
 		freeMem := n.Status.Allocatable.Memory().Value() - usedMem.Value()
-		slots += gpuinventory.SlotsOnNode(gpus, demand, freeCPU, cpu.MilliValue(), freeMem, mem.Value())
+		slots += gpuinventory.SlotsOnNode(occ.GPUs, demand, freeCPU, cpu.MilliValue(), freeMem, mem.Value())
 	}
 	return max(slots-pendingSame, 0)
 }

@@ -20,12 +20,14 @@ type instance struct {
 	util      float64 // busy share of its GPU in the last second
 }
 
-// node is one GPU server and what runs on it.
+// node is one GPU server and what runs on it: the simulated pods by GPU
+// (onGPU) and, built from them by gpuinventory's rules, its occupancy.
 type node struct {
 	gpuType          catalog.GPUType
 	inv              gpuinventory.NodeGPUs
 	freeCPU, freeMiB int64
 	onGPU            [][]*instance
+	occ              []gpuinventory.GPU // gpus(); nil after a change
 }
 
 // cluster is the simulated cluster's GPU, CPU and memory accounting.
@@ -48,16 +50,22 @@ func newCluster(cfg *Config, pl placement.Placer) *cluster {
 	return c
 }
 
-// gpus is the node's per-GPU accounting, as the scheduler keeps it.
+// gpus is the node's per-GPU occupancy, as the scheduler keeps it: each
+// instance placed on its GPU with gpuinventory.Occupancy.Place (its model,
+// its GPU memory in MiB). Kept until the node changes; callers must not
+// modify it.
 func (n *node) gpus() []gpuinventory.GPU {
-	var placed []gpuinventory.Placement
+	if n.occ != nil {
+		return n.occ
+	}
+	o := gpuinventory.NewOccupancy("", n.inv)
 	for i, on := range n.onGPU {
 		for _, in := range on {
-			placed = append(placed, gpuinventory.Placement{Index: i, Demand: gpuinventory.Demand{Model: in.model, MemoryMiB: in.memMiB}})
+			o.Place(gpuinventory.Placement{Index: i, Demand: gpuinventory.Demand{Model: in.model, MemoryMiB: in.memMiB}})
 		}
 	}
-	g, _ := gpuinventory.Account(n.inv, placed)
-	return g
+	n.occ = o.GPUs
+	return n.occ
 }
 
 // slots is MaxAdditional for GPU type t (constraint 2 of HetSev 4.1), as
@@ -81,8 +89,8 @@ func (c *cluster) freeWholeGPUs(t string, cpu, mem int64) int {
 			continue
 		}
 		free := 0
-		for _, on := range nd.onGPU {
-			if len(on) == 0 {
+		for _, g := range nd.gpus() {
+			if g.Instances == 0 {
 				free++
 			}
 		}
@@ -125,11 +133,11 @@ func (c *cluster) placeWhole(in *instance, t string) bool {
 			continue
 		}
 		free, first := 0, -1
-		for g, on := range nd.onGPU {
-			if len(on) == 0 {
+		for _, g := range nd.gpus() {
+			if g.Instances == 0 {
 				free++
 				if first < 0 {
-					first = g
+					first = g.Index
 				}
 			}
 		}
@@ -148,6 +156,7 @@ func (c *cluster) add(in *instance, n, g int) {
 	nd := c.nodes[n]
 	in.node, in.gpu = n, g
 	nd.onGPU[g] = append(nd.onGPU[g], in)
+	nd.occ = nil
 	nd.freeCPU -= in.cpuMilli
 	nd.freeMiB -= in.hostMiB
 }
@@ -158,6 +167,7 @@ func (c *cluster) remove(in *instance) {
 	for i, x := range on {
 		if x == in {
 			nd.onGPU[in.gpu] = append(on[:i:i], on[i+1:]...)
+			nd.occ = nil
 			break
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"unique"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 
@@ -57,11 +58,12 @@ func (p *GPUShare) pickOn(ctx context.Context, nodeInfo fwk.NodeInfo, ds *demand
 }
 
 // cached returns a node's per-GPU accounting, built from the pods the
-// scheduler cache holds for it (bound and assumed). A pod's GPU is its
+// scheduler cache holds for it (bound and assumed) by gpuinventory's
+// occupancy rule (Occupancy.AddPod). A pod's GPU is its
 // hetsev.io/gpu-index annotation or, until that is visible, the reservation
-// made in Reserve. Because bound pods carry the annotation, the accounting is
-// rebuilt exactly after a scheduler restart. The pod being scheduled is on no
-// node of the cycle's snapshot, so it is never counted.
+// made in Reserve (reservedGPU). Because bound pods carry the annotation,
+// the accounting is rebuilt exactly after a scheduler restart. The pod being
+// scheduled is on no node of the cycle's snapshot, so it is never counted.
 //
 // The result is cached per node and NodeInfo generation, which the
 // scheduler bumps on every change to the node or its pods (an assumed,
@@ -110,7 +112,8 @@ type demandPick struct {
 // maxPicksPerNode bounds a node's cached answers; past it they start over.
 const maxPicksPerNode = 16
 
-// accountNode builds the accounting, uncached.
+// accountNode builds the accounting, uncached: gpuinventory's occupancy of
+// the node's pods, with the reservations of this plugin.
 func (p *GPUShare) accountNode(ctx context.Context, node *v1.Node, nodeInfo fwk.NodeInfo) ([]gpuinventory.GPU, error) {
 	inv, err := gpuinventory.NodeGPUsOf(node)
 	if err != nil {
@@ -122,30 +125,20 @@ func (p *GPUShare) accountNode(ctx context.Context, node *v1.Node, nodeInfo fwk.
 		}
 		return nil, fmt.Errorf("node %s has no GPUs (%v)", node.Name, err)
 	}
-	var placed []gpuinventory.Placement
+	occ := gpuinventory.NewOccupancy(node.Name, inv)
 	for _, pi := range nodeInfo.GetPods() {
-		pod := pi.GetPod()
-		d, ok, err := gpuinventory.DemandOf(pod)
-		if !ok || err != nil {
-			continue
-		}
-		idx, has, err := gpuinventory.ParseGPUIndex(pod.Annotations)
-		if err != nil {
-			klog.FromContext(ctx).Info("ignoring pod with malformed GPU index", "plugin", Name, "pod", klog.KObj(pod), "err", err)
-			continue
-		}
-		if !has {
-			r, ok := p.reservationOf(pod.UID)
-			if !ok || r.node != node.Name {
-				continue
-			}
-			idx = r.index
-		}
-		placed = append(placed, gpuinventory.Placement{Index: idx, Demand: d})
+		occ.AddPod(pi.GetPod(), p.reservedGPU)
 	}
-	gpus, stray := gpuinventory.Account(inv, placed)
-	for _, s := range stray {
-		klog.FromContext(ctx).Info("pod GPU index beyond node's GPU count", "plugin", Name, "node", node.Name, "gpuIndex", s.Index)
+	for _, is := range occ.Issues {
+		klog.FromContext(ctx).Info("pod whose GPU annotations are malformed or name no GPU of the node", "plugin", Name, "node", node.Name, "pod", klog.KObj(is.Pod), "counted", is.Counted, "err", is.Err)
 	}
-	return gpus, nil
+	return occ.GPUs, nil
+}
+
+// reservedGPU is the plugin's reservations as gpuinventory.Reservations:
+// the node and GPU reserved for a pod between Reserve and the moment it
+// carries hetsev.io/gpu-index.
+func (p *GPUShare) reservedGPU(uid types.UID) (node string, index int, ok bool) {
+	r, ok := p.reservationOf(uid)
+	return r.node, r.index, ok
 }

@@ -354,3 +354,23 @@ func TestUnreserveAfterFailedBindingFreesTheGPU(t *testing.T) {
 		}
 	}
 }
+
+// TestMalformedPodsKeepTheirGPU: a bound pod whose hetsev.io/gpu-memory
+// became unreadable (annotations other than gpu-index can be edited after
+// binding) still holds its GPU, all of it; one whose gpu-index is
+// unreadable counts on every GPU. Before gpuinventory's occupancy rule the
+// plugin dropped both from the accounting and placed onto their GPUs.
+func TestMalformedPodsKeepTheirGPU(t *testing.T) {
+	ctx := context.Background()
+	p := &GPUShare{reserved: map[types.UID]reservation{}}
+	ni := framework.NewNodeInfo(gpuPod("bad-mem", "a", "bert", "lots", "0"))
+	ni.SetNode(t4Node("a"))
+	d := &demandState{demand: gpuinventory.Demand{Model: "resnet50", MemoryMiB: 4096}, model: unique.Make("resnet50")}
+	if gpus, got, err := p.pickOn(ctx, ni, d); err != nil || !got.ok || got.idx != 1 || gpus[0].FreeMiB() > 0 {
+		t.Errorf("GPU 0 held by a pod with malformed gpu-memory: picked %+v (%v), GPU 0 free %d MiB; want GPU 1", got, err, gpus[0].FreeMiB())
+	}
+	ni.AddPod(gpuPod("bad-idx", "a", "ssd", "14Gi", "0,1"))
+	if _, got, err := p.pickOn(ctx, ni, d); err != nil || got.ok {
+		t.Errorf("with a 14 GiB pod of unreadable index on every GPU: picked %+v (%v), want none", got, err)
+	}
+}

@@ -1,0 +1,44 @@
+package scaler
+
+import (
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/hetsev/hetsev/pkg/gpuinventory"
+)
+
+// TestFreeSlotsCountsWhatTheSchedulerCounts: free slots follow
+// gpuinventory's occupancy rule, the scheduler's. On one T4 node with two
+// 16 GiB GPUs: a terminating resnet50 still holds GPU 0 (the scheduler
+// keeps it until it finishes), a finished one holds nothing, and a pod whose
+// gpu-memory became unreadable holds its whole GPU. The scaler used to skip
+// terminating pods and drop malformed ones, and so promised slots the
+// scheduler would not give.
+func TestFreeSlotsCountsWhatTheSchedulerCounts(t *testing.T) {
+	nodes := []*v1.Node{node("a", 2, 16384, "40")}
+	leaving := pod("leaving", "a", "resnet50", "2Gi", "0", "2")
+	leaving.DeletionTimestamp = &metav1.Time{}
+	leaving.Status.Phase = v1.PodRunning
+	done := pod("done", "a", "resnet50", "2Gi", "1", "2")
+	done.Status.Phase = v1.PodSucceeded
+	d := gpuinventory.Demand{Model: "resnet50", MemoryMiB: 2048}
+	cpu := resource.MustParse("2")
+	if got := freeSlots(nodes, []*v1.Pod{leaving, done}, "Tesla-T4", d, cpu, resource.Quantity{}); got != 1 {
+		t.Errorf("with a terminating resnet50 on GPU 0: %d free slots, want 1 (GPU 1)", got)
+	}
+	edited := pod("edited", "a", "ssd", "lots", "1", "2")
+	if got := freeSlots(nodes, []*v1.Pod{leaving, done, edited}, "Tesla-T4", d, cpu, resource.Quantity{}); got != 0 {
+		t.Errorf("with GPU 1 held by a pod of unreadable gpu-memory: %d free slots, want 0", got)
+	}
+	// 38 CPUs are free: the terminating pod's 2 still count, the finished
+	// one's do not.
+	if got := freeSlots(nodes, []*v1.Pod{leaving, done}, "Tesla-T4", gpuinventory.Demand{MemoryMiB: 1}, resource.MustParse("19"), resource.Quantity{}); got != 2 {
+		t.Errorf("19-CPU slots = %d, want 2", got)
+	}
+	if got := freeSlots(nodes, []*v1.Pod{leaving, done}, "Tesla-T4", gpuinventory.Demand{MemoryMiB: 1}, resource.MustParse("20"), resource.Quantity{}); got != 1 {
+		t.Errorf("20-CPU slots = %d, want 1", got)
+	}
+}
