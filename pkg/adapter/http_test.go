@@ -17,6 +17,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/hetsev/hetsev/pkg/adapter/internal/selfmetrics"
 )
 
 // simIstio is a simulated model server's Istio sidecar: every scrape
@@ -150,7 +152,7 @@ func newHTTPFixture(t *testing.T, opts ScraperOptions) *httpFixture {
 func TestScrapeHTTPRequestRate(t *testing.T) {
 	RegisterMetrics()
 	f := newHTTPFixture(t, ScraperOptions{Timeout: 2 * time.Second, RateWindow: time.Minute})
-	okBefore := counterValue(t, "hetsev_metrics_adapter_scrapes_total", map[string]string{"result": ScrapeSuccess})
+	okBefore := counterValue(t, "hetsev_metrics_adapter_scrapes_total", map[string]string{"result": selfmetrics.ScrapeSuccess})
 	ctx := context.Background()
 	// 100 scrapes: simulated time 0..99 s; the window [39 s, 99 s] spans
 	// a's restart at 70 s.
@@ -160,7 +162,7 @@ func TestScrapeHTTPRequestRate(t *testing.T) {
 	if got := f.a.now(); got != 99*time.Second {
 		t.Fatalf("simulated time %v, want 99s", got)
 	}
-	if got := counterValue(t, "hetsev_metrics_adapter_scrapes_total", map[string]string{"result": ScrapeSuccess}) - okBefore; got != 300 {
+	if got := counterValue(t, "hetsev_metrics_adapter_scrapes_total", map[string]string{"result": selfmetrics.ScrapeSuccess}) - okBefore; got != 300 {
 		t.Errorf("successful scrapes counted: %v, want 300", got)
 	}
 	p := f.provider
@@ -289,7 +291,7 @@ func TestScrapeFailures(t *testing.T) {
 			t.Fatalf("%s before failures: %v\n%+v", n, err, s.Targets())
 		}
 	}
-	results := map[string]string{"http500": ScrapeHTTPError, "garbage": ScrapeParseError, "slow": ScrapeTimeout, "huge": ScrapeTooLarge, "refused": ScrapeError}
+	results := map[string]string{"http500": selfmetrics.ScrapeHTTPError, "garbage": selfmetrics.ScrapeParseError, "slow": selfmetrics.ScrapeTimeout, "huge": selfmetrics.ScrapeTooLarge, "refused": selfmetrics.ScrapeError}
 	before := map[string]float64{}
 	for _, r := range results {
 		before[r] = counterValue(t, "hetsev_metrics_adapter_scrapes_total", map[string]string{"result": r})

@@ -20,6 +20,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
+
+	"github.com/hetsev/hetsev/pkg/adapter/internal/selfmetrics"
 )
 
 // The queries of the Prometheus backend, the values of the query label of
@@ -258,18 +260,18 @@ func (s *PrometheusSource) run(query, namespace string) (*queryResult, error) {
 	// No evaluation time: Prometheus evaluates at its own "now", so a skew
 	// between its clock and ours cannot shift the rate window.
 	val, warnings, err := s.api.Query(ctx, promql, time.Time{}, promv1.WithTimeout(s.opts.Timeout))
-	promQueryDuration.WithLabelValues(query).Observe(time.Since(start).Seconds())
+	selfmetrics.PrometheusQueryDuration.WithLabelValues(query).Observe(time.Since(start).Seconds())
 	if err != nil {
 		result := "error"
 		if errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil {
 			result = "timeout"
 			err = fmt.Errorf("no answer within %v (--prometheus-timeout)", s.opts.Timeout)
 		}
-		promQueriesTotal.WithLabelValues(query, result).Inc()
+		selfmetrics.PrometheusQueriesTotal.WithLabelValues(query, result).Inc()
 		klog.V(2).InfoS("Prometheus query failed", "query", query, "promql", promql, "err", err)
 		return nil, apierrors.NewServiceUnavailable(fmt.Sprintf("querying Prometheus at %s (%s query %q): %v", s.opts.URL, query, promql, err))
 	}
-	promQueriesTotal.WithLabelValues(query, "success").Inc()
+	selfmetrics.PrometheusQueriesTotal.WithLabelValues(query, "success").Inc()
 	if len(warnings) > 0 {
 		klog.V(2).InfoS("Prometheus query warnings", "query", query, "warnings", warnings)
 	}
@@ -288,7 +290,7 @@ func (s *PrometheusSource) index(query string, vec model.Vector) *queryResult {
 	r := &queryResult{at: s.opts.Now()}
 	series := map[string]string{queryRequestRate: SeriesIstioRequests, queryDuration: SeriesIstioDurationBucket,
 		queryGPUUtil: SeriesDCGMGPUUtil, queryGPUMemory: SeriesDCGMFBUsed}[query]
-	ignore := func(reason string) { seriesIgnoredTotal.WithLabelValues(series, reason).Inc() }
+	ignore := func(reason string) { selfmetrics.Ignore(series, reason) }
 	if len(vec) > 0 {
 		r.at = vec[0].Timestamp.Time()
 	}
@@ -301,10 +303,10 @@ func (s *PrometheusSource) index(query string, vec model.Vector) *queryResult {
 			v := float64(smp.Value)
 			switch {
 			case ns == "" || pod == "":
-				ignore(IgnoredNoPod)
+				ignore(selfmetrics.IgnoredNoPod)
 				continue
 			case math.IsNaN(v) || math.IsInf(v, 0) || v < 0:
-				ignore(IgnoredBadValue)
+				ignore(selfmetrics.IgnoredBadValue)
 				continue
 			}
 			key := types.NamespacedName{Namespace: ns, Name: pod}
@@ -314,7 +316,7 @@ func (s *PrometheusSource) index(query string, vec model.Vector) *queryResult {
 			}
 			le, err := strconv.ParseFloat(string(smp.Metric[model.BucketLabel]), 64)
 			if err != nil || math.IsNaN(le) {
-				ignore(IgnoredBadLe)
+				ignore(selfmetrics.IgnoredBadLe)
 				continue
 			}
 			if buckets[key] == nil {
@@ -341,13 +343,13 @@ func (s *PrometheusSource) index(query string, vec model.Vector) *queryResult {
 			v := float64(smp.Value)
 			switch {
 			case node == "":
-				ignore(IgnoredNoNode)
+				ignore(selfmetrics.IgnoredNoNode)
 				continue
 			case err != nil || gpu < 0:
-				ignore(IgnoredBadGPU)
+				ignore(selfmetrics.IgnoredBadGPU)
 				continue
 			case math.IsNaN(v) || math.IsInf(v, 0) || v < 0:
-				ignore(IgnoredBadValue)
+				ignore(selfmetrics.IgnoredBadValue)
 				continue
 			}
 			key := gpuKey{node: node, gpu: gpu}

@@ -16,6 +16,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/hetsev/hetsev/pkg/adapter/internal/selfmetrics"
 )
 
 // fakePrometheus answers /api/v1/query with canned instant vectors, chosen
@@ -203,9 +205,9 @@ func TestPrometheusSourceIgnoresUnexpectedSeries(t *testing.T) {
 		return counterValue(t, "hetsev_metrics_adapter_series_ignored_total", map[string]string{"series": series, "reason": reason})
 	}
 	before := map[string]float64{
-		"nopod": count(SeriesIstioRequests, IgnoredNoPod), "nan": count(SeriesIstioRequests, IgnoredBadValue),
-		"le": count(SeriesIstioDurationBucket, IgnoredBadLe), "gpu": count(SeriesDCGMGPUUtil, IgnoredBadGPU),
-		"node": count(SeriesDCGMGPUUtil, IgnoredNoNode),
+		"nopod": count(SeriesIstioRequests, selfmetrics.IgnoredNoPod), "nan": count(SeriesIstioRequests, selfmetrics.IgnoredBadValue),
+		"le": count(SeriesIstioDurationBucket, selfmetrics.IgnoredBadLe), "gpu": count(SeriesDCGMGPUUtil, selfmetrics.IgnoredBadGPU),
+		"node": count(SeriesDCGMGPUUtil, selfmetrics.IgnoredNoNode),
 	}
 	if v, err := src.RequestRate(nn("ml", "a")); err != nil || v.Value != 4 {
 		t.Errorf("pod a rate = %v, %v; want 3+1", v.Value, err)
@@ -220,9 +222,9 @@ func TestPrometheusSourceIgnoresUnexpectedSeries(t *testing.T) {
 		t.Errorf("node-1 GPU 1 = %v, %v; want 70", v.Value, err)
 	}
 	for key, series := range map[string][2]string{
-		"nopod": {SeriesIstioRequests, IgnoredNoPod}, "nan": {SeriesIstioRequests, IgnoredBadValue},
-		"le": {SeriesIstioDurationBucket, IgnoredBadLe}, "gpu": {SeriesDCGMGPUUtil, IgnoredBadGPU},
-		"node": {SeriesDCGMGPUUtil, IgnoredNoNode},
+		"nopod": {SeriesIstioRequests, selfmetrics.IgnoredNoPod}, "nan": {SeriesIstioRequests, selfmetrics.IgnoredBadValue},
+		"le": {SeriesIstioDurationBucket, selfmetrics.IgnoredBadLe}, "gpu": {SeriesDCGMGPUUtil, selfmetrics.IgnoredBadGPU},
+		"node": {SeriesDCGMGPUUtil, selfmetrics.IgnoredNoNode},
 	} {
 		if got := count(series[0], series[1]) - before[key]; got != 1 {
 			t.Errorf("ignored %s/%s counted %v times, want 1", series[0], series[1], got)

@@ -18,6 +18,8 @@ import (
 	"github.com/prometheus/common/model"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
+
+	"github.com/hetsev/hetsev/pkg/adapter/internal/selfmetrics"
 )
 
 // Defaults of ScraperOptions.
@@ -302,7 +304,7 @@ func (s *Scraper) syncTargets(ctx context.Context) []Target {
 		}
 		s.targets = next
 	}
-	scrapeTargets.Set(float64(len(s.targets)))
+	selfmetrics.ScrapeTargets.Set(float64(len(s.targets)))
 	out := make([]Target, 0, len(s.targets))
 	for _, st := range s.targets {
 		out = append(out, st.Target)
@@ -321,8 +323,8 @@ func (s *Scraper) scrapeTarget(ctx context.Context, t Target) {
 	if err != nil && ctx.Err() != nil {
 		return // stopping: an interrupted scrape says nothing about the target
 	}
-	scrapeDuration.Observe(time.Since(wallStart).Seconds())
-	scrapesTotal.WithLabelValues(result).Inc()
+	selfmetrics.ScrapeDuration.Observe(time.Since(wallStart).Seconds())
+	selfmetrics.ScrapesTotal.WithLabelValues(result).Inc()
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -354,14 +356,14 @@ func (s *Scraper) scrapeTarget(ctx context.Context, t Target) {
 func (s *Scraper) fetch(ctx context.Context, url string, start time.Time) (samples model.Vector, result string, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			samples, result, err = nil, ScrapeParseError, fmt.Errorf("panic while parsing: %v", r)
+			samples, result, err = nil, selfmetrics.ScrapeParseError, fmt.Errorf("panic while parsing: %v", r)
 		}
 	}()
 	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
-		return nil, ScrapeError, err
+		return nil, selfmetrics.ScrapeError, err
 	}
 	req.Header.Set("Accept", acceptHeader)
 	req.Header.Set("User-Agent", "hetsev-metrics-adapter")
@@ -375,20 +377,20 @@ func (s *Scraper) fetch(ctx context.Context, url string, start time.Time) (sampl
 		_ = resp.Body.Close()
 	}()
 	if resp.StatusCode != http.StatusOK {
-		return nil, ScrapeHTTPError, fmt.Errorf("HTTP status %s", resp.Status)
+		return nil, selfmetrics.ScrapeHTTPError, fmt.Errorf("HTTP status %s", resp.Status)
 	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, s.opts.MaxBodyBytes+1))
 	if err != nil {
 		return nil, transportResult(ctx, err), err
 	}
 	if int64(len(body)) > s.opts.MaxBodyBytes {
-		return nil, ScrapeTooLarge, fmt.Errorf("body larger than %d bytes", s.opts.MaxBodyBytes)
+		return nil, selfmetrics.ScrapeTooLarge, fmt.Errorf("body larger than %d bytes", s.opts.MaxBodyBytes)
 	}
 	samples, err = decodeSamples(body, expfmt.ResponseFormat(resp.Header), start)
 	if err != nil {
-		return nil, ScrapeParseError, err
+		return nil, selfmetrics.ScrapeParseError, err
 	}
-	return samples, ScrapeSuccess, nil
+	return samples, selfmetrics.ScrapeSuccess, nil
 }
 
 // decodeSamples parses a Prometheus exposition (text, or delimited protobuf
@@ -420,9 +422,9 @@ func decodeSamples(body []byte, format expfmt.Format, start time.Time) (model.Ve
 func transportResult(ctx context.Context, err error) string {
 	var ne net.Error
 	if errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil || (errors.As(err, &ne) && ne.Timeout()) {
-		return ScrapeTimeout
+		return selfmetrics.ScrapeTimeout
 	}
-	return ScrapeError
+	return selfmetrics.ScrapeError
 }
 
 func interesting(name string) bool {
@@ -433,16 +435,12 @@ func interesting(name string) bool {
 	return false
 }
 
-func ignore(series, reason string) {
-	seriesIgnoredTotal.WithLabelValues(series, reason).Inc()
-}
-
 // destinationReported filters Istio series to reporter="destination",
 // counting series without a reporter label as ignored.
 func destinationReported(m model.Metric, series string) bool {
 	r, ok := m[LabelReporter]
 	if !ok {
-		ignore(series, IgnoredNoReporter)
+		selfmetrics.Ignore(series, selfmetrics.IgnoredNoReporter)
 		return false
 	}
 	return r == ReporterDestination
@@ -469,12 +467,12 @@ func (s *Scraper) ingest(st *targetState, samples model.Vector) {
 				continue
 			}
 			if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
-				ignore(name, IgnoredBadValue)
+				selfmetrics.Ignore(name, selfmetrics.IgnoredBadValue)
 				continue
 			}
 			fp := smp.Metric.Fingerprint()
 			if _, dup := reqNow[fp]; dup {
-				ignore(name, IgnoredDuplicate)
+				selfmetrics.Ignore(name, selfmetrics.IgnoredDuplicate)
 				continue
 			}
 			reqNow[fp] = v
@@ -490,16 +488,16 @@ func (s *Scraper) ingest(st *targetState, samples model.Vector) {
 			}
 			le, err := strconv.ParseFloat(string(smp.Metric[model.BucketLabel]), 64)
 			if err != nil || math.IsNaN(le) {
-				ignore(name, IgnoredBadLe)
+				selfmetrics.Ignore(name, selfmetrics.IgnoredBadLe)
 				continue
 			}
 			if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
-				ignore(name, IgnoredBadValue)
+				selfmetrics.Ignore(name, selfmetrics.IgnoredBadValue)
 				continue
 			}
 			key := bucketKey{series: withoutLe(smp.Metric).Fingerprint(), le: le}
 			if _, dup := bktNow[key]; dup {
-				ignore(name, IgnoredDuplicate)
+				selfmetrics.Ignore(name, selfmetrics.IgnoredDuplicate)
 				continue
 			}
 			bktNow[key] = v
@@ -514,7 +512,7 @@ func (s *Scraper) ingest(st *targetState, samples model.Vector) {
 		case SeriesDCGMGPUUtil, SeriesDCGMFBUsed:
 			gpu, err := strconv.Atoi(string(smp.Metric[LabelDCGMGPU]))
 			if err != nil || gpu < 0 {
-				ignore(name, IgnoredBadGPU)
+				selfmetrics.Ignore(name, selfmetrics.IgnoredBadGPU)
 				continue
 			}
 			node := string(smp.Metric[LabelDCGMHostname])
@@ -522,11 +520,11 @@ func (s *Scraper) ingest(st *targetState, samples model.Vector) {
 				node = st.Node
 			}
 			if node == "" {
-				ignore(name, IgnoredNoNode)
+				selfmetrics.Ignore(name, selfmetrics.IgnoredNoNode)
 				continue
 			}
 			if math.IsNaN(v) || math.IsInf(v, 0) {
-				ignore(name, IgnoredBadValue)
+				selfmetrics.Ignore(name, selfmetrics.IgnoredBadValue)
 				continue
 			}
 			key := gaugeKey{series: name, node: node, gpu: gpu}

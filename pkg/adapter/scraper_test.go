@@ -9,6 +9,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/hetsev/hetsev/pkg/adapter/internal/selfmetrics"
 )
 
 func podTarget(ns, name string) Target {
@@ -232,19 +234,19 @@ func TestIgnoredSeriesAreCounted(t *testing.T) {
 	pod := nn("ml", "p")
 	s := newTestScraper(t, ScraperOptions{}, podTarget("ml", "p"))
 	before := counterValue(t, "hetsev_metrics_adapter_series_ignored_total",
-		map[string]string{"series": SeriesDCGMGPUUtil, "reason": IgnoredBadGPU})
+		map[string]string{"series": SeriesDCGMGPUUtil, "reason": selfmetrics.IgnoredBadGPU})
 	beforeRep := counterValue(t, "hetsev_metrics_adapter_series_ignored_total",
-		map[string]string{"series": SeriesIstioRequests, "reason": IgnoredNoReporter})
+		map[string]string{"series": SeriesIstioRequests, "reason": selfmetrics.IgnoredNoReporter})
 	feed(t, s, pod, `DCGM_FI_DEV_GPU_UTIL{Hostname="n"} 5
 DCGM_FI_DEV_GPU_UTIL{gpu="x",Hostname="n"} 5
 istio_requests_total{response_code="200"} 7
 `, time.Now())
 	if got := counterValue(t, "hetsev_metrics_adapter_series_ignored_total",
-		map[string]string{"series": SeriesDCGMGPUUtil, "reason": IgnoredBadGPU}); got-before != 2 {
+		map[string]string{"series": SeriesDCGMGPUUtil, "reason": selfmetrics.IgnoredBadGPU}); got-before != 2 {
 		t.Errorf("bad_gpu counted %v times, want 2", got-before)
 	}
 	if got := counterValue(t, "hetsev_metrics_adapter_series_ignored_total",
-		map[string]string{"series": SeriesIstioRequests, "reason": IgnoredNoReporter}); got-beforeRep != 1 {
+		map[string]string{"series": SeriesIstioRequests, "reason": selfmetrics.IgnoredNoReporter}); got-beforeRep != 1 {
 		t.Errorf("missing_reporter counted %v times, want 1", got-beforeRep)
 	}
 }
