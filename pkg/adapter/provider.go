@@ -28,16 +28,6 @@ import (
 	"sigs.k8s.io/custom-metrics-apiserver/pkg/provider"
 )
 
-// The resources metrics are served for.
-var (
-	// PodsResource is pods in the core group.
-	PodsResource = schema.GroupResource{Group: "", Resource: "pods"}
-	// DeploymentsResource is deployments in the apps group.
-	DeploymentsResource = schema.GroupResource{Group: "apps", Resource: "deployments"}
-	// ModelServicesResource is hetsev's ModelService (manifests/crd-modelservice.yaml).
-	ModelServicesResource = v1alpha1.Resource.GroupResource()
-)
-
 type objectKind int
 
 const (

@@ -26,7 +26,6 @@ import (
 const (
 	DefaultScrapeInterval = time.Second
 	DefaultScrapeTimeout  = 500 * time.Millisecond
-	DefaultRateWindow     = 60 * time.Second
 	DefaultScrapeWorkers  = 16
 	DefaultMaxBodyBytes   = 16 << 20
 	DefaultMaxSamples     = 4096

@@ -13,6 +13,10 @@ import (
 // a NotFound error, never into a zero.
 var ErrNoData = errors.New("no data")
 
+// DefaultRateWindow is the default window over which both backends compute
+// request rates and latency percentiles (--rate-window).
+const DefaultRateWindow = 60 * time.Second
+
 // Value is one computed value of a Source.
 type Value struct {
 	// Value in the unit of the series or metric asked for.
