@@ -39,13 +39,14 @@ import (
 	basecmd "sigs.k8s.io/custom-metrics-apiserver/pkg/cmd"
 
 	"github.com/hetsev/hetsev/pkg/adapter"
+	"github.com/hetsev/hetsev/pkg/adapter/scrape"
 )
 
 type metricsAdapter struct {
 	basecmd.AdapterBase
 
 	backend   string
-	scrape    adapter.ScraperOptions
+	scrape    scrape.Options
 	prom      adapter.PrometheusOptions
 	namespace string
 }
@@ -67,7 +68,7 @@ func main() {
 }
 
 func run() error {
-	cmd := &metricsAdapter{backend: backendScrape, scrape: adapter.DefaultScraperOptions(), prom: adapter.DefaultPrometheusOptions()}
+	cmd := &metricsAdapter{backend: backendScrape, scrape: scrape.DefaultOptions(), prom: adapter.DefaultPrometheusOptions()}
 	cmd.Name = "hetsev-metrics-adapter"
 
 	fs := cmd.Flags()
@@ -164,11 +165,11 @@ func run() error {
 
 	var (
 		src     adapter.Source
-		scraper *adapter.Scraper
+		scraper *scrape.Scraper
 	)
 	switch cmd.backend {
 	case backendScrape:
-		if scraper, err = adapter.NewScraper(cmd.scrape, adapter.PodTargetLister(pods.Lister())); err != nil {
+		if scraper, err = scrape.New(cmd.scrape, scrape.PodTargetLister(pods.Lister())); err != nil {
 			return err
 		}
 		src = scraper
