@@ -39,6 +39,7 @@ import (
 	basecmd "sigs.k8s.io/custom-metrics-apiserver/pkg/cmd"
 
 	"github.com/hetsev/hetsev/pkg/adapter"
+	"github.com/hetsev/hetsev/pkg/adapter/prometheus"
 	"github.com/hetsev/hetsev/pkg/adapter/scrape"
 )
 
@@ -47,7 +48,7 @@ type metricsAdapter struct {
 
 	backend   string
 	scrape    scrape.Options
-	prom      adapter.PrometheusOptions
+	prom      prometheus.Options
 	namespace string
 }
 
@@ -68,7 +69,7 @@ func main() {
 }
 
 func run() error {
-	cmd := &metricsAdapter{backend: backendScrape, scrape: scrape.DefaultOptions(), prom: adapter.DefaultPrometheusOptions()}
+	cmd := &metricsAdapter{backend: backendScrape, scrape: scrape.DefaultOptions(), prom: prometheus.DefaultOptions()}
 	cmd.Name = "hetsev-metrics-adapter"
 
 	fs := cmd.Flags()
@@ -174,7 +175,7 @@ func run() error {
 		}
 		src = scraper
 	case backendPrometheus:
-		if src, err = adapter.NewPrometheusSource(cmd.prom); err != nil {
+		if src, err = prometheus.New(cmd.prom); err != nil {
 			return err
 		}
 	}
