@@ -40,6 +40,7 @@ import (
 
 	"github.com/hetsev/hetsev/pkg/adapter"
 	"github.com/hetsev/hetsev/pkg/adapter/prometheus"
+	"github.com/hetsev/hetsev/pkg/adapter/provider"
 	"github.com/hetsev/hetsev/pkg/adapter/scrape"
 )
 
@@ -179,7 +180,7 @@ func run() error {
 			return err
 		}
 	}
-	prov := adapter.NewProvider(src, pods.Lister(), deployments.Lister())
+	prov := provider.New(src, pods.Lister(), deployments.Lister())
 	if services != nil {
 		prov.WithModelServices(services, servicesSynced)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/hetsev/hetsev/pkg/adapter"
 	"github.com/hetsev/hetsev/pkg/adapter/internal/adaptertest"
 	"github.com/hetsev/hetsev/pkg/adapter/internal/selfmetrics"
+	"github.com/hetsev/hetsev/pkg/adapter/provider"
 )
 
 // The Prometheus backend reads rates, bucket increases and DCGM gauges from
@@ -55,7 +56,7 @@ func TestPrometheusSourceThroughProvider(t *testing.T) {
 		adaptertest.NewPod("ml", "a").Label("app", "resnet").GPU("node-1", 0).Obj(),
 		adaptertest.NewPod("ml", "b").Label("app", "resnet").GPU("node-2", 1).Obj(),
 	}, []*appsv1.Deployment{adaptertest.Deployment("ml", "resnet-t4", app)})
-	p := adapter.NewProvider(src, pods, deps)
+	p := provider.New(src, pods, deps)
 
 	if got := adaptertest.GetValue(t, p, adaptertest.PodsInfo(adapter.MetricRequestsPerSecond), adaptertest.NN("ml", "a")); got != 12.5 {
 		t.Errorf("pod a requests_per_second = %v, want 12.5", got)
@@ -195,7 +196,7 @@ func TestPrometheusSourceCache(t *testing.T) {
 		pods = append(pods, adaptertest.NewPod("ml", fmt.Sprintf("p%d", i)).Obj())
 	}
 	pl, dl := adaptertest.Listers(t, pods, nil)
-	p := adapter.NewProvider(nocache, pl, dl)
+	p := provider.New(nocache, pl, dl)
 	if _, err := p.GetMetricBySelector(context.Background(), "ml", labels.Everything(), adaptertest.PodsInfo(adapter.MetricRequestsPerSecond), labels.Everything()); err != nil {
 		t.Fatal(err)
 	}
@@ -221,7 +222,7 @@ func TestPrometheusSourceFaults(t *testing.T) {
 	for name, url := range map[string]string{"unreachable": down, "slow": serveLoopback(t, slow)} {
 		t.Run(name, func(t *testing.T) {
 			src := newPromSource(t, url, func(o *Options) { o.Timeout = 300 * time.Millisecond })
-			p := adapter.NewProvider(src, pods, deps)
+			p := provider.New(src, pods, deps)
 			start := time.Now()
 			list, err := p.GetMetricBySelector(context.Background(), "ml", labels.Everything(), adaptertest.PodsInfo(adapter.MetricRequestsPerSecond), labels.Everything())
 			took := time.Since(start)

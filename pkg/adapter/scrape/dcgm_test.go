@@ -13,6 +13,7 @@ import (
 
 	"github.com/hetsev/hetsev/pkg/adapter"
 	"github.com/hetsev/hetsev/pkg/adapter/internal/adaptertest"
+	"github.com/hetsev/hetsev/pkg/adapter/provider"
 	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
 )
 
@@ -48,7 +49,7 @@ DCGM_FI_DEV_FB_USED{gpu="1"} 4000
 		adaptertest.NewPod("ml", "gpu-3").GPU("node-1", 3).Obj(),
 		adaptertest.NewPod("ml", "bad-index").Node("node-1").Annotate(v1alpha1.AnnotationGPUIndex, "one").Obj(),
 	}, []*appsv1.Deployment{adaptertest.Deployment("ml", "m", map[string]string{"app": "m"})})
-	p := adapter.NewProvider(s, pods, deps)
+	p := provider.New(s, pods, deps)
 
 	for _, tc := range []struct {
 		pod, metric string

@@ -21,6 +21,7 @@ import (
 	"github.com/hetsev/hetsev/pkg/adapter"
 	"github.com/hetsev/hetsev/pkg/adapter/internal/adaptertest"
 	"github.com/hetsev/hetsev/pkg/adapter/internal/selfmetrics"
+	"github.com/hetsev/hetsev/pkg/adapter/provider"
 )
 
 // simIstio is a simulated model server's Istio sidecar: every scrape
@@ -117,7 +118,7 @@ DCGM_FI_DEV_FB_USED{gpu="1",UUID="GPU-1",device="nvidia1",modelName="Tesla T4",H
 type httpFixture struct {
 	a, b     *simIstio
 	scraper  *Scraper
-	provider *adapter.Provider
+	provider *provider.Provider
 }
 
 // newHTTPFixture starts two simulated model servers (a: 37.5 req/s with a
@@ -144,7 +145,7 @@ func newHTTPFixture(t *testing.T, opts Options) *httpFixture {
 		t.Fatal(err)
 	}
 	f.scraper = s
-	f.provider = adapter.NewProvider(s, pods, deps)
+	f.provider = provider.New(s, pods, deps)
 	return f
 }
 
@@ -281,7 +282,7 @@ func TestScrapeFailures(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := adapter.NewProvider(s, pods, deps)
+	p := provider.New(s, pods, deps)
 	ctx := context.Background()
 
 	// Two good rounds: everyone but "refused" has data (huge is small then).
