@@ -4,18 +4,39 @@
 // (sigs.k8s.io/custom-metrics-apiserver), for the hetsev scaler and for
 // HorizontalPodAutoscalers.
 //
+// Layout: this package holds only what its subpackages share, so that the
+// provider and the two backends depend on it and not on each other:
+//
+//	pkg/adapter             names.go (metrics served, resources, series,
+//	                        labels and annotations read), source.go (Source,
+//	                        Value, Histogram, ErrNoData), histogram.go
+//	                        (HistogramQuantile, MergeHistograms)
+//	pkg/adapter/provider    the custom-metrics provider: objects to pods,
+//	                        aggregation per Deployment and ModelService,
+//	                        NotFound and 503 semantics
+//	pkg/adapter/scrape      the built-in backend: target discovery, the
+//	                        scrape loop, exposition parsing, per-pod histories
+//	pkg/adapter/prometheus  the Prometheus backend: options, PromQL
+//	                        templates, queries, cache
+//	pkg/adapter/server      the command: options and flags, wiring, serving
+//	                        (cmd/metrics-adapter is its thin main)
+//
+// and, internal to these, selfmetrics (the hetsev_metrics_adapter_*
+// metrics) and adaptertest (the fixtures their tests share).
+//
 // Data flow, with one of two backends (--backend):
 //
 //	scrape (default): pods annotated prometheus.io/scrape="true"
-//	  -> Scraper: GET http://<podIP>:<prometheus.io/port><prometheus.io/path>
+//	  -> scrape.Scraper: GET http://<podIP>:<prometheus.io/port><prometheus.io/path>
 //	     every --scrape-interval, parsed with expfmt, kept as short per-pod
 //	     histories in the samples' own clock
-//	prometheus: PrometheusSource: PromQL instant queries (templates in
-//	     PrometheusOptions) per namespace for Istio series, for all GPUs for
-//	     DCGM series; one query per API request and series, reused for
+//	prometheus: prometheus.Source: PromQL instant queries (templates in
+//	     prometheus.Options) per namespace for Istio series, for all GPUs
+//	     for DCGM series; one query per API request and series, reused for
 //	     --prometheus-cache-ttl
 //	  -> Source (interface)
-//	  -> Provider (provider.CustomMetricsProvider) -> custom.metrics.k8s.io
+//	  -> provider.Provider (custom-metrics-apiserver's
+//	     CustomMetricsProvider) -> custom.metrics.k8s.io
 //
 // Inputs, as the real exporters publish them:
 //
@@ -60,14 +81,15 @@
 // Missing data is never reported as zero: a pod that was never scraped, whose
 // last scrape failed, that exposes no matching series, or that has fewer than
 // two samples in the window yields a NotFound error
-// (provider.NewMetricNotFoundForError), so that a scaler cannot mistake it for
-// an idle pod. A Deployment is reported over those of its pods that have data,
+// (custom-metrics-apiserver's provider.NewMetricNotFoundForError), so that a
+// scaler cannot mistake it for an idle pod. A Deployment is reported over those of its pods that have data,
 // and is NotFound only when none has. A Prometheus that cannot be reached,
 // answers with an error, or takes longer than --prometheus-timeout makes the
 // whole request fail with 503 ServiceUnavailable naming Prometheus and the
 // cause; HPA and hetsev-scaler then hold replicas.
 //
-// The adapter's own metrics (hetsev_metrics_adapter_*) are registered in
+// The adapter's own metrics (hetsev_metrics_adapter_*, defined in
+// internal/selfmetrics) are registered by server.Options.Run in
 // k8s.io/component-base/metrics/legacyregistry, which the generic API server
-// serves on /metrics; see RegisterMetrics.
+// serves on /metrics next to /healthz.
 package adapter

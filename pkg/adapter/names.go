@@ -1,5 +1,11 @@
 package adapter
 
+import (
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
+)
+
 // Names of the metrics the adapter serves through custom.metrics.k8s.io.
 const (
 	// MetricRequestsPerSecond is the rate of istio_requests_total
@@ -28,6 +34,16 @@ const (
 	// in MiB; like MetricGPUUtilization it is the whole GPU's value. Served
 	// for pods only.
 	MetricGPUMemoryUsed = "gpu_memory_used_mib"
+)
+
+// The resources the metrics are served for.
+var (
+	// PodsResource is pods in the core group.
+	PodsResource = schema.GroupResource{Group: "", Resource: "pods"}
+	// DeploymentsResource is deployments in the apps group.
+	DeploymentsResource = schema.GroupResource{Group: "apps", Resource: "deployments"}
+	// ModelServicesResource is hetsev's ModelService (manifests/crd-modelservice.yaml).
+	ModelServicesResource = v1alpha1.Resource.GroupResource()
 )
 
 // Series the adapter reads, named as Istio and dcgm-exporter publish them.

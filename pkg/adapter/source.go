@@ -9,9 +9,13 @@ import (
 
 // ErrNoData is returned (possibly wrapped) by a Source when it has no data
 // for the object asked about: never scraped, last scrape failed, no matching
-// series, or fewer than two samples in the window. The Provider turns it into
-// a NotFound error, never into a zero.
+// series, or fewer than two samples in the window. provider.Provider turns it
+// into a NotFound error, never into a zero.
 var ErrNoData = errors.New("no data")
+
+// DefaultRateWindow is the default window over which both backends compute
+// request rates and latency percentiles (--rate-window).
+const DefaultRateWindow = 60 * time.Second
 
 // Value is one computed value of a Source.
 type Value struct {
@@ -44,9 +48,9 @@ type Histogram struct {
 	Window time.Duration
 }
 
-// Source is what the Provider reads: windowed per-pod Istio data and per-GPU
-// DCGM readings. The Scraper implements it by scraping pods directly; a
-// backend querying Prometheus can implement it as well. All methods are safe
+// Source is what provider.Provider reads: windowed per-pod Istio data and
+// per-GPU DCGM readings. scrape.Scraper implements it by scraping pods
+// directly, prometheus.Source by querying Prometheus. All methods are safe
 // for concurrent use and return an error wrapping ErrNoData when there is
 // nothing to report.
 type Source interface {
@@ -64,9 +68,9 @@ type Source interface {
 }
 
 // RequestScoped is a Source that can bind itself to one API request: the
-// Provider asks for a view at the start of each request and reads every
+// provider asks for a view at the start of each request and reads every
 // object of the request through it, so that a backend answering a whole
-// namespace per query (PrometheusSource) queries once per request.
+// namespace per query (prometheus.Source) queries once per request.
 type RequestScoped interface {
 	// ForRequest returns the Source to use for one request; it is used by
 	// one goroutine and dropped when the request ends.

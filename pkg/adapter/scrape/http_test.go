@@ -1,4 +1,4 @@
-package adapter
+package scrape
 
 import (
 	"context"
@@ -17,6 +17,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/hetsev/hetsev/pkg/adapter"
+	"github.com/hetsev/hetsev/pkg/adapter/internal/adaptertest"
+	"github.com/hetsev/hetsev/pkg/adapter/internal/selfmetrics"
+	"github.com/hetsev/hetsev/pkg/adapter/provider"
 )
 
 // simIstio is a simulated model server's Istio sidecar: every scrape
@@ -52,7 +57,7 @@ func (e *simIstio) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
 		e.origin = e.resetAt
 	}
 	n := e.rate * (e.simT - e.origin).Seconds()
-	ts := simEpoch.Add(e.simT).UnixMilli()
+	ts := adaptertest.SimEpoch.Add(e.simT).UnixMilli()
 	e.mu.Unlock()
 
 	var b strings.Builder
@@ -113,13 +118,13 @@ DCGM_FI_DEV_FB_USED{gpu="1",UUID="GPU-1",device="nvidia1",modelName="Tesla T4",H
 type httpFixture struct {
 	a, b     *simIstio
 	scraper  *Scraper
-	provider *Provider
+	provider *provider.Provider
 }
 
 // newHTTPFixture starts two simulated model servers (a: 37.5 req/s with a
 // restart at 70 s; b: 12.25 req/s) of Deployment resnet-t4 and a
 // dcgm-exporter, all on 127.0.0.1, discovered from annotated pods.
-func newHTTPFixture(t *testing.T, opts ScraperOptions) *httpFixture {
+func newHTTPFixture(t *testing.T, opts Options) *httpFixture {
 	t.Helper()
 	f := &httpFixture{
 		a: &simIstio{rate: 37.5, step: time.Second, resetAt: 70 * time.Second},
@@ -130,17 +135,17 @@ func newHTTPFixture(t *testing.T, opts ScraperOptions) *httpFixture {
 		_, _ = w.Write([]byte(dcgmNode1))
 	}))
 	app := map[string]string{"app": "resnet", "gpu": "t4"}
-	pods, deps := listers(t, []*corev1.Pod{
-		newPod("ml", "resnet-t4-a").label("app", "resnet").label("gpu", "t4").ip("127.0.0.1").scrape(portA).gpu("node-1", 0).obj(),
-		newPod("ml", "resnet-t4-b").label("app", "resnet").label("gpu", "t4").ip("127.0.0.1").scrape(portB).gpu("node-1", 1).obj(),
-		newPod("gpu-operator", "dcgm-exporter-node-1").ip("127.0.0.1").scrape(portD).node("node-1").obj(),
-	}, []*appsv1.Deployment{deployment("ml", "resnet-t4", app)})
-	s, err := NewScraper(opts, PodTargetLister(pods))
+	pods, deps := adaptertest.Listers(t, []*corev1.Pod{
+		adaptertest.NewPod("ml", "resnet-t4-a").Label("app", "resnet").Label("gpu", "t4").IP("127.0.0.1").Scrape(portA).GPU("node-1", 0).Obj(),
+		adaptertest.NewPod("ml", "resnet-t4-b").Label("app", "resnet").Label("gpu", "t4").IP("127.0.0.1").Scrape(portB).GPU("node-1", 1).Obj(),
+		adaptertest.NewPod("gpu-operator", "dcgm-exporter-node-1").IP("127.0.0.1").Scrape(portD).Node("node-1").Obj(),
+	}, []*appsv1.Deployment{adaptertest.Deployment("ml", "resnet-t4", app)})
+	s, err := New(opts, PodTargetLister(pods))
 	if err != nil {
 		t.Fatal(err)
 	}
 	f.scraper = s
-	f.provider = NewProvider(s, pods, deps)
+	f.provider = provider.New(s, pods, deps)
 	return f
 }
 
@@ -148,9 +153,9 @@ func newHTTPFixture(t *testing.T, opts ScraperOptions) *httpFixture {
 // within 1 % of the generated ones (including across a counter reset), and
 // the latency percentiles and GPU join come out right.
 func TestScrapeHTTPRequestRate(t *testing.T) {
-	RegisterMetrics()
-	f := newHTTPFixture(t, ScraperOptions{Timeout: 2 * time.Second, RateWindow: time.Minute})
-	okBefore := counterValue(t, "hetsev_metrics_adapter_scrapes_total", map[string]string{"result": ScrapeSuccess})
+	selfmetrics.Register()
+	f := newHTTPFixture(t, Options{Timeout: 2 * time.Second, RateWindow: time.Minute})
+	okBefore := adaptertest.CounterValue(t, "hetsev_metrics_adapter_scrapes_total", map[string]string{"result": selfmetrics.ScrapeSuccess})
 	ctx := context.Background()
 	// 100 scrapes: simulated time 0..99 s; the window [39 s, 99 s] spans
 	// a's restart at 70 s.
@@ -160,46 +165,46 @@ func TestScrapeHTTPRequestRate(t *testing.T) {
 	if got := f.a.now(); got != 99*time.Second {
 		t.Fatalf("simulated time %v, want 99s", got)
 	}
-	if got := counterValue(t, "hetsev_metrics_adapter_scrapes_total", map[string]string{"result": ScrapeSuccess}) - okBefore; got != 300 {
+	if got := adaptertest.CounterValue(t, "hetsev_metrics_adapter_scrapes_total", map[string]string{"result": selfmetrics.ScrapeSuccess}) - okBefore; got != 300 {
 		t.Errorf("successful scrapes counted: %v, want 300", got)
 	}
 	p := f.provider
 	check := func(info string, got, want float64) {
 		t.Helper()
-		if !approx(got, want, 0.01) {
+		if !adaptertest.Approx(got, want, 0.01) {
 			t.Errorf("%s = %v, want %v within 1%%", info, got, want)
 		} else {
 			t.Logf("%s = %v (generated %v)", info, got, want)
 		}
 	}
-	check("pod a requests_per_second", getValue(t, p, podsInfo(MetricRequestsPerSecond), nn("ml", "resnet-t4-a")), 37.5)
-	check("pod b requests_per_second", getValue(t, p, podsInfo(MetricRequestsPerSecond), nn("ml", "resnet-t4-b")), 12.25)
-	check("deployment requests_per_second", getValue(t, p, depInfo(MetricRequestsPerSecond), nn("ml", "resnet-t4")), 37.5+12.25)
+	check("pod a requests_per_second", adaptertest.GetValue(t, p, adaptertest.PodsInfo(adapter.MetricRequestsPerSecond), adaptertest.NN("ml", "resnet-t4-a")), 37.5)
+	check("pod b requests_per_second", adaptertest.GetValue(t, p, adaptertest.PodsInfo(adapter.MetricRequestsPerSecond), adaptertest.NN("ml", "resnet-t4-b")), 12.25)
+	check("deployment requests_per_second", adaptertest.GetValue(t, p, adaptertest.DepInfo(adapter.MetricRequestsPerSecond), adaptertest.NN("ml", "resnet-t4")), 37.5+12.25)
 	// Latency: 50 % <= 100 ms, 90 % <= 250 ms, 100 % <= 500 ms.
-	check("pod a p50", getValue(t, p, podsInfo(MetricLatencyP50), nn("ml", "resnet-t4-a")), 100)
-	check("pod a p98", getValue(t, p, podsInfo(MetricLatencyP98), nn("ml", "resnet-t4-a")), 450)
-	check("deployment p98", getValue(t, p, depInfo(MetricLatencyP98), nn("ml", "resnet-t4")), 450)
-	check("deployment p99", getValue(t, p, depInfo(MetricLatencyP99), nn("ml", "resnet-t4")), 475)
-	check("pod a gpu util", getValue(t, p, podsInfo(MetricGPUUtilization), nn("ml", "resnet-t4-a")), 71)
-	check("pod b gpu memory", getValue(t, p, podsInfo(MetricGPUMemoryUsed), nn("ml", "resnet-t4-b")), 2048)
-	check("deployment gpu util", getValue(t, p, depInfo(MetricGPUUtilization), nn("ml", "resnet-t4")), 42)
+	check("pod a p50", adaptertest.GetValue(t, p, adaptertest.PodsInfo(adapter.MetricLatencyP50), adaptertest.NN("ml", "resnet-t4-a")), 100)
+	check("pod a p98", adaptertest.GetValue(t, p, adaptertest.PodsInfo(adapter.MetricLatencyP98), adaptertest.NN("ml", "resnet-t4-a")), 450)
+	check("deployment p98", adaptertest.GetValue(t, p, adaptertest.DepInfo(adapter.MetricLatencyP98), adaptertest.NN("ml", "resnet-t4")), 450)
+	check("deployment p99", adaptertest.GetValue(t, p, adaptertest.DepInfo(adapter.MetricLatencyP99), adaptertest.NN("ml", "resnet-t4")), 475)
+	check("pod a gpu util", adaptertest.GetValue(t, p, adaptertest.PodsInfo(adapter.MetricGPUUtilization), adaptertest.NN("ml", "resnet-t4-a")), 71)
+	check("pod b gpu memory", adaptertest.GetValue(t, p, adaptertest.PodsInfo(adapter.MetricGPUMemoryUsed), adaptertest.NN("ml", "resnet-t4-b")), 2048)
+	check("deployment gpu util", adaptertest.GetValue(t, p, adaptertest.DepInfo(adapter.MetricGPUUtilization), adaptertest.NN("ml", "resnet-t4")), 42)
 
-	mv, err := p.GetMetricByName(ctx, nn("ml", "resnet-t4-a"), podsInfo(MetricRequestsPerSecond), labels.Everything())
+	mv, err := p.GetMetricByName(ctx, adaptertest.NN("ml", "resnet-t4-a"), adaptertest.PodsInfo(adapter.MetricRequestsPerSecond), labels.Everything())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !mv.Timestamp.Time.Equal(simEpoch.Add(99 * time.Second)) {
-		t.Errorf("timestamp %v, want the samples' clock %v", mv.Timestamp.Time, simEpoch.Add(99*time.Second))
+	if !mv.Timestamp.Time.Equal(adaptertest.SimEpoch.Add(99 * time.Second)) {
+		t.Errorf("timestamp %v, want the samples' clock %v", mv.Timestamp.Time, adaptertest.SimEpoch.Add(99*time.Second))
 	}
 	// The dcgm-exporter pod is scraped but has no Istio series.
-	if _, err := p.GetMetricByName(ctx, nn("gpu-operator", "dcgm-exporter-node-1"), podsInfo(MetricRequestsPerSecond), labels.Everything()); !apierrors.IsNotFound(err) {
+	if _, err := p.GetMetricByName(ctx, adaptertest.NN("gpu-operator", "dcgm-exporter-node-1"), adaptertest.PodsInfo(adapter.MetricRequestsPerSecond), labels.Everything()); !apierrors.IsNotFound(err) {
 		t.Errorf("dcgm-exporter pod: err = %v, want NotFound", err)
 	}
 }
 
 // Run scrapes periodically until its context ends.
 func TestScraperRun(t *testing.T) {
-	f := newHTTPFixture(t, ScraperOptions{Interval: 2 * time.Millisecond, Timeout: 2 * time.Second, RateWindow: 20 * time.Second})
+	f := newHTTPFixture(t, Options{Interval: 2 * time.Millisecond, Timeout: 2 * time.Second, RateWindow: 20 * time.Second})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -220,8 +225,8 @@ func TestScraperRun(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("Run did not return after cancel")
 	}
-	got := getValue(t, f.provider, podsInfo(MetricRequestsPerSecond), nn("ml", "resnet-t4-b"))
-	if !approx(got, 12.25, 0.01) {
+	got := adaptertest.GetValue(t, f.provider, adaptertest.PodsInfo(adapter.MetricRequestsPerSecond), adaptertest.NN("ml", "resnet-t4-b"))
+	if !adaptertest.Approx(got, 12.25, 0.01) {
 		t.Errorf("pod b requests_per_second = %v, want 12.25 within 1%%", got)
 	}
 	stopped := f.b.now()
@@ -234,7 +239,7 @@ func TestScraperRun(t *testing.T) {
 // Failing targets are counted by result and have no data (NotFound), and a
 // recovering target gets data again.
 func TestScrapeFailures(t *testing.T) {
-	RegisterMetrics()
+	selfmetrics.Register()
 	var mode sync.Map // pod name -> string
 	handler := func(name string) http.Handler {
 		good := &simIstio{rate: 10, step: time.Second}
@@ -270,14 +275,14 @@ func TestScrapeFailures(t *testing.T) {
 			port = ln.Addr().(*net.TCPAddr).Port
 			_ = ln.Close()
 		}
-		podList = append(podList, newPod("ml", n).ip("127.0.0.1").scrape(port).obj())
+		podList = append(podList, adaptertest.NewPod("ml", n).IP("127.0.0.1").Scrape(port).Obj())
 	}
-	pods, deps := listers(t, podList, nil)
-	s, err := NewScraper(ScraperOptions{Timeout: 100 * time.Millisecond, MaxBodyBytes: 20000}, PodTargetLister(pods))
+	pods, deps := adaptertest.Listers(t, podList, nil)
+	s, err := New(Options{Timeout: 100 * time.Millisecond, MaxBodyBytes: 20000}, PodTargetLister(pods))
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := NewProvider(s, pods, deps)
+	p := provider.New(s, pods, deps)
 	ctx := context.Background()
 
 	// Two good rounds: everyone but "refused" has data (huge is small then).
@@ -285,26 +290,26 @@ func TestScrapeFailures(t *testing.T) {
 		s.ScrapeOnce(ctx)
 	}
 	for _, n := range names[:4] {
-		if _, err := p.GetMetricByName(ctx, nn("ml", n), podsInfo(MetricRequestsPerSecond), labels.Everything()); err != nil {
+		if _, err := p.GetMetricByName(ctx, adaptertest.NN("ml", n), adaptertest.PodsInfo(adapter.MetricRequestsPerSecond), labels.Everything()); err != nil {
 			t.Fatalf("%s before failures: %v\n%+v", n, err, s.Targets())
 		}
 	}
-	results := map[string]string{"http500": ScrapeHTTPError, "garbage": ScrapeParseError, "slow": ScrapeTimeout, "huge": ScrapeTooLarge, "refused": ScrapeError}
+	results := map[string]string{"http500": selfmetrics.ScrapeHTTPError, "garbage": selfmetrics.ScrapeParseError, "slow": selfmetrics.ScrapeTimeout, "huge": selfmetrics.ScrapeTooLarge, "refused": selfmetrics.ScrapeError}
 	before := map[string]float64{}
 	for _, r := range results {
-		before[r] = counterValue(t, "hetsev_metrics_adapter_scrapes_total", map[string]string{"result": r})
+		before[r] = adaptertest.CounterValue(t, "hetsev_metrics_adapter_scrapes_total", map[string]string{"result": r})
 	}
 	for _, n := range names {
 		mode.Store(n, n)
 	}
 	s.ScrapeOnce(ctx)
 	for _, n := range names {
-		_, err := p.GetMetricByName(ctx, nn("ml", n), podsInfo(MetricRequestsPerSecond), labels.Everything())
+		_, err := p.GetMetricByName(ctx, adaptertest.NN("ml", n), adaptertest.PodsInfo(adapter.MetricRequestsPerSecond), labels.Everything())
 		if !apierrors.IsNotFound(err) {
 			t.Errorf("%s: err = %v, want NotFound", n, err)
 		}
 		r := results[n]
-		if got := counterValue(t, "hetsev_metrics_adapter_scrapes_total", map[string]string{"result": r}) - before[r]; got != 1 {
+		if got := adaptertest.CounterValue(t, "hetsev_metrics_adapter_scrapes_total", map[string]string{"result": r}) - before[r]; got != 1 {
 			t.Errorf("%s: scrapes_total{result=%q} grew by %v, want 1", n, r, got)
 		}
 	}
@@ -316,7 +321,7 @@ func TestScrapeFailures(t *testing.T) {
 	// Recovery.
 	mode.Store("http500", "")
 	s.ScrapeOnce(ctx)
-	if v := getValue(t, p, podsInfo(MetricRequestsPerSecond), nn("ml", "http500")); v != 10 {
+	if v := adaptertest.GetValue(t, p, adaptertest.PodsInfo(adapter.MetricRequestsPerSecond), adaptertest.NN("ml", "http500")); v != 10 {
 		t.Errorf("after recovery: %v, want 10", v)
 	}
 }

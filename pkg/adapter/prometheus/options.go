@@ -1,43 +1,29 @@
-package adapter
+package prometheus
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"net/url"
-	"strconv"
-	"text/template"
 	"time"
 
 	"github.com/prometheus/common/model"
+
+	"github.com/hetsev/hetsev/pkg/adapter"
 )
 
-// Defaults of PrometheusOptions.
+// Defaults of Options.
 const (
-	// DefaultPrometheusTimeout bounds one query, wall clock: the API answers
-	// with an error after it, never with a zero.
-	DefaultPrometheusTimeout = 5 * time.Second
-	// DefaultPrometheusCacheTTL is how long one query's answer serves later
-	// requests. A list of 1,000 pods is then one query, not 1,000. Our
-	// choice: below Prometheus' usual 15 s scrape interval, so it adds
-	// little staleness.
-	DefaultPrometheusCacheTTL = 5 * time.Second
+	// DefaultTimeout bounds one query, wall clock: the API answers with an
+	// error after it, never with a zero.
+	DefaultTimeout = 5 * time.Second
+	// DefaultCacheTTL is how long one query's answer serves later requests.
+	// A list of 1,000 pods is then one query, not 1,000. Our choice: below
+	// Prometheus' usual 15 s scrape interval, so it adds little staleness.
+	DefaultCacheTTL = 5 * time.Second
 )
 
-// Default PromQL templates of the Prometheus backend (see PromQLData for
-// the fields). They are the queries HetSev section 5 describes: Istio's
-// destination-side request counter and duration histogram per pod, and
-// dcgm-exporter's per-GPU gauges.
-const (
-	DefaultRequestRateQuery = `sum by ({{.NamespaceLabel}}, {{.PodLabel}}) (rate(istio_requests_total{reporter="destination",{{.NamespaceMatcher}}}[{{.Window}}]))`
-	DefaultDurationQuery    = `sum by ({{.NamespaceLabel}}, {{.PodLabel}}, le) (increase(istio_request_duration_milliseconds_bucket{reporter="destination",{{.NamespaceMatcher}}}[{{.Window}}]))`
-	DefaultGPUUtilQuery     = `max by ({{.NodeLabel}}, {{.GPULabel}}) (DCGM_FI_DEV_GPU_UTIL)`
-	DefaultGPUMemoryQuery   = `max by ({{.NodeLabel}}, {{.GPULabel}}) (DCGM_FI_DEV_FB_USED)`
-)
-
-// PrometheusOptions configures a PrometheusSource. Zero fields take the
-// defaults.
-type PrometheusOptions struct {
+// Options configures a Source. Zero fields take the defaults.
+type Options struct {
 	// URL of the Prometheus server's HTTP API root, e.g.
 	// http://prometheus.monitoring.svc:9090 (--prometheus-url). Required.
 	URL string
@@ -45,7 +31,7 @@ type PrometheusOptions struct {
 	// Prometheus as the query's timeout.
 	Timeout time.Duration
 	// CacheTTL is how long a query's answer is reused (--prometheus-cache-ttl);
-	// negative disables the cache, zero means DefaultPrometheusCacheTTL.
+	// negative disables the cache, zero means DefaultCacheTTL.
 	CacheTTL time.Duration
 	// RateWindow is the PromQL range of rate() and increase()
 	// (--rate-window), whole seconds.
@@ -73,27 +59,16 @@ type PrometheusOptions struct {
 	Now func() time.Time
 }
 
-// PromQLData is what the query templates may use.
-type PromQLData struct {
-	// Window is RateWindow as a PromQL duration, e.g. "1m".
-	Window string
-	// NamespaceMatcher selects the namespace asked about, e.g.
-	// namespace="default", or namespace!="" for all namespaces.
-	NamespaceMatcher string
-	// The label names of PrometheusOptions.
-	NamespaceLabel, PodLabel, NodeLabel, GPULabel string
-}
-
-// DefaultPrometheusOptions returns the defaults (no URL).
-func DefaultPrometheusOptions() PrometheusOptions {
-	return PrometheusOptions{
-		Timeout:          DefaultPrometheusTimeout,
-		CacheTTL:         DefaultPrometheusCacheTTL,
-		RateWindow:       DefaultRateWindow,
+// DefaultOptions returns the defaults (no URL).
+func DefaultOptions() Options {
+	return Options{
+		Timeout:          DefaultTimeout,
+		CacheTTL:         DefaultCacheTTL,
+		RateWindow:       adapter.DefaultRateWindow,
 		NamespaceLabel:   "namespace",
 		PodLabel:         "pod",
-		NodeLabel:        LabelDCGMHostname,
-		GPULabel:         LabelDCGMGPU,
+		NodeLabel:        adapter.LabelDCGMHostname,
+		GPULabel:         adapter.LabelDCGMGPU,
 		RequestRateQuery: DefaultRequestRateQuery,
 		DurationQuery:    DefaultDurationQuery,
 		GPUUtilQuery:     DefaultGPUUtilQuery,
@@ -101,8 +76,8 @@ func DefaultPrometheusOptions() PrometheusOptions {
 	}
 }
 
-func (o PrometheusOptions) withDefaults() PrometheusOptions {
-	d := DefaultPrometheusOptions()
+func (o Options) withDefaults() Options {
+	d := DefaultOptions()
 	set := func(v *string, def string) {
 		if *v == "" {
 			*v = def
@@ -134,7 +109,7 @@ func (o PrometheusOptions) withDefaults() PrometheusOptions {
 // Validate reports options that cannot work, naming the flag: a missing or
 // non-HTTP URL, a negative timeout, a rate window that is not whole seconds,
 // a bad label name, or a template that does not parse or render.
-func (o PrometheusOptions) Validate() error {
+func (o Options) Validate() error {
 	o = o.withDefaults()
 	var errs []error
 	if u, err := url.Parse(o.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -167,28 +142,4 @@ func (o PrometheusOptions) Validate() error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// parseQuery parses a query template; a field PromQLData lacks is an error.
-func parseQuery(name, tmpl string) (*template.Template, error) {
-	return template.New(name).Option("missingkey=error").Parse(tmpl)
-}
-
-// render fills a parsed query template for namespace ("" for all
-// namespaces).
-func (o PrometheusOptions) render(t *template.Template, namespace string) (string, error) {
-	matcher := o.NamespaceLabel + `!=""`
-	if namespace != "" {
-		matcher = o.NamespaceLabel + "=" + strconv.Quote(namespace)
-	}
-	var b bytes.Buffer
-	err := t.Execute(&b, PromQLData{
-		Window:           model.Duration(o.RateWindow).String(),
-		NamespaceMatcher: matcher,
-		NamespaceLabel:   o.NamespaceLabel, PodLabel: o.PodLabel, NodeLabel: o.NodeLabel, GPULabel: o.GPULabel,
-	})
-	if err != nil {
-		return "", err
-	}
-	return b.String(), nil
 }

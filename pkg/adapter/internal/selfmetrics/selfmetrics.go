@@ -1,4 +1,7 @@
-package adapter
+// Package selfmetrics holds hetsev-metrics-adapter's own metrics
+// (hetsev_metrics_adapter_*), shared by the scrape and Prometheus backends
+// and registered once by the server (see Register).
+package selfmetrics
 
 import (
 	"sync"
@@ -31,7 +34,8 @@ const (
 )
 
 var (
-	scrapesTotal = metrics.NewCounterVec(&metrics.CounterOpts{
+	// ScrapesTotal counts scrapes by result (Scrape* constants).
+	ScrapesTotal = metrics.NewCounterVec(&metrics.CounterOpts{
 		Namespace:      "hetsev",
 		Subsystem:      "metrics_adapter",
 		Name:           "scrapes_total",
@@ -39,7 +43,9 @@ var (
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"result"})
 
-	seriesIgnoredTotal = metrics.NewCounterVec(&metrics.CounterOpts{
+	// SeriesIgnoredTotal counts ignored series by series name and reason
+	// (Ignored* constants); see Ignore.
+	SeriesIgnoredTotal = metrics.NewCounterVec(&metrics.CounterOpts{
 		Namespace:      "hetsev",
 		Subsystem:      "metrics_adapter",
 		Name:           "series_ignored_total",
@@ -47,7 +53,8 @@ var (
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"series", "reason"})
 
-	scrapeDuration = metrics.NewHistogram(&metrics.HistogramOpts{
+	// ScrapeDuration observes the wall-clock duration of one scrape.
+	ScrapeDuration = metrics.NewHistogram(&metrics.HistogramOpts{
 		Namespace:      "hetsev",
 		Subsystem:      "metrics_adapter",
 		Name:           "scrape_duration_seconds",
@@ -56,7 +63,8 @@ var (
 		StabilityLevel: metrics.ALPHA,
 	})
 
-	scrapeTargets = metrics.NewGauge(&metrics.GaugeOpts{
+	// ScrapeTargets is the number of pods selected for scraping.
+	ScrapeTargets = metrics.NewGauge(&metrics.GaugeOpts{
 		Namespace:      "hetsev",
 		Subsystem:      "metrics_adapter",
 		Name:           "scrape_targets",
@@ -64,7 +72,8 @@ var (
 		StabilityLevel: metrics.ALPHA,
 	})
 
-	promQueriesTotal = metrics.NewCounterVec(&metrics.CounterOpts{
+	// PrometheusQueriesTotal counts PromQL queries by query and result.
+	PrometheusQueriesTotal = metrics.NewCounterVec(&metrics.CounterOpts{
 		Namespace:      "hetsev",
 		Subsystem:      "metrics_adapter",
 		Name:           "prometheus_queries_total",
@@ -72,7 +81,9 @@ var (
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"query", "result"})
 
-	promQueryDuration = metrics.NewHistogramVec(&metrics.HistogramOpts{
+	// PrometheusQueryDuration observes the wall-clock duration of one
+	// PromQL query, by query.
+	PrometheusQueryDuration = metrics.NewHistogramVec(&metrics.HistogramOpts{
 		Namespace:      "hetsev",
 		Subsystem:      "metrics_adapter",
 		Name:           "prometheus_query_duration_seconds",
@@ -84,7 +95,12 @@ var (
 	registerOnce sync.Once
 )
 
-// RegisterMetrics registers the adapter's own metrics in
+// Ignore counts one ignored series of the named series for reason.
+func Ignore(series, reason string) {
+	SeriesIgnoredTotal.WithLabelValues(series, reason).Inc()
+}
+
+// Register registers the adapter's own metrics in
 // k8s.io/component-base/metrics/legacyregistry, which the generic API server
 // serves on /metrics:
 //
@@ -97,8 +113,8 @@ var (
 //
 // Component-base metrics record nothing until registered. Safe to call more
 // than once.
-func RegisterMetrics() {
+func Register() {
 	registerOnce.Do(func() {
-		legacyregistry.MustRegister(scrapesTotal, seriesIgnoredTotal, scrapeDuration, scrapeTargets, promQueriesTotal, promQueryDuration)
+		legacyregistry.MustRegister(ScrapesTotal, SeriesIgnoredTotal, ScrapeDuration, ScrapeTargets, PrometheusQueriesTotal, PrometheusQueryDuration)
 	})
 }

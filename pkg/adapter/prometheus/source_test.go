@@ -1,14 +1,10 @@
-package adapter
+package prometheus
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net"
-	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,85 +12,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/hetsev/hetsev/pkg/adapter"
+	"github.com/hetsev/hetsev/pkg/adapter/internal/adaptertest"
+	"github.com/hetsev/hetsev/pkg/adapter/internal/selfmetrics"
+	"github.com/hetsev/hetsev/pkg/adapter/provider"
 )
-
-// fakePrometheus answers /api/v1/query with canned instant vectors, chosen
-// by the metric name the query mentions, and records the queries. The real
-// server is exercised by test/integration's Prometheus test.
-type fakePrometheus struct {
-	mu      sync.Mutex
-	queries []string
-	vectors map[string]string // metric name in the query -> JSON result array
-	delay   time.Duration
-}
-
-func (f *fakePrometheus) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if err := r.ParseForm(); err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
-	}
-	q := r.Form.Get("query")
-	f.mu.Lock()
-	f.queries = append(f.queries, q)
-	delay := f.delay
-	f.mu.Unlock()
-	if delay > 0 {
-		select {
-		case <-time.After(delay):
-		case <-r.Context().Done():
-			return
-		}
-	}
-	result := "[]"
-	for name, v := range f.vectors {
-		if strings.Contains(q, name) {
-			result = v
-		}
-	}
-	w.Header().Set("Content-Type", "application/json")
-	_, _ = w.Write([]byte(`{"status":"success","data":{"resultType":"vector","result":` + result + `}}`))
-}
-
-func (f *fakePrometheus) seen() []string {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return append([]string(nil), f.queries...)
-}
-
-// sample renders one vector element at Unix time 1000.
-func sample(labels map[string]string, value string) string {
-	b, _ := json.Marshal(labels)
-	return `{"metric":` + string(b) + `,"value":[1000,"` + value + `"]}`
-}
-
-func vector(samples ...string) string { return "[" + strings.Join(samples, ",") + "]" }
-
-func serveLoopback(t *testing.T, h http.Handler) string {
-	t.Helper()
-	srv := httptest.NewUnstartedServer(h)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv.Listener = l
-	srv.Start()
-	t.Cleanup(srv.Close)
-	return srv.URL
-}
-
-func newPromSource(t *testing.T, url string, mod func(*PrometheusOptions)) *PrometheusSource {
-	t.Helper()
-	o := DefaultPrometheusOptions()
-	o.URL = url
-	if mod != nil {
-		mod(&o)
-	}
-	s, err := NewPrometheusSource(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
 
 // The Prometheus backend reads rates, bucket increases and DCGM gauges from
 // instant vectors, joins GPUs to pods through node and hetsev.io/gpu-index
@@ -127,35 +50,35 @@ func TestPrometheusSourceThroughProvider(t *testing.T) {
 		"DCGM_FI_DEV_FB_USED": vector(
 			sample(map[string]string{"Hostname": "node-1", "gpu": "0"}, "5120")),
 	}}
-	src := newPromSource(t, serveLoopback(t, fp), func(o *PrometheusOptions) { o.RateWindow = 30 * time.Second })
+	src := newPromSource(t, serveLoopback(t, fp), func(o *Options) { o.RateWindow = 30 * time.Second })
 	app := map[string]string{"app": "resnet"}
-	pods, deps := listers(t, []*corev1.Pod{
-		newPod("ml", "a").label("app", "resnet").gpu("node-1", 0).obj(),
-		newPod("ml", "b").label("app", "resnet").gpu("node-2", 1).obj(),
-	}, []*appsv1.Deployment{deployment("ml", "resnet-t4", app)})
-	p := NewProvider(src, pods, deps)
+	pods, deps := adaptertest.Listers(t, []*corev1.Pod{
+		adaptertest.NewPod("ml", "a").Label("app", "resnet").GPU("node-1", 0).Obj(),
+		adaptertest.NewPod("ml", "b").Label("app", "resnet").GPU("node-2", 1).Obj(),
+	}, []*appsv1.Deployment{adaptertest.Deployment("ml", "resnet-t4", app)})
+	p := provider.New(src, pods, deps)
 
-	if got := getValue(t, p, podsInfo(MetricRequestsPerSecond), nn("ml", "a")); got != 12.5 {
+	if got := adaptertest.GetValue(t, p, adaptertest.PodsInfo(adapter.MetricRequestsPerSecond), adaptertest.NN("ml", "a")); got != 12.5 {
 		t.Errorf("pod a requests_per_second = %v, want 12.5", got)
 	}
-	if got := getValue(t, p, depInfo(MetricRequestsPerSecond), nn("ml", "resnet-t4")); got != 19.75 {
+	if got := adaptertest.GetValue(t, p, adaptertest.DepInfo(adapter.MetricRequestsPerSecond), adaptertest.NN("ml", "resnet-t4")); got != 19.75 {
 		t.Errorf("deployment requests_per_second = %v, want 19.75", got)
 	}
 	// Merged: 200 requests, p50 at the 100th, the top of a's bucket; p99 at
 	// the 198th, 98 % into b's (100, 500] bucket.
-	if got := getValue(t, p, depInfo(MetricLatencyP50), nn("ml", "resnet-t4")); got != 100 {
+	if got := adaptertest.GetValue(t, p, adaptertest.DepInfo(adapter.MetricLatencyP50), adaptertest.NN("ml", "resnet-t4")); got != 100 {
 		t.Errorf("deployment p50 = %v, want 100", got)
 	}
-	if got := getValue(t, p, depInfo(MetricLatencyP99), nn("ml", "resnet-t4")); !approx(got, 100+400*0.98, 1e-9) {
+	if got := adaptertest.GetValue(t, p, adaptertest.DepInfo(adapter.MetricLatencyP99), adaptertest.NN("ml", "resnet-t4")); !adaptertest.Approx(got, 100+400*0.98, 1e-9) {
 		t.Errorf("deployment p99 = %v, want 492", got)
 	}
-	if got := getValue(t, p, podsInfo(MetricGPUUtilization), nn("ml", "b")); got != 40 {
+	if got := adaptertest.GetValue(t, p, adaptertest.PodsInfo(adapter.MetricGPUUtilization), adaptertest.NN("ml", "b")); got != 40 {
 		t.Errorf("pod b gpu_utilization_percent = %v, want node-2 GPU 1's 40", got)
 	}
-	if got := getValue(t, p, podsInfo(MetricGPUMemoryUsed), nn("ml", "a")); got != 5120 {
+	if got := adaptertest.GetValue(t, p, adaptertest.PodsInfo(adapter.MetricGPUMemoryUsed), adaptertest.NN("ml", "a")); got != 5120 {
 		t.Errorf("pod a gpu_memory_used_mib = %v, want 5120", got)
 	}
-	mv, err := p.GetMetricByName(context.Background(), nn("ml", "a"), podsInfo(MetricRequestsPerSecond), labels.Everything())
+	mv, err := p.GetMetricByName(context.Background(), adaptertest.NN("ml", "a"), adaptertest.PodsInfo(adapter.MetricRequestsPerSecond), labels.Everything())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +86,7 @@ func TestPrometheusSourceThroughProvider(t *testing.T) {
 		t.Errorf("window %d s, timestamp %v; want 30 s and the sample's time", *mv.WindowSeconds, mv.Timestamp)
 	}
 	// Pod b has no FB_USED series: NotFound, not zero.
-	if _, err := p.GetMetricByName(context.Background(), nn("ml", "b"), podsInfo(MetricGPUMemoryUsed), labels.Everything()); !apierrors.IsNotFound(err) {
+	if _, err := p.GetMetricByName(context.Background(), adaptertest.NN("ml", "b"), adaptertest.PodsInfo(adapter.MetricGPUMemoryUsed), labels.Everything()); !apierrors.IsNotFound(err) {
 		t.Errorf("pod b gpu_memory_used_mib: %v, want NotFound", err)
 	}
 
@@ -197,32 +120,32 @@ func TestPrometheusSourceIgnoresUnexpectedSeries(t *testing.T) {
 	}}
 	// One query per series kind, however slow the machine: each ignored
 	// series is counted once.
-	src := newPromSource(t, serveLoopback(t, fp), func(o *PrometheusOptions) { o.CacheTTL = time.Hour })
-	RegisterMetrics()
+	src := newPromSource(t, serveLoopback(t, fp), func(o *Options) { o.CacheTTL = time.Hour })
+	selfmetrics.Register()
 	count := func(series, reason string) float64 {
-		return counterValue(t, "hetsev_metrics_adapter_series_ignored_total", map[string]string{"series": series, "reason": reason})
+		return adaptertest.CounterValue(t, "hetsev_metrics_adapter_series_ignored_total", map[string]string{"series": series, "reason": reason})
 	}
 	before := map[string]float64{
-		"nopod": count(SeriesIstioRequests, IgnoredNoPod), "nan": count(SeriesIstioRequests, IgnoredBadValue),
-		"le": count(SeriesIstioDurationBucket, IgnoredBadLe), "gpu": count(SeriesDCGMGPUUtil, IgnoredBadGPU),
-		"node": count(SeriesDCGMGPUUtil, IgnoredNoNode),
+		"nopod": count(adapter.SeriesIstioRequests, selfmetrics.IgnoredNoPod), "nan": count(adapter.SeriesIstioRequests, selfmetrics.IgnoredBadValue),
+		"le": count(adapter.SeriesIstioDurationBucket, selfmetrics.IgnoredBadLe), "gpu": count(adapter.SeriesDCGMGPUUtil, selfmetrics.IgnoredBadGPU),
+		"node": count(adapter.SeriesDCGMGPUUtil, selfmetrics.IgnoredNoNode),
 	}
-	if v, err := src.RequestRate(nn("ml", "a")); err != nil || v.Value != 4 {
+	if v, err := src.RequestRate(adaptertest.NN("ml", "a")); err != nil || v.Value != 4 {
 		t.Errorf("pod a rate = %v, %v; want 3+1", v.Value, err)
 	}
-	if _, err := src.RequestRate(nn("ml", "z")); !isNoData(err) {
+	if _, err := src.RequestRate(adaptertest.NN("ml", "z")); !adaptertest.IsNoData(err) {
 		t.Errorf("pod z (NaN): %v, want no data", err)
 	}
-	if _, err := src.RequestDurationHistogram(nn("ml", "a")); !isNoData(err) {
+	if _, err := src.RequestDurationHistogram(adaptertest.NN("ml", "a")); !adaptertest.IsNoData(err) {
 		t.Errorf("pod a histogram with only a bad le: %v, want no data", err)
 	}
-	if v, err := src.GPUGauge(SeriesDCGMGPUUtil, "node-1", 1); err != nil || v.Value != 70 {
+	if v, err := src.GPUGauge(adapter.SeriesDCGMGPUUtil, "node-1", 1); err != nil || v.Value != 70 {
 		t.Errorf("node-1 GPU 1 = %v, %v; want 70", v.Value, err)
 	}
 	for key, series := range map[string][2]string{
-		"nopod": {SeriesIstioRequests, IgnoredNoPod}, "nan": {SeriesIstioRequests, IgnoredBadValue},
-		"le": {SeriesIstioDurationBucket, IgnoredBadLe}, "gpu": {SeriesDCGMGPUUtil, IgnoredBadGPU},
-		"node": {SeriesDCGMGPUUtil, IgnoredNoNode},
+		"nopod": {adapter.SeriesIstioRequests, selfmetrics.IgnoredNoPod}, "nan": {adapter.SeriesIstioRequests, selfmetrics.IgnoredBadValue},
+		"le": {adapter.SeriesIstioDurationBucket, selfmetrics.IgnoredBadLe}, "gpu": {adapter.SeriesDCGMGPUUtil, selfmetrics.IgnoredBadGPU},
+		"node": {adapter.SeriesDCGMGPUUtil, selfmetrics.IgnoredNoNode},
 	} {
 		if got := count(series[0], series[1]) - before[key]; got != 1 {
 			t.Errorf("ignored %s/%s counted %v times, want 1", series[0], series[1], got)
@@ -237,32 +160,32 @@ func TestPrometheusSourceCache(t *testing.T) {
 		"istio_requests_total": vector(sample(map[string]string{"namespace": "ml", "pod": "a"}, "3")),
 	}}
 	now := time.Unix(5000, 0)
-	src := newPromSource(t, serveLoopback(t, fp), func(o *PrometheusOptions) {
+	src := newPromSource(t, serveLoopback(t, fp), func(o *Options) {
 		o.CacheTTL = 5 * time.Second
 		o.Now = func() time.Time { return now }
 	})
 	for i := 0; i < 3; i++ {
-		if _, err := src.RequestRate(nn("ml", "a")); err != nil {
+		if _, err := src.RequestRate(adaptertest.NN("ml", "a")); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if n := len(fp.seen()); n != 1 {
 		t.Fatalf("%d queries within the TTL, want 1", n)
 	}
-	if _, err := src.RequestRate(nn("other", "a")); !isNoData(err) {
+	if _, err := src.RequestRate(adaptertest.NN("other", "a")); !adaptertest.IsNoData(err) {
 		t.Fatalf("other namespace: %v", err)
 	}
 	now = now.Add(6 * time.Second)
-	if _, err := src.RequestRate(nn("ml", "a")); err != nil {
+	if _, err := src.RequestRate(adaptertest.NN("ml", "a")); err != nil {
 		t.Fatal(err)
 	}
 	if n := len(fp.seen()); n != 3 {
 		t.Fatalf("%d queries, want 3 (one per namespace, one after the TTL)", n)
 	}
 
-	nocache := newPromSource(t, serveLoopback(t, fp), func(o *PrometheusOptions) { o.CacheTTL = -1 })
-	_, _ = nocache.RequestRate(nn("ml", "a"))
-	_, _ = nocache.RequestRate(nn("ml", "a"))
+	nocache := newPromSource(t, serveLoopback(t, fp), func(o *Options) { o.CacheTTL = -1 })
+	_, _ = nocache.RequestRate(adaptertest.NN("ml", "a"))
+	_, _ = nocache.RequestRate(adaptertest.NN("ml", "a"))
 	if n := len(fp.seen()); n != 5 {
 		t.Fatalf("%d queries, want 5 without a cache", n)
 	}
@@ -270,11 +193,11 @@ func TestPrometheusSourceCache(t *testing.T) {
 	// pods it lists: the Provider reads through ForRequest.
 	var pods []*corev1.Pod
 	for i := 0; i < 50; i++ {
-		pods = append(pods, newPod("ml", fmt.Sprintf("p%d", i)).obj())
+		pods = append(pods, adaptertest.NewPod("ml", fmt.Sprintf("p%d", i)).Obj())
 	}
-	pl, dl := listers(t, pods, nil)
-	p := NewProvider(nocache, pl, dl)
-	if _, err := p.GetMetricBySelector(context.Background(), "ml", labels.Everything(), podsInfo(MetricRequestsPerSecond), labels.Everything()); err != nil {
+	pl, dl := adaptertest.Listers(t, pods, nil)
+	p := provider.New(nocache, pl, dl)
+	if _, err := p.GetMetricBySelector(context.Background(), "ml", labels.Everything(), adaptertest.PodsInfo(adapter.MetricRequestsPerSecond), labels.Everything()); err != nil {
 		t.Fatal(err)
 	}
 	if n := len(fp.seen()); n != 6 {
@@ -295,13 +218,13 @@ func TestPrometheusSourceFaults(t *testing.T) {
 	slow := &fakePrometheus{delay: 10 * time.Second, vectors: map[string]string{
 		"istio_requests_total": vector(sample(map[string]string{"namespace": "ml", "pod": "a"}, "3")),
 	}}
-	pods, deps := listers(t, []*corev1.Pod{newPod("ml", "a").obj()}, nil)
+	pods, deps := adaptertest.Listers(t, []*corev1.Pod{adaptertest.NewPod("ml", "a").Obj()}, nil)
 	for name, url := range map[string]string{"unreachable": down, "slow": serveLoopback(t, slow)} {
 		t.Run(name, func(t *testing.T) {
-			src := newPromSource(t, url, func(o *PrometheusOptions) { o.Timeout = 300 * time.Millisecond })
-			p := NewProvider(src, pods, deps)
+			src := newPromSource(t, url, func(o *Options) { o.Timeout = 300 * time.Millisecond })
+			p := provider.New(src, pods, deps)
 			start := time.Now()
-			list, err := p.GetMetricBySelector(context.Background(), "ml", labels.Everything(), podsInfo(MetricRequestsPerSecond), labels.Everything())
+			list, err := p.GetMetricBySelector(context.Background(), "ml", labels.Everything(), adaptertest.PodsInfo(adapter.MetricRequestsPerSecond), labels.Everything())
 			took := time.Since(start)
 			if err == nil {
 				t.Fatalf("list = %+v, want an error", list)
@@ -316,44 +239,9 @@ func TestPrometheusSourceFaults(t *testing.T) {
 			if took > 5*time.Second {
 				t.Errorf("answered after %v", took)
 			}
-			if _, err := p.GetMetricByName(context.Background(), nn("ml", "a"), podsInfo(MetricRequestsPerSecond), labels.Everything()); apierrors.IsNotFound(err) || err == nil {
+			if _, err := p.GetMetricByName(context.Background(), adaptertest.NN("ml", "a"), adaptertest.PodsInfo(adapter.MetricRequestsPerSecond), labels.Everything()); apierrors.IsNotFound(err) || err == nil {
 				t.Errorf("by name: %v, want a 503, not NotFound", err)
 			}
 		})
-	}
-}
-
-func TestPrometheusOptionsValidate(t *testing.T) {
-	for name, mod := range map[string]func(*PrometheusOptions){
-		"no URL":        func(o *PrometheusOptions) { o.URL = "" },
-		"not http":      func(o *PrometheusOptions) { o.URL = "ftp://x" },
-		"window ms":     func(o *PrometheusOptions) { o.RateWindow = 1500 * time.Millisecond },
-		"label":         func(o *PrometheusOptions) { o.PodLabel = "pod-name" },
-		"template":      func(o *PrometheusOptions) { o.RequestRateQuery = "rate(x[{{.Window}])" },
-		"unknown field": func(o *PrometheusOptions) { o.GPUUtilQuery = "{{.Nodes}}" },
-	} {
-		o := DefaultPrometheusOptions()
-		o.URL = "http://127.0.0.1:9090"
-		mod(&o)
-		if err := o.Validate(); err == nil {
-			t.Errorf("%s: no error", name)
-		}
-		if _, err := NewPrometheusSource(o); err == nil {
-			t.Errorf("%s: source created", name)
-		}
-	}
-	o := DefaultPrometheusOptions()
-	o.URL = "http://127.0.0.1:9090"
-	o.NamespaceLabel = "kubernetes_namespace"
-	if err := o.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	t2, _ := parseQuery("q", o.RequestRateQuery)
-	got, err := o.render(t2, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := `sum by (kubernetes_namespace, pod) (rate(istio_requests_total{reporter="destination",kubernetes_namespace!=""}[1m]))`; got != want {
-		t.Errorf("rendered %q, want %q", got, want)
 	}
 }

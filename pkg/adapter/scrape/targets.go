@@ -1,4 +1,4 @@
-package adapter
+package scrape
 
 import (
 	"fmt"
@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	corelisters "k8s.io/client-go/listers/core/v1"
+
+	"github.com/hetsev/hetsev/pkg/adapter"
 )
 
 // Target is one metrics endpoint to scrape: a pod's Prometheus URL.
@@ -42,10 +44,10 @@ func TargetForPod(pod *corev1.Pod) (Target, bool) {
 		return Target{}, false
 	}
 	ann := pod.Annotations
-	if strings.TrimSpace(ann[AnnotationScrape]) != "true" {
+	if strings.TrimSpace(ann[adapter.AnnotationScrape]) != "true" {
 		return Target{}, false
 	}
-	port, err := strconv.Atoi(strings.TrimSpace(ann[AnnotationPort]))
+	port, err := strconv.Atoi(strings.TrimSpace(ann[adapter.AnnotationPort]))
 	if err != nil || port < 1 || port > 65535 {
 		return Target{}, false
 	}
@@ -53,9 +55,9 @@ func TargetForPod(pod *corev1.Pod) (Target, bool) {
 	if ip == nil {
 		return Target{}, false
 	}
-	path := strings.TrimSpace(ann[AnnotationPath])
+	path := strings.TrimSpace(ann[adapter.AnnotationPath])
 	if path == "" {
-		path = DefaultMetricsPath
+		path = adapter.DefaultMetricsPath
 	}
 	if !strings.HasPrefix(path, "/") {
 		path = "/" + path
@@ -81,7 +83,7 @@ func TargetForPod(pod *corev1.Pod) (Target, bool) {
 func PodTargetLister(lister corelisters.PodLister) TargetLister {
 	return func() ([]Target, error) {
 		if lister == nil {
-			return nil, fmt.Errorf("adapter: nil pod lister")
+			return nil, fmt.Errorf("scrape: nil pod lister")
 		}
 		pods, err := lister.List(labels.Everything())
 		if err != nil {

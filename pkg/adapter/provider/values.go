@@ -1,0 +1,173 @@
+package provider
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/metrics/pkg/apis/custom_metrics"
+	cmprovider "sigs.k8s.io/custom-metrics-apiserver/pkg/provider"
+
+	"github.com/hetsev/hetsev/pkg/adapter"
+	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
+)
+
+// value computes metric for one object; adapter.ErrNoData (wrapped) when
+// there is none.
+func (p *Provider) value(k objectKind, name types.NamespacedName, metric string) (adapter.Value, error) {
+	if p.src == nil {
+		return adapter.Value{}, fmt.Errorf("no source: %w", adapter.ErrNoData)
+	}
+	switch k {
+	case kindDeployment:
+		pods, err := p.deploymentPods(name)
+		if err != nil {
+			return adapter.Value{}, err
+		}
+		return p.groupValue("deployment "+name.String(), pods, metric)
+	case kindModelService:
+		pods, err := p.modelServicePods(name)
+		if err != nil {
+			return adapter.Value{}, err
+		}
+		return p.groupValue("modelservice "+name.String(), pods, metric)
+	}
+	return p.podValue(name, metric)
+}
+
+func (p *Provider) podValue(pod types.NamespacedName, metric string) (adapter.Value, error) {
+	switch metric {
+	case adapter.MetricRequestsPerSecond:
+		return p.src.RequestRate(pod)
+	case adapter.MetricLatencyP50, adapter.MetricLatencyP98, adapter.MetricLatencyP99:
+		h, err := p.src.RequestDurationHistogram(pod)
+		if err != nil {
+			return adapter.Value{}, err
+		}
+		return quantileValue(metric, h)
+	case adapter.MetricGPUUtilization, adapter.MetricGPUMemoryUsed:
+		node, gpu, err := p.podGPU(pod)
+		if err != nil {
+			return adapter.Value{}, err
+		}
+		series := adapter.SeriesDCGMGPUUtil
+		if metric == adapter.MetricGPUMemoryUsed {
+			series = adapter.SeriesDCGMFBUsed
+		}
+		return p.src.GPUGauge(series, node, gpu)
+	}
+	return adapter.Value{}, fmt.Errorf("metric %q: %w", metric, adapter.ErrNoData)
+}
+
+func quantileValue(metric string, h adapter.Histogram) (adapter.Value, error) {
+	q, ok := adapter.HistogramQuantile(latencyQuantile[metric], h.Buckets)
+	if !ok {
+		return adapter.Value{}, fmt.Errorf("no requests in the window: %w", adapter.ErrNoData)
+	}
+	return adapter.Value{Value: q, Time: h.Time, Window: h.Window}, nil
+}
+
+// groupValue aggregates over the pods of a Deployment or ModelService
+// (what names it in errors) that have data: rates are summed, histograms
+// merged before the quantile, GPU utilisation averaged.
+func (p *Provider) groupValue(what string, pods []types.NamespacedName, metric string) (adapter.Value, error) {
+	var (
+		sum     float64
+		n       int
+		latest  time.Time
+		window  time.Duration
+		buckets [][]adapter.Bucket
+		reason  error
+	)
+	for _, pod := range pods {
+		var v adapter.Value
+		switch metric {
+		case adapter.MetricLatencyP50, adapter.MetricLatencyP98, adapter.MetricLatencyP99:
+			h, err := p.src.RequestDurationHistogram(pod)
+			if err != nil {
+				if !errors.Is(err, adapter.ErrNoData) {
+					return adapter.Value{}, err
+				}
+				reason = err
+				continue
+			}
+			buckets = append(buckets, h.Buckets)
+			v = adapter.Value{Time: h.Time, Window: h.Window}
+		default:
+			var err error
+			v, err = p.podValue(pod, metric)
+			if err != nil {
+				if !errors.Is(err, adapter.ErrNoData) {
+					return adapter.Value{}, err
+				}
+				reason = err
+				continue
+			}
+			sum += v.Value
+		}
+		n++
+		if v.Time.After(latest) {
+			latest = v.Time
+		}
+		if v.Window > window {
+			window = v.Window
+		}
+	}
+	if n == 0 {
+		if reason == nil {
+			reason = adapter.ErrNoData
+		}
+		return adapter.Value{}, fmt.Errorf("%s: none of its %d pods has data (last: %v): %w", what, len(pods), reason, adapter.ErrNoData)
+	}
+	switch metric {
+	case adapter.MetricLatencyP50, adapter.MetricLatencyP98, adapter.MetricLatencyP99:
+		return quantileValue(metric, adapter.Histogram{Buckets: adapter.MergeHistograms(buckets...), Time: latest, Window: window})
+	case adapter.MetricGPUUtilization:
+		return adapter.Value{Value: sum / float64(n), Time: latest, Window: window}, nil
+	}
+	return adapter.Value{Value: sum, Time: latest, Window: window}, nil
+}
+
+// metricValue builds the API object; a non-finite value counts as no data.
+func (p *Provider) metricValue(k objectKind, name types.NamespacedName, metric string, metricSelector labels.Selector, v adapter.Value) (*custom_metrics.MetricValue, error) {
+	q, ok := milliQuantity(v.Value)
+	if !ok {
+		return nil, cmprovider.NewMetricNotFoundForError(k.resource(), metric, name.Name)
+	}
+	ref := custom_metrics.ObjectReference{APIVersion: "v1", Kind: "Pod", Namespace: name.Namespace, Name: name.Name}
+	switch k {
+	case kindDeployment:
+		ref.APIVersion, ref.Kind = "apps/v1", "Deployment"
+	case kindModelService:
+		ref.APIVersion, ref.Kind = v1alpha1.GroupVersion.String(), v1alpha1.Kind
+	}
+	window := int64(math.Round(v.Window.Seconds()))
+	mv := &custom_metrics.MetricValue{
+		DescribedObject: ref,
+		Metric:          custom_metrics.MetricIdentifier{Name: metric},
+		Timestamp:       metav1.NewTime(v.Time),
+		WindowSeconds:   &window,
+		Value:           q,
+	}
+	if metricSelector != nil && !metricSelector.Empty() {
+		sel, err := metav1.ParseToLabelSelector(metricSelector.String())
+		if err == nil {
+			mv.Metric.Selector = sel
+		}
+	}
+	return mv, nil
+}
+
+// milliQuantity converts v to a DecimalSI quantity with milli precision.
+func milliQuantity(v float64) (resource.Quantity, bool) {
+	m := math.Round(v * 1000)
+	if math.IsNaN(m) || m >= math.MaxInt64 || m <= math.MinInt64 {
+		return resource.Quantity{}, false
+	}
+	return *resource.NewMilliQuantity(int64(m), resource.DecimalSI), true
+}

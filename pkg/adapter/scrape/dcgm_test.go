@@ -1,0 +1,85 @@
+package scrape
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/hetsev/hetsev/pkg/adapter"
+	"github.com/hetsev/hetsev/pkg/adapter/internal/adaptertest"
+	"github.com/hetsev/hetsev/pkg/adapter/provider"
+	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
+)
+
+// DCGM series are joined to pods through (spec.nodeName, hetsev.io/gpu-index)
+// and the Hostname/gpu labels; pods sharing a GPU both get the whole GPU's
+// utilisation. Runs against a real Scraper fed with dcgm-exporter text.
+func TestDCGMJoinThroughNodeAndGPUIndex(t *testing.T) {
+	dcgm1, dcgm2 := adaptertest.NN("gpu-operator", "dcgm-node-1"), adaptertest.NN("gpu-operator", "dcgm-node-2")
+	s := newTestScraper(t, Options{},
+		Target{Pod: dcgm1, UID: "d1", Node: "node-1", URL: "http://127.0.0.1:1/d1"},
+		Target{Pod: dcgm2, UID: "d2", Node: "node-2", URL: "http://127.0.0.1:1/d2"})
+	dcgmText := func(host string, util0, util1, fb0, fb1 float64) string {
+		return fmt.Sprintf(`# HELP DCGM_FI_DEV_GPU_UTIL GPU utilization (in %%).
+# TYPE DCGM_FI_DEV_GPU_UTIL gauge
+DCGM_FI_DEV_GPU_UTIL{gpu="0",UUID="GPU-%[1]s-0",device="nvidia0",modelName="Tesla T4",Hostname=%[1]q} %[2]v %[6]d
+DCGM_FI_DEV_GPU_UTIL{gpu="1",UUID="GPU-%[1]s-1",device="nvidia1",modelName="Tesla T4",Hostname=%[1]q} %[3]v %[6]d
+# TYPE DCGM_FI_DEV_FB_USED gauge
+DCGM_FI_DEV_FB_USED{gpu="0",UUID="GPU-%[1]s-0",device="nvidia0",modelName="Tesla T4",Hostname=%[1]q} %[4]v %[6]d
+DCGM_FI_DEV_FB_USED{gpu="1",UUID="GPU-%[1]s-1",device="nvidia1",modelName="Tesla T4",Hostname=%[1]q} %[5]v %[6]d
+`, host, util0, util1, fb0, fb1, ms(adaptertest.SimEpoch))
+	}
+	feed(t, s, dcgm1, dcgmText("node-1", 11, 22, 1000, 2000), time.Now())
+	// node-2's exporter omits Hostname: its pod's node is used.
+	feed(t, s, dcgm2, `DCGM_FI_DEV_GPU_UTIL{gpu="0"} 33
+DCGM_FI_DEV_GPU_UTIL{gpu="1"} 44
+DCGM_FI_DEV_FB_USED{gpu="1"} 4000
+`, time.Now())
+
+	pods, deps := adaptertest.Listers(t, []*corev1.Pod{
+		adaptertest.NewPod("ml", "x").Label("app", "m").GPU("node-1", 1).Obj(),
+		adaptertest.NewPod("ml", "y").Label("app", "m").GPU("node-2", 1).Obj(),
+		adaptertest.NewPod("ml", "shares-x").Label("app", "other").GPU("node-1", 1).Obj(),
+		adaptertest.NewPod("ml", "gpu-3").GPU("node-1", 3).Obj(),
+		adaptertest.NewPod("ml", "bad-index").Node("node-1").Annotate(v1alpha1.AnnotationGPUIndex, "one").Obj(),
+	}, []*appsv1.Deployment{adaptertest.Deployment("ml", "m", map[string]string{"app": "m"})})
+	p := provider.New(s, pods, deps)
+
+	for _, tc := range []struct {
+		pod, metric string
+		want        float64
+	}{
+		{"x", adapter.MetricGPUUtilization, 22},
+		{"x", adapter.MetricGPUMemoryUsed, 2000},
+		{"shares-x", adapter.MetricGPUUtilization, 22}, // whole GPU, not a share
+		{"y", adapter.MetricGPUUtilization, 44},
+		{"y", adapter.MetricGPUMemoryUsed, 4000},
+	} {
+		if got := adaptertest.GetValue(t, p, adaptertest.PodsInfo(tc.metric), adaptertest.NN("ml", tc.pod)); got != tc.want {
+			t.Errorf("%s %s = %v, want %v", tc.pod, tc.metric, got, tc.want)
+		}
+	}
+	if got := adaptertest.GetValue(t, p, adaptertest.DepInfo(adapter.MetricGPUUtilization), adaptertest.NN("ml", "m")); got != 33 {
+		t.Errorf("deployment gpu util = %v, want mean(22, 44) = 33", got)
+	}
+	mv, err := p.GetMetricByName(context.Background(), adaptertest.NN("ml", "x"), adaptertest.PodsInfo(adapter.MetricGPUUtilization), labels.Everything())
+	if err != nil || !mv.Timestamp.Time.Equal(adaptertest.SimEpoch) || mv.WindowSeconds == nil || *mv.WindowSeconds != 0 {
+		t.Errorf("gauge timestamp/window: %+v, %v", mv, err)
+	}
+	for _, pod := range []string{"gpu-3", "bad-index"} {
+		if _, err := p.GetMetricByName(context.Background(), adaptertest.NN("ml", pod), adaptertest.PodsInfo(adapter.MetricGPUUtilization), labels.Everything()); !apierrors.IsNotFound(err) {
+			t.Errorf("%s: err = %v, want NotFound", pod, err)
+		}
+	}
+	// The exporter's scrape fails: its GPUs have no data.
+	failScrape(s, dcgm2)
+	if _, err := p.GetMetricByName(context.Background(), adaptertest.NN("ml", "y"), adaptertest.PodsInfo(adapter.MetricGPUUtilization), labels.Everything()); !apierrors.IsNotFound(err) {
+		t.Errorf("exporter down: err = %v, want NotFound", err)
+	}
+}

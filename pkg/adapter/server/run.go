@@ -1,0 +1,81 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/component-base/metrics/legacyregistry"
+	"k8s.io/klog/v2"
+	cmmetrics "sigs.k8s.io/custom-metrics-apiserver/pkg/apiserver/metrics"
+
+	"github.com/hetsev/hetsev/pkg/adapter"
+	"github.com/hetsev/hetsev/pkg/adapter/internal/selfmetrics"
+	"github.com/hetsev/hetsev/pkg/adapter/prometheus"
+	"github.com/hetsev/hetsev/pkg/adapter/provider"
+	"github.com/hetsev/hetsev/pkg/adapter/scrape"
+)
+
+// Run serves custom.metrics.k8s.io until ctx is done: it starts informers
+// for pods, Deployments and ModelServices, the backend (for the scrape
+// backend, scraping starts once the pod and Deployment caches have
+// synced), registers the adapter's and the API server's metrics, and runs
+// the API server. Call it once, after Complete and Validate.
+func (o *Options) Run(ctx context.Context) error {
+	cfg, err := o.ClientConfig()
+	if err != nil {
+		return err
+	}
+	inf, err := newInformers(cfg, o.Namespace)
+	if err != nil {
+		return err
+	}
+	src, scraper, err := o.newSource(inf.pods.Lister())
+	if err != nil {
+		return err
+	}
+	prov := provider.New(src, inf.pods.Lister(), inf.deployments.Lister())
+	if inf.services != nil {
+		prov.WithModelServices(inf.services, inf.servicesSynced)
+	}
+	o.WithCustomMetrics(prov)
+
+	selfmetrics.Register()
+	if err := cmmetrics.RegisterMetrics(legacyregistry.Register); err != nil {
+		return fmt.Errorf("registering API server metrics: %w", err)
+	}
+
+	inf.start(ctx)
+	go func() {
+		start := time.Now()
+		if !cache.WaitForCacheSync(ctx.Done(), inf.pods.Informer().HasSynced, inf.deployments.Informer().HasSynced) {
+			return
+		}
+		klog.InfoS("Informer caches synced", "namespace", o.Namespace, "after", time.Since(start))
+		if scraper != nil {
+			scraper.Run(ctx)
+		}
+	}()
+	klog.InfoS("Starting hetsev-metrics-adapter", "namespace", o.Namespace, "backend", o.Backend, "prometheus", o.Prometheus.URL)
+	return o.AdapterBase.Run(ctx)
+}
+
+// newSource returns the backend --backend names; scraper is the Scraper
+// to run when that is the scrape backend, else nil.
+func (o *Options) newSource(pods corelisters.PodLister) (src adapter.Source, scraper *scrape.Scraper, err error) {
+	switch o.Backend {
+	case BackendScrape:
+		if scraper, err = scrape.New(o.Scrape, scrape.PodTargetLister(pods)); err != nil {
+			return nil, nil, err
+		}
+		return scraper, scraper, nil
+	case BackendPrometheus:
+		if src, err = prometheus.New(o.Prometheus); err != nil {
+			return nil, nil, err
+		}
+		return src, nil, nil
+	}
+	return nil, nil, fmt.Errorf("--backend %q: want %s or %s", o.Backend, BackendScrape, BackendPrometheus)
+}
