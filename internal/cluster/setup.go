@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
+
 	v1 "k8s.io/api/core/v1"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
@@ -19,7 +21,7 @@ import (
 )
 
 // SystemNamespace is where hetsev's own objects live.
-const SystemNamespace = "hetsev-system"
+const SystemNamespace = v1alpha1.SystemNamespace
 
 // InstallCRDs applies manifests/crd-*.yaml and waits until they are served.
 func InstallCRDs(ctx context.Context, cp *ControlPlane) error {

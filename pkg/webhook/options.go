@@ -14,6 +14,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
+
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
@@ -53,7 +55,7 @@ func NewOptions() *Options {
 		CertDir:           filepath.Join(os.TempDir(), "k8s-webhook-server", "serving-certs"),
 		SelfSigned:        true,
 		Secret:            "hetsev-webhook-tls",
-		Namespace:         envOr("POD_NAMESPACE", "hetsev-system"),
+		Namespace:         envOr("POD_NAMESPACE", v1alpha1.SystemNamespace),
 		CertHosts:         "hetsev-webhook.hetsev-system.svc",
 		Configuration:     "hetsev-scheduler-selection",
 		CertValidity:      365 * 24 * time.Hour,

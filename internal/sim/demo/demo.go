@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/hetsev/hetsev/internal/sim/modelservice"
 	"io"
 	"math"
 	"os"
@@ -12,6 +11,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/hetsev/hetsev/internal/sim/modelservice"
 
 	"github.com/hetsev/hetsev/pkg/catalog"
 

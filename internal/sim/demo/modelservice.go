@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/hetsev/hetsev/pkg/adapter"
+
 	"github.com/hetsev/hetsev/pkg/catalog"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -59,9 +61,9 @@ func CreateDCGMExporters(ctx context.Context, c kubernetes.Interface, nodes []st
 				Name: "dcgm-exporter-" + n, Namespace: cluster.SystemNamespace,
 				Labels: map[string]string{"app": simulator.LabelDCGMExporter},
 				Annotations: map[string]string{
-					"prometheus.io/scrape": "true",
-					"prometheus.io/port":   fmt.Sprint(simulator.DCGMPort),
-					"prometheus.io/path":   simulator.DCGMPath,
+					adapter.AnnotationScrape: "true",
+					adapter.AnnotationPort:   fmt.Sprint(simulator.DCGMPort),
+					adapter.AnnotationPath:   simulator.DCGMPath,
 				},
 			},
 			Spec: v1.PodSpec{

@@ -7,6 +7,8 @@ package modelservice
 import (
 	"fmt"
 
+	"github.com/hetsev/hetsev/pkg/adapter"
+
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -46,9 +48,9 @@ func For(name, ns, model string, rtMaxMs float64, profiles catalog.Profiles, k K
 			Model: model, SLO: v1alpha1.SLO{ResponseTimeMs: rtMaxMs, ServiceLevel: 0.98}, BatchSize: ps[0].BatchSize,
 			Template: v1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{
-					"prometheus.io/scrape": "true",
-					"prometheus.io/port":   fmt.Sprint(simulator.IstioPort),
-					"prometheus.io/path":   simulator.IstioPath,
+					adapter.AnnotationScrape: "true",
+					adapter.AnnotationPort:   fmt.Sprint(simulator.IstioPort),
+					adapter.AnnotationPath:   simulator.IstioPath,
 				}},
 				Spec: v1.PodSpec{Containers: []v1.Container{{Name: "model-server", Image: "model-server:" + model}}},
 			},

@@ -28,7 +28,7 @@ func kindOf(gr schema.GroupResource) objectKind {
 		return kindPod
 	case (gr.Group == "apps" || gr.Group == "") && (res == "deployments" || res == "deployment"):
 		return kindDeployment
-	case gr.Group == v1alpha1.GroupName && (res == "modelservices" || res == "modelservice"):
+	case gr.Group == v1alpha1.GroupName && (res == v1alpha1.Resource.Resource || res == "modelservice"):
 		return kindModelService
 	}
 	return kindUnknown

@@ -6,6 +6,10 @@ const (
 	// GroupName is hetsev's API group.
 	GroupName = "hetsev.io"
 
+	// SystemNamespace is the namespace hetsev's programs and their objects
+	// (leases, the webhook's Secret) live in by default.
+	SystemNamespace = "hetsev-system"
+
 	// SchedulerName is hetsev-scheduler's profile name; pods opt in with
 	// spec.schedulerName set to it.
 	SchedulerName = "hetsev-scheduler"
