@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/hetsev/hetsev/pkg/catalog"
+	"github.com/hetsev/hetsev/pkg/heterogeneity/latency"
 	"math"
 	"strings"
 	"time"
@@ -34,7 +35,7 @@ type TypeState struct {
 	// instances of one model on one GPU).
 	MaxAdditional int
 
-	// The fields below feed the LatencyModel of the SLO check
+	// The fields below feed the latency model of the SLO check
 	// Policy.SLOCheck = SLOCheckModel; the paper's check ignores them.
 
 	// BatchSize is b, the requests per batch the server forms, normally the
@@ -48,6 +49,18 @@ type TypeState struct {
 	// MaxBatchDelayMs is the server's batching timeout in ms (a partial
 	// batch is dispatched this long after its first request); 0 means none.
 	MaxBatchDelayMs float64
+}
+
+// LatencyModelOf returns the latency model of one instance of t, for the SLO
+// check Policy.SLOCheck = SLOCheckModel: its BatchSize, LatencyMs,
+// LatencyInflation and MaxBatchDelayMs.
+func LatencyModelOf(t TypeState) latency.Model {
+	return latency.Model{
+		BatchSize:       t.BatchSize,
+		BatchLatencyMs:  t.LatencyMs,
+		Inflation:       t.LatencyInflation,
+		MaxBatchDelayMs: t.MaxBatchDelayMs,
+	}
 }
 
 // NewTypeState builds the TypeState of a service whose model has profile p,
@@ -130,8 +143,8 @@ func validateTypes(types []TypeState, bad func(format string, args ...any)) {
 		if !finite(t.LaunchSeconds) || t.LaunchSeconds < 0 {
 			bad("%s: LaunchSeconds must be a finite number >= 0 (s), got %v", name(), t.LaunchSeconds)
 		}
-		if t.BatchSize < 0 || t.BatchSize > maxBatchSize {
-			bad("%s: BatchSize must be in [0, %d] (0: unknown, counts as 1), got %d", name(), maxBatchSize, t.BatchSize)
+		if t.BatchSize < 0 || t.BatchSize > latency.MaxBatchSize {
+			bad("%s: BatchSize must be in [0, %d] (0: unknown, counts as 1), got %d", name(), latency.MaxBatchSize, t.BatchSize)
 		}
 		if !finite(t.LatencyInflation) || (t.LatencyInflation != 0 && t.LatencyInflation < 1) {
 			bad("%s: LatencyInflation must be 0 (none) or a finite factor >= 1, got %v", name(), t.LatencyInflation)
@@ -141,10 +154,6 @@ func validateTypes(types []TypeState, bad func(format string, args ...any)) {
 		}
 	}
 }
-
-// maxBatchSize bounds TypeState.BatchSize so that the latency model's sums
-// stay short.
-const maxBatchSize = 1 << 16
 
 // ActionKind says what a decision does.
 type ActionKind string

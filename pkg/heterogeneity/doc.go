@@ -15,11 +15,12 @@
 //     an exact branch-and-bound solver for it ([SolveExact]), which the
 //     autoscaler uses instead of the heuristic with Policy.Solver = "exact"
 //     (same triggers, optimal amounts);
-//   - a latency model for the SLO check ([LatencyModel]): the SL_min
-//     percentile of the response time with batch formation (after FA2),
-//     queueing of batches (Kingman's heavy-traffic approximation) and the
-//     co-location inflation of pkg/interference, used for constraint (4)
-//     with Policy.SLOCheck = "model" instead of the paper's L_i <= RT_max.
+//   - the mapping of a GPU type onto the latency model of package latency
+//     ([LatencyModelOf]) for the SLO check: the SL_min percentile of the
+//     response time with batch formation (after FA2), queueing of batches
+//     (Kingman's heavy-traffic approximation) and the co-location inflation
+//     of pkg/interference, used for constraint (4) with Policy.SLOCheck =
+//     "model" instead of the paper's L_i <= RT_max.
 //
 // The formulation and the heuristic follow HetSev, "Heterogeneity-Aware
 // Instance Autoscaling", section 4.1 of: HetSev: Exploiting Heterogeneity-Aware

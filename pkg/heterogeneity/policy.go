@@ -55,10 +55,10 @@ type Policy struct {
 	// decides the GPU types that may receive new instances: SLOCheckPaper
 	// (the zero value "" means the same) admits a type when its profiled
 	// batch latency L_i <= RTMaxMs, as the paper does; SLOCheckModel admits
-	// it when the LatencyModel's ServiceLevel percentile of the response
-	// time (batch formation, queueing and co-location inflation included) at
-	// the per-instance load of the saturation threshold is <= RTMaxMs (see
-	// Policy.SLOLatencyMs).
+	// it when the ServiceLevel percentile of the response time under the
+	// latency model (LatencyModelOf, package latency: batch formation,
+	// queueing and co-location inflation included) at the per-instance load
+	// of the saturation threshold is <= RTMaxMs (see Policy.SLOLatencyMs).
 	SLOCheck string
 	// ServiceLevel is SL_min, the share of requests that must finish within
 	// RTMaxMs, in (0, 1); used by SLOCheckModel. 0 means
@@ -79,7 +79,7 @@ const (
 	// SLOCheckPaper admits a GPU type when L_i <= RT_max (HetSev 4.1,
 	// constraint 4).
 	SLOCheckPaper = "paper"
-	// SLOCheckModel admits a GPU type when the LatencyModel's SL_min
+	// SLOCheckModel admits a GPU type when the latency model's SL_min
 	// percentile at the threshold load is <= RT_max.
 	SLOCheckModel = "model"
 )
