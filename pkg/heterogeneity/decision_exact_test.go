@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hetsev/hetsev/pkg/heterogeneity/ilp"
 )
 
 func exactPolicy(change ...func(*Policy)) Policy {
@@ -255,7 +257,7 @@ func TestDecideExactInvariants(t *testing.T) {
 			if p.MaxReplicas > 0 && total > p.MaxReplicas {
 				t.Fatalf("run %d: %d replicas > max %d", run, total, p.MaxReplicas)
 			}
-			pr, _ := DecisionProblem(obs, pe, ScaleOutOnly)
+			pr, _ := DecisionProblem(obs, pe, ilp.ScaleOutOnly)
 			if !strings.Contains(e.Reason, "partial") && !pr.Feasible(e.Delta) {
 				t.Fatalf("run %d: exact scale-out %v not feasible: %s", run, e.Delta, e.Reason)
 			}

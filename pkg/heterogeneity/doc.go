@@ -4,15 +4,17 @@
 // data, in pkg/catalog.
 //
 //   - the objective of the HetSev scaling ILP, sum_i C_i (X_i + lambda O_i
-//     max(X_i, 0)), and the capacity and saturation it is constrained by;
+//     max(X_i, 0)) (ilp.Objective), and the capacity and saturation it is
+//     constrained by ([Capacity], [Saturation]);
 //   - the heuristic autoscaler that approximates that ILP for one service:
 //     scale out when the saturation of running instances stays above a
 //     threshold, choosing the GPU types that minimise the objective among those
 //     that meet the latency SLO and fit the free resources; scale in one
 //     instance at a time, at regular intervals, after a cool-down; never switch
 //     the type of a running instance;
-//   - the full ILP ([Problem], constraints (1)-(4) and the replica bounds) and
-//     an exact branch-and-bound solver for it ([SolveExact]), which the
+//   - the full ILP (package ilp: ilp.Problem, constraints (1)-(4) and the
+//     replica bounds, built from an observation by [DecisionProblem]) and an
+//     exact branch-and-bound solver for it (ilp.SolveExact), which the
 //     autoscaler uses instead of the heuristic with Policy.Solver = "exact"
 //     (same triggers, optimal amounts);
 //   - the mapping of a GPU type onto the latency model of package latency

@@ -48,7 +48,7 @@ type Policy struct {
 	// Solver picks how Decide computes the amount of a scaling action:
 	// SolverHeuristic (the zero value "" means the same) is the greedy
 	// instance selection of HetSev 4.1; SolverExact solves the ILP of HetSev
-	// 4.1 exactly with SolveExact (see Autoscaler.Decide). The triggers
+	// 4.1 exactly with ilp.SolveExact (see Autoscaler.Decide). The triggers
 	// (threshold, period, cool-down, interval) are the same for both.
 	Solver string
 	// SLOCheck picks the SLO check of constraint (4) of HetSev 4.1, which
@@ -70,7 +70,7 @@ type Policy struct {
 const (
 	// SolverHeuristic is the greedy instance selection of HetSev 4.1.
 	SolverHeuristic = "heuristic"
-	// SolverExact solves the ILP of HetSev 4.1 exactly (SolveExact).
+	// SolverExact solves the ILP of HetSev 4.1 exactly (ilp.SolveExact).
 	SolverExact = "exact"
 )
 

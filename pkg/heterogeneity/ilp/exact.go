@@ -1,4 +1,4 @@
-package heterogeneity
+package ilp
 
 import (
 	"cmp"

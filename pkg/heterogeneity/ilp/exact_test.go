@@ -1,4 +1,4 @@
-package heterogeneity
+package ilp
 
 import (
 	"math"
@@ -52,8 +52,8 @@ func randomProblem(rng *rand.Rand) Problem {
 	p := Problem{Lambda: []float64{0, 0.01, 0.05, 0.5}[rng.IntN(4)]}
 	prices := []float64{0, 0.526, 1, 1.5, 2, 3.9015}
 	for i := range n {
-		t := TypeState{
-			GPUType:         string(rune('a' + i)),
+		t := Type{
+			Name:            string(rune('a' + i)),
 			Running:         rng.IntN(5),
 			ThroughputRPS:   float64(50 + 50*rng.IntN(8)),
 			PriceUSDPerHour: prices[rng.IntN(len(prices))],
@@ -152,10 +152,10 @@ func TestSolveExactAgainstBruteForce(t *testing.T) {
 // TestSolveExactHandWorked checks optima worked out by hand.
 func TestSolveExactHandWorked(t *testing.T) {
 	// Two synthetic types, lambda 0: A T=100 C=1.0, B T=150 C=1.4.
-	ab := func(nA, nB, roomA, roomB int) []TypeState {
+	ab := func(nA, nB int) []Type {
 		return ts(
-			TypeState{GPUType: "A", Running: nA, ThroughputRPS: 100, LatencyMs: 10, PriceUSDPerHour: 1.0, MaxAdditional: roomA},
-			TypeState{GPUType: "B", Running: nB, ThroughputRPS: 150, LatencyMs: 10, PriceUSDPerHour: 1.4, MaxAdditional: roomB},
+			Type{Name: "A", Running: nA, ThroughputRPS: 100, PriceUSDPerHour: 1.0},
+			Type{Name: "B", Running: nB, ThroughputRPS: 150, PriceUSDPerHour: 1.4},
 		)
 	}
 	tests := []struct {
@@ -168,7 +168,7 @@ func TestSolveExactHandWorked(t *testing.T) {
 		{
 			// Cover 250 requests/s: 3 A = 3.0, 2 B = 2.8, 1 A + 1 B = 2.4 (250 exactly).
 			name: "a mix beats every single type",
-			p:    Problem{Types: ab(0, 0, 5, 5), Target: 250, Lower: []int{0, 0}, Upper: []int{5, 5}},
+			p:    Problem{Types: ab(0, 0), Target: 250, Lower: []int{0, 0}, Upper: []int{5, 5}},
 			want: []int{1, 1}, cost: 2.4, ok: true,
 		},
 		{
@@ -176,7 +176,7 @@ func TestSolveExactHandWorked(t *testing.T) {
 			// 3 T4 = 0.526*3*1.2 = 1.8936 (1089); 1 T4 + 1 V100 = 0.6312 +
 			// 4.6818 = 5.313; 2 V100 = 9.3636. -> +3 T4.
 			name: "resnet50 scale-out, T4 cheapest",
-			p: Problem{Types: ts(resnetT4(1, 10), resnetV100(0, 10)), Target: 1250, Lambda: 0.01,
+			p: Problem{Types: ts(resnetT4(1), resnetV100(0)), Target: 1250, Lambda: 0.01,
 				Lower: []int{0, 0}, Upper: []int{10, 10}},
 			want: []int{3, 0}, cost: 1.8936, ok: true,
 		},
@@ -184,7 +184,7 @@ func TestSolveExactHandWorked(t *testing.T) {
 			// Same with MaxReplicas 3 (2 more): 2 T4 = 726 < 887; 1 T4 + 1
 			// V100 = 1072 at 5.313 beats 2 V100 at 9.3636.
 			name: "MaxReplicas makes a mix optimal",
-			p: Problem{Types: ts(resnetT4(1, 10), resnetV100(0, 10)), Target: 1250, Lambda: 0.01,
+			p: Problem{Types: ts(resnetT4(1), resnetV100(0)), Target: 1250, Lambda: 0.01,
 				Lower: []int{0, 0}, Upper: []int{10, 10}, MaxReplicas: 3},
 			want: []int{1, 1}, cost: 5.313, ok: true,
 		},
@@ -192,7 +192,7 @@ func TestSolveExactHandWorked(t *testing.T) {
 			// Scale-in: 4 T4 (1452) for a target of 125: keep one (363),
 			// remove 3: -3 * 0.526 = -1.578.
 			name: "scale-in removes several instances",
-			p:    Problem{Types: ts(resnetT4(4, 0)), Target: 125, Lambda: 0.01, Lower: []int{-4}, Upper: []int{0}, MinReplicas: 1},
+			p:    Problem{Types: ts(resnetT4(4)), Target: 125, Lambda: 0.01, Lower: []int{-4}, Upper: []int{0}, MinReplicas: 1},
 			want: []int{-3}, cost: -1.578, ok: true,
 		},
 		{
@@ -201,7 +201,7 @@ func TestSolveExactHandWorked(t *testing.T) {
 			// 3.9015 + 0.526 = 4.4275; removing the V100 and two T4 leaves
 			// 363 < 625.
 			name: "scale-in across types",
-			p: Problem{Types: ts(resnetT4(3, 0), resnetV100(1, 0)), Target: 625, Lambda: 0.01,
+			p: Problem{Types: ts(resnetT4(3), resnetV100(1)), Target: 625, Lambda: 0.01,
 				Lower: []int{-3, -1}, Upper: []int{0, 0}, MinReplicas: 1},
 			want: []int{-1, -1}, cost: -4.4275, ok: true,
 		},
@@ -210,7 +210,7 @@ func TestSolveExactHandWorked(t *testing.T) {
 			// 2 T4 (726): -2*3.9015 + 2*0.526*1.2 = -7.803 + 1.2624 = -6.5406,
 			// better than removing one V100 (-3.9015).
 			name: "full ILP switches types",
-			p: Problem{Types: ts(resnetT4(0, 5), resnetV100(2, 5)), Target: 500, Lambda: 0.01,
+			p: Problem{Types: ts(resnetT4(0), resnetV100(2)), Target: 500, Lambda: 0.01,
 				Lower: []int{0, -2}, Upper: []int{5, 5}, MinReplicas: 1},
 			want: []int{2, -2}, cost: -6.5406, ok: true,
 		},
@@ -218,17 +218,17 @@ func TestSolveExactHandWorked(t *testing.T) {
 			// MinReplicas 3 with nothing needed: the two cheapest instances
 			// per unit. Both A: 2.0; A and B: 2.4 -> +2 A (room 2).
 			name: "min replicas only",
-			p:    Problem{Types: ab(1, 0, 2, 2), Target: 0, Lower: []int{0, 0}, Upper: []int{2, 2}, MinReplicas: 3},
+			p:    Problem{Types: ab(1, 0), Target: 0, Lower: []int{0, 0}, Upper: []int{2, 2}, MinReplicas: 3},
 			want: []int{2, 0}, cost: 2.0, ok: true,
 		},
 		{
 			name: "capacity out of reach",
-			p:    Problem{Types: ab(0, 0, 1, 1), Target: 251, Lower: []int{0, 0}, Upper: []int{1, 1}},
+			p:    Problem{Types: ab(0, 0), Target: 251, Lower: []int{0, 0}, Upper: []int{1, 1}},
 			ok:   false,
 		},
 		{
 			name: "max replicas below what runs",
-			p:    Problem{Types: ab(3, 0, 1, 1), Target: 0, Lower: []int{0, 0}, Upper: []int{1, 1}, MaxReplicas: 2},
+			p:    Problem{Types: ab(3, 0), Target: 0, Lower: []int{0, 0}, Upper: []int{1, 1}, MaxReplicas: 2},
 			ok:   false,
 		},
 		{
@@ -243,7 +243,7 @@ func TestSolveExactHandWorked(t *testing.T) {
 		},
 		{
 			name: "misaligned bounds are invalid",
-			p:    Problem{Types: ab(0, 0, 1, 1), Target: 10, Lower: []int{0}, Upper: []int{1, 1}},
+			p:    Problem{Types: ab(0, 0), Target: 10, Lower: []int{0}, Upper: []int{1, 1}},
 			ok:   false,
 		},
 	}
@@ -267,7 +267,7 @@ func TestSolveExactHandWorked(t *testing.T) {
 func TestSolveExactLargeRanges(t *testing.T) {
 	var p Problem
 	for i := range 8 {
-		p.Types = append(p.Types, TypeState{GPUType: string(rune('a' + i)), Running: 1 << 29,
+		p.Types = append(p.Types, Type{Name: string(rune('a' + i)), Running: 1 << 29,
 			ThroughputRPS: 1e-3 * float64(i+1), PriceUSDPerHour: 1 + float64(i%3)/7, LaunchSeconds: 30})
 		p.Lower = append(p.Lower, -(1 << 29))
 		p.Upper = append(p.Upper, 1<<30)
@@ -285,80 +285,6 @@ func TestSolveExactLargeRanges(t *testing.T) {
 	}
 }
 
-// TestProblemFeasibleAndCost checks the constraint and cost helpers.
-func TestProblemFeasibleAndCost(t *testing.T) {
-	p := Problem{Types: ts(resnetT4(1, 3), resnetV100(1, 3)), Target: 1250, Lambda: 0.01,
-		Lower: []int{-1, -1}, Upper: []int{3, 3}, MinReplicas: 1, MaxReplicas: 4}
-	tests := []struct {
-		x    []int
-		want bool
-	}{
-		{[]int{1, 0}, true},   // 726 + 709 = 1435 >= 1250
-		{[]int{0, 0}, false},  // 1072 < 1250
-		{[]int{4, 0}, false},  // above Upper
-		{[]int{-2, 2}, false}, // below Lower
-		{[]int{2, 1}, false},  // 5 replicas > 4
-		{[]int{1}, false},     // wrong length
-		{[]int{-1, 1}, true},  // 1418 >= 1250
-	}
-	for _, tc := range tests {
-		if got := p.Feasible(tc.x); got != tc.want {
-			t.Errorf("Feasible(%v) = %v, want %v", tc.x, got, tc.want)
-		}
-	}
-	// Cost(+1 T4) = 0.526*1.2 = 0.6312; TotalCost adds 0.526 + 3.9015.
-	if got := p.Cost([]int{1, 0}); !near(got, 0.6312) {
-		t.Errorf("Cost = %v", got)
-	}
-	if got := p.TotalCost([]int{1, 0}); !near(got, 0.6312+0.526+3.9015) {
-		t.Errorf("TotalCost = %v", got)
-	}
-	// Capacity exactly at the target passes; a hair below within the
-	// 1e-9 tolerance passes too, beyond it fails.
-	q := Problem{Types: ts(resnetT4(0, 2)), Lower: []int{0}, Upper: []int{2}}
-	q.Target = 726
-	if !q.Feasible([]int{2}) {
-		t.Error("capacity equal to the target rejected")
-	}
-	q.Target = 726 * (1 + 1e-12)
-	if !q.Feasible([]int{2}) {
-		t.Error("rounding noise rejected")
-	}
-	q.Target = 727
-	if q.Feasible([]int{2}) {
-		t.Error("capacity 726 < 727 accepted")
-	}
-}
-
-// TestDecisionProblem checks the bounds and targets a decision solves.
-func TestDecisionProblem(t *testing.T) {
-	pol := testPolicy(func(p *Policy) { p.RTMaxMs = 20; p.ScaleInHysteresis = 0.1; p.MaxReplicas = 9 })
-	obs := Observation{Now: t0, ArrivalRate: 800, Types: ts(resnetT4(2, 3), resnetV100(1, 4))}
-	// T4 (22.41 ms) fails RT_max 20 ms: constraint (4) pins X_T4 <= 0.
-	full, err := NewProblem(obs, pol)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !slices.Equal(full.Lower, []int{-2, -1}) || !slices.Equal(full.Upper, []int{0, 4}) || !near(full.Target, 1000) || full.MaxReplicas != 9 {
-		t.Errorf("full ILP: %+v", full)
-	}
-	out, _ := DecisionProblem(obs, pol, ScaleOutOnly)
-	if !slices.Equal(out.Lower, []int{0, 0}) || !slices.Equal(out.Upper, []int{0, 4}) || !near(out.Target, 1000) {
-		t.Errorf("scale-out: %+v", out)
-	}
-	in, _ := DecisionProblem(obs, pol, ScaleInOnly)
-	// 800 / (0.8 - 0.1) = 1142.857...
-	if !slices.Equal(in.Lower, []int{-2, -1}) || !slices.Equal(in.Upper, []int{0, 0}) || !near(in.Target, 800/0.7) || in.MaxReplicas != 0 {
-		t.Errorf("scale-in: %+v", in)
-	}
-	if _, err := DecisionProblem(obs, pol, Direction(7)); err == nil {
-		t.Error("unknown direction accepted")
-	}
-	if _, err := DecisionProblem(Observation{}, pol, ScaleOutOnly); err == nil {
-		t.Error("invalid observation accepted")
-	}
-}
-
 // FuzzSolveExact checks that SolveExact never panics and that what it
 // returns is feasible.
 func FuzzSolveExact(f *testing.F) {
@@ -367,8 +293,8 @@ func FuzzSolveExact(f *testing.F) {
 	f.Fuzz(func(t *testing.T, n1, n2 int, t1, t2, c1, c2, o, target, lambda float64, l1, u1, l2, u2, minR, maxR int) {
 		p := Problem{
 			Types: ts(
-				TypeState{GPUType: "a", Running: n1, ThroughputRPS: t1, PriceUSDPerHour: c1, LaunchSeconds: o},
-				TypeState{GPUType: "b", Running: n2, ThroughputRPS: t2, PriceUSDPerHour: c2, LaunchSeconds: o / 2},
+				Type{Name: "a", Running: n1, ThroughputRPS: t1, PriceUSDPerHour: c1, LaunchSeconds: o},
+				Type{Name: "b", Running: n2, ThroughputRPS: t2, PriceUSDPerHour: c2, LaunchSeconds: o / 2},
 			),
 			Target: target, Lambda: lambda,
 			Lower: []int{l1, l2}, Upper: []int{u1, u2},
@@ -379,29 +305,4 @@ func FuzzSolveExact(f *testing.F) {
 			t.Fatalf("infeasible x %v returned as feasible", res.X)
 		}
 	})
-}
-
-// TestProblemRelaxed checks the target of a partial scale-out.
-func TestProblemRelaxed(t *testing.T) {
-	p := Problem{Types: ts(resnetT4(1, 2), resnetV100(0, 1)), Target: 2500, Lambda: 0.01,
-		Lower: []int{0, 0}, Upper: []int{2, 1}, MinReplicas: 6}
-	// Everything that fits: 3 T4 + 1 V100 = 1089 + 709 = 1798, 4 replicas.
-	r := p.Relaxed()
-	if !near(r.Target, 1798) || r.MinReplicas != 4 {
-		t.Errorf("Relaxed = target %v, min %d; want 1798, 4", r.Target, r.MinReplicas)
-	}
-	if x, ok := SolveExact(r); !ok || !slices.Equal(x, []int{2, 1}) {
-		t.Errorf("relaxed optimum %v %v", x, ok)
-	}
-	// MaxReplicas 3 leaves 2 more: the V100 first (709), then a T4: 363 +
-	// 709 + 363 = 1435.
-	p.MaxReplicas = 3
-	if r := p.Relaxed(); !near(r.Target, 1435) || r.MinReplicas != 3 {
-		t.Errorf("Relaxed with MaxReplicas = target %v, min %d; want 1435, 3", r.Target, r.MinReplicas)
-	}
-	// A reachable problem is unchanged.
-	p.MaxReplicas, p.Target, p.MinReplicas = 0, 1000, 1
-	if r := p.Relaxed(); r.Target != 1000 || r.MinReplicas != 1 {
-		t.Errorf("reachable problem changed: %+v", r)
-	}
 }

@@ -1,4 +1,4 @@
-package heterogeneity
+package ilp
 
 import "math"
 
@@ -13,7 +13,7 @@ import "math"
 // added: a large lambda favours types that start quickly, a small one favours
 // the cheapest hardware. x[i] pairs with types[i]; missing entries count as 0
 // and extra entries are ignored.
-func Objective(types []TypeState, x []int, lambda float64) float64 {
+func Objective(types []Type, x []int, lambda float64) float64 {
 	var sum float64
 	for i := range min(len(types), len(x)) {
 		t := types[i]
@@ -27,7 +27,7 @@ func Objective(types []TypeState, x []int, lambda float64) float64 {
 // requests/s: sum_i T_i (N_i + X_i), the left side of constraint (1) of HetSev
 // 4.1. A nil x gives the capacity of the running instances. x[i] pairs with
 // types[i]; missing entries count as 0.
-func Capacity(types []TypeState, x []int) float64 {
+func Capacity(types []Type, x []int) float64 {
 	var sum float64
 	for i, t := range types {
 		n := t.Running
@@ -37,18 +37,4 @@ func Capacity(types []TypeState, x []int) float64 {
 		sum += t.ThroughputRPS * float64(n)
 	}
 	return sum
-}
-
-// Saturation is the throughput saturation of the running instances, W / sum_i
-// T_i N_i, for an arrival rate w in requests/s. It is 0 when w <= 0 and +Inf
-// when w > 0 and nothing runs.
-func Saturation(w float64, types []TypeState) float64 {
-	if !(w > 0) {
-		return 0
-	}
-	c := Capacity(types, nil)
-	if c <= 0 {
-		return math.Inf(1)
-	}
-	return w / c
 }
