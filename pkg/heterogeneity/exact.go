@@ -4,21 +4,27 @@ import (
 	"fmt"
 	"math"
 	"strings"
-	"time"
 
 	"github.com/hetsev/hetsev/pkg/heterogeneity/ilp"
 )
 
-// scaleOutExact fills act with the scale-out that solves the ILP of HetSev
-// 4.1 restricted to X_i >= 0 (see Decide). The caller has checked the
-// trigger, MaxReplicas and that some type is eligible and has room.
-func (a *Autoscaler) scaleOutExact(obs Observation, act Action, trigger string) Action {
-	p := a.Policy
+// exactSolver is SolverExact: the amounts that solve the ILP of HetSev 4.1
+// (DecisionProblem) exactly with ilp.SolveExactResult, restricted to the
+// decision's direction.
+type exactSolver struct{}
+
+func (exactSolver) Name() string { return SolverExact }
+
+// ScaleOut solves the ILP restricted to X_i >= 0 (ilp.ScaleOutOnly). When
+// the free resources or MaxReplicas cannot cover the deficit, it solves
+// ilp.Problem.Relaxed instead, the cheapest way to the most capacity (and
+// replicas) that can be reached, and reports the action as partial.
+func (exactSolver) ScaleOut(r Request) Amount {
+	obs, p := r.Observation, r.Policy
 	types := obs.Types
 	pr, err := buildProblem(obs, p, ilp.ScaleOutOnly)
 	if err != nil { // unreachable: the direction is known
-		act.Reason = trigger + ": " + oneLine(err) + "; solver exact"
-		return act
+		return Amount{Reason: r.Reason + ": " + oneLine(err) + "; solver exact"}
 	}
 	res := ilp.SolveExactResult(pr)
 	partial := false
@@ -32,14 +38,10 @@ func (a *Autoscaler) scaleOutExact(obs Observation, act Action, trigger string) 
 		// and MaxReplicas leaves a budget), so this is reached only when no
 		// instance is needed: the saturation is above the threshold by less
 		// than the rounding tolerance.
-		act.Reason = trigger + ": nothing to add; solver exact"
-		return act
+		return Amount{Reason: r.Reason + ": nothing to add; solver exact"}
 	}
 	x := res.X
-	act.Kind = ActionScaleOut
-	act.Delta = x
-	act.Objective = objective(types, x, p.Lambda)
-	act.Reason = fmt.Sprintf("%s: %s (objective %.2f USD/h)", trigger, formatDelta(types, x), act.Objective)
+	reason := fmt.Sprintf("%s: %s (objective %.2f USD/h)", r.Reason, formatDelta(types, x), objective(types, x, p.Lambda))
 	if partial {
 		var why []string
 		if left := pr.Uncovered(x); left > 0 {
@@ -52,45 +54,37 @@ func (a *Autoscaler) scaleOutExact(obs Observation, act Action, trigger string) 
 		if pr.MaxReplicas > 0 && totalRunning(types)+sum(x) >= pr.MaxReplicas {
 			limit = fmt.Sprintf("max replicas %d reached", pr.MaxReplicas)
 		}
-		act.Reason += fmt.Sprintf("; partial: %s, %s", joinOr(why, "target unreachable"), limit)
+		reason += fmt.Sprintf("; partial: %s, %s", joinOr(why, "target unreachable"), limit)
 	}
-	act.Reason += "; solver exact" + exactNote(res)
-	a.lastScaleOut = obs.Now
-	a.above, a.aboveSince = false, time.Time{}
-	return act
+	return Amount{Delta: x, Reason: reason + "; solver exact" + exactNote(res)}
 }
 
-// scaleInExact fills act with the scale-in that solves the ILP of HetSev 4.1
-// restricted to X_i <= 0 (see Decide). The caller has checked cool-down,
-// interval and that one instance may go without breaking MinReplicas.
-func (a *Autoscaler) scaleInExact(obs Observation, act Action, within string, capNow float64) Action {
-	p := a.Policy
+// ScaleIn solves the ILP restricted to X_i <= 0 (ilp.ScaleInOnly): the set
+// of running instances whose removal saves the most while the rest keeps W /
+// capacity <= SaturationThreshold - ScaleInHysteresis, possibly several
+// instances of several types.
+func (exactSolver) ScaleIn(r Request) Amount {
+	obs, p := r.Observation, r.Policy
 	types := obs.Types
 	bar := p.SaturationThreshold - p.ScaleInHysteresis
 	pr, err := buildProblem(obs, p, ilp.ScaleInOnly)
 	if err != nil { // unreachable: the direction is known
-		act.Reason = within + "; " + oneLine(err) + "; solver exact"
-		return act
+		return Amount{Reason: r.Reason + "; " + oneLine(err) + "; solver exact"}
 	}
 	res := ilp.SolveExactResult(pr)
 	if !res.Feasible || isZero(res.X) {
+		capNow := Capacity(types, nil)
 		lowest := math.Inf(1)
 		for _, t := range types {
 			if t.Running > 0 {
 				lowest = min(lowest, saturationAt(obs.ArrivalRate, capNow-t.ThroughputRPS))
 			}
 		}
-		act.Reason = fmt.Sprintf("%s; without any one instance it would be %.2f > %.2f; solver exact", within, lowest, bar)
-		return act
+		return Amount{Reason: fmt.Sprintf("%s; without any one instance it would be %.2f > %.2f; solver exact", r.Reason, lowest, bar)}
 	}
 	x := res.X
-	act.Kind = ActionScaleIn
-	act.Delta = x
-	act.Objective = objective(types, x, p.Lambda)
-	act.Reason = fmt.Sprintf("%s, %.2f after the action (bar %.2f): %s (objective %.2f USD/h); solver exact%s",
-		within, saturationAt(obs.ArrivalRate, pr.Capacity(x)), bar, formatDelta(types, x), act.Objective, exactNote(res))
-	a.lastScaleIn = obs.Now
-	return act
+	return Amount{Delta: x, Reason: fmt.Sprintf("%s, %.2f after the action (bar %.2f): %s (objective %.2f USD/h); solver exact%s",
+		r.Reason, saturationAt(obs.ArrivalRate, pr.Capacity(x)), bar, formatDelta(types, x), objective(types, x, p.Lambda), exactNote(res))}
 }
 
 // exactNote flags an action the exact solver could not prove optimal.
