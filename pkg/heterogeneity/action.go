@@ -3,8 +3,6 @@ package heterogeneity
 import (
 	"fmt"
 	"strings"
-
-	"github.com/hetsev/hetsev/pkg/heterogeneity/ilp"
 )
 
 // ActionKind says what a decision does.
@@ -45,9 +43,14 @@ type Action struct {
 }
 
 // objective is the objective of HetSev 4.1 for the action x over types, in
-// USD/h (ilp.Objective): what Action.Objective reports.
+// USD/h: what Action.Objective reports. It is ilp.Objective, summed over
+// ilp.Type.Cost without converting the slice.
 func objective(types []TypeState, x []int, lambda float64) float64 {
-	return ilp.Objective(ilpTypes(types), x, lambda)
+	var sum float64
+	for i := range min(len(types), len(x)) {
+		sum += types[i].ilpType().Cost(x[i], lambda)
+	}
+	return sum
 }
 
 // formatDelta writes non-zero entries as "+3 T4, -1 V100-32GB".

@@ -161,7 +161,15 @@ func validateTypes(types []TypeState, bad func(format string, args ...any)) {
 // 4.1 (ilp.Capacity). A nil x gives the capacity of the running instances.
 // x[i] pairs with types[i]; missing entries count as 0.
 func Capacity(types []TypeState, x []int) float64 {
-	return ilp.Capacity(ilpTypes(types), x)
+	var sum float64
+	for i, t := range types {
+		xi := 0
+		if i < len(x) {
+			xi = x[i]
+		}
+		sum += t.ilpType().Capacity(xi)
+	}
+	return sum
 }
 
 // Saturation is the throughput saturation of the running instances, W / sum_i
@@ -197,12 +205,17 @@ func totalRunning(types []TypeState) int {
 	return n
 }
 
-// ilpTypes are the coefficients of types in the ILP: N_i, T_i, C_i and O_i.
+// ilpType is t's coefficients in the ILP: N_i, T_i, C_i and O_i.
+func (t TypeState) ilpType() ilp.Type {
+	return ilp.Type{Name: t.GPUType, Running: t.Running, ThroughputRPS: t.ThroughputRPS,
+		PriceUSDPerHour: t.PriceUSDPerHour, LaunchSeconds: t.LaunchSeconds}
+}
+
+// ilpTypes are the coefficients of types in the ILP.
 func ilpTypes(types []TypeState) []ilp.Type {
 	out := make([]ilp.Type, len(types))
 	for i, t := range types {
-		out[i] = ilp.Type{Name: t.GPUType, Running: t.Running, ThroughputRPS: t.ThroughputRPS,
-			PriceUSDPerHour: t.PriceUSDPerHour, LaunchSeconds: t.LaunchSeconds}
+		out[i] = t.ilpType()
 	}
 	return out
 }

@@ -16,11 +16,16 @@ import "math"
 func Objective(types []Type, x []int, lambda float64) float64 {
 	var sum float64
 	for i := range min(len(types), len(x)) {
-		t := types[i]
-		xi := float64(x[i])
-		sum += t.PriceUSDPerHour * (xi + lambda*t.LaunchSeconds*math.Max(xi, 0))
+		sum += types[i].Cost(x[i], lambda)
 	}
 	return sum
+}
+
+// Cost is the term of type t in the objective for X_i = x instances, in
+// USD/h: C_i (x + lambda O_i max(x, 0)).
+func (t Type) Cost(x int, lambda float64) float64 {
+	xi := float64(x)
+	return t.PriceUSDPerHour * (xi + lambda*t.LaunchSeconds*math.Max(xi, 0))
 }
 
 // Capacity is the throughput of all instances after the action x, in
@@ -30,11 +35,17 @@ func Objective(types []Type, x []int, lambda float64) float64 {
 func Capacity(types []Type, x []int) float64 {
 	var sum float64
 	for i, t := range types {
-		n := t.Running
+		xi := 0
 		if i < len(x) {
-			n += x[i]
+			xi = x[i]
 		}
-		sum += t.ThroughputRPS * float64(n)
+		sum += t.Capacity(xi)
 	}
 	return sum
+}
+
+// Capacity is the throughput of the instances of type t after X_i = x, in
+// requests/s: T_i (N_i + x).
+func (t Type) Capacity(x int) float64 {
+	return t.ThroughputRPS * float64(t.Running+x)
 }
