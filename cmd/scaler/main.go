@@ -66,7 +66,7 @@ func main() {
 }
 
 func run(kubeconfig, namespace string, workers int, catalogFile string, leaderElect bool, leaseNS, metricsAddr, healthAddr string, trafficSplit bool, defaults scaler.Defaults, wh *webhook.Options) error {
-	if defaults.Solver != heterogeneity.SolverExact && defaults.Solver != heterogeneity.SolverHeuristic {
+	if _, ok := heterogeneity.LookupSolver(defaults.Solver); !ok {
 		return fmt.Errorf("--solver=%q: want exact or heuristic", defaults.Solver)
 	}
 	if defaults.SLOCheck != heterogeneity.SLOCheckModel && defaults.SLOCheck != heterogeneity.SLOCheckPaper {

@@ -1,25 +1,39 @@
 // Package heterogeneity holds hetsev's scaling decision for one inference
 // service on a cluster of mixed GPUs (V100-32GB and T4 by default, more by
 // configuration). The GPU catalog and the model profiles it decides over are
-// data, in pkg/catalog.
+// data, in pkg/catalog; the optimisation problem and the latency model it
+// relies on are packages of their own beneath it:
 //
-//   - the objective of the HetSev scaling ILP, sum_i C_i (X_i + lambda O_i
-//     max(X_i, 0)), and the capacity and saturation it is constrained by;
-//   - the heuristic autoscaler that approximates that ILP for one service:
-//     scale out when the saturation of running instances stays above a
-//     threshold, choosing the GPU types that minimise the objective among those
-//     that meet the latency SLO and fit the free resources; scale in one
-//     instance at a time, at regular intervals, after a cool-down; never switch
-//     the type of a running instance;
-//   - the full ILP ([Problem], constraints (1)-(4) and the replica bounds) and
-//     an exact branch-and-bound solver for it ([SolveExact]), which the
-//     autoscaler uses instead of the heuristic with Policy.Solver = "exact"
-//     (same triggers, optimal amounts);
-//   - a latency model for the SLO check ([LatencyModel]): the SL_min
-//     percentile of the response time with batch formation (after FA2),
-//     queueing of batches (Kingman's heavy-traffic approximation) and the
-//     co-location inflation of pkg/interference, used for constraint (4)
-//     with Policy.SLOCheck = "model" instead of the paper's L_i <= RT_max.
+//   - package ilp: the scaling ILP of HetSev 4.1 as a pure optimisation
+//     problem (objective sum_i C_i (X_i + lambda O_i max(X_i, 0)), capacity,
+//     bounds), its exact branch-and-bound solver and the heuristic's greedy
+//     instance selection;
+//   - package latency: the SL_min percentile of the response time of a
+//     batching instance, for the SLO check.
+//
+// This package decides, for one service:
+//
+//   - the [Autoscaler] and its triggers, after HetSev 4.1: scale out when the
+//     saturation W / sum T_i N_i of the running instances stays above a
+//     threshold for a period (or at once below MinReplicas); otherwise scale
+//     in, at regular intervals, after a cool-down, when the load fits under
+//     the threshold minus a hysteresis; never switch the type of a running
+//     instance. Its input is an [Observation] of [TypeState]s, its output an
+//     [Action];
+//   - the [Solver] that computes the amount once the triggers have fixed the
+//     direction, named by Policy.Solver ([LookupSolver]): "heuristic", the
+//     instance selection of HetSev 4.1 (one instance at a time in a
+//     scale-in), or "exact", the optimum of the ILP in the decision's
+//     direction ([DecisionProblem]; same triggers, optimal amounts);
+//   - the translation of an observation and a [Policy] into that ILP
+//     ([NewProblem], [DecisionProblem]): Target = W / SaturationThreshold,
+//     free resources as MaxAdditional per type, constraint (4) from the SLO
+//     check;
+//   - the SLO check of constraint (4) ([Policy.MeetsSLO]): the paper's L_i <=
+//     RT_max, or, with Policy.SLOCheck = "model", the SL_min percentile of
+//     the latency model ([LatencyModelOf]: batch formation after FA2,
+//     queueing of batches by Kingman's heavy-traffic approximation and the
+//     co-location inflation of pkg/interference) at the threshold load.
 //
 // The formulation and the heuristic follow HetSev, "Heterogeneity-Aware
 // Instance Autoscaling", section 4.1 of: HetSev: Exploiting Heterogeneity-Aware
@@ -35,5 +49,5 @@
 // Units throughout: latency in milliseconds (ms), throughput and arrival rate
 // in requests per second (requests/s), memory in MiB, CPU in millicores,
 // prices and objective values in US dollars per hour (USD/h), launch time in
-// seconds, lambda per second.
+// seconds (s), lambda per second.
 package heterogeneity

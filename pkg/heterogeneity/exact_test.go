@@ -1,407 +1,382 @@
 package heterogeneity
 
 import (
-	"math"
 	"math/rand/v2"
-	"slices"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/hetsev/hetsev/pkg/heterogeneity/ilp"
 )
 
-// bruteForce enumerates every X in [Lower, Upper] (clipped at -N) and returns
-// the cheapest feasible one, or ok=false.
-func bruteForce(p Problem) (best []int, bestCost float64, ok bool) {
-	n := len(p.Types)
-	lo := make([]int, n)
-	for i, t := range p.Types {
-		lo[i] = max(p.Lower[i], -t.Running)
-		if lo[i] > p.Upper[i] {
-			return nil, 0, false
-		}
-	}
-	x := slices.Clone(lo)
-	bestCost = math.Inf(1)
-	for {
-		if p.Feasible(x) {
-			if c := p.Cost(x); c < bestCost {
-				best, bestCost, ok = slices.Clone(x), c, true
-			}
-		}
-		i := 0
-		for ; i < n; i++ {
-			if x[i] < p.Upper[i] {
-				x[i]++
-				break
-			}
-			x[i] = lo[i]
-		}
-		if i == n {
-			return best, bestCost, ok
-		}
-	}
+func exactPolicy(change ...func(*Policy)) Policy {
+	return testPolicy(append([]func(*Policy){func(p *Policy) { p.Solver = SolverExact }}, change...)...)
 }
 
-// randomProblem draws a small ILP: 1-3 types (sometimes 4), N_i 0..4, bounds
-// around them in a random direction, integer or fractional throughputs,
-// prices with ties and zeros, replica bounds that sometimes bind.
-func randomProblem(rng *rand.Rand) Problem {
-	n := 1 + rng.IntN(3)
-	if rng.IntN(10) == 0 {
-		n = 4
-	}
-	p := Problem{Lambda: []float64{0, 0.01, 0.05, 0.5}[rng.IntN(4)]}
-	prices := []float64{0, 0.526, 1, 1.5, 2, 3.9015}
-	for i := range n {
-		t := TypeState{
-			GPUType:         string(rune('a' + i)),
-			Running:         rng.IntN(5),
-			ThroughputRPS:   float64(50 + 50*rng.IntN(8)),
-			PriceUSDPerHour: prices[rng.IntN(len(prices))],
-			LaunchSeconds:   float64(rng.IntN(4) * 20),
-		}
-		if rng.IntN(2) == 0 {
-			t.ThroughputRPS = 10 + rng.Float64()*700
-			t.PriceUSDPerHour = rng.Float64() * 4
-		}
-		p.Types = append(p.Types, t)
-		room := rng.IntN(5)
-		switch rng.IntN(4) {
-		case 0: // full ILP
-			p.Lower = append(p.Lower, -t.Running)
-			p.Upper = append(p.Upper, room)
-		case 1: // scale-out
-			p.Lower = append(p.Lower, 0)
-			p.Upper = append(p.Upper, room)
-		case 2: // scale-in
-			p.Lower = append(p.Lower, -t.Running)
-			p.Upper = append(p.Upper, 0)
-		default: // arbitrary, even below -N or empty
-			l := rng.IntN(9) - 6
-			p.Lower = append(p.Lower, l)
-			p.Upper = append(p.Upper, l+rng.IntN(6)-1)
-		}
-	}
-	p.Target = rng.Float64() * 2500
-	switch rng.IntN(6) {
-	case 0:
-		p.Target = 0
-	case 1:
-		p.Target = -10
-	case 2: // exactly reachable: capacity of a random X
-		x := make([]int, n)
-		for i := range x {
-			x[i] = rng.IntN(4)
-		}
-		p.Target = Capacity(p.Types, x)
-	}
-	p.MinReplicas = rng.IntN(6)
-	if rng.IntN(3) == 0 {
-		p.MaxReplicas = 1 + rng.IntN(10)
-	}
-	return p
+// abTypes are two synthetic types with lambda-free prices: A T=100 C=1.0,
+// B T=150 C=1.4, nothing running, room 5 each.
+func abTypes() []TypeState {
+	return ts(
+		TypeState{GPUType: "A", ThroughputRPS: 100, LatencyMs: 10, PriceUSDPerHour: 1.0, MaxAdditional: 5},
+		TypeState{GPUType: "B", ThroughputRPS: 150, LatencyMs: 10, PriceUSDPerHour: 1.4, MaxAdditional: 5},
+	)
 }
 
-func costsAgree(a, b float64) bool {
-	return math.Abs(a-b) <= 1e-9*math.Max(1, math.Max(math.Abs(a), math.Abs(b)))
-}
-
-// TestSolveExactAgainstBruteForce: on thousands of seeded random small
-// instances SolveExact's answer is feasible, no feasible action is cheaper,
-// and it reports infeasible exactly when enumeration finds nothing.
-func TestSolveExactAgainstBruteForce(t *testing.T) {
-	rng := rand.New(rand.NewPCG(4, 2))
-	var feasible, infeasible int
-	for k := range 5000 {
-		p := randomProblem(rng)
-		want, wantCost, wantOK := bruteForce(p)
-		res := SolveExactResult(p)
-		if !res.Optimal {
-			t.Fatalf("instance %d: search did not finish (%d nodes): %+v", k, res.Nodes, p)
-		}
-		if res.Feasible != wantOK {
-			t.Fatalf("instance %d: SolveExact feasible=%v (x=%v), brute force %v (x=%v)\n%+v", k, res.Feasible, res.X, wantOK, want, p)
-		}
-		if !wantOK {
-			infeasible++
-			if res.X != nil {
-				t.Fatalf("instance %d: infeasible but x=%v", k, res.X)
-			}
-			continue
-		}
-		feasible++
-		if !p.Feasible(res.X) {
-			t.Fatalf("instance %d: x=%v is not feasible\n%+v", k, res.X, p)
-		}
-		if got := p.Cost(res.X); !costsAgree(got, wantCost) || got > wantCost+1e-9 {
-			t.Fatalf("instance %d: cost %v (x=%v), brute force %v (x=%v)\n%+v", k, got, res.X, wantCost, want, p)
-		}
-		if !costsAgree(res.Cost, p.Cost(res.X)) {
-			t.Fatalf("instance %d: reported cost %v, Cost(x) %v", k, res.Cost, p.Cost(res.X))
-		}
-		x, ok := SolveExact(p)
-		if !ok || !slices.Equal(x, res.X) {
-			t.Fatalf("instance %d: SolveExact = %v %v, SolveExactResult %v", k, x, ok, res.X)
-		}
-	}
-	// The generator must exercise both outcomes.
-	if feasible < 1000 || infeasible < 500 {
-		t.Fatalf("generator skewed: %d feasible, %d infeasible", feasible, infeasible)
-	}
-}
-
-// TestSolveExactHandWorked checks optima worked out by hand.
-func TestSolveExactHandWorked(t *testing.T) {
-	// Two synthetic types, lambda 0: A T=100 C=1.0, B T=150 C=1.4.
-	ab := func(nA, nB, roomA, roomB int) []TypeState {
-		return ts(
-			TypeState{GPUType: "A", Running: nA, ThroughputRPS: 100, LatencyMs: 10, PriceUSDPerHour: 1.0, MaxAdditional: roomA},
-			TypeState{GPUType: "B", Running: nB, ThroughputRPS: 150, LatencyMs: 10, PriceUSDPerHour: 1.4, MaxAdditional: roomB},
-		)
-	}
-	tests := []struct {
-		name string
-		p    Problem
-		want []int
-		cost float64
-		ok   bool
-	}{
+func TestDecideExactScaleOut(t *testing.T) {
+	runDecisionCases(t, []decisionCase{
 		{
-			// Cover 250 requests/s: 3 A = 3.0, 2 B = 2.8, 1 A + 1 B = 2.4 (250 exactly).
-			name: "a mix beats every single type",
-			p:    Problem{Types: ab(0, 0, 5, 5), Target: 250, Lower: []int{0, 0}, Upper: []int{5, 5}},
-			want: []int{1, 1}, cost: 2.4, ok: true,
+			// W=200 on nothing: target 250. Heuristic: a single covering type,
+			// 3 A = 3.0 or 2 B = 2.8 -> +2 B. Exact: 1 A + 1 B = 250 at 2.4.
+			name:   "heuristic: single covering type",
+			policy: testPolicy(func(p *Policy) { p.Lambda = 0 }),
+			steps: []step{{w: 200, types: abTypes(), kind: ActionScaleOut, delta: []int{0, 2}, objective: 2.8,
+				reason: "+2 B (objective 2.80 USD/h); solver heuristic"}},
 		},
 		{
-			// resnet50, target 1250, 363 running on one T4: deficit 887.
-			// 3 T4 = 0.526*3*1.2 = 1.8936 (1089); 1 T4 + 1 V100 = 0.6312 +
-			// 4.6818 = 5.313; 2 V100 = 9.3636. -> +3 T4.
-			name: "resnet50 scale-out, T4 cheapest",
-			p: Problem{Types: ts(resnetT4(1, 10), resnetV100(0, 10)), Target: 1250, Lambda: 0.01,
-				Lower: []int{0, 0}, Upper: []int{10, 10}},
-			want: []int{3, 0}, cost: 1.8936, ok: true,
+			name:   "exact: the cheaper mix",
+			policy: exactPolicy(func(p *Policy) { p.Lambda = 0 }),
+			steps: []step{{w: 200, types: abTypes(), kind: ActionScaleOut, delta: []int{1, 1}, objective: 2.4,
+				reason: "no running capacity for 200 requests/s: +1 A, +1 B (objective 2.40 USD/h); solver exact"}},
 		},
 		{
-			// Same with MaxReplicas 3 (2 more): 2 T4 = 726 < 887; 1 T4 + 1
-			// V100 = 1072 at 5.313 beats 2 V100 at 9.3636.
-			name: "MaxReplicas makes a mix optimal",
-			p: Problem{Types: ts(resnetT4(1, 10), resnetV100(0, 10)), Target: 1250, Lambda: 0.01,
-				Lower: []int{0, 0}, Upper: []int{10, 10}, MaxReplicas: 3},
-			want: []int{1, 1}, cost: 5.313, ok: true,
+			// resnet50 W=1000 on one T4: both pick +3 T4 at 1.8936 (see
+			// TestDecideScaleOut).
+			name:   "exact agrees with the heuristic when it is optimal",
+			policy: exactPolicy(),
+			steps: []step{{w: 1000, types: ts(resnetT4(1, 10), resnetV100(0, 10)),
+				kind: ActionScaleOut, delta: []int{3, 0}, objective: 1.8936, reason: "+3 T4 (objective 1.89 USD/h); solver exact"}},
 		},
 		{
-			// Scale-in: 4 T4 (1452) for a target of 125: keep one (363),
-			// remove 3: -3 * 0.526 = -1.578.
-			name: "scale-in removes several instances",
-			p:    Problem{Types: ts(resnetT4(4, 0)), Target: 125, Lambda: 0.01, Lower: []int{-4}, Upper: []int{0}, MinReplicas: 1},
-			want: []int{-3}, cost: -1.578, ok: true,
+			// MaxReplicas 3, deficit 887: the heuristic takes +2 V100
+			// (9.3636); the exact optimum is +1 T4 +1 V100 = 1072 at 0.6312 +
+			// 4.6818 = 5.313.
+			name:   "exact under MaxReplicas",
+			policy: exactPolicy(func(p *Policy) { p.MaxReplicas = 3 }),
+			steps: []step{{w: 1000, types: ts(resnetT4(1, 10), resnetV100(0, 10)),
+				kind: ActionScaleOut, delta: []int{1, 1}, objective: 5.313}},
 		},
 		{
-			// Scale-in with 3 T4 + 1 V100 (1798) for a target of 625:
-			// removing the V100 and one T4 leaves 726 >= 625 and saves
-			// 3.9015 + 0.526 = 4.4275; removing the V100 and two T4 leaves
-			// 363 < 625.
-			name: "scale-in across types",
-			p: Problem{Types: ts(resnetT4(3, 0), resnetV100(1, 0)), Target: 625, Lambda: 0.01,
-				Lower: []int{-3, -1}, Upper: []int{0, 0}, MinReplicas: 1},
-			want: []int{-1, -1}, cost: -4.4275, ok: true,
+			// W=2000, deficit 2137, room for 2 T4 and 1 V100 (1435): the most
+			// that can be reached, objective 1.2624 + 4.6818 = 5.9442, 702
+			// requests/s short.
+			name:   "exact partial scale-out: not enough free GPUs",
+			policy: exactPolicy(),
+			steps: []step{{w: 2000, types: ts(resnetT4(1, 2), resnetV100(0, 1)),
+				kind: ActionScaleOut, delta: []int{2, 1}, objective: 5.9442,
+				reason: "partial: 702 requests/s of the deficit uncovered, no free GPU fits more instances of the eligible types; solver exact"}},
 		},
 		{
-			// Full ILP: 2 V100 (1418) for a target of 500. Replacing both by
-			// 2 T4 (726): -2*3.9015 + 2*0.526*1.2 = -7.803 + 1.2624 = -6.5406,
-			// better than removing one V100 (-3.9015).
-			name: "full ILP switches types",
-			p: Problem{Types: ts(resnetT4(0, 5), resnetV100(2, 5)), Target: 500, Lambda: 0.01,
-				Lower: []int{0, -2}, Upper: []int{5, 5}, MinReplicas: 1},
-			want: []int{2, -2}, cost: -6.5406, ok: true,
+			// Same deficit with MaxReplicas 3: two more at most; the most
+			// capacity is 2 V100 (1418), 719 short, objective 9.3636.
+			name:   "exact partial scale-out: MaxReplicas",
+			policy: exactPolicy(func(p *Policy) { p.MaxReplicas = 3 }),
+			steps: []step{{w: 2000, types: ts(resnetT4(1, 10), resnetV100(0, 10)),
+				kind: ActionScaleOut, delta: []int{0, 2}, objective: 9.3636,
+				reason: "partial: 719 requests/s of the deficit uncovered, max replicas 3 reached; solver exact"}},
 		},
 		{
-			// MinReplicas 3 with nothing needed: the two cheapest instances
-			// per unit. Both A: 2.0; A and B: 2.4 -> +2 A (room 2).
-			name: "min replicas only",
-			p:    Problem{Types: ab(1, 0, 2, 2), Target: 0, Lower: []int{0, 0}, Upper: []int{2, 2}, MinReplicas: 3},
-			want: []int{2, 0}, cost: 2.0, ok: true,
+			// MinReplicas 5 on one T4 at W=0 with room for 2 T4 and 1 V100:
+			// short of 4, 3 reachable: +2 T4 +1 V100.
+			name:   "exact partial scale-out: min replicas out of reach",
+			policy: exactPolicy(func(p *Policy) { p.MinReplicas = 5 }),
+			steps: []step{{w: 0, types: ts(resnetT4(1, 2), resnetV100(0, 1)),
+				kind: ActionScaleOut, delta: []int{2, 1}, objective: 5.9442, reason: "1 replicas short of min replicas 5"}},
 		},
 		{
-			name: "capacity out of reach",
-			p:    Problem{Types: ab(0, 0, 1, 1), Target: 251, Lower: []int{0, 0}, Upper: []int{1, 1}},
-			ok:   false,
+			// The period still applies to the exact solver.
+			name:   "exact waits for the scale-out period",
+			policy: exactPolicy(func(p *Policy) { p.ScaleOutPeriod = 30 * time.Second }),
+			steps: []step{
+				{at: 0, w: 1000, types: ts(resnetT4(1, 10)), kind: ActionNone, delta: []int{0}, reason: "waiting before scaling out"},
+				{at: 30 * time.Second, w: 1000, types: ts(resnetT4(1, 10)), kind: ActionScaleOut, delta: []int{3}, objective: 1.8936},
+			},
 		},
-		{
-			name: "max replicas below what runs",
-			p:    Problem{Types: ab(3, 0, 1, 1), Target: 0, Lower: []int{0, 0}, Upper: []int{1, 1}, MaxReplicas: 2},
-			ok:   false,
-		},
-		{
-			name: "no types, nothing needed",
-			p:    Problem{Target: 0},
-			want: []int{}, cost: 0, ok: true,
-		},
-		{
-			name: "no types, load",
-			p:    Problem{Target: 10},
-			ok:   false,
-		},
-		{
-			name: "misaligned bounds are invalid",
-			p:    Problem{Types: ab(0, 0, 1, 1), Target: 10, Lower: []int{0}, Upper: []int{1, 1}},
-			ok:   false,
-		},
-	}
-	for _, tc := range tests {
-		x, ok := SolveExact(tc.p)
-		if ok != tc.ok {
-			t.Errorf("%s: ok=%v (x=%v), want %v", tc.name, ok, x, tc.ok)
-			continue
-		}
-		if !ok {
-			continue
-		}
-		if !slices.Equal(x, tc.want) || !near(tc.p.Cost(x), tc.cost) {
-			t.Errorf("%s: x=%v cost %v, want %v cost %v", tc.name, x, tc.p.Cost(x), tc.want, tc.cost)
-		}
-	}
-}
-
-// TestSolveExactLargeRanges: huge bounds and tiny throughputs must neither
-// hang nor overflow; 8 types with 2^30 room each still solve at once.
-func TestSolveExactLargeRanges(t *testing.T) {
-	var p Problem
-	for i := range 8 {
-		p.Types = append(p.Types, TypeState{GPUType: string(rune('a' + i)), Running: 1 << 29,
-			ThroughputRPS: 1e-3 * float64(i+1), PriceUSDPerHour: 1 + float64(i%3)/7, LaunchSeconds: 30})
-		p.Lower = append(p.Lower, -(1 << 29))
-		p.Upper = append(p.Upper, 1<<30)
-	}
-	p.Target = 1e6 // reachable: 2^30 instances of up to 8e-3 requests/s give 8.6e6
-	p.Lambda = 0.01
-	p.MaxReplicas = 1 << 30
-	start := time.Now()
-	res := SolveExactResult(p)
-	if el := time.Since(start); el > 2*time.Second {
-		t.Fatalf("took %v", el)
-	}
-	if !res.Feasible || !p.Feasible(res.X) {
-		t.Fatalf("large instance: %+v", res)
-	}
-}
-
-// TestProblemFeasibleAndCost checks the constraint and cost helpers.
-func TestProblemFeasibleAndCost(t *testing.T) {
-	p := Problem{Types: ts(resnetT4(1, 3), resnetV100(1, 3)), Target: 1250, Lambda: 0.01,
-		Lower: []int{-1, -1}, Upper: []int{3, 3}, MinReplicas: 1, MaxReplicas: 4}
-	tests := []struct {
-		x    []int
-		want bool
-	}{
-		{[]int{1, 0}, true},   // 726 + 709 = 1435 >= 1250
-		{[]int{0, 0}, false},  // 1072 < 1250
-		{[]int{4, 0}, false},  // above Upper
-		{[]int{-2, 2}, false}, // below Lower
-		{[]int{2, 1}, false},  // 5 replicas > 4
-		{[]int{1}, false},     // wrong length
-		{[]int{-1, 1}, true},  // 1418 >= 1250
-	}
-	for _, tc := range tests {
-		if got := p.Feasible(tc.x); got != tc.want {
-			t.Errorf("Feasible(%v) = %v, want %v", tc.x, got, tc.want)
-		}
-	}
-	// Cost(+1 T4) = 0.526*1.2 = 0.6312; TotalCost adds 0.526 + 3.9015.
-	if got := p.Cost([]int{1, 0}); !near(got, 0.6312) {
-		t.Errorf("Cost = %v", got)
-	}
-	if got := p.TotalCost([]int{1, 0}); !near(got, 0.6312+0.526+3.9015) {
-		t.Errorf("TotalCost = %v", got)
-	}
-	// Capacity exactly at the target passes; a hair below within the
-	// 1e-9 tolerance passes too, beyond it fails.
-	q := Problem{Types: ts(resnetT4(0, 2)), Lower: []int{0}, Upper: []int{2}}
-	q.Target = 726
-	if !q.Feasible([]int{2}) {
-		t.Error("capacity equal to the target rejected")
-	}
-	q.Target = 726 * (1 + 1e-12)
-	if !q.Feasible([]int{2}) {
-		t.Error("rounding noise rejected")
-	}
-	q.Target = 727
-	if q.Feasible([]int{2}) {
-		t.Error("capacity 726 < 727 accepted")
-	}
-}
-
-// TestDecisionProblem checks the bounds and targets a decision solves.
-func TestDecisionProblem(t *testing.T) {
-	pol := testPolicy(func(p *Policy) { p.RTMaxMs = 20; p.ScaleInHysteresis = 0.1; p.MaxReplicas = 9 })
-	obs := Observation{Now: t0, ArrivalRate: 800, Types: ts(resnetT4(2, 3), resnetV100(1, 4))}
-	// T4 (22.41 ms) fails RT_max 20 ms: constraint (4) pins X_T4 <= 0.
-	full, err := NewProblem(obs, pol)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !slices.Equal(full.Lower, []int{-2, -1}) || !slices.Equal(full.Upper, []int{0, 4}) || !near(full.Target, 1000) || full.MaxReplicas != 9 {
-		t.Errorf("full ILP: %+v", full)
-	}
-	out, _ := DecisionProblem(obs, pol, ScaleOutOnly)
-	if !slices.Equal(out.Lower, []int{0, 0}) || !slices.Equal(out.Upper, []int{0, 4}) || !near(out.Target, 1000) {
-		t.Errorf("scale-out: %+v", out)
-	}
-	in, _ := DecisionProblem(obs, pol, ScaleInOnly)
-	// 800 / (0.8 - 0.1) = 1142.857...
-	if !slices.Equal(in.Lower, []int{-2, -1}) || !slices.Equal(in.Upper, []int{0, 0}) || !near(in.Target, 800/0.7) || in.MaxReplicas != 0 {
-		t.Errorf("scale-in: %+v", in)
-	}
-	if _, err := DecisionProblem(obs, pol, Direction(7)); err == nil {
-		t.Error("unknown direction accepted")
-	}
-	if _, err := DecisionProblem(Observation{}, pol, ScaleOutOnly); err == nil {
-		t.Error("invalid observation accepted")
-	}
-}
-
-// FuzzSolveExact checks that SolveExact never panics and that what it
-// returns is feasible.
-func FuzzSolveExact(f *testing.F) {
-	f.Add(2, 3, 363.0, 709.0, 0.526, 3.9015, 20.0, 1250.0, 0.01, -2, 3, 0, 4, 1, 0)
-	f.Add(1<<30, 1<<30, 1e-300, 1e300, 0.0, 1e308, 1e9, 1e308, 1e9, -(1 << 30), 1<<30, 0, 0, 1<<30, 1<<30)
-	f.Fuzz(func(t *testing.T, n1, n2 int, t1, t2, c1, c2, o, target, lambda float64, l1, u1, l2, u2, minR, maxR int) {
-		p := Problem{
-			Types: ts(
-				TypeState{GPUType: "a", Running: n1, ThroughputRPS: t1, PriceUSDPerHour: c1, LaunchSeconds: o},
-				TypeState{GPUType: "b", Running: n2, ThroughputRPS: t2, PriceUSDPerHour: c2, LaunchSeconds: o / 2},
-			),
-			Target: target, Lambda: lambda,
-			Lower: []int{l1, l2}, Upper: []int{u1, u2},
-			MinReplicas: minR, MaxReplicas: maxR,
-		}
-		res := SolveExactResult(p)
-		if res.Feasible && !p.Feasible(res.X) {
-			t.Fatalf("infeasible x %v returned as feasible", res.X)
-		}
 	})
 }
 
-// TestProblemRelaxed checks the target of a partial scale-out.
-func TestProblemRelaxed(t *testing.T) {
-	p := Problem{Types: ts(resnetT4(1, 2), resnetV100(0, 1)), Target: 2500, Lambda: 0.01,
-		Lower: []int{0, 0}, Upper: []int{2, 1}, MinReplicas: 6}
-	// Everything that fits: 3 T4 + 1 V100 = 1089 + 709 = 1798, 4 replicas.
-	r := p.Relaxed()
-	if !near(r.Target, 1798) || r.MinReplicas != 4 {
-		t.Errorf("Relaxed = target %v, min %d; want 1798, 4", r.Target, r.MinReplicas)
+func TestDecideExactScaleIn(t *testing.T) {
+	runDecisionCases(t, []decisionCase{
+		{
+			// 4 T4 (1452) at W=100: target 125 needs one T4; the exact
+			// solver removes 3 at once (-1.578), the heuristic one per
+			// interval.
+			name:   "exact removes several instances",
+			policy: exactPolicy(),
+			steps: []step{
+				{at: 0, w: 100, types: ts(resnetT4(4, 0)), kind: ActionScaleIn, delta: []int{-3}, objective: -1.578,
+					reason: "saturation 0.07 within threshold 0.80, 0.28 after the action (bar 0.80): -3 T4 (objective -1.58 USD/h); solver exact"},
+				// The interval applies as before.
+				{at: 30 * time.Second, w: 0, types: ts(resnetT4(2, 0)), kind: ActionNone, delta: []int{0}, reason: "scale-in interval: 30s since last scale-in"},
+			},
+		},
+		{
+			name:   "heuristic removes one",
+			policy: testPolicy(),
+			steps:  []step{{w: 100, types: ts(resnetT4(4, 0)), kind: ActionScaleIn, delta: []int{-1}, objective: -0.526, reason: "solver heuristic"}},
+		},
+		{
+			// 3 T4 + 1 V100 (1798) at W=500, target 625: remove the V100 and
+			// one T4 (726 left), saving 4.4275.
+			name:   "exact scale-in across types",
+			policy: exactPolicy(),
+			steps: []step{{w: 500, types: ts(resnetT4(3, 0), resnetV100(1, 0)),
+				kind: ActionScaleIn, delta: []int{-1, -1}, objective: -4.4275}},
+		},
+		{
+			// Cool-down after a scale-out holds for the exact solver too.
+			name:   "exact scale-in waits for the cool-down",
+			policy: exactPolicy(),
+			steps: []step{
+				{at: 0, w: 1000, types: ts(resnetT4(1, 10)), kind: ActionScaleOut, delta: []int{3}, objective: 1.8936},
+				{at: 4 * time.Minute, w: 100, types: ts(resnetT4(4, 10)), kind: ActionNone, delta: []int{0}, reason: "scale-in cool-down"},
+				{at: 5 * time.Minute, w: 100, types: ts(resnetT4(4, 10)), kind: ActionScaleIn, delta: []int{-3}, objective: -1.578},
+			},
+		},
+		{
+			// 2 T4, W=260: with hysteresis 0.1 the bar is 0.7 and one T4
+			// alone would be at 0.716: nothing goes (TestScaleInHysteresis).
+			name:   "exact scale-in respects the hysteresis",
+			policy: exactPolicy(func(p *Policy) { p.ScaleInHysteresis = 0.1 }),
+			steps: []step{{w: 260, types: ts(resnetT4(2, 0)), kind: ActionNone, delta: []int{0},
+				reason: "without any one instance it would be 0.72 > 0.70; solver exact"}},
+		},
+		{
+			name:   "exact scale-in without hysteresis",
+			policy: exactPolicy(),
+			steps:  []step{{w: 260, types: ts(resnetT4(2, 0)), kind: ActionScaleIn, delta: []int{-1}, objective: -0.526}},
+		},
+		{
+			// Saturation 0.75 is within the threshold but above the bar 0.7:
+			// the running instances do not meet the scale-in target at all.
+			name:   "exact scale-in between bar and threshold",
+			policy: exactPolicy(func(p *Policy) { p.ScaleInHysteresis = 0.1 }),
+			steps: []step{{w: 0.75 * 726, types: ts(resnetT4(2, 0)), kind: ActionNone, delta: []int{0},
+				reason: "solver exact"}},
+		},
+		{
+			// MinReplicas 2 with 3 running at W=0: one may go, not two: the
+			// V100 (-3.9015).
+			name:   "exact scale-in keeps MinReplicas",
+			policy: exactPolicy(func(p *Policy) { p.MinReplicas = 2 }),
+			steps:  []step{{w: 0, types: ts(resnetT4(2, 0), resnetV100(1, 0)), kind: ActionScaleIn, delta: []int{0, -1}, objective: -3.9015}},
+		},
+	})
+}
+
+func TestDecideModelSLOCheck(t *testing.T) {
+	runDecisionCases(t, []decisionCase{
+		{
+			// bert-large, W=300, one V100 (208): deficit 167. The paper's
+			// check admits T4 (114.5 ms <= 400): +3 T4 at 2.2092 with either
+			// solver. The model's p98 on T4 is 484.4 ms > 400: only V100,
+			// +1 at 3.9015*1.4 = 5.4621.
+			name:   "paper check, exact",
+			policy: exactPolicy(),
+			steps: []step{{w: 300, types: ts(bertT4(0, 10), bertV100(1, 10)),
+				kind: ActionScaleOut, delta: []int{3, 0}, objective: 2.2092}},
+		},
+		{
+			name:   "model check, heuristic",
+			policy: testPolicy(func(p *Policy) { p.SLOCheck = SLOCheckModel }),
+			steps: []step{{w: 300, types: ts(bertT4(0, 10), bertV100(1, 10)),
+				kind: ActionScaleOut, delta: []int{0, 1}, objective: 5.4621}},
+		},
+		{
+			name:   "model check, exact",
+			policy: exactPolicy(func(p *Policy) { p.SLOCheck = SLOCheckModel }),
+			steps: []step{{w: 300, types: ts(bertT4(0, 10), bertV100(1, 10)),
+				kind: ActionScaleOut, delta: []int{0, 1}, objective: 5.4621}},
+		},
+		{
+			// RT_max 150 ms: V100's p98 is 162.4 ms, T4's 484.4 ms.
+			name:   "model check: no type meets the percentile SLO",
+			policy: exactPolicy(func(p *Policy) { p.SLOCheck = SLOCheckModel; p.RTMaxMs = 150 }),
+			steps: []step{{w: 300, types: ts(bertT4(0, 10), bertV100(1, 10)),
+				kind: ActionNoFeasibleType, delta: []int{0, 0},
+				reason: "no GPU type meets RT_max 150 ms for 98% of requests at saturation 0.80 (latency model; fastest: V100-32GB 162.4 ms)"}},
+		},
+	})
+}
+
+// TestDecideExactInvariants drives fresh heuristic and exact autoscalers
+// with the same random one-shot observations and checks: the exact action
+// keeps the shape rules (no mixed signs, bounds, replica limits, SLO), a
+// non-partial exact scale-out is feasible and never costs more than a
+// feasible heuristic one, and an exact scale-in saves at least as much as
+// the heuristic's.
+func TestDecideExactInvariants(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	var outs, ins, cheaper int
+	for run := range 3000 {
+		p := testPolicy(func(p *Policy) {
+			p.SaturationThreshold = 0.5 + rng.Float64()*0.5
+			p.Lambda = rng.Float64() * 0.05
+			p.MinReplicas = 1 + rng.IntN(3)
+			if rng.IntN(3) == 0 {
+				p.MaxReplicas = p.MinReplicas + rng.IntN(10)
+			}
+			p.RTMaxMs = []float64{20, 50, 400}[rng.IntN(3)]
+			p.ScaleInHysteresis = []float64{0, 0.1}[rng.IntN(2)]
+		})
+		types := ts(resnetT4(rng.IntN(6), rng.IntN(6)), resnetV100(rng.IntN(4), rng.IntN(4)),
+			TypeState{GPUType: "K80", Running: rng.IntN(4), ThroughputRPS: 150, LatencyMs: 45,
+				PriceUSDPerHour: 0.9, LaunchSeconds: 60, MaxAdditional: rng.IntN(6)})
+		obs := Observation{Now: t0, ArrivalRate: rng.Float64() * 4000, Types: types}
+		h := NewAutoscaler(p).Decide(obs)
+		pe := p
+		pe.Solver = SolverExact
+		e := NewAutoscaler(pe).Decide(obs)
+		if (h.Kind == ActionScaleOut || h.Kind == ActionNoFeasibleType) != (e.Kind == ActionScaleOut || e.Kind == ActionNoFeasibleType) {
+			t.Fatalf("run %d: triggers differ: heuristic %s, exact %s", run, h.Kind, e.Kind)
+		}
+		if !strings.Contains(e.Reason, "solver exact") && (e.Kind == ActionScaleOut || e.Kind == ActionScaleIn) {
+			t.Fatalf("run %d: reason %q does not name the solver", run, e.Reason)
+		}
+		pos, neg, total := 0, 0, totalRunning(types)
+		for i, x := range e.Delta {
+			switch {
+			case x > 0:
+				pos++
+				if x > types[i].MaxAdditional || !pe.MeetsSLO(types[i]) {
+					t.Fatalf("run %d: +%d %s breaks room or SLO", run, x, types[i].GPUType)
+				}
+			case x < 0:
+				neg++
+				if types[i].Running+x < 0 {
+					t.Fatalf("run %d: removes more %s than run", run, types[i].GPUType)
+				}
+			}
+			total += x
+		}
+		if pos > 0 && neg > 0 {
+			t.Fatalf("run %d: mixed signs %v", run, e.Delta)
+		}
+		switch e.Kind {
+		case ActionScaleOut:
+			outs++
+			if p.MaxReplicas > 0 && total > p.MaxReplicas {
+				t.Fatalf("run %d: %d replicas > max %d", run, total, p.MaxReplicas)
+			}
+			pr, _ := DecisionProblem(obs, pe, ilp.ScaleOutOnly)
+			if !strings.Contains(e.Reason, "partial") && !pr.Feasible(e.Delta) {
+				t.Fatalf("run %d: exact scale-out %v not feasible: %s", run, e.Delta, e.Reason)
+			}
+			if h.Kind == ActionScaleOut && pr.Feasible(h.Delta) {
+				if !pr.Feasible(e.Delta) || e.Objective > h.Objective+1e-9 {
+					t.Fatalf("run %d: exact %v (%v) worse than heuristic %v (%v)", run, e.Delta, e.Objective, h.Delta, h.Objective)
+				}
+				if e.Objective < h.Objective-1e-9 {
+					cheaper++
+				}
+			}
+		case ActionScaleIn:
+			ins++
+			if neg == 0 || total < p.MinReplicas {
+				t.Fatalf("run %d: scale-in %v", run, e.Delta)
+			}
+			bar := p.SaturationThreshold - p.ScaleInHysteresis
+			if s := saturationAt(obs.ArrivalRate, Capacity(types, e.Delta)); s > bar*(1+1e-9) {
+				t.Fatalf("run %d: scale-in leaves saturation %v > %v", run, s, bar)
+			}
+			if h.Kind == ActionScaleIn && e.Objective > h.Objective+1e-9 {
+				t.Fatalf("run %d: exact scale-in saves %v, heuristic %v", run, -e.Objective, -h.Objective)
+			}
+			if h.Kind != ActionScaleIn {
+				t.Fatalf("run %d: exact scales in (%v), heuristic %s: %s", run, e.Delta, h.Kind, h.Reason)
+			}
+		case ActionNone, ActionNoFeasibleType:
+			if !isZero(e.Delta) {
+				t.Fatalf("run %d: %s with delta %v", run, e.Kind, e.Delta)
+			}
+		}
 	}
-	if x, ok := SolveExact(r); !ok || !slices.Equal(x, []int{2, 1}) {
-		t.Errorf("relaxed optimum %v %v", x, ok)
+	if outs < 500 || ins < 300 || cheaper == 0 {
+		t.Fatalf("generator skewed: %d scale-outs, %d scale-ins, %d strictly cheaper", outs, ins, cheaper)
 	}
-	// MaxReplicas 3 leaves 2 more: the V100 first (709), then a T4: 363 +
-	// 709 + 363 = 1435.
-	p.MaxReplicas = 3
-	if r := p.Relaxed(); !near(r.Target, 1435) || r.MinReplicas != 3 {
-		t.Errorf("Relaxed with MaxReplicas = target %v, min %d; want 1435, 3", r.Target, r.MinReplicas)
+}
+
+func TestPolicyValidateSolverAndSLOCheck(t *testing.T) {
+	for _, tc := range []struct {
+		change func(*Policy)
+		want   string
+	}{
+		{func(p *Policy) { p.Solver = "ilp" }, `Solver must be "heuristic" or "exact"`},
+		{func(p *Policy) { p.SLOCheck = "p99" }, `SLOCheck must be "paper" or "model"`},
+		{func(p *Policy) { p.ServiceLevel = 1 }, "ServiceLevel"},
+		{func(p *Policy) { p.ServiceLevel = -0.5 }, "ServiceLevel"},
+	} {
+		p := DefaultPolicy()
+		tc.change(&p)
+		if err := p.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Validate() = %v, want %q", err, tc.want)
+		}
 	}
-	// A reachable problem is unchanged.
-	p.MaxReplicas, p.Target, p.MinReplicas = 0, 1000, 1
-	if r := p.Relaxed(); r.Target != 1000 || r.MinReplicas != 1 {
-		t.Errorf("reachable problem changed: %+v", r)
+	for _, ok := range []func(*Policy){
+		func(p *Policy) { p.Solver, p.SLOCheck, p.ServiceLevel = "", "", 0 },
+		func(p *Policy) { p.Solver, p.SLOCheck, p.ServiceLevel = SolverExact, SLOCheckModel, 0.95 },
+	} {
+		p := DefaultPolicy()
+		ok(&p)
+		if err := p.Validate(); err != nil {
+			t.Errorf("valid policy rejected: %v", err)
+		}
 	}
+	// An invalid solver makes Decide hold, as any invalid policy does.
+	a := NewAutoscaler(testPolicy(func(p *Policy) { p.Solver = "ilp" }))
+	if got := a.Decide(Observation{Now: t0, ArrivalRate: 1000, Types: ts(resnetT4(1, 3))}); got.Kind != ActionNone || !strings.Contains(got.Reason, "Solver") {
+		t.Errorf("invalid solver: %s %q", got.Kind, got.Reason)
+	}
+}
+
+// TestObservationValidateLatencyFields checks the latency-model fields of
+// TypeState.
+func TestObservationValidateLatencyFields(t *testing.T) {
+	for _, tc := range []struct {
+		change func(*TypeState)
+		want   string
+	}{
+		{func(t *TypeState) { t.BatchSize = -1 }, "BatchSize"},
+		{func(t *TypeState) { t.BatchSize = 1 << 20 }, "BatchSize"},
+		{func(t *TypeState) { t.LatencyInflation = 0.9 }, "LatencyInflation"},
+		{func(t *TypeState) { t.MaxBatchDelayMs = -1 }, "MaxBatchDelayMs"},
+	} {
+		ty := resnetT4(1, 1)
+		tc.change(&ty)
+		err := Observation{Now: t0, Types: ts(ty)}.Validate()
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Validate() = %v, want %q", err, tc.want)
+		}
+	}
+	ty := resnetT4(1, 1)
+	ty.LatencyInflation, ty.MaxBatchDelayMs = 1.18, 5
+	if err := (Observation{Now: t0, Types: ts(ty)}).Validate(); err != nil {
+		t.Errorf("valid latency fields rejected: %v", err)
+	}
+}
+
+// FuzzDecideExact checks that no observation makes Decide with the exact
+// solver and the latency model panic, and that its actions keep their shape.
+func FuzzDecideExact(f *testing.F) {
+	f.Add(1000.0, 1, 10, 0, 10, 363.0, 709.0, 0.8, 400.0, 8, 1.18, 0.0, int64(0))
+	f.Add(1e308, 1<<30, 1<<30, 1<<30, 1<<30, 1e-300, 1e300, 1.0, 1e-9, 1<<16, 1e300, 1e300, int64(-1))
+	f.Fuzz(func(t *testing.T, w float64, n1, m1, n2, m2 int, t1, t2, thr, rt float64, batch int, infl, delay float64, sec int64) {
+		p := exactPolicy(func(p *Policy) {
+			p.SaturationThreshold, p.RTMaxMs, p.SLOCheck = thr, rt, SLOCheckModel
+		})
+		a := NewAutoscaler(p)
+		types := ts(
+			TypeState{GPUType: "a", Running: n1, ThroughputRPS: t1, LatencyMs: 1, PriceUSDPerHour: 1, LaunchSeconds: 10, MaxAdditional: m1,
+				BatchSize: batch, LatencyInflation: infl, MaxBatchDelayMs: delay},
+			TypeState{GPUType: "b", Running: n2, ThroughputRPS: t2, LatencyMs: 2, PriceUSDPerHour: 2, LaunchSeconds: 5, MaxAdditional: m2},
+		)
+		for k := range 3 {
+			act := a.Decide(Observation{Now: t0.Add(time.Duration(sec) * time.Second * time.Duration(k)), ArrivalRate: w, Types: types})
+			if len(act.Delta) != 2 || act.Reason == "" {
+				t.Fatalf("bad action %+v", act)
+			}
+			if act.Delta[0] < 0 && act.Delta[1] > 0 || act.Delta[0] > 0 && act.Delta[1] < 0 {
+				t.Fatalf("mixed signs %v", act.Delta)
+			}
+		}
+	})
 }

@@ -45,20 +45,21 @@ type Policy struct {
 	// With SLOCheck "model" the modelled SL_min percentile is compared
 	// instead of L_i.
 	RTMaxMs float64
-	// Solver picks how Decide computes the amount of a scaling action:
-	// SolverHeuristic (the zero value "" means the same) is the greedy
-	// instance selection of HetSev 4.1; SolverExact solves the ILP of HetSev
-	// 4.1 exactly with SolveExact (see Autoscaler.Decide). The triggers
-	// (threshold, period, cool-down, interval) are the same for both.
+	// Solver names the Solver that computes the amount of a scaling action
+	// (see LookupSolver): SolverHeuristic (the zero value "" means the same)
+	// is the greedy instance selection of HetSev 4.1; SolverExact solves the
+	// ILP of HetSev 4.1 exactly with ilp.SolveExact (see Autoscaler.Decide).
+	// The triggers (threshold, period, cool-down, interval) are the same for
+	// both.
 	Solver string
 	// SLOCheck picks the SLO check of constraint (4) of HetSev 4.1, which
 	// decides the GPU types that may receive new instances: SLOCheckPaper
 	// (the zero value "" means the same) admits a type when its profiled
 	// batch latency L_i <= RTMaxMs, as the paper does; SLOCheckModel admits
-	// it when the LatencyModel's ServiceLevel percentile of the response
-	// time (batch formation, queueing and co-location inflation included) at
-	// the per-instance load of the saturation threshold is <= RTMaxMs (see
-	// Policy.SLOLatencyMs).
+	// it when the ServiceLevel percentile of the response time under the
+	// latency model (LatencyModelOf, package latency: batch formation,
+	// queueing and co-location inflation included) at the per-instance load
+	// of the saturation threshold is <= RTMaxMs (see Policy.SLOLatencyMs).
 	SLOCheck string
 	// ServiceLevel is SL_min, the share of requests that must finish within
 	// RTMaxMs, in (0, 1); used by SLOCheckModel. 0 means
@@ -70,7 +71,7 @@ type Policy struct {
 const (
 	// SolverHeuristic is the greedy instance selection of HetSev 4.1.
 	SolverHeuristic = "heuristic"
-	// SolverExact solves the ILP of HetSev 4.1 exactly (SolveExact).
+	// SolverExact solves the ILP of HetSev 4.1 exactly (ilp.SolveExact).
 	SolverExact = "exact"
 )
 
@@ -79,7 +80,7 @@ const (
 	// SLOCheckPaper admits a GPU type when L_i <= RT_max (HetSev 4.1,
 	// constraint 4).
 	SLOCheckPaper = "paper"
-	// SLOCheckModel admits a GPU type when the LatencyModel's SL_min
+	// SLOCheckModel admits a GPU type when the latency model's SL_min
 	// percentile at the threshold load is <= RT_max.
 	SLOCheckModel = "model"
 )
@@ -87,14 +88,6 @@ const (
 // DefaultServiceLevel is SL_min = 98 %, the service level of HetSev's
 // evaluation (section 6: "We set [SL_min] to 98% for all models").
 const DefaultServiceLevel = 0.98
-
-// solver returns the solver in effect ("" is SolverHeuristic).
-func (p Policy) solver() string {
-	if p.Solver == "" {
-		return SolverHeuristic
-	}
-	return p.Solver
-}
 
 // sloCheck returns the SLO check in effect ("" is SLOCheckPaper).
 func (p Policy) sloCheck() string {
@@ -203,10 +196,8 @@ func (p Policy) Validate() error {
 	if !(p.RTMaxMs > 0) || math.IsInf(p.RTMaxMs, 0) {
 		bad("RTMaxMs must be a finite number > 0 (ms), got %v", p.RTMaxMs)
 	}
-	switch p.Solver {
-	case "", SolverHeuristic, SolverExact:
-	default:
-		bad("Solver must be %q or %q, got %q", SolverHeuristic, SolverExact, p.Solver)
+	if _, ok := p.solver(); !ok {
+		bad("Solver must be %s, got %q", quotedOr(SolverNames()), p.Solver)
 	}
 	switch p.SLOCheck {
 	case "", SLOCheckPaper, SLOCheckModel:

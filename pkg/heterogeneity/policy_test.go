@@ -50,3 +50,40 @@ func TestPolicyValidate(t *testing.T) {
 		t.Errorf("MaxReplicas = MinReplicas: %v", err)
 	}
 }
+
+// TestPolicySLOCheck checks the eligibility of constraint (4) under both
+// checks.
+func TestPolicySLOCheck(t *testing.T) {
+	p := DefaultPolicy() // RT_max 400 ms, threshold 0.8, SL_min 0.98
+	bt4 := bertT4(0, 1)
+	if !p.MeetsSLO(bt4) || p.SLOLatencyMs(bt4) != bertT4Ms {
+		t.Errorf("paper check: bert-large T4 L=114.5 ms should pass RT_max 400")
+	}
+	p.SLOCheck = SLOCheckModel
+	// Modelled 98th percentile 484.4 ms at 0.8 * 69.3 requests/s.
+	if got := p.SLOLatencyMs(bt4); !within(got, 484.40433, 1e-5) || p.MeetsSLO(bt4) {
+		t.Errorf("model check: bert-large T4 %v ms, meets %v; want 484.4 ms, fails", got, p.MeetsSLO(bt4))
+	}
+	if !p.MeetsSLO(bertV100(0, 1)) {
+		t.Error("model check: bert-large V100 (162.4 ms) should pass")
+	}
+	p.RTMaxMs = 1200 // HetSev's RT_max for the Transformer
+	if !p.MeetsSLO(bt4) {
+		t.Error("model check: bert-large T4 should pass RT_max 1200 ms")
+	}
+	// Co-location inflation makes ResNet-50 on T4 fail 200 ms (232.3 ms).
+	p.RTMaxMs = 200
+	rt4 := resnetT4(0, 1)
+	if !p.MeetsSLO(rt4) {
+		t.Error("resnet50 T4 without inflation (96.5 ms) should pass 200 ms")
+	}
+	rt4.LatencyInflation = 1.18
+	if p.MeetsSLO(rt4) {
+		t.Error("resnet50 T4 with inflation 1.18 (232.3 ms) should fail 200 ms")
+	}
+	// A lower service level is easier: 95th percentile.
+	p.ServiceLevel = 0.95
+	if got := p.SLOLatencyMs(rt4); !(got < 232.3) {
+		t.Errorf("p95 %v not below p98", got)
+	}
+}

@@ -50,3 +50,8 @@ func near(a, b float64) bool {
 	}
 	return math.Abs(a-b) <= floatTolerance*math.Max(1, math.Max(math.Abs(a), math.Abs(b)))
 }
+
+// within reports whether got is within rel (relative) of want.
+func within(got, want, rel float64) bool {
+	return math.Abs(got-want) <= rel*math.Abs(want)
+}

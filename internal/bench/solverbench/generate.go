@@ -1,6 +1,6 @@
 // Package solverbench compares the two solvers of pkg/heterogeneity, the
 // greedy heuristic of HetSev section 4.1 and the exact branch and bound of
-// the same section's ILP (heterogeneity.SolveExact), on a fixed, seeded set of
+// the same section's ILP (ilp.SolveExact), on a fixed, seeded set of
 // one-shot scaling decisions, for `make bench-scaler` (cmd/bench-scaler).
 //
 // Instances (Generate) mix, per decision:
@@ -44,6 +44,7 @@ import (
 	"github.com/hetsev/hetsev/pkg/catalog"
 
 	"github.com/hetsev/hetsev/pkg/heterogeneity"
+	"github.com/hetsev/hetsev/pkg/heterogeneity/ilp"
 )
 
 // Config sets the size and seed of a bench run.
@@ -77,7 +78,7 @@ type Instance struct {
 	PricesPerturbed bool
 	// Direction is the decision the triggers call for: ScaleOutOnly or
 	// ScaleInOnly.
-	Direction heterogeneity.Direction
+	Direction ilp.Direction
 	// Policy is the policy of the decision; Run sets Solver.
 	Policy heterogeneity.Policy
 	// Obs is the observation; Obs.Types has 2 to 8 types.
@@ -189,7 +190,7 @@ func Generate(cfg Config) ([]Instance, error) {
 			return nil, fmt.Errorf("solverbench: instance %d: %w", inst.ID, err)
 		}
 		inst.Direction = direction(inst.Obs, pol)
-		if inst.Direction == heterogeneity.ScaleOutOnly {
+		if inst.Direction == ilp.ScaleOutOnly {
 			if wantOut == 0 {
 				continue
 			}
@@ -209,14 +210,14 @@ func Generate(cfg Config) ([]Instance, error) {
 // with no scale-out period: scale out when fewer than MinReplicas run, when
 // requests arrive and nothing runs, or when the saturation is above the
 // threshold; scale in otherwise.
-func direction(obs heterogeneity.Observation, p heterogeneity.Policy) heterogeneity.Direction {
+func direction(obs heterogeneity.Observation, p heterogeneity.Policy) ilp.Direction {
 	total := 0
 	for _, t := range obs.Types {
 		total += t.Running
 	}
 	c := heterogeneity.Capacity(obs.Types, nil)
 	if total < p.MinReplicas || (obs.ArrivalRate > 0 && c <= 0) || heterogeneity.Saturation(obs.ArrivalRate, obs.Types) > p.SaturationThreshold {
-		return heterogeneity.ScaleOutOnly
+		return ilp.ScaleOutOnly
 	}
-	return heterogeneity.ScaleInOnly
+	return ilp.ScaleInOnly
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hetsev/hetsev/pkg/heterogeneity"
+	"github.com/hetsev/hetsev/pkg/heterogeneity/ilp"
 )
 
 // OptimalTolerance is the relative cost difference within which a heuristic
@@ -18,7 +19,7 @@ const OptimalTolerance = 1e-9
 
 // Stats compares the heuristic with the optimum over a group of instances.
 //
-// Cost measure: heterogeneity.Problem.TotalCost, the hourly price of the
+// Cost measure: ilp.Problem.TotalCost, the hourly price of the
 // service after the action plus the launch term of HetSev 4.1, in USD/h. It
 // differs from the ILP objective (the cost of the action alone) by the
 // constant price of the running instances, so it ranks actions exactly as
@@ -110,7 +111,7 @@ func newTiming(d []time.Duration) Timing {
 // What is compared. Each instance is decided by Autoscaler.Decide with each
 // solver. The reference is the optimum of the ILP of HetSev 4.1 that the
 // decision solves (heterogeneity.DecisionProblem in the instance's
-// direction), found by heterogeneity.SolveExactResult:
+// direction), found by ilp.SolveExactResult:
 //
 //   - ScaleOut: scale-outs whose ILP (X_i >= 0, capacity W/threshold, room,
 //     SLO check, replica bounds) has a feasible action. This is the problem
@@ -141,7 +142,7 @@ type Report struct {
 	Synthetic, Perturbed int
 	// Heuristic and Exact time Autoscaler.Decide with each solver over all
 	// instances (validation, SLO check, solver and reason included); Solve
-	// times heterogeneity.SolveExactResult on the decision's ILP alone.
+	// times ilp.SolveExactResult on the decision's ILP alone.
 	Heuristic, Exact, Solve Timing
 	// NotProven counts exact solutions that hit the node budget.
 	NotProven int
@@ -174,7 +175,7 @@ func Run(instances []Instance, cfg Config) Report {
 		}
 
 		var h, e heterogeneity.Action
-		var opt heterogeneity.ExactResult
+		var opt ilp.ExactResult
 		for range reps {
 			a := heterogeneity.NewAutoscaler(ph)
 			t0 := time.Now()
@@ -187,7 +188,7 @@ func Run(instances []Instance, cfg Config) Report {
 			te = append(te, time.Since(t0))
 
 			t0 = time.Now()
-			opt = heterogeneity.SolveExactResult(pr)
+			opt = ilp.SolveExactResult(pr)
 			ts = append(ts, time.Since(t0))
 		}
 		if !opt.Optimal {
@@ -201,7 +202,7 @@ func Run(instances []Instance, cfg Config) Report {
 			rep.Perturbed++
 		}
 
-		if in.Direction == heterogeneity.ScaleOutOnly {
+		if in.Direction == ilp.ScaleOutOnly {
 			if opt.Feasible {
 				compare(&rep.ScaleOut, pr, h.Delta, e.Delta, opt, true)
 				if k := len(in.Obs.Types); k < len(rep.ScaleOutByTypes) {
@@ -210,7 +211,7 @@ func Run(instances []Instance, cfg Config) Report {
 				continue
 			}
 			relaxed := pr.Relaxed()
-			optR := heterogeneity.SolveExactResult(relaxed)
+			optR := ilp.SolveExactResult(relaxed)
 			if !optR.Feasible || isZero(optR.X) {
 				rep.NoAction++
 				if !isZero(h.Delta) || !isZero(e.Delta) {
@@ -228,7 +229,7 @@ func Run(instances []Instance, cfg Config) Report {
 			total += t.Running
 		}
 		one.MinReplicas = max(pr.MinReplicas, total-1)
-		compare(&rep.ScaleInOneStep, one, h.Delta, nil, heterogeneity.SolveExactResult(one), false)
+		compare(&rep.ScaleInOneStep, one, h.Delta, nil, ilp.SolveExactResult(one), false)
 	}
 	for _, s := range []*Stats{&rep.ScaleOut, &rep.ScaleOutPartial, &rep.ScaleIn, &rep.ScaleInOneStep} {
 		s.finish()
@@ -253,7 +254,7 @@ func isZero(x []int) bool {
 // compare adds one instance to s: the heuristic's action xh against the
 // optimum opt of pr; xe, the exact Decide's action, must equal opt.X (nil:
 // not checked).
-func compare(s *Stats, pr heterogeneity.Problem, xh, xe []int, opt heterogeneity.ExactResult, scaleOut bool) {
+func compare(s *Stats, pr ilp.Problem, xh, xe []int, opt ilp.ExactResult, scaleOut bool) {
 	s.Instances++
 	if xe != nil && opt.Feasible && !slices.Equal(xe, opt.X) {
 		s.Anomalies++
@@ -347,7 +348,7 @@ func (r Report) WriteTable(w io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(&b, "\nexact solver: largest search %d nodes, %d not proven optimal (node budget %d); anomalies %d (must be 0); run took %v\n",
-		r.MaxNodes, r.NotProven, heterogeneity.ExactNodeBudget, r.Anomalies(), r.Elapsed.Round(time.Millisecond))
+		r.MaxNodes, r.NotProven, ilp.ExactNodeBudget, r.Anomalies(), r.Elapsed.Round(time.Millisecond))
 	_, err := io.WriteString(w, b.String())
 	return err
 }

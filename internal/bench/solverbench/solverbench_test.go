@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/hetsev/hetsev/pkg/heterogeneity"
+	"github.com/hetsev/hetsev/pkg/heterogeneity/ilp"
 )
 
 func TestDefaultConfigSize(t *testing.T) {
@@ -64,7 +65,7 @@ func TestGenerate(t *testing.T) {
 				t.Fatalf("instance %d: type %d named %q", i, j, ty.GPUType)
 			}
 		}
-		if in.Direction == heterogeneity.ScaleOutOnly {
+		if in.Direction == ilp.ScaleOutOnly {
 			outs++
 		}
 		if in.Synthetic > 0 {
@@ -142,11 +143,11 @@ func benchInstances(b *testing.B) []Instance {
 	return ins
 }
 
-// BenchmarkSolveExact times heterogeneity.SolveExactResult on the ILPs of the
+// BenchmarkSolveExact times ilp.SolveExactResult on the ILPs of the
 // bench's decisions, cycling through 2,000 instances.
 func BenchmarkSolveExact(b *testing.B) {
 	ins := benchInstances(b)
-	problems := make([]heterogeneity.Problem, len(ins))
+	problems := make([]ilp.Problem, len(ins))
 	for i, in := range ins {
 		p, err := heterogeneity.DecisionProblem(in.Obs, in.Policy, in.Direction)
 		if err != nil {
@@ -156,7 +157,7 @@ func BenchmarkSolveExact(b *testing.B) {
 	}
 	i := 0
 	for b.Loop() {
-		heterogeneity.SolveExactResult(problems[i%len(problems)])
+		ilp.SolveExactResult(problems[i%len(problems)])
 		i++
 	}
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/hetsev/hetsev/internal/sim/hpa"
 	"github.com/hetsev/hetsev/pkg/heterogeneity"
+	"github.com/hetsev/hetsev/pkg/heterogeneity/ilp"
 	"github.com/hetsev/hetsev/pkg/placement"
 )
 
@@ -231,7 +232,7 @@ func (p *boundPolicy) decide(svc int, v view) []int {
 	if err != nil {
 		return delta
 	}
-	x, ok := heterogeneity.SolveExact(pr)
+	x, ok := ilp.SolveExact(pr)
 	if !ok {
 		// Not even every GPU covers the peak: take them all.
 		x = pr.Upper

@@ -1,4 +1,4 @@
-package heterogeneity
+package ilp
 
 import "math"
 
@@ -13,42 +13,39 @@ import "math"
 // added: a large lambda favours types that start quickly, a small one favours
 // the cheapest hardware. x[i] pairs with types[i]; missing entries count as 0
 // and extra entries are ignored.
-func Objective(types []TypeState, x []int, lambda float64) float64 {
+func Objective(types []Type, x []int, lambda float64) float64 {
 	var sum float64
 	for i := range min(len(types), len(x)) {
-		t := types[i]
-		xi := float64(x[i])
-		sum += t.PriceUSDPerHour * (xi + lambda*t.LaunchSeconds*math.Max(xi, 0))
+		sum += types[i].Cost(x[i], lambda)
 	}
 	return sum
+}
+
+// Cost is the term of type t in the objective for X_i = x instances, in
+// USD/h: C_i (x + lambda O_i max(x, 0)).
+func (t Type) Cost(x int, lambda float64) float64 {
+	xi := float64(x)
+	return t.PriceUSDPerHour * (xi + lambda*t.LaunchSeconds*math.Max(xi, 0))
 }
 
 // Capacity is the throughput of all instances after the action x, in
 // requests/s: sum_i T_i (N_i + X_i), the left side of constraint (1) of HetSev
 // 4.1. A nil x gives the capacity of the running instances. x[i] pairs with
 // types[i]; missing entries count as 0.
-func Capacity(types []TypeState, x []int) float64 {
+func Capacity(types []Type, x []int) float64 {
 	var sum float64
 	for i, t := range types {
-		n := t.Running
+		xi := 0
 		if i < len(x) {
-			n += x[i]
+			xi = x[i]
 		}
-		sum += t.ThroughputRPS * float64(n)
+		sum += t.Capacity(xi)
 	}
 	return sum
 }
 
-// Saturation is the throughput saturation of the running instances, W / sum_i
-// T_i N_i, for an arrival rate w in requests/s. It is 0 when w <= 0 and +Inf
-// when w > 0 and nothing runs.
-func Saturation(w float64, types []TypeState) float64 {
-	if !(w > 0) {
-		return 0
-	}
-	c := Capacity(types, nil)
-	if c <= 0 {
-		return math.Inf(1)
-	}
-	return w / c
+// Capacity is the throughput of the instances of type t after X_i = x, in
+// requests/s: T_i (N_i + x).
+func (t Type) Capacity(x int) float64 {
+	return t.ThroughputRPS * float64(t.Running+x)
 }

@@ -1,10 +1,14 @@
-package heterogeneity
+package latency
 
 import "math"
 
-// LatencyModel estimates the response-time percentile of one instance that
-// forms batches of up to BatchSize requests and runs each batch in
-// BatchLatencyMs * Inflation, so that the SLO check of HetSev 4.1 (constraint
+// MaxBatchSize is the largest BatchSize the model evaluates (65536), so that
+// its sums stay short; a larger one gives +Inf.
+const MaxBatchSize = 1 << 16
+
+// Model estimates the response-time percentile of one instance that forms
+// batches of up to BatchSize requests and runs each batch in BatchLatencyMs *
+// Inflation, so that the SLO check of HetSev 4.1 (constraint
 // 4) can test the paper's service-level objective, "at least SL_min of the
 // requests finish within RT_max" (HetSev section 4, after Swayam), instead of
 // comparing the idle-GPU batch latency L_i with RT_max.
@@ -17,16 +21,17 @@ import "math"
 //	R_q = F_q + Wq_q + S                                      (all in ms)
 //
 // S, service: S = L * Inflation, the batch latency L on an idle GPU times the
-// co-location inflation factor (pkg/interference, Model.Factor: HetSev 3.2
-// measured +18 % on average for co-located different models). Every batch is
-// charged the full-batch latency, also a partial one (conservative).
+// co-location inflation factor (interference.Model.Factor of pkg/interference:
+// HetSev 3.2 measured +18 % on average for co-located different models).
+// Every batch is charged the full-batch latency, also a partial one
+// (conservative).
 //
 // F_q, batch formation: the first request of a batch waits for b-1 more
 // arrivals. FA2 (shared/papers/fa2.txt, section IV-B, eq. 2) models this
 // worst-case formation delay as (b-1)/lambda, which is the mean of that wait;
 // the wait itself is Erlang(b-1, lambda) distributed, so for a percentile SLO
 // we take its q-quantile (>= FA2's term for q >= 0.5; see
-// LatencyBreakdown.FA2FormationMs). Later requests of the batch wait less, so
+// Breakdown.FA2FormationMs). Later requests of the batch wait less, so
 // this bounds every request's formation delay. A server that dispatches
 // partial batches after MaxBatchDelayMs (TF Serving batch_timeout_micros,
 // Triton max_queue_delay_microseconds) caps F_q there.
@@ -66,17 +71,17 @@ import "math"
 //
 // Units: BatchLatencyMs, MaxBatchDelayMs and results in ms; arrival rates in
 // requests/s.
-type LatencyModel struct {
+type Model struct {
 	// BatchSize is b, the requests per batch the server forms (the batch
 	// size the profile was measured with); values below 1 count as 1 (no
 	// batching).
 	BatchSize int
 	// BatchLatencyMs is L_i, the latency of one batch of BatchSize on an idle
-	// GPU, in ms (HetSev 4.1 L_i^inf, Profile.LatencyMs).
+	// GPU, in ms (HetSev 4.1 L_i^inf, catalog.Profile.LatencyMs).
 	BatchLatencyMs float64
 	// Inflation is the co-location latency factor (>= 1) for the GPUs the
-	// instances run on, from pkg/interference (Model.Factor). 0 means 1 (no
-	// co-location).
+	// instances run on, from pkg/interference (interference.Model.Factor). 0
+	// means 1 (no co-location).
 	Inflation float64
 	// MaxBatchDelayMs is the server's batching timeout, in ms: a partial
 	// batch is dispatched this long after its first request. 0 means none:
@@ -84,20 +89,9 @@ type LatencyModel struct {
 	MaxBatchDelayMs float64
 }
 
-// LatencyModelOf returns the latency model of one instance of t: its
-// BatchSize, LatencyMs, LatencyInflation and MaxBatchDelayMs.
-func LatencyModelOf(t TypeState) LatencyModel {
-	return LatencyModel{
-		BatchSize:       t.BatchSize,
-		BatchLatencyMs:  t.LatencyMs,
-		Inflation:       t.LatencyInflation,
-		MaxBatchDelayMs: t.MaxBatchDelayMs,
-	}
-}
-
-// LatencyBreakdown is the response-time percentile of a LatencyModel and its
-// terms, in ms (see LatencyModel for the formulas).
-type LatencyBreakdown struct {
+// Breakdown is the response-time percentile of a Model and its terms, in ms
+// (see Model for the formulas).
+type Breakdown struct {
 	// TotalMs is FormationMs + QueueMs + ServiceMs: the q-quantile of the
 	// response time, +Inf when the instance is overloaded (Utilization >= 1)
 	// or the input is unusable.
@@ -123,22 +117,22 @@ type LatencyBreakdown struct {
 // response time in ms at a per-instance arrival rate of arrivalRPS
 // requests/s. It returns +Inf when the instance is overloaded, when q is not
 // in (0, 1), when the model's numbers are unusable (negative, NaN, infinite,
-// a BatchSize above 65536) or when arrivalRPS <= 0 while full batches of
+// a BatchSize above MaxBatchSize) or when arrivalRPS <= 0 while full batches of
 // more than one request are awaited without a timeout.
-func (m LatencyModel) Percentile(q, arrivalRPS float64) (ms float64) {
+func (m Model) Percentile(q, arrivalRPS float64) (ms float64) {
 	return m.Breakdown(q, arrivalRPS).TotalMs
 }
 
 // MeetsSLO reports whether at least serviceLevel (SL_min, in (0, 1)) of the
 // requests finish within rtMaxMs (RT_max, ms) at a per-instance arrival rate
 // of arrivalRPS requests/s: Percentile(serviceLevel, arrivalRPS) <= rtMaxMs.
-func (m LatencyModel) MeetsSLO(arrivalRPS, serviceLevel, rtMaxMs float64) bool {
+func (m Model) MeetsSLO(arrivalRPS, serviceLevel, rtMaxMs float64) bool {
 	return m.Percentile(serviceLevel, arrivalRPS) <= rtMaxMs
 }
 
 // Breakdown returns Percentile's value with its terms.
-func (m LatencyModel) Breakdown(q, arrivalRPS float64) LatencyBreakdown {
-	inf := LatencyBreakdown{TotalMs: math.Inf(1), FormationMs: math.NaN(), FA2FormationMs: math.NaN(),
+func (m Model) Breakdown(q, arrivalRPS float64) Breakdown {
+	inf := Breakdown{TotalMs: math.Inf(1), FormationMs: math.NaN(), FA2FormationMs: math.NaN(),
 		QueueMs: math.NaN(), ServiceMs: math.NaN(), Utilization: math.NaN(), EffectiveBatch: math.NaN()}
 	infl := m.Inflation
 	if infl == 0 {
@@ -148,12 +142,12 @@ func (m LatencyModel) Breakdown(q, arrivalRPS float64) LatencyBreakdown {
 		!finiteNonNeg(m.MaxBatchDelayMs) || math.IsNaN(arrivalRPS) || math.IsInf(arrivalRPS, 0) {
 		return inf
 	}
-	if m.BatchSize > maxBatchSize {
+	if m.BatchSize > MaxBatchSize {
 		return inf
 	}
 	b := max(m.BatchSize, 1)
 	lam := max(arrivalRPS, 0) / 1000 // requests per ms
-	var out LatencyBreakdown
+	var out Breakdown
 	out.ServiceMs = m.BatchLatencyMs * infl
 	if math.IsInf(out.ServiceMs, 0) {
 		return inf
@@ -192,94 +186,4 @@ func (m LatencyModel) Breakdown(q, arrivalRPS float64) LatencyBreakdown {
 	}
 	out.TotalMs = out.FormationMs + out.QueueMs + out.ServiceMs
 	return out
-}
-
-func finiteNonNeg(v float64) bool { return v >= 0 && !math.IsInf(v, 0) }
-
-// meanCappedBatch is E[min(b, 1 + Poisson(m))]: the mean size of a batch that
-// starts with one request and takes the arrivals of the following timeout
-// window (m arrivals expected), at most b.
-func meanCappedBatch(b int, m float64) float64 {
-	if b <= 1 || !(m > 0) {
-		return 1
-	}
-	bf := float64(b)
-	switch {
-	case m+40*math.Sqrt(m)+40 < bf-1:
-		return 1 + m // P(Poisson(m) > b-1) is negligible
-	case m > bf+40*math.Sqrt(bf)+40:
-		return bf // the window almost surely fills the batch
-	}
-	// E[min(b-1, P)] = sum_{k=0}^{b-2} P(P > k), P ~ Poisson(m); the terms
-	// are computed in log space so that e^-m cannot underflow.
-	e, cdf := 0.0, 0.0
-	logM := math.Log(m)
-	logP := -m // log P(P = 0)
-	for k := 0; k <= b-2; k++ {
-		if k > 0 {
-			logP += logM - math.Log(float64(k))
-		}
-		cdf += math.Exp(logP)
-		if cdf >= 1 {
-			break
-		}
-		e += 1 - cdf
-	}
-	return 1 + e
-}
-
-// erlangCDF is P(Erlang(n, 1) <= x) = 1 - e^-x sum_{j<n} x^j/j!, the
-// regularised lower incomplete gamma function P(n, x), with the density
-// x^(n-1) e^-x / (n-1)!. Callers keep x below 700 so that e^-x does not
-// underflow.
-func erlangCDF(n int, x float64) (cdf, pdf float64) {
-	if x <= 0 {
-		return 0, 0
-	}
-	term := math.Exp(-x)
-	tail := term
-	for j := 1; j < n; j++ {
-		term *= x / float64(j)
-		tail += term
-	}
-	return math.Max(0, 1-tail), term
-}
-
-// erlangQuantile is the q-quantile of Erlang(n, 1) (rate 1; divide by the
-// rate for other rates), n >= 1, q in (0, 1). For n <= 256 it is solved by
-// Newton's method kept inside a bisection bracket, to 1e-13 in probability;
-// beyond, the Wilson-Hilferty approximation (Wilson and Hilferty 1931), whose
-// relative error is below 1e-4 there, is used directly.
-func erlangQuantile(n int, q float64) float64 {
-	nf := float64(n)
-	z := math.Sqrt2 * math.Erfinv(2*q-1)
-	c := 1 / (9 * nf)
-	wh := nf * math.Pow(math.Max(1-c+z*math.Sqrt(c), 0), 3)
-	if n > 256 {
-		return wh
-	}
-	// The bracket's top, n + 20 sqrt(n) + 60 <= 636 for n <= 256, lies
-	// beyond the 1-1e-15 quantile.
-	lo, hi := 0.0, nf+20*math.Sqrt(nf)+60
-	x := wh
-	if !(x > lo && x < hi) {
-		x = (lo + hi) / 2
-	}
-	for range 200 {
-		cdf, pdf := erlangCDF(n, x)
-		if cdf < q {
-			lo = x
-		} else {
-			hi = x
-		}
-		if math.Abs(cdf-q) <= 1e-13 || hi-lo <= 1e-12*hi {
-			break
-		}
-		next := x - (cdf-q)/pdf
-		if !(next > lo && next < hi) || !(pdf > 0) {
-			next = (lo + hi) / 2
-		}
-		x = next
-	}
-	return x
 }

@@ -1,0 +1,123 @@
+package heterogeneity
+
+import (
+	"strings"
+	"time"
+)
+
+// Autoscaler decides scaling actions for one service: its triggers (HetSev
+// 4.1) decide when to scale out or in, and the Solver that Policy.Solver
+// names decides by how much (the heuristic of HetSev 4.1 or the exact
+// solution of its ILP). It keeps the timing state of the triggers between
+// calls.
+// It is not safe for concurrent use: use one per service, from one goroutine.
+type Autoscaler struct {
+	Policy Policy
+
+	above        bool      // saturation was above the threshold at the last observation
+	aboveSince   time.Time // first observation of the current run above the threshold
+	lastScaleOut time.Time // zero: never
+	lastScaleIn  time.Time // zero: never
+}
+
+// NewAutoscaler returns an Autoscaler with policy p and no history. Decide
+// reports an invalid policy (see Policy.Validate) in its Reason and does
+// nothing.
+func NewAutoscaler(p Policy) *Autoscaler {
+	return &Autoscaler{Policy: p}
+}
+
+// State is the timing state of an Autoscaler, for callers that persist it
+// (e.g. in a status field) across restarts. Zero times mean never.
+type State struct {
+	// AboveThresholdSince is when the saturation went above the threshold,
+	// zero when it is not above now.
+	AboveThresholdSince time.Time
+	LastScaleOut        time.Time
+	LastScaleIn         time.Time
+}
+
+// State returns the timing state.
+func (a *Autoscaler) State() State {
+	return State{AboveThresholdSince: a.aboveSince, LastScaleOut: a.lastScaleOut, LastScaleIn: a.lastScaleIn}
+}
+
+// SetState restores a timing state returned by State.
+func (a *Autoscaler) SetState(s State) {
+	a.above = !s.AboveThresholdSince.IsZero()
+	a.aboveSince = s.AboveThresholdSince
+	a.lastScaleOut = s.LastScaleOut
+	a.lastScaleIn = s.LastScaleIn
+}
+
+// Decide returns the scaling action for obs and updates the timing state.
+//
+// Scale out (HetSev 4.1, "scaling-out algorithm") when the saturation s = W /
+// sum T_i N_i has stayed above Policy.SaturationThreshold for at least
+// Policy.ScaleOutPeriod, or at once when fewer than Policy.MinReplicas run or
+// requests arrive and nothing runs. The eligible types are those that pass
+// the SLO check (Policy.MeetsSLO: L_i <= RT_max by default) and have
+// MaxAdditional > 0. The amount covers the deficit W/threshold - sum T_i N_i
+// (and the shortfall to MinReplicas), with the total after a scale-out capped
+// at Policy.MaxReplicas:
+//
+//   - SolverHeuristic: with the eligible types that minimise the objective: a
+//     single type that covers it if any, else greedily the cheapest per
+//     request/s up to its cap, then the next (ilp.SolveGreedy on
+//     DecisionProblem with ilp.ScaleOutOnly);
+//   - SolverExact: with the optimum of the ILP restricted to X_i >= 0
+//     (DecisionProblem with ilp.ScaleOutOnly, solved by
+//     ilp.SolveExactResult). When the free resources or MaxReplicas cannot
+//     cover the deficit, the largest reachable capacity (and replica count)
+//     is the target instead and the action is reported as partial, as the
+//     heuristic's is.
+//
+// Otherwise scale in (HetSev 4.1, "scaling-in algorithm") at most once per
+// Policy.ScaleInInterval and not within Policy.ScaleInCoolDown of the last
+// scale-out, leaving at least MinReplicas:
+//
+//   - SolverHeuristic: remove one instance of the most expensive type (ties:
+//     the lower throughput) whose removal keeps W / (capacity - T_i) <=
+//     threshold - ScaleInHysteresis;
+//   - SolverExact: remove the set of running instances that saves the most
+//     while the rest keeps W / capacity <= threshold - ScaleInHysteresis: the
+//     optimum of the ILP restricted to X_i <= 0 (DecisionProblem with
+//     ilp.ScaleInOnly), possibly more than one instance and of several types.
+//
+// Neither solver switches the type of a running instance: an action only
+// adds or only removes.
+//
+// Decide never panics on input: an invalid policy or observation yields
+// ActionNone with the problem in Reason and leaves the state untouched.
+func (a *Autoscaler) Decide(obs Observation) Action {
+	act := Action{Kind: ActionNone, Delta: make([]int, len(obs.Types))}
+	if a == nil {
+		act.Reason = "no autoscaler (nil)"
+		return act
+	}
+	if err := a.Policy.Validate(); err != nil {
+		act.Reason = "invalid " + oneLine(err)
+		return act
+	}
+	if err := obs.Validate(); err != nil {
+		act.Reason = "invalid " + oneLine(err)
+		return act
+	}
+	solver, _ := a.Policy.solver() // known: the policy is valid
+	act.Saturation = Saturation(obs.ArrivalRate, obs.Types)
+	trigger, wait := a.scaleOutTrigger(obs, act.Saturation)
+	switch {
+	case wait != "":
+		act.Reason = wait
+		return act
+	case trigger != "":
+		return a.scaleOut(solver, obs, act, trigger)
+	default:
+		return a.scaleIn(solver, obs, act)
+	}
+}
+
+// oneLine joins the lines of a joined error with "; ".
+func oneLine(err error) string {
+	return strings.ReplaceAll(err.Error(), "\n", "; ")
+}

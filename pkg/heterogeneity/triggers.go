@@ -1,0 +1,143 @@
+package heterogeneity
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// scaleOutTrigger updates the timer of the saturation s above the threshold
+// and returns what calls for a scale-out now (trigger), or, while the
+// saturation has not yet stayed above the threshold for
+// Policy.ScaleOutPeriod, why the decision waits (wait). Both are empty when
+// no scale-out is due.
+func (a *Autoscaler) scaleOutTrigger(obs Observation, s float64) (trigger, wait string) {
+	p := a.Policy
+	if s > p.SaturationThreshold {
+		if !a.above {
+			a.above, a.aboveSince = true, obs.Now
+		}
+	} else {
+		a.above, a.aboveSince = false, time.Time{}
+	}
+
+	var triggers []string
+	if total := totalRunning(obs.Types); total < p.MinReplicas {
+		triggers = append(triggers, fmt.Sprintf("%d running < min replicas %d", total, p.MinReplicas))
+	}
+	if w := obs.ArrivalRate; w > 0 && Capacity(obs.Types, nil) <= 0 {
+		triggers = append(triggers, fmt.Sprintf("no running capacity for %.4g requests/s", w))
+	}
+	if len(triggers) == 0 && a.above {
+		held := obs.Now.Sub(a.aboveSince)
+		if held < p.ScaleOutPeriod {
+			return "", fmt.Sprintf("saturation %.2f > %.2f for %v of %v: waiting before scaling out",
+				s, p.SaturationThreshold, held, p.ScaleOutPeriod)
+		}
+		triggers = append(triggers, fmt.Sprintf("saturation %.2f > %.2f for %v", s, p.SaturationThreshold, held))
+	}
+	return strings.Join(triggers, "; "), ""
+}
+
+// scaleOut fills act with the scale-out that solver computes for the given
+// trigger, or with NoFeasibleType when no GPU type passes the SLO check and
+// has room, or None at MaxReplicas.
+func (a *Autoscaler) scaleOut(solver Solver, obs Observation, act Action, trigger string) Action {
+	p := a.Policy
+	types := obs.Types
+	if total := totalRunning(types); p.MaxReplicas > 0 && p.MaxReplicas-total <= 0 {
+		act.Reason = fmt.Sprintf("%s, but %d running >= max replicas %d", trigger, total, p.MaxReplicas)
+		return act
+	}
+
+	var meetsRT []int
+	eligible := 0
+	for i, t := range types {
+		if p.MeetsSLO(t) {
+			meetsRT = append(meetsRT, i)
+			if t.MaxAdditional > 0 {
+				eligible++
+			}
+		}
+	}
+	switch {
+	case len(types) == 0:
+		act.Kind = ActionNoFeasibleType
+		act.Reason = trigger + ", but the observation lists no GPU types"
+		return act
+	case len(meetsRT) == 0:
+		fastest, fastestMs := types[0], p.SLOLatencyMs(types[0])
+		for _, t := range types[1:] {
+			if ms := p.SLOLatencyMs(t); ms < fastestMs {
+				fastest, fastestMs = t, ms
+			}
+		}
+		act.Kind = ActionNoFeasibleType
+		if p.sloCheck() == SLOCheckModel {
+			act.Reason = fmt.Sprintf("%s, but no GPU type meets RT_max %g ms for %g%% of requests at saturation %.2f (latency model; fastest: %s %.4g ms)",
+				trigger, p.RTMaxMs, 100*p.serviceLevel(), p.SaturationThreshold, fastest.GPUType, fastestMs)
+		} else {
+			act.Reason = fmt.Sprintf("%s, but no GPU type meets RT_max %g ms (fastest: %s %g ms)",
+				trigger, p.RTMaxMs, fastest.GPUType, fastestMs)
+		}
+		return act
+	case eligible == 0:
+		names := make([]string, len(meetsRT))
+		for k, i := range meetsRT {
+			names[k] = types[i].GPUType
+		}
+		act.Kind = ActionNoFeasibleType
+		act.Reason = fmt.Sprintf("%s, but no free GPU fits another instance (%s meet RT_max %g ms, MaxAdditional 0)",
+			trigger, strings.Join(names, ", "), p.RTMaxMs)
+		return act
+	}
+
+	amount := solver.ScaleOut(Request{Observation: obs, Policy: p, Reason: trigger})
+	act.Reason = amount.Reason
+	if isZero(amount.Delta) {
+		return act
+	}
+	act.Kind = ActionScaleOut
+	act.Delta = amount.Delta
+	act.Objective = objective(types, amount.Delta, p.Lambda)
+	a.lastScaleOut = obs.Now
+	// Launching instances raise capacity only later: make the next scale-out
+	// wait a full period again.
+	a.above, a.aboveSince = false, time.Time{}
+	return act
+}
+
+// scaleIn fills act with the scale-in that solver computes, or None with
+// the reason none is due: the cool-down after a scale-out, the interval
+// since the last scale-in, MinReplicas, or no instance that may go.
+func (a *Autoscaler) scaleIn(solver Solver, obs Observation, act Action) Action {
+	p := a.Policy
+	within := fmt.Sprintf("saturation %.2f within threshold %.2f", act.Saturation, p.SaturationThreshold)
+	if !a.lastScaleOut.IsZero() {
+		if since := obs.Now.Sub(a.lastScaleOut); since < p.ScaleInCoolDown {
+			act.Reason = fmt.Sprintf("%s; scale-in cool-down: %v since last scale-out, %v required", within, since, p.ScaleInCoolDown)
+			return act
+		}
+	}
+	if !a.lastScaleIn.IsZero() {
+		if since := obs.Now.Sub(a.lastScaleIn); since < p.ScaleInInterval {
+			act.Reason = fmt.Sprintf("%s; scale-in interval: %v since last scale-in, %v required", within, since, p.ScaleInInterval)
+			return act
+		}
+	}
+	if total := totalRunning(obs.Types); total-1 < p.MinReplicas {
+		act.Reason = fmt.Sprintf("%s; %d running, at min replicas %d", within, total, p.MinReplicas)
+		return act
+	}
+
+	amount := solver.ScaleIn(Request{Observation: obs, Policy: p, Reason: within})
+	act.Reason = amount.Reason
+	if isZero(amount.Delta) {
+		return act
+	}
+	act.Kind = ActionScaleIn
+	act.Delta = amount.Delta
+	act.Objective = objective(obs.Types, amount.Delta, p.Lambda)
+	a.lastScaleIn = obs.Now
+	return act
+}
