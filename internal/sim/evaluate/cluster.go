@@ -1,7 +1,7 @@
 package evaluate
 
 import (
-	"github.com/hetsev/hetsev/internal/sim/modelserver"
+	"github.com/hetsev/hetsev/internal/sim/replay"
 	"github.com/hetsev/hetsev/pkg/catalog"
 	"github.com/hetsev/hetsev/pkg/gpuinventory"
 	"github.com/hetsev/hetsev/pkg/placement"
@@ -15,9 +15,8 @@ type instance struct {
 	memMiB    int64 // GPU memory claimed: the profile's, or the whole GPU
 	cpuMilli  int64
 	hostMiB   int64
-	created   float64 // trace second it was created (billed from then)
-	server    *modelserver.Server
-	util      float64 // busy share of its GPU in the last second
+	created   float64          // trace second it was created (billed from then)
+	run       *replay.Instance // its server in the replay
 }
 
 // node is one GPU server and what runs on it: the simulated pods by GPU

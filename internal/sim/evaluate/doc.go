@@ -5,10 +5,11 @@
 //
 // The replay uses the live system's decision code, without a cluster:
 //
+//   - the per-second loop: internal/sim/replay, the one the demo's world
+//     (internal/sim/simulator) runs too;
 //   - arrivals: Poisson within each trace second at the trace's rate times
-//     the service's share, the same arrivals for every policy (the demo's
-//     rule, internal/sim/simulator); routing like Envoy's LEAST_REQUEST
-//     (modelserver.Router);
+//     the service's share, the same arrivals for every policy; routing like
+//     Envoy's LEAST_REQUEST (modelserver.Router);
 //   - model servers: internal/sim/modelserver (dynamic batching, the profile's batch
 //     latency, deadline-aware queues as in the demo), slowed by their GPU
 //     neighbours' busy share with pkg/interference;

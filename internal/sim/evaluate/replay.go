@@ -9,8 +9,8 @@ import (
 	"github.com/hetsev/hetsev/pkg/catalog"
 
 	"github.com/hetsev/hetsev/internal/sim/modelserver"
+	"github.com/hetsev/hetsev/internal/sim/replay"
 	"github.com/hetsev/hetsev/pkg/gpuinventory"
-	"github.com/hetsev/hetsev/pkg/interference"
 )
 
 // serviceType is one GPU type a service can run on: in the cluster and
@@ -23,16 +23,13 @@ type serviceType struct {
 // serviceRun is one service's state in one policy's replay.
 type serviceRun struct {
 	Service
-	idx      int
-	types    []serviceType
-	insts    []*instance // oldest first
-	arrivals *rand.Rand  // the same seed in every policy: the same arrivals
-	router   *modelserver.Router
-	offered  []int64 // requests offered per second, a ring over the rate window
-	queueTO  []float64
-	servers  []*modelserver.Server // scratch for routing
-	times    []float64             // scratch for arrival times
-	tally    serviceTally
+	idx     int
+	types   []serviceType
+	insts   []*instance     // oldest first
+	run     *replay.Service // its arrivals: the same seed in every policy
+	offered []int64         // requests offered per second, a ring over the rate window
+	queueTO []float64
+	tally   serviceTally
 }
 
 // serviceTally accumulates one service's results over the measured seconds.
@@ -46,12 +43,14 @@ type serviceTally struct {
 	unplaced                   int
 }
 
-// replay is one policy's run over the trace.
-type replay struct {
+// policyRun is one policy's run over the trace.
+type policyRun struct {
 	cfg    *Config
 	name   string
 	pol    policy
 	cl     *cluster
+	eng    *replay.Engine
+	gpus   [][]*replay.GPU // the engine's GPUs by node and index, as cl.nodes
 	svcs   []*serviceRun
 	window int // rate window, seconds
 	every  int // decision interval, seconds
@@ -61,16 +60,15 @@ type replay struct {
 	peakGPUs         map[string]int
 	series           Series
 	costSoFar        float64
-	neighbours       []interference.Neighbour
 }
 
-func newReplay(cfg *Config, name string) (*replay, error) {
+func newPolicyRun(cfg *Config, name string) (*policyRun, error) {
 	pol, err := newPolicy(cfg, name)
 	if err != nil {
 		return nil, err
 	}
-	r := &replay{
-		cfg: cfg, name: name, pol: pol, cl: newCluster(cfg, pol.placer()),
+	r := &policyRun{
+		cfg: cfg, name: name, pol: pol, cl: newCluster(cfg, pol.placer()), eng: replay.New(cfg.Rates, cfg.Interference),
 		window: int(cfg.Knobs.RateWindow / time.Second), every: int(cfg.Knobs.Interval / time.Second),
 		step:    cfg.SeriesStep,
 		gpuSecs: map[string]float64{}, gpuBusy: map[string]float64{}, peakGPUs: map[string]int{},
@@ -79,14 +77,26 @@ func newReplay(cfg *Config, name string) (*replay, error) {
 	if r.step == 0 {
 		r.step = max(1, len(cfg.Rates)/2000)
 	}
+	for _, nd := range r.cl.nodes {
+		gs := make([]*replay.GPU, len(nd.onGPU))
+		for g := range gs {
+			gs[g] = new(replay.GPU)
+		}
+		r.gpus = append(r.gpus, gs)
+	}
 	for i, s := range cfg.Services {
 		sr := &serviceRun{
 			Service: s, idx: i,
-			arrivals: rand.New(rand.NewPCG(cfg.Seed, uint64(i)+1)),
-			router:   modelserver.NewRouter(cfg.Seed + 100 + uint64(i)),
-			offered:  make([]int64, r.window),
-			tally:    serviceTally{typeSecs: map[string]float64{}},
+			offered: make([]int64, r.window),
+			tally:   serviceTally{typeSecs: map[string]float64{}},
 		}
+		sr.run = r.eng.AddService(&replay.Service{
+			Share:    s.Share,
+			Arrivals: rand.New(rand.NewPCG(cfg.Seed, uint64(i)+1)),
+			Router:   modelserver.NewRouter(cfg.Seed + 100 + uint64(i)),
+			Offered:  func(sec int, at []float64) { sr.offered[sec%r.window] = int64(len(at)) },
+			Unserved: func(at float64) { r.unserved(sr, at) },
+		})
 		for _, g := range cfg.Cluster {
 			gt, _ := cfg.Catalog.ByName(g.GPUType)
 			prof, ok := cfg.Profiles.Get(s.Model, gt.Name)
@@ -114,7 +124,7 @@ func typeIndex(ts []serviceType, name string) int {
 }
 
 // run replays the whole trace.
-func (r *replay) run() PolicyResult {
+func (r *policyRun) run() PolicyResult {
 	// Every service starts with MinReplicas instances, as the scaler
 	// creates them before traffic arrives: ready at second 0.
 	// A first instance that does not fit is counted as unplaced; the
@@ -133,23 +143,16 @@ func (r *replay) run() PolicyResult {
 				r.decide(s, t)
 			}
 		}
-		r.interfere()
-		for _, s := range r.svcs {
-			r.offer(s, t)
-		}
-		r.advance(now+1, t >= r.cfg.MeasureFrom)
+		r.eng.Step(now, now+1)
 		if t >= r.cfg.MeasureFrom {
+			r.tallyInstances()
 			r.account()
 		}
 		if t%r.step == 0 {
 			r.sample(t)
 		}
 	}
-	for _, s := range r.svcs {
-		for _, in := range s.insts {
-			r.tallyDone(s, in.server.Drain())
-		}
-	}
+	r.eng.Drain()
 	return r.result()
 }
 
@@ -157,7 +160,7 @@ func (r *replay) run() PolicyResult {
 // cheapest that meets RT_max (what hetsev's first scale-out picks; for
 // default Kubernetes, whose later pods get a random type, it fixes the
 // first pod's).
-func (r *replay) firstType(s *serviceRun) int {
+func (r *policyRun) firstType(s *serviceRun) int {
 	best := 0
 	for i, t := range s.types {
 		if t.prof.LatencyMs <= s.RTMaxMs && t.gpu.PriceUSDPerHour < s.types[best].gpu.PriceUSDPerHour {
@@ -168,7 +171,7 @@ func (r *replay) firstType(s *serviceRun) int {
 }
 
 // decide runs the policy for s at second t and applies its action.
-func (r *replay) decide(s *serviceRun, t int) {
+func (r *policyRun) decide(s *serviceRun, t int) {
 	v := view{now: float64(t), types: make([]typeView, len(s.types))}
 	var sum int64
 	for _, c := range s.offered {
@@ -235,7 +238,7 @@ func demandOf(s *serviceRun, st serviceType) gpuinventory.Demand {
 // start creates an instance of s on type i at trace second now and places
 // it; it serves from now plus the profile's launch time (at once for an
 // instant policy).
-func (r *replay) start(s *serviceRun, i int, now float64) error {
+func (r *policyRun) start(s *serviceRun, i int, now float64) error {
 	st := s.types[i]
 	in := &instance{svc: s.idx, typ: i, model: s.Model, memMiB: st.prof.GPUMemoryMiB,
 		cpuMilli: st.prof.CPUMilli, hostMiB: st.prof.MemoryMiB, created: now}
@@ -263,20 +266,20 @@ func (r *replay) start(s *serviceRun, i int, now float64) error {
 		r.cl.remove(in)
 		return err
 	}
-	in.server = srv
+	in.run = r.eng.Add(s.run, r.gpus[in.node][in.gpu], srv, func(done []modelserver.Completion) { r.tallyDone(s, done) })
 	s.insts = append(s.insts, in)
 	return nil
 }
 
 // stopNewest removes the newest instance of s on type i; its queued
 // requests are served first (graceful termination).
-func (r *replay) stopNewest(s *serviceRun, i int) bool {
+func (r *policyRun) stopNewest(s *serviceRun, i int) bool {
 	for k := len(s.insts) - 1; k >= 0; k-- {
 		in := s.insts[k]
 		if in.typ != i {
 			continue
 		}
-		r.tallyDone(s, in.server.Drain())
+		r.eng.Remove(in.run) // its completions go to tallyDone
 		r.cl.remove(in)
 		s.insts = append(s.insts[:k:k], s.insts[k+1:]...)
 		return true
@@ -284,84 +287,31 @@ func (r *replay) stopNewest(s *serviceRun, i int) bool {
 	return false
 }
 
-// interfere sets each instance's latency factor from its GPU neighbours'
-// busy share in the previous second (pkg/interference), as the demo's
-// simulator does.
-func (r *replay) interfere() {
-	for _, nd := range r.cl.nodes {
-		for _, on := range nd.onGPU {
-			if len(on) < 2 {
-				if len(on) == 1 {
-					on[0].server.SetFactor(1)
-				}
-				continue
-			}
-			for _, in := range on {
-				nb := r.neighbours[:0]
-				for _, o := range on {
-					if o != in {
-						nb = append(nb, interference.Neighbour{Model: o.model, Utilization: o.util})
-					}
-				}
-				in.server.SetFactor(r.cfg.Interference.Factor(in.model, nb))
-				r.neighbours = nb
-			}
-		}
-	}
-}
-
-// offer generates s's arrivals in second t (Poisson, the demo's rule) and
-// routes each like Envoy's LEAST_REQUEST balancer; a request that finds no
-// ready instance fails at once.
-func (r *replay) offer(s *serviceRun, t int) {
-	mean := r.cfg.Rates[t] * s.Share
-	n := int(mean)
-	if s.arrivals.Float64() < mean-float64(n) {
-		n++
-	}
-	s.offered[t%r.window] = int64(n)
-	measured := t >= r.cfg.MeasureFrom
-	s.servers = s.servers[:0]
-	for _, in := range s.insts {
-		if in.server.Config().ReadyAt < float64(t+1) {
-			s.servers = append(s.servers, in.server)
-		}
-	}
-	s.times = modelserver.AppendPoissonArrivals(s.times[:0], s.arrivals, n, float64(t), float64(t+1))
-	for _, a := range s.times {
-		srv := s.router.Pick(a, s.servers)
-		if srv == nil {
-			if measured {
-				s.tally.requests++
-				s.tally.unserved++
-			}
-			continue
-		}
-		srv.Submit(a)
-	}
-}
-
-// advance runs every server to trace time to and tallies its completions
-// and busy time.
-func (r *replay) advance(to float64, measured bool) {
+// tallyInstances counts a measured second of every instance: its time,
+// its busy share and its GPU type's time.
+func (r *policyRun) tallyInstances() {
 	for _, s := range r.svcs {
 		for _, in := range s.insts {
-			r.tallyDone(s, in.server.Advance(to))
-			in.util = in.server.BusyTime(to-1, to)
-			in.server.ForgetBusyBefore(to - 1)
-			if measured {
-				s.tally.instanceSecs++
-				s.tally.busySecs += in.util
-				s.tally.typeSecs[s.types[in.typ].gpu.Name]++
-			}
+			s.tally.instanceSecs++
+			s.tally.busySecs += in.run.Util()
+			s.tally.typeSecs[s.types[in.typ].gpu.Name]++
 		}
+	}
+}
+
+// unserved counts a request of s that found no ready instance: it fails
+// at once, a violation when measured.
+func (r *policyRun) unserved(s *serviceRun, at float64) {
+	if at >= float64(r.cfg.MeasureFrom) {
+		s.tally.requests++
+		s.tally.unserved++
 	}
 }
 
 // tallyDone counts completed requests that arrived in the measured part of
 // the trace: within RT_max when served (not rejected) in time, network
 // included.
-func (r *replay) tallyDone(s *serviceRun, done []modelserver.Completion) {
+func (r *policyRun) tallyDone(s *serviceRun, done []modelserver.Completion) {
 	from := float64(r.cfg.MeasureFrom)
 	for _, c := range done {
 		if c.Arrival < from {
@@ -382,23 +332,21 @@ func (r *replay) tallyDone(s *serviceRun, done []modelserver.Completion) {
 // price for the second, split over its instances in proportion to their
 // GPU memory; the memory-proportional cost charges each instance its GPU
 // memory's share of the price (HetSev 6.3).
-func (r *replay) account() {
+func (r *policyRun) account() {
 	inUse := map[string]int{}
-	for _, nd := range r.cl.nodes {
+	for n, nd := range r.cl.nodes {
 		price := nd.gpuType.PriceUSDPerHour / 3600
-		for _, on := range nd.onGPU {
+		for g, on := range nd.onGPU {
 			if len(on) == 0 {
 				continue
 			}
 			inUse[nd.gpuType.Name]++
 			var mem int64
-			busy := 0.0
 			for _, in := range on {
 				mem += in.memMiB
-				busy += in.util
 			}
 			r.gpuSecs[nd.gpuType.Name]++
-			r.gpuBusy[nd.gpuType.Name] += math.Min(1, busy)
+			r.gpuBusy[nd.gpuType.Name] += math.Min(1, r.gpus[n][g].Busy()) // a second: busy time is busy share
 			r.costSoFar += price
 			for _, in := range on {
 				t := &r.svcs[in.svc].tally
@@ -413,7 +361,7 @@ func (r *replay) account() {
 }
 
 // sample appends one point of the time series.
-func (r *replay) sample(t int) {
+func (r *policyRun) sample(t int) {
 	r.series.Hours = append(r.series.Hours, float64(t)/3600)
 	r.series.LoadRPS = append(r.series.LoadRPS, r.cfg.Rates[t])
 	r.series.CostUSD = append(r.series.CostUSD, r.costSoFar)

@@ -126,7 +126,7 @@ func Evaluate(cfg Config) (RunResult, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			r, err := newReplay(&cfg, name)
+			r, err := newPolicyRun(&cfg, name)
 			if err == nil {
 				out.Policies[i] = r.run()
 			}
@@ -154,7 +154,7 @@ func recommend(r RunResult) Recommendation {
 }
 
 // result turns the replay's tallies into its PolicyResult.
-func (r *replay) result() PolicyResult {
+func (r *policyRun) result() PolicyResult {
 	out := PolicyResult{Policy: r.name, GPUHours: map[string]float64{}, PeakGPUs: r.peakGPUs, Series: r.series, LowestSLOAttainment: math.Inf(1)}
 	var req, within int64
 	var decisions int

@@ -5,6 +5,11 @@
 // DCGM-format metrics, and a load generator replays a trace against them in
 // compressed time. Latency follows each instance's profile, batch size,
 // queueing and co-location interference (pkg/interference).
+//
+// The replay itself (arrivals, routing, servers, interference, busy time)
+// is internal/sim/replay's, which the evaluator runs too; this package
+// follows the pods on the API server, serves the metrics endpoints and
+// compresses wall-clock time.
 package simulator
 
 import (

@@ -60,8 +60,8 @@ func (w *World) Snapshots() []Snapshot {
 	for i := range w.cfg.Services {
 		s := w.stats[w.cfg.Services[i].Name]
 		ready := 0
-		for _, in := range w.byService[s.Service] {
-			if in.server.Ready(now) {
+		for _, in := range w.svcs[s.Service].Instances() {
+			if in.Server.Ready(now) {
 				ready++
 			}
 		}

@@ -25,8 +25,8 @@ import (
 
 	"github.com/hetsev/hetsev/internal/sim/exporters"
 	"github.com/hetsev/hetsev/internal/sim/modelserver"
+	"github.com/hetsev/hetsev/internal/sim/replay"
 	"github.com/hetsev/hetsev/pkg/gpuinventory"
-	"github.com/hetsev/hetsev/pkg/interference"
 )
 
 // World runs the simulated servers and the load.
@@ -39,13 +39,12 @@ type World struct {
 	synced []cache.InformerSynced
 	start  func(<-chan struct{})
 
-	rng    *rand.Rand
-	router *modelserver.Router
-
 	mu        sync.Mutex
+	eng       *replay.Engine
+	svcs      map[string]*replay.Service // by Service.Name
+	gpus      map[gpuID]*replay.GPU      // GPUs hosting instances
 	instances map[types.UID]*instance
 	dcgm      map[types.UID]*dcgmPod
-	byService map[string][]*instance
 	gpuUtil   map[gpuID]float64
 	stats     map[string]*ServiceStats
 	gpuSecs   map[string]float64 // GPU type -> billed GPU-seconds
@@ -65,12 +64,11 @@ type instance struct {
 	service *Service
 	prof    InstanceProfile
 	gpu     gpuID
-	server  *modelserver.Server
+	run     *replay.Instance // its server in the replay
 	istio   *exporters.Istio
 	http    *http.Server
 	model   string
 	memMiB  int64
-	util    float64 // busy fraction in the last step
 }
 
 type dcgmPod struct {
@@ -88,17 +86,27 @@ func New(client kubernetes.Interface, cfg Config) (*World, error) {
 	w := &World{
 		cfg: cfg, Clock: NewClock(cfg.Factor), client: client,
 		pods: f.Core().V1().Pods().Lister(), nodes: f.Core().V1().Nodes().Lister(),
-		synced:    []cache.InformerSynced{f.Core().V1().Pods().Informer().HasSynced, f.Core().V1().Nodes().Informer().HasSynced},
-		start:     f.Start,
-		rng:       rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)),
-		router:    modelserver.NewRouter(cfg.Seed + 1),
+		synced: []cache.InformerSynced{f.Core().V1().Pods().Informer().HasSynced, f.Core().V1().Nodes().Informer().HasSynced},
+		start:  f.Start,
+		eng:    replay.New(cfg.Rates, cfg.Interference),
+		svcs:   map[string]*replay.Service{}, gpus: map[gpuID]*replay.GPU{},
 		instances: map[types.UID]*instance{}, dcgm: map[types.UID]*dcgmPod{},
-		byService: map[string][]*instance{}, gpuUtil: map[gpuID]float64{},
-		stats: map[string]*ServiceStats{}, gpuSecs: map[string]float64{}, scheduled: map[types.UID]bool{},
+		gpuUtil: map[gpuID]float64{},
+		stats:   map[string]*ServiceStats{}, gpuSecs: map[string]float64{}, scheduled: map[types.UID]bool{},
 	}
+	// One generator and one router for all services, which draw from them
+	// in the order of cfg.Services.
+	rng := rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15))
+	router := modelserver.NewRouter(cfg.Seed + 1)
 	for i := range cfg.Services {
 		s := &cfg.Services[i]
-		w.stats[s.Name] = &ServiceStats{Service: s.Name, RTMaxMs: s.RTMaxMs}
+		st := &ServiceStats{Service: s.Name, RTMaxMs: s.RTMaxMs}
+		w.stats[s.Name] = st
+		w.svcs[s.Name] = w.eng.AddService(&replay.Service{
+			Share: s.Share, Arrivals: rng, Router: router,
+			Offered:  func(_ int, at []float64) { w.offered(st, at) },
+			Unserved: func(at float64) { w.unserved(st, at) },
+		})
 	}
 	return w, nil
 }
@@ -125,7 +133,10 @@ func (w *World) SyncPods() {
 func (w *World) Instances(service string) int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return len(w.byService[service])
+	if s := w.svcs[service]; s != nil {
+		return len(s.Instances())
+	}
+	return 0
 }
 
 // Run replays the trace in compressed time until it ends or ctx is done.
@@ -161,7 +172,8 @@ func (w *World) Close() {
 	}
 }
 
-// step advances the simulation to trace time t1.
+// step advances the simulation to trace time t1: the pods' servers
+// replayed from the last step (internal/sim/replay), then the accounting.
 func (w *World) step(t1 float64) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -170,62 +182,26 @@ func (w *World) step(t1 float64) {
 		return
 	}
 	w.syncPodsLocked(t0)
-	w.applyInterference()
-	for i := range w.cfg.Services {
-		w.offer(&w.cfg.Services[i], t0, t1)
-	}
-	busy := map[gpuID]float64{}
-	for _, in := range w.instances {
-		w.record(in, in.server.Advance(t1))
-		b := in.server.BusyTime(t0, t1)
-		in.util = b / (t1 - t0)
-		busy[in.gpu] += b
-	}
-	w.account(busy, t0, t1)
+	w.eng.Step(t0, t1)
+	w.account(t0, t1)
 	w.Clock.setProcessed(t1)
 }
 
-// offer generates the service's arrivals in [t0, t1) and routes each to an
-// instance the way Envoy's LEAST_REQUEST balancer does.
-func (w *World) offer(s *Service, t0, t1 float64) {
-	st := w.stats[s.Name]
-	var ready []*modelserver.Server
-	var byServer = map[*modelserver.Server]*instance{}
-	for _, in := range w.byService[s.Name] {
-		byServer[in.server] = in
+// offered counts a service's arrivals in the measured part of the trace.
+func (w *World) offered(st *ServiceStats, at []float64) {
+	for _, a := range at {
+		if a >= w.cfg.MeasureFrom {
+			st.Offered++
+			st.offeredWindow++
+		}
 	}
-	for sec := math.Floor(t0); sec < t1; sec++ {
-		lo, hi := math.Max(sec, t0), math.Min(sec+1, t1)
-		if hi <= lo || int(sec) >= len(w.cfg.Rates) {
-			continue
-		}
-		mean := w.cfg.Rates[int(sec)] * s.Share * (hi - lo)
-		n := int(mean)
-		if w.rng.Float64() < mean-float64(n) {
-			n++
-		}
-		for _, at := range modelserver.PoissonArrivals(w.rng, n, lo, hi) {
-			measured := at >= w.cfg.MeasureFrom
-			if measured {
-				st.Offered++
-				st.offeredWindow++
-			}
-			ready = ready[:0]
-			for _, in := range w.byService[s.Name] {
-				if in.server.Ready(at) {
-					ready = append(ready, in.server)
-				}
-			}
-			srv := w.router.Pick(at, ready)
-			if srv == nil {
-				// No endpoint: the sidecar answers 503 at once.
-				if measured {
-					st.observe(math.Inf(1))
-				}
-				continue
-			}
-			srv.Submit(at)
-		}
+}
+
+// unserved records a request that found no ready instance: the sidecar
+// answers 503 at once.
+func (w *World) unserved(st *ServiceStats, at float64) {
+	if at >= w.cfg.MeasureFrom {
+		st.observe(math.Inf(1))
 	}
 }
 
@@ -249,28 +225,8 @@ func (w *World) record(in *instance, done []modelserver.Completion) {
 	}
 }
 
-// applyInterference sets each server's latency factor from its GPU
-// neighbours' utilisation in the previous step.
-func (w *World) applyInterference() {
-	byGPU := map[gpuID][]*instance{}
-	for _, in := range w.instances {
-		byGPU[in.gpu] = append(byGPU[in.gpu], in)
-	}
-	for _, group := range byGPU {
-		for _, in := range group {
-			var nb []interference.Neighbour
-			for _, o := range group {
-				if o != in {
-					nb = append(nb, interference.Neighbour{Model: o.model, Utilization: o.util})
-				}
-			}
-			in.server.SetFactor(w.cfg.Interference.Factor(in.model, nb))
-		}
-	}
-}
-
 // account updates DCGM gauges, billed GPU time and placement checks.
-func (w *World) account(busy map[gpuID]float64, t0, t1 float64) {
+func (w *World) account(t0, t1 float64) {
 	dt := t1 - t0
 	type gpuUse struct {
 		mem    int64
@@ -304,8 +260,8 @@ func (w *World) account(busy map[gpuID]float64, t0, t1 float64) {
 	for id := range w.gpuUtil {
 		w.gpuUtil[id] = 0
 	}
-	for id, b := range busy {
-		w.gpuUtil[id] = math.Min(100, 100*b/dt)
+	for id, g := range w.gpus {
+		w.gpuUtil[id] = math.Min(100, 100*g.Busy()/dt)
 	}
 	for _, d := range w.dcgm {
 		node, err := w.nodes.Get(d.node)
@@ -355,15 +311,11 @@ func (w *World) syncPodsLocked(now float64) {
 	}
 	for uid, in := range w.instances {
 		if !seen[uid] {
-			w.record(in, in.server.Drain())
+			w.eng.Remove(in.run) // its queued requests are served and recorded
 			_ = in.http.Close()
 			delete(w.instances, uid)
-			list := w.byService[in.service.Name]
-			for i, x := range list {
-				if x == in {
-					w.byService[in.service.Name] = append(list[:i], list[i+1:]...)
-					break
-				}
+			if len(w.gpus[in.gpu].Instances()) == 0 {
+				delete(w.gpus, in.gpu)
 			}
 		}
 	}
@@ -420,10 +372,15 @@ func (w *World) addInstance(p *v1.Pod, now float64) {
 		DestinationApp: s.Model, DestinationVersion: prof.GPUType,
 	}, w.Clock.SimTime)
 	in := &instance{uid: p.UID, name: p.Name, service: s, prof: prof, gpu: gpuID{p.Spec.NodeName, idx},
-		server: srv, istio: istio, model: s.Model, memMiB: d.MemoryMiB}
+		istio: istio, model: s.Model, memMiB: d.MemoryMiB}
 	in.http = listen(p.Status.PodIP, IstioPort, IstioPath, exporters.Handler(istio))
+	g := w.gpus[in.gpu]
+	if g == nil {
+		g = new(replay.GPU)
+		w.gpus[in.gpu] = g
+	}
+	in.run = w.eng.Add(w.svcs[s.Name], g, srv, func(done []modelserver.Completion) { w.record(in, done) })
 	w.instances[p.UID] = in
-	w.byService[s.Name] = append(w.byService[s.Name], in)
 	if !w.scheduled[p.UID] {
 		w.scheduled[p.UID] = true
 		w.stats[s.Name].PodsStarted++

@@ -1,0 +1,30 @@
+// Package replay is the per-second loop that drives simulated model servers
+// (internal/sim/modelserver) through trace time, shared by the demo's
+// simulated world (internal/sim/simulator) and the trace-driven evaluator
+// (internal/sim/evaluate).
+//
+// An Engine holds instances grouped by service and by GPU. Each Step over
+// trace time [t0, t1):
+//
+//  1. sets every instance's latency factor from its GPU neighbours' busy
+//     share in the previous step (pkg/interference);
+//  2. offers each service its arrivals, service by service in the order
+//     they were added and trace second by trace second: the service's share
+//     of the second's rate (scaled to the part of the second in the step),
+//     rounded at random to a count, at Poisson times within the second,
+//     each routed like Envoy's LEAST_REQUEST balancer (modelserver.Router)
+//     among the instances ready when it arrives;
+//  3. advances every server to t1 and hands each instance's completions to
+//     its callback;
+//  4. records each instance's busy time and share of the step; a GPU's
+//     busy time is its instances' sum (GPU.Busy).
+//
+// What the instances stand for, where they are placed and what the results
+// are worth stays with the caller, which hears of arrivals, unserved
+// requests and completions through callbacks. All randomness comes from the
+// services' generators, so a replay is deterministic for given seeds and
+// calls.
+//
+// Files: engine.go (Engine and its Step), groups.go (Service, GPU and
+// Instance, and adding and removing instances).
+package replay

@@ -1,0 +1,146 @@
+package replay
+
+import (
+	"math/rand/v2"
+	"testing"
+
+	"github.com/hetsev/hetsev/internal/sim/modelserver"
+	"github.com/hetsev/hetsev/pkg/interference"
+)
+
+func server(t *testing.T, name string, readyAt float64) *modelserver.Server {
+	t.Helper()
+	s, err := modelserver.NewServer(modelserver.Config{Name: name, Model: "resnet50", BatchSize: 8,
+		BatchLatency: 0.02, MaxBatchDelay: 0.005, ReadyAt: readyAt})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func service(seed uint64) *Service {
+	return &Service{Share: 1, Arrivals: rand.New(rand.NewPCG(seed, 1)), Router: modelserver.NewRouter(seed)}
+}
+
+func constant(n int, rate float64) []float64 {
+	r := make([]float64, n)
+	for i := range r {
+		r[i] = rate
+	}
+	return r
+}
+
+// TestStepServesOfferedLoad: 100 requests/s for 10 s to one instance that
+// can serve 400/s: every arrival is offered once, in its second, and
+// completes; the GPU's busy time is its instance's.
+func TestStepServesOfferedLoad(t *testing.T) {
+	e := New(constant(10, 100), interference.Default())
+	s := e.AddService(service(1))
+	offered, done := 0, 0
+	s.Offered = func(sec int, at []float64) {
+		for _, a := range at {
+			if a < float64(sec) || a >= float64(sec+1) {
+				t.Errorf("arrival %v outside second %d", a, sec)
+			}
+		}
+		offered += len(at)
+	}
+	s.Unserved = func(float64) { t.Error("unserved request with a ready instance") }
+	var g GPU
+	in := e.Add(s, &g, server(t, "a", 0), func(c []modelserver.Completion) { done += len(c) })
+	for sec := range 10 {
+		e.Step(float64(sec), float64(sec+1))
+		if g.Busy() != in.Busy() || in.Util() != in.Busy() {
+			t.Fatalf("second %d: GPU busy %v, instance busy %v, util %v", sec, g.Busy(), in.Busy(), in.Util())
+		}
+	}
+	e.Drain()
+	if offered != 1000 || done != 1000 {
+		t.Errorf("offered %d, completed %d; want 1000 each", offered, done)
+	}
+}
+
+// TestPartialSteps: steps of half a second offer half a second's mean each.
+func TestPartialSteps(t *testing.T) {
+	e := New(constant(4, 10), interference.Default())
+	s := e.AddService(service(2))
+	var secs []int
+	n := 0
+	s.Offered = func(sec int, at []float64) { secs = append(secs, sec); n += len(at) }
+	for k := range 8 {
+		e.Step(float64(k)/2, float64(k+1)/2)
+	}
+	e.Step(4, 5) // past the trace: nothing
+	if n != 40 || len(secs) != 8 || secs[0] != 0 || secs[1] != 0 || secs[7] != 3 {
+		t.Errorf("%d arrivals in seconds %v; want 40, two parts of each of 0..3", n, secs)
+	}
+}
+
+// TestUnservedBeforeReady: requests before the only instance is ready are
+// unserved; later ones are routed to it.
+func TestUnservedBeforeReady(t *testing.T) {
+	e := New(constant(2, 50), interference.Default())
+	s := e.AddService(service(3))
+	unserved := 0
+	s.Unserved = func(at float64) {
+		if at >= 1 {
+			t.Errorf("unserved at %v, after the instance is ready", at)
+		}
+		unserved++
+	}
+	var g GPU
+	e.Add(s, &g, server(t, "a", 1), nil)
+	e.Step(0, 1)
+	e.Step(1, 2)
+	if unserved != 50 {
+		t.Errorf("%d unserved; want the first second's 50", unserved)
+	}
+}
+
+// TestInterference: two busy instances on one GPU slow each other down in
+// the next step by pkg/interference's factor; one alone on a GPU does not.
+func TestInterference(t *testing.T) {
+	m := interference.Default()
+	e := New(constant(3, 300), m)
+	s := e.AddService(service(4))
+	var shared, alone GPU
+	a := e.Add(s, &shared, server(t, "a", 0), nil)
+	b := e.Add(s, &shared, server(t, "b", 0), nil)
+	c := e.Add(s, &alone, server(t, "c", 0), nil)
+	e.Step(0, 1)
+	if a.Util() == 0 || b.Util() == 0 || c.Util() == 0 {
+		t.Fatalf("utilisation %v %v %v; want all busy", a.Util(), b.Util(), c.Util())
+	}
+	if got := shared.Busy(); got != a.Busy()+b.Busy() {
+		t.Errorf("shared GPU busy %v, want %v", got, a.Busy()+b.Busy())
+	}
+	want := m.Factor("resnet50", []interference.Neighbour{{Model: "resnet50", Utilization: b.Util()}})
+	e.Step(1, 2)
+	if a.Server.Factor() != want || want <= 1 || c.Server.Factor() != 1 {
+		t.Errorf("factors %v (shared, want %v > 1), %v (alone, want 1)", a.Server.Factor(), want, c.Server.Factor())
+	}
+}
+
+// TestRemoveDrains: a removed instance's queued requests complete through
+// its callback and it leaves its service and GPU, keeping the others'
+// order.
+func TestRemoveDrains(t *testing.T) {
+	e := New(constant(1, 1000), interference.Default())
+	s := e.AddService(service(5))
+	var g GPU
+	done := 0
+	a := e.Add(s, &g, server(t, "a", 0), nil)
+	b := e.Add(s, &g, server(t, "b", 0), func(c []modelserver.Completion) { done += len(c) })
+	c := e.Add(s, &g, server(t, "c", 0), nil)
+	e.Step(0, 0.5)
+	before := done
+	e.Remove(b)
+	if done == before || uint64(done) != b.Server.Submitted() {
+		t.Errorf("completed %d of %d submitted after Remove", done, b.Server.Submitted())
+	}
+	for _, list := range [][]*Instance{s.Instances(), g.Instances()} {
+		if len(list) != 2 || list[0] != a || list[1] != c {
+			t.Errorf("instances after Remove: %v", list)
+		}
+	}
+}

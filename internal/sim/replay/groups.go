@@ -1,0 +1,131 @@
+package replay
+
+import (
+	"math/rand/v2"
+
+	"github.com/hetsev/hetsev/internal/sim/modelserver"
+)
+
+// Service is one service's load and its instances.
+type Service struct {
+	// Share is the service's fraction of the trace's rate.
+	Share float64
+	// Arrivals draws each second's number of arrivals and their times;
+	// Router picks the instance of each. Services may share them (the
+	// demo's world does): the engine draws service by service, in the
+	// order they were added.
+	Arrivals *rand.Rand
+	Router   *modelserver.Router
+	// Offered, if set, is given the arrival times of trace second sec (of
+	// the part of it in the step), sorted, before they are routed; it is
+	// called for seconds without arrivals too. The slice is reused once
+	// Offered returns.
+	Offered func(sec int, at []float64)
+	// Unserved, if set, is called for each request that finds no ready
+	// instance: the sidecar answers 503 at once.
+	Unserved func(at float64)
+
+	insts []*Instance
+}
+
+// Instances are the service's instances, oldest first. The slice is the
+// engine's: do not modify it.
+func (s *Service) Instances() []*Instance { return s.insts }
+
+// GPU is the instances placed on one GPU, in the order they were added.
+// The zero value is a GPU without instances.
+type GPU struct {
+	insts []*Instance
+}
+
+// Instances are the GPU's instances, oldest first. The slice is the
+// engine's: do not modify it.
+func (g *GPU) Instances() []*Instance { return g.insts }
+
+// Busy is the GPU's busy time in the last step, seconds: the sum of its
+// instances' (Instance.Busy), in the order they were added. Co-located
+// instances' batches may overlap, so it can exceed the step's length.
+func (g *GPU) Busy() float64 {
+	b := 0.0
+	for _, in := range g.insts {
+		b += in.busy
+	}
+	return b
+}
+
+// Instance is one simulated model server of a service, placed on a GPU.
+type Instance struct {
+	Server *modelserver.Server
+
+	svc  *Service
+	gpu  *GPU
+	done func([]modelserver.Completion)
+	busy float64 // busy seconds in the last step
+	util float64 // busy share of the last step
+}
+
+// Service is the instance's service.
+func (in *Instance) Service() *Service { return in.svc }
+
+// GPU is the GPU the instance runs on.
+func (in *Instance) GPU() *GPU { return in.gpu }
+
+// Busy is the time, seconds, the instance's batches ran in the last step.
+func (in *Instance) Busy() float64 { return in.busy }
+
+// Util is the instance's busy share of the last step, in [0, 1]; 0 before
+// its first step. Its GPU neighbours' latency in the next step depends on
+// it.
+func (in *Instance) Util() float64 { return in.util }
+
+// AddService adds a service; Step offers arrivals to services in the order
+// they were added. It returns s.
+func (e *Engine) AddService(s *Service) *Service {
+	e.services = append(e.services, s)
+	return s
+}
+
+// Add adds server srv as an instance of s on gpu. done, if not nil, is
+// given the server's completions as Step and Remove collect them.
+func (e *Engine) Add(s *Service, gpu *GPU, srv *modelserver.Server, done func([]modelserver.Completion)) *Instance {
+	in := &Instance{Server: srv, svc: s, gpu: gpu, done: done}
+	s.insts = append(s.insts, in)
+	gpu.insts = append(gpu.insts, in)
+	return in
+}
+
+// Remove takes in out of its service and GPU once its queued requests are
+// served (graceful termination): their completions go to its callback.
+func (e *Engine) Remove(in *Instance) {
+	in.finish(in.Server.Drain())
+	in.svc.insts = without(in.svc.insts, in)
+	in.gpu.insts = without(in.gpu.insts, in)
+}
+
+// Drain serves every instance's queued requests, as at the end of a
+// replay, and hands their completions to the instances' callbacks; the
+// instances stay.
+func (e *Engine) Drain() {
+	for _, s := range e.services {
+		for _, in := range s.insts {
+			in.finish(in.Server.Drain())
+		}
+	}
+}
+
+func (in *Instance) finish(done []modelserver.Completion) {
+	if in.done != nil && len(done) > 0 {
+		in.done(done)
+	}
+}
+
+// without removes in from list, keeping the order, without reusing list's
+// array (a caller may be iterating it).
+func without(list []*Instance, in *Instance) []*Instance {
+	for i, x := range list {
+		if x == in {
+			return append(list[:i:i], list[i+1:]...)
+		}
+	}
+	return list
+}
