@@ -28,8 +28,8 @@ func ownerRef(ms *v1alpha1.ModelService) metav1.OwnerReference {
 
 // ensureService creates the Service that fronts every GPU type's pods of a
 // ModelService; the VirtualService splits its traffic.
-func (c *Controller) ensureService(ctx context.Context, ms *v1alpha1.ModelService) error {
-	if _, done := c.services.Load(ms.UID); done {
+func (r *Reconciler) ensureService(ctx context.Context, ms *v1alpha1.ModelService) error {
+	if _, done := r.services.Load(ms.UID); done {
 		return nil // created (or found) before: no API call per decision
 	}
 	port := ms.Spec.ServicePort
@@ -44,23 +44,25 @@ func (c *Controller) ensureService(ctx context.Context, ms *v1alpha1.ModelServic
 			Ports:    []v1.ServicePort{{Name: "http", Port: port, TargetPort: intstr.FromInt32(port)}},
 		},
 	}
-	_, err := c.kube.CoreV1().Services(ms.Namespace).Create(ctx, svc, metav1.CreateOptions{})
+	// Created, never read: reading through the cache would watch every
+	// Service.
+	err := r.Client.Create(ctx, svc)
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("creating service %s/%s: %w", ms.Namespace, ms.Name, err)
 	}
-	c.services.Store(ms.UID, true)
+	r.services.Store(ms.UID, true)
 	return nil
 }
 
 // splitTraffic writes capacity-weighted routes: each GPU type gets requests
 // in proportion to T_i times its ready instances (its desired instances
 // while none is ready yet), and records the outcome in status.
-func (c *Controller) splitTraffic(ctx context.Context, svc *service, deps []*appsv1.Deployment, st *v1alpha1.ModelServiceStatus) {
-	if c.traffic == nil {
+func (r *Reconciler) splitTraffic(ctx context.Context, svc *service, deps []*appsv1.Deployment, st *v1alpha1.ModelServiceStatus) {
+	if r.Traffic == nil {
 		return
 	}
 	ms := svc.obj
-	if err := c.ensureService(ctx, ms); err != nil {
+	if err := r.ensureService(ctx, ms); err != nil {
 		setCondition(st, v1alpha1.ConditionTrafficSplit, metav1.ConditionFalse, "ServiceError", err.Error(), ms.Generation)
 		return
 	}
@@ -77,7 +79,7 @@ func (c *Controller) splitTraffic(ctx context.Context, svc *service, deps []*app
 		shares[i] = traffic.Share{GPUType: p.gpuType.Name, Labels: deps[i].Spec.Selector.MatchLabels, CapacityRPS: p.spec.ThroughputRPS * float64(n)}
 	}
 	host := fmt.Sprintf("%s.%s.svc.cluster.local", ms.Name, ms.Namespace)
-	weights, err := c.traffic.Apply(ctx, ms.Namespace, ms.Name, host, ownerRef(ms), shares)
+	weights, err := r.Traffic.Apply(ctx, ms.Namespace, ms.Name, host, ownerRef(ms), shares)
 	switch {
 	case errors.Is(err, traffic.ErrIstioMissing):
 		setCondition(st, v1alpha1.ConditionTrafficSplit, metav1.ConditionFalse, "IstioNotInstalled", err.Error(), ms.Generation)

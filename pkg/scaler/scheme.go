@@ -1,17 +1,18 @@
 package scaler
 
 import (
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+
+	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
 )
 
-// Scheme is the scheme the scaler's event recorder uses: client-go's types;
-// ModelServices are unstructured objects, which carry their own kind.
+// Scheme holds the types hetsev-scaler reads and writes through its typed
+// client: client-go's and ModelService.
 func Scheme() *runtime.Scheme {
 	s := runtime.NewScheme()
-	_ = clientgoscheme.AddToScheme(s)
+	utilruntime.Must(clientgoscheme.AddToScheme(s))
+	utilruntime.Must(v1alpha1.AddToScheme(s))
 	return s
 }
-
-var _ runtime.Object = &unstructured.Unstructured{}

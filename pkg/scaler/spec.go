@@ -9,8 +9,6 @@ import (
 	"github.com/hetsev/hetsev/pkg/catalog"
 
 	"k8s.io/apimachinery/pkg/api/resource"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
 	"github.com/hetsev/hetsev/pkg/heterogeneity"
@@ -64,15 +62,6 @@ type gpuProfile struct {
 	gpuType   catalog.GPUType
 	gpuMemMiB int64
 	price     float64
-}
-
-// fromUnstructured converts a ModelService read through the dynamic client.
-func fromUnstructured(u *unstructured.Unstructured) (*v1alpha1.ModelService, error) {
-	ms := &v1alpha1.ModelService{}
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, ms); err != nil {
-		return nil, fmt.Errorf("decoding ModelService %s/%s: %w", u.GetNamespace(), u.GetName(), err)
-	}
-	return ms, nil
 }
 
 // validate checks what CRD validation cannot (catalog membership, SLO

@@ -20,6 +20,8 @@ import (
 	istioclient "istio.io/client-go/pkg/clientset/versioned"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
 )
 
 // Share is one GPU type's part of a service.
@@ -87,7 +89,7 @@ func (w Writer) Apply(ctx context.Context, ns, name, host string, owner metav1.O
 		return nil, nil // nothing serves yet: leave the routes as they are
 	}
 	meta := metav1.ObjectMeta{Name: name, Namespace: ns, OwnerReferences: []metav1.OwnerReference{owner},
-		Labels: map[string]string{"app.kubernetes.io/managed-by": "hetsev-scaler"}}
+		Labels: map[string]string{"app.kubernetes.io/managed-by": v1alpha1.ScalerName}}
 	dr := &networkingv1.DestinationRule{ObjectMeta: meta}
 	dr.Spec.Host = host
 	vs := &networkingv1.VirtualService{ObjectMeta: *meta.DeepCopy()}

@@ -127,6 +127,25 @@ func TestManifestsApplyToAPIServer(t *testing.T) {
 		want bool
 	}{
 		{scalerSA, authorizationv1.ResourceAttributes{Verb: "patch", Group: "apps", Resource: "deployments", Namespace: "default"}, true},
+		// What hetsev-scaler's controller-runtime manager needs: its cache
+		// lists and watches ModelServices, their Deployments, and pods and
+		// nodes (free GPUs) in all namespaces; it writes status and
+		// core/v1 Events; it holds Lease hetsev-system/hetsev-scaler.
+		{scalerSA, authorizationv1.ResourceAttributes{Verb: "watch", Group: "hetsev.io", Resource: "modelservices"}, true},
+		{scalerSA, authorizationv1.ResourceAttributes{Verb: "update", Group: "hetsev.io", Resource: "modelservices", Subresource: "status", Namespace: "default"}, true},
+		{scalerSA, authorizationv1.ResourceAttributes{Verb: "update", Group: "hetsev.io", Resource: "modelservices", Namespace: "default"}, false},
+		{scalerSA, authorizationv1.ResourceAttributes{Verb: "list", Group: "apps", Resource: "deployments"}, true},
+		{scalerSA, authorizationv1.ResourceAttributes{Verb: "watch", Group: "apps", Resource: "deployments"}, true},
+		{scalerSA, authorizationv1.ResourceAttributes{Verb: "list", Resource: "pods"}, true},
+		{scalerSA, authorizationv1.ResourceAttributes{Verb: "watch", Resource: "pods"}, true},
+		{scalerSA, authorizationv1.ResourceAttributes{Verb: "list", Resource: "nodes"}, true},
+		{scalerSA, authorizationv1.ResourceAttributes{Verb: "watch", Resource: "nodes"}, true},
+		{scalerSA, authorizationv1.ResourceAttributes{Verb: "create", Resource: "events", Namespace: "default"}, true},
+		{scalerSA, authorizationv1.ResourceAttributes{Verb: "create", Resource: "services", Namespace: "default"}, true},
+		{scalerSA, authorizationv1.ResourceAttributes{Verb: "watch", Resource: "services", Namespace: "default"}, false},
+		{scalerSA, authorizationv1.ResourceAttributes{Verb: "create", Group: "coordination.k8s.io", Resource: "leases", Namespace: "hetsev-system"}, true},
+		{scalerSA, authorizationv1.ResourceAttributes{Verb: "update", Group: "coordination.k8s.io", Resource: "leases", Namespace: "hetsev-system", Name: "hetsev-scaler"}, true},
+		{scalerSA, authorizationv1.ResourceAttributes{Verb: "update", Group: "coordination.k8s.io", Resource: "leases", Namespace: "hetsev-system", Name: "hetsev-scheduler"}, false},
 		{scalerSA, authorizationv1.ResourceAttributes{Verb: "delete", Group: "apps", Resource: "deployments", Namespace: "default"}, false},
 		{scalerSA, authorizationv1.ResourceAttributes{Verb: "get", Resource: "secrets", Namespace: "hetsev-system", Name: "hetsev-webhook-tls"}, true},
 		{scalerSA, authorizationv1.ResourceAttributes{Verb: "get", Resource: "secrets", Namespace: "hetsev-system", Name: "other"}, false},
@@ -150,7 +169,7 @@ func TestManifestsApplyToAPIServer(t *testing.T) {
 			t.Fatal(err)
 		}
 		if sar.Status.Allowed != c.want {
-			t.Errorf("%s %s %s/%s %s: allowed %v, want %v", c.user, c.attr.Verb, c.attr.Group, c.attr.Resource, c.attr.Name, sar.Status.Allowed, c.want)
+			t.Errorf("%s %s %s/%s %s %s: allowed %v, want %v", c.user, c.attr.Verb, c.attr.Group, c.attr.Resource, c.attr.Subresource, c.attr.Name, sar.Status.Allowed, c.want)
 		}
 	}
 }

@@ -13,6 +13,10 @@ const (
 	// SchedulerName is hetsev-scheduler's profile name; pods opt in with
 	// spec.schedulerName set to it.
 	SchedulerName = "hetsev-scheduler"
+	// ScalerName is hetsev-scaler's name: its leader-election Lease (in
+	// --leader-elect-namespace, named in its RBAC) and the source of the
+	// Events it records.
+	ScalerName = "hetsev-scaler"
 
 	// AnnotationModel names the model a pod serves; two pods with the same
 	// value never share a GPU (HetSev 4.2 anti-affinity).

@@ -1,0 +1,126 @@
+package scaler
+
+import (
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	istioclient "istio.io/client-go/pkg/clientset/versioned"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	cmclient "k8s.io/metrics/pkg/client/custom_metrics"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
+	"github.com/hetsev/hetsev/pkg/catalog"
+	"github.com/hetsev/hetsev/pkg/traffic"
+)
+
+// Leader election timing: a standby takes over within the lease duration
+// when the leader goes away.
+const (
+	leaseDuration = 15 * time.Second
+	renewDeadline = 10 * time.Second
+	retryPeriod   = 2 * time.Second
+)
+
+// RESTConfig is the API server's config from --kubeconfig (in-cluster when
+// empty), with --kube-api-qps and --kube-api-burst.
+func (o *Options) RESTConfig() (*rest.Config, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", o.Kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig: %w", err)
+	}
+	cfg.QPS, cfg.Burst = float32(o.KubeAPIQPS), o.KubeAPIBurst
+	return cfg, nil
+}
+
+// NewManager builds the controller-runtime manager of hetsev-scaler with
+// the ModelService controller set up: leader election on a Lease, /metrics
+// (hetsev_scaler_* beside controller-runtime's own), /healthz and /readyz.
+// A lost lease makes the manager's Start return an error.
+func (o *Options) NewManager(cfg *rest.Config) (manager.Manager, error) {
+	cat, err := loadCatalog(o.CatalogFile)
+	if err != nil {
+		return nil, err
+	}
+	mopts := manager.Options{
+		Scheme: Scheme(),
+		// Pods, nodes and Deployments are cached; managed fields are not
+		// read, so they do not take memory.
+		Cache:                         cache.Options{DefaultTransform: cache.TransformStripManagedFields()},
+		Metrics:                       metricsserver.Options{BindAddress: o.MetricsBindAddress},
+		HealthProbeBindAddress:        o.HealthProbeBindAddress,
+		LeaderElection:                o.LeaderElect,
+		LeaderElectionID:              v1alpha1.ScalerName,
+		LeaderElectionNamespace:       o.LeaderElectNamespace,
+		LeaderElectionReleaseOnCancel: true,
+		LeaseDuration:                 ptr(leaseDuration),
+		RenewDeadline:                 ptr(renewDeadline),
+		RetryPeriod:                   ptr(retryPeriod),
+	}
+	if mopts.Metrics.BindAddress == "" {
+		mopts.Metrics.BindAddress = "0" // "" means off, as it did before controller-runtime
+	}
+	if o.Namespace != "" {
+		mopts.Cache.DefaultNamespaces = map[string]cache.Config{o.Namespace: {}}
+	}
+	mgr, err := manager.New(cfg, mopts)
+	if err != nil {
+		return nil, fmt.Errorf("manager: %w", err)
+	}
+	registerMetrics.Do(func() { Register(ctrlmetrics.Registry) })
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return nil, err
+	}
+	if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
+		return nil, err
+	}
+	disc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("discovery client: %w", err)
+	}
+	r := &Reconciler{
+		Client:    mgr.GetClient(),
+		APIReader: mgr.GetAPIReader(),
+		Metrics:   CustomMetrics{Client: cmclient.NewForConfig(cfg, mgr.GetRESTMapper(), cmclient.NewAvailableAPIsGetter(disc))},
+		Catalog:   cat,
+		// core/v1 Events, aggregated with a count, as kubectl and the demo
+		// read them.
+		Recorder: mgr.GetEventRecorderFor(v1alpha1.ScalerName), //nolint:staticcheck
+		Defaults: o.Defaults,
+	}
+	if o.TrafficSplit {
+		ic, err := istioclient.NewForConfig(cfg)
+		if err != nil {
+			return nil, fmt.Errorf("istio client: %w", err)
+		}
+		r.Traffic = &traffic.Writer{Client: ic}
+	}
+	if err := r.SetupWithManager(mgr, o.Workers); err != nil {
+		return nil, err
+	}
+	return mgr, nil
+}
+
+// registerMetrics adds the scaler's collectors to controller-runtime's
+// registry once per process.
+var registerMetrics sync.Once
+
+func loadCatalog(path string) (catalog.Catalog, error) {
+	if path == "" {
+		return catalog.DefaultCatalog()
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return catalog.Catalog{}, fmt.Errorf("--gpu-catalog: %w", err)
+	}
+	defer f.Close()
+	return catalog.LoadCatalog(f, path)
+}

@@ -1,0 +1,83 @@
+package scaler
+
+import (
+	"flag"
+	"fmt"
+
+	"github.com/hetsev/hetsev/pkg/heterogeneity"
+)
+
+// Options are hetsev-scaler's command-line settings (the webhook's are
+// webhook.Options).
+type Options struct {
+	// Kubeconfig is a kubeconfig path; "" uses the in-cluster config.
+	Kubeconfig string
+	// Namespace limits the controller to one namespace ("" = all).
+	Namespace string
+	// Workers is how many ModelServices are reconciled in parallel.
+	Workers int
+	// CatalogFile is a GPU catalog CSV; "" uses the embedded one.
+	CatalogFile string
+	// LeaderElect elects a leader among replicas with the Lease
+	// v1alpha1.ScalerName in LeaderElectNamespace.
+	LeaderElect          bool
+	LeaderElectNamespace string
+	// MetricsBindAddress serves /metrics, HealthProbeBindAddress /healthz
+	// and /readyz; "" or "0" disables either.
+	MetricsBindAddress     string
+	HealthProbeBindAddress string
+	// Defaults are the solver and SLO check a ModelService may override.
+	Defaults Defaults
+	// TrafficSplit writes Istio routes weighted by capacity.
+	TrafficSplit bool
+	// KubeAPIQPS and KubeAPIBurst limit queries to the API server.
+	KubeAPIQPS   float64
+	KubeAPIBurst int
+}
+
+// NewOptions returns the flags' defaults.
+func NewOptions() *Options {
+	return &Options{
+		Workers:                2,
+		LeaderElect:            true,
+		LeaderElectNamespace:   "hetsev-system",
+		MetricsBindAddress:     ":8080",
+		HealthProbeBindAddress: ":8081",
+		Defaults:               DefaultDefaults,
+		TrafficSplit:           true,
+		KubeAPIQPS:             50,
+		KubeAPIBurst:           100,
+	}
+}
+
+// AddFlags registers hetsev-scaler's flags on fs, with o's values as
+// defaults.
+func (o *Options) AddFlags(fs *flag.FlagSet) {
+	fs.StringVar(&o.Kubeconfig, "kubeconfig", o.Kubeconfig, "path to a kubeconfig; in-cluster config when empty")
+	fs.StringVar(&o.Namespace, "namespace", o.Namespace, "watch ModelServices in this namespace only (default: all)")
+	fs.IntVar(&o.Workers, "workers", o.Workers, "ModelServices reconciled in parallel")
+	fs.StringVar(&o.CatalogFile, "gpu-catalog", o.CatalogFile, "GPU catalog CSV (gpu_type, product_label, gpu_memory_mib, usd_per_hour, ...); default: the embedded data/profiles/gpu_catalog.csv")
+	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "elect a leader among replicas with a Lease")
+	fs.StringVar(&o.LeaderElectNamespace, "leader-elect-namespace", o.LeaderElectNamespace, "namespace of the leader-election Lease")
+	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", o.MetricsBindAddress, "address of /metrics")
+	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", o.HealthProbeBindAddress, "address of /healthz and /readyz")
+	fs.StringVar(&o.Defaults.Solver, "solver", o.Defaults.Solver, "how the amount of a scaling action is computed: exact (the ILP of HetSev 4.1, solved exactly) or heuristic (the paper's greedy selection); a ModelService's spec.scaling.solver overrides it")
+	fs.StringVar(&o.Defaults.SLOCheck, "slo-check", o.Defaults.SLOCheck, "which GPU types meet the SLO: paper (profiled batch latency <= RT_max, HetSev 4.1) or model (latency model with batch formation, queueing and +18 % co-location, at SL_min; conservative)")
+	fs.BoolVar(&o.TrafficSplit, "traffic-split", o.TrafficSplit, "write Istio VirtualServices and DestinationRules that split each ModelService's traffic across GPU types by capacity")
+	fs.Float64Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS, "queries per second to the API server (client-go's default of 5 throttles a decision every few seconds per ModelService)")
+	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst, "burst of queries to the API server")
+}
+
+// Validate checks the flags.
+func (o *Options) Validate() error {
+	if _, ok := heterogeneity.LookupSolver(o.Defaults.Solver); !ok {
+		return fmt.Errorf("--solver=%q: want exact or heuristic", o.Defaults.Solver)
+	}
+	if o.Defaults.SLOCheck != heterogeneity.SLOCheckModel && o.Defaults.SLOCheck != heterogeneity.SLOCheckPaper {
+		return fmt.Errorf("--slo-check=%q: want model or paper", o.Defaults.SLOCheck)
+	}
+	if o.Workers < 1 {
+		return fmt.Errorf("--workers=%d: want at least 1", o.Workers)
+	}
+	return nil
+}

@@ -1,0 +1,51 @@
+package scaler
+
+import (
+	"flag"
+	"strings"
+	"testing"
+
+	"github.com/hetsev/hetsev/pkg/heterogeneity"
+)
+
+// The flags keep hetsev-scaler's names and defaults, and Validate names
+// the flag it refuses.
+func TestOptionsFlagsAndValidate(t *testing.T) {
+	o := NewOptions()
+	fs := flag.NewFlagSet("hetsev-scaler", flag.ContinueOnError)
+	o.AddFlags(fs)
+	for name, want := range map[string]string{
+		"kubeconfig": "", "namespace": "", "workers": "2", "gpu-catalog": "",
+		"leader-elect": "true", "leader-elect-namespace": "hetsev-system",
+		"metrics-bind-address": ":8080", "health-probe-bind-address": ":8081",
+		"solver": heterogeneity.SolverExact, "slo-check": heterogeneity.SLOCheckPaper,
+		"traffic-split": "true", "kube-api-qps": "50", "kube-api-burst": "100",
+	} {
+		f := fs.Lookup(name)
+		if f == nil {
+			t.Errorf("no --%s", name)
+			continue
+		}
+		if f.DefValue != want {
+			t.Errorf("--%s default %q, want %q", name, f.DefValue, want)
+		}
+	}
+	if err := o.Validate(); err != nil {
+		t.Errorf("defaults: %v", err)
+	}
+	if o.Defaults != DefaultDefaults {
+		t.Errorf("defaults %+v, want DefaultDefaults %+v", o.Defaults, DefaultDefaults)
+	}
+	for _, args := range [][]string{{"--solver=ilp"}, {"--slo-check=strict"}, {"--workers=0"}} {
+		o := NewOptions()
+		fs := flag.NewFlagSet("hetsev-scaler", flag.ContinueOnError)
+		o.AddFlags(fs)
+		if err := fs.Parse(args); err != nil {
+			t.Fatal(err)
+		}
+		flagName := strings.SplitN(strings.TrimPrefix(args[0], "--"), "=", 2)[0]
+		if err := o.Validate(); err == nil || !strings.Contains(err.Error(), "--"+flagName) {
+			t.Errorf("%v: error %v, want one naming --%s", args, err, flagName)
+		}
+	}
+}

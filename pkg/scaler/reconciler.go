@@ -1,0 +1,142 @@
+package scaler
+
+import (
+	"sync"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
+	"github.com/hetsev/hetsev/pkg/catalog"
+	"github.com/hetsev/hetsev/pkg/heterogeneity"
+	"github.com/hetsev/hetsev/pkg/traffic"
+)
+
+// Reconciler reconciles ModelServices: a reconcile at or after the
+// ModelService's decision time (or after a spec change) runs a scaling
+// decision and asks to come back after spec.scaling.intervalSeconds; one
+// in between, triggered by a change to one of its Deployments, only keeps
+// the Deployments and the traffic split in line, so decisions keep their
+// interval.
+type Reconciler struct {
+	// Client reads ModelServices, Deployments, pods and nodes (from the
+	// manager's cache) and writes Deployments, Services and status.
+	Client client.Client
+	// APIReader reads around the cache (a Deployment that exists but is
+	// not cached yet); nil: Client.
+	APIReader client.Reader
+	Metrics   MetricsSource
+	Catalog   catalog.Catalog
+	Recorder  record.EventRecorder
+	// Traffic receives capacity-weighted VirtualServices and
+	// DestinationRules; nil disables the traffic split.
+	Traffic *traffic.Writer
+	// Defaults are the solver and SLO check used unless a ModelService
+	// says otherwise (zero value: DefaultDefaults).
+	Defaults Defaults
+	// Now is the clock (nil: time.Now).
+	Now func() time.Time
+
+	mu    sync.Mutex
+	state map[types.NamespacedName]*msState
+
+	services sync.Map // ModelService UIDs whose Service exists
+}
+
+// msState is what the reconciler keeps of one ModelService between
+// reconciles.
+type msState struct {
+	autoscaler *heterogeneity.Autoscaler
+	// decided: a decision (or the finding that the spec is invalid) was
+	// made for generation; next is when the next decision is due, zero
+	// when only a spec change brings one (an invalid spec).
+	decided    bool
+	generation int64
+	next       time.Time
+}
+
+// SetupWithManager registers r with mgr: ModelServices trigger a reconcile
+// when created, deleted or their spec changes (not on status writes, which
+// the reconciler makes itself), and so does any change to a Deployment a
+// ModelService owns; workers ModelServices are reconciled in parallel.
+func (r *Reconciler) SetupWithManager(mgr manager.Manager, workers int) error {
+	return builder.ControllerManagedBy(mgr).
+		Named("modelservice").
+		For(&v1alpha1.ModelService{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Owns(&appsv1.Deployment{}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
+		Complete(r)
+}
+
+func (r *Reconciler) now() time.Time {
+	if r.Now == nil {
+		return time.Now()
+	}
+	return r.Now()
+}
+
+func (r *Reconciler) defaults() Defaults {
+	if r.Defaults == (Defaults{}) {
+		return DefaultDefaults
+	}
+	return r.Defaults
+}
+
+func (r *Reconciler) apiReader() client.Reader {
+	if r.APIReader == nil {
+		return r.Client
+	}
+	return r.APIReader
+}
+
+// stateOf returns key's state, creating it.
+func (r *Reconciler) stateOf(key types.NamespacedName) *msState {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.state == nil {
+		r.state = map[types.NamespacedName]*msState{}
+	}
+	s, ok := r.state[key]
+	if !ok {
+		s = &msState{}
+		r.state[key] = s
+	}
+	return s
+}
+
+// forget drops a deleted ModelService's state.
+func (r *Reconciler) forget(key types.NamespacedName) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.state, key)
+}
+
+// autoscalerFor returns the ModelService's autoscaler with policy p; spec
+// edits apply to the next decision.
+func (s *msState) autoscalerFor(p heterogeneity.Policy) *heterogeneity.Autoscaler {
+	if s.autoscaler == nil {
+		s.autoscaler = heterogeneity.NewAutoscaler(p)
+	}
+	s.autoscaler.Policy = p
+	return s.autoscaler
+}
+
+// untilDecision is how long before the next decision of a ModelService at
+// generation gen is due at now: 0 when one is due now, -1 when none is
+// due until its spec changes.
+func (s *msState) untilDecision(gen int64, now time.Time) time.Duration {
+	switch {
+	case !s.decided || s.generation != gen:
+		return 0
+	case s.next.IsZero():
+		return -1
+	}
+	return max(s.next.Sub(now), 0)
+}
