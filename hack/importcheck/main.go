@@ -5,14 +5,12 @@
 //
 // Usage:
 //
-//	importcheck -roots 'PATTERN ...' [-skip 'PATH ...'] [-forbid 'PREFIX ...'] [-warn 'PREFIX ...']
+//	importcheck -roots 'PATTERN ...' -forbid 'PREFIX ...'
 //
 // Roots are `go list` patterns. A package P is forbidden by a prefix X when
 // P == X or P starts with X + "/"; an embedded file counts as the package's
 // path + "/" + the file, so data/traces forbids a package that embeds files
-// under data/traces. -skip drops roots (packages that are not production but
-// still sit under a production pattern). -warn prefixes are reported but do
-// not fail.
+// under data/traces.
 package main
 
 import (
@@ -37,11 +35,9 @@ type pkg struct {
 
 func main() {
 	roots := flag.String("roots", "", "go list patterns of production packages (space separated)")
-	skip := flag.String("skip", "", "import paths (or prefixes) to drop from the roots")
 	forbid := flag.String("forbid", "", "forbidden import path prefixes")
-	warn := flag.String("warn", "", "import path prefixes that are reported without failing")
 	flag.Parse()
-	os.Exit(run(strings.Fields(*roots), strings.Fields(*skip), strings.Fields(*forbid), strings.Fields(*warn), os.Stdout))
+	os.Exit(run(strings.Fields(*roots), strings.Fields(*forbid), os.Stdout))
 }
 
 func under(p, prefix string) bool {
@@ -77,7 +73,7 @@ func goList(args ...string) ([]pkg, error) {
 	}
 }
 
-func run(rootPatterns, skip, forbid, warn []string, w io.Writer) int {
+func run(rootPatterns, forbid []string, w io.Writer) int {
 	if len(rootPatterns) == 0 {
 		fmt.Fprintln(w, "importcheck: no -roots")
 		return 2
@@ -101,9 +97,7 @@ func run(rootPatterns, skip, forbid, warn []string, w io.Writer) int {
 	}
 	var roots []string
 	for _, p := range rootPkgs {
-		if match(p.ImportPath, skip) == "" {
-			roots = append(roots, p.ImportPath)
-		}
+		roots = append(roots, p.ImportPath)
 	}
 	sort.Strings(roots)
 
@@ -130,7 +124,7 @@ func run(rootPatterns, skip, forbid, warn []string, w io.Writer) int {
 					continue
 				}
 				parent[d] = cur
-				if match(d, forbid) != "" || match(d, warn) != "" {
+				if match(d, forbid) != "" {
 					e := edge{cur, d}
 					if _, ok := chains[e]; !ok {
 						var c []string
@@ -155,20 +149,14 @@ func run(rootPatterns, skip, forbid, warn []string, w io.Writer) int {
 		}
 		return edges[i].from < edges[j].from
 	})
-	failed := 0
 	for _, e := range edges {
-		kind, verb, rule := "FORBIDDEN", "imports", match(e.to, forbid)
-		if rule == "" {
-			kind, rule = "warning", match(e.to, warn)
-		} else {
-			failed++
-		}
+		verb := "imports"
 		if p, ok := byPath[e.from]; ok && !contains(p.Imports, e.to) {
 			verb = "embeds"
 		}
-		fmt.Fprintf(w, "%s: %s %s %s (rule %s)\n    via %s\n", kind, short(e.from), verb, short(e.to), short(rule), shortChain(chains[e]))
+		fmt.Fprintf(w, "FORBIDDEN: %s %s %s (rule %s)\n    via %s\n", short(e.from), verb, short(e.to), short(match(e.to, forbid)), shortChain(chains[e]))
 	}
-	fmt.Fprintf(w, "importcheck: %d production packages, %d forbidden dependencies, %d warnings\n", len(roots), failed, len(edges)-failed)
+	fmt.Fprintf(w, "importcheck: %d production packages, %d forbidden dependencies\n", len(roots), len(edges))
 	listErrs := 0
 	for _, p := range graph {
 		if p.Error != nil {
@@ -176,7 +164,7 @@ func run(rootPatterns, skip, forbid, warn []string, w io.Writer) int {
 			listErrs++
 		}
 	}
-	if failed > 0 || listErrs > 0 {
+	if len(edges) > 0 || listErrs > 0 {
 		return 1
 	}
 	return 0
