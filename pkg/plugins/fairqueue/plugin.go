@@ -33,8 +33,10 @@ import (
 const Name = "HetsevFairQueue"
 
 var (
-	_ fwk.QueueSortPlugin = &FairQueue{}
-	_ fwk.PreFilterPlugin = &FairQueue{}
+	_ fwk.QueueSortPlugin   = &FairQueue{}
+	_ fwk.PreFilterPlugin   = &FairQueue{}
+	_ fwk.EnqueueExtensions = &FairQueue{}
+	_ fwk.SignPlugin        = &FairQueue{}
 )
 
 // FairQueue orders the scheduling queue by priority, then fair-queueing tag.
@@ -212,3 +214,18 @@ func (f *FairQueue) PreFilter(_ context.Context, _ fwk.CycleState, pod *v1.Pod, 
 
 // PreFilterExtensions implements fwk.PreFilterPlugin.
 func (f *FairQueue) PreFilterExtensions() fwk.PreFilterExtensions { return nil }
+
+// EventsToRegister implements fwk.EnqueueExtensions: none. The plugin
+// never rejects a pod (PreFilter only records the pop and skips), so no
+// event has to bring one back; without this the scheduler would register
+// every cluster event on its behalf.
+func (f *FairQueue) EventsToRegister(context.Context) ([]fwk.ClusterEventWithHint, error) {
+	return nil, nil
+}
+
+// SignPod implements fwk.SignPlugin with no fragment: the plugin filters
+// and scores nothing, so it does not turn the scheduler's opportunistic
+// batching off.
+func (f *FairQueue) SignPod(context.Context, *v1.Pod) ([]fwk.SignFragment, *fwk.Status) {
+	return nil, nil
+}
