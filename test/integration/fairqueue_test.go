@@ -119,6 +119,7 @@ func burst(ctx context.Context, t *testing.T, cp *cluster.ControlPlane, ns, cfg 
 	}
 	var mu sync.Mutex
 	bound, tried := map[string]time.Time{}, map[string]bool{}
+	var lastTried time.Time // when the last first rejection was seen
 	record := func(obj interface{}) {
 		p, ok := obj.(*v1.Pod)
 		if !ok {
@@ -130,8 +131,9 @@ func burst(ctx context.Context, t *testing.T, cp *cluster.ControlPlane, ns, cfg 
 			bound[p.Name] = time.Now()
 		}
 		for _, cond := range p.Status.Conditions {
-			if cond.Type == v1.PodScheduled && cond.Status == v1.ConditionFalse {
+			if cond.Type == v1.PodScheduled && cond.Status == v1.ConditionFalse && !tried[p.Name] {
 				tried[p.Name] = true
+				lastTried = time.Now()
 			}
 		}
 	}
@@ -146,7 +148,11 @@ func burst(ctx context.Context, t *testing.T, cp *cluster.ControlPlane, ns, cfg 
 	defer close(stop)
 	inf.Start(stop)
 
-	sched, err := cluster.StartSchedulerWithConfig(ctx, cp, ns, cfg)
+	port, err := cluster.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sched, err := cluster.StartSchedulerWithConfig(ctx, cp, ns, cfg, cluster.SchedulerMetricsArgs(port)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,9 +188,21 @@ func burst(ctx context.Context, t *testing.T, cp *cluster.ControlPlane, ns, cfg 
 		defer mu.Unlock()
 		return len(tried) == 520, nil
 	})
-	// Past the first attempt's backoff (1 s), the move goes straight to
-	// the active queue.
-	time.Sleep(2 * time.Second)
+	// The opener must move all 520 straight to the active queue, where the
+	// queue sort alone orders them: a pod still backing off goes to the
+	// backoff queue instead, ordered by its backoff's end first. A pod's
+	// backoff after its first attempt ends podInitialBackoffSeconds (1 s)
+	// after the attempt, rounded up to the backoff queue's 1 s ordering
+	// window, and the attempt came before its rejection was seen: so the
+	// last rejection seen plus 2 s is past every backoff. That instant is
+	// what is waited for; the scheduler's queue metrics below check that
+	// the opener's event sent no pod to the backoff queue.
+	mu.Lock()
+	backoffOver := lastTried.Add(time.Second).Truncate(time.Second).Add(time.Second)
+	mu.Unlock()
+	waitFor(ctx, t, time.Minute, ns+": the burst's backoff to end ("+backoffOver.Format(time.StampMilli)+")", func(context.Context) (bool, error) {
+		return time.Now().After(backoffOver), nil
+	})
 	opener := &v1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "opener", Namespace: ns, Labels: map[string]string{"hetsev.io/test-opener": "open"}},
 		Spec:       v1.PodSpec{NodeName: "t4-0", Containers: []v1.Container{{Name: "c", Image: "pause"}}},
@@ -192,6 +210,21 @@ func burst(ctx context.Context, t *testing.T, cp *cluster.ControlPlane, ns, cfg 
 	start := time.Now()
 	if _, err := c.CoreV1().Pods(ns).Create(ctx, opener, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
+	}
+	// The opener, a pod created bound, is event AssignedPodAdd: it moves
+	// the 520 pods at once, all of them to the active queue.
+	var toActive, toBackoff float64
+	waitFor(ctx, t, time.Minute, ns+": the opener to move the burst", func(ctx context.Context) (bool, error) {
+		families, err := cluster.ScrapeMetrics(ctx, port)
+		if err != nil {
+			return false, nil // the scheduler serves /metrics shortly
+		}
+		toActive = cluster.CounterValue(families, "scheduler_queue_incoming_pods_total", map[string]string{"event": "AssignedPodAdd", "queue": "active"})
+		toBackoff = cluster.CounterValue(families, "scheduler_queue_incoming_pods_total", map[string]string{"event": "AssignedPodAdd", "queue": "backoff"})
+		return toActive+toBackoff >= 520, nil
+	})
+	if toBackoff != 0 {
+		t.Fatalf("%s: the opener moved %g pods to the active queue and %g to the backoff queue, want all 520 active: the binding order would not be the queue sort's", ns, toActive, toBackoff)
 	}
 	waitFor(ctx, t, 3*time.Minute, ns+": all 520 pods bound", func(context.Context) (bool, error) {
 		return count(bound) == 522, nil // with the probe and the opener

@@ -11,19 +11,14 @@ package schedulerbench
 
 import (
 	"context"
-	"crypto/tls"
 	"fmt"
-	"io"
 	"math"
-	"net/http"
 	"sync"
 	"time"
 
 	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
 
 	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -190,8 +185,7 @@ func runProfile(ctx context.Context, cp *cluster.ControlPlane, cfg Config, profi
 	if err != nil {
 		return Profile{}, err
 	}
-	sched, err := cluster.StartSchedulerWithConfig(ctx, cp, ns, schedCfg,
-		fmt.Sprintf("--secure-port=%d", port), "--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics")
+	sched, err := cluster.StartSchedulerWithConfig(ctx, cp, ns, schedCfg, cluster.SchedulerMetricsArgs(port)...)
 	if err != nil {
 		return Profile{}, err
 	}
@@ -210,7 +204,7 @@ func runProfile(ctx context.Context, cp *cluster.ControlPlane, cfg Config, profi
 	if res.Seconds > 0 {
 		res.Throughput = float64(res.Pods-1) / res.Seconds
 	}
-	families, err := scrape(ctx, port)
+	families, err := cluster.ScrapeMetrics(ctx, port)
 	if err != nil {
 		return res, err
 	}
@@ -289,32 +283,6 @@ func benchPod(cfg Config, profile, ns string, i int) *v1.Pod {
 		}
 	}
 	return p
-}
-
-// scrape reads the scheduler's /metrics.
-func scrape(ctx context.Context, port int) (map[string]*dto.MetricFamily, error) {
-	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
-		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, // the scheduler's self-signed serving cert
-	}}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("https://127.0.0.1:%d/metrics", port), nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-		return nil, fmt.Errorf("scheduler /metrics: %s: %s", resp.Status, b)
-	}
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(resp.Body)
-	if err != nil {
-		return nil, fmt.Errorf("scheduler /metrics: %w", err)
-	}
-	return families, nil
 }
 
 // histogram is the series of the named histogram whose labels include

@@ -16,7 +16,9 @@ import (
 	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
 
 	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
+	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/klog/v2"
@@ -31,13 +33,18 @@ import (
 const Name = "HetsevFairQueue"
 
 var (
-	_ fwk.QueueSortPlugin = &FairQueue{}
-	_ fwk.PreFilterPlugin = &FairQueue{}
+	_ fwk.QueueSortPlugin   = &FairQueue{}
+	_ fwk.PreFilterPlugin   = &FairQueue{}
+	_ fwk.EnqueueExtensions = &FairQueue{}
+	_ fwk.SignPlugin        = &FairQueue{}
 )
 
 // FairQueue orders the scheduling queue by priority, then fair-queueing tag.
 type FairQueue struct {
 	q *queue
+	// pods is the scheduler's pod cache (nil without an informer factory,
+	// in tests): a pod it no longer holds unbound is not tagged.
+	pods corelisters.PodLister
 }
 
 // The scheduler has one queue, sorted by the first profile's QueueSort
@@ -91,7 +98,11 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 		}
 	}
 	logger.V(2).Info("plugin initialised", "k", args.K, "beta", args.Beta)
-	return &FairQueue{q: q}, nil
+	fq := &FairQueue{q: q}
+	if f := h.SharedInformerFactory(); f != nil {
+		fq.pods = f.Core().V1().Pods().Lister()
+	}
+	return fq, nil
 }
 
 // roundLogger logs the classes at V(2) when their shapes change and every
@@ -162,7 +173,22 @@ func (f *FairQueue) tagOf(p fwk.QueuedPodInfo) float64 {
 	if t := p.GetInitialAttemptTimestamp(); t != nil {
 		since = *t
 	}
-	return f.q.tag(pod.UID, p.GetAttempts(), ShapeOf(pod), since)
+	var waiting func() bool
+	if f.pods != nil {
+		waiting = func() bool { return stillWaiting(f.pods, pod) }
+	}
+	return f.q.tag(pod.UID, p.GetAttempts(), ShapeOf(pod), since, waiting)
+}
+
+// stillWaiting is whether pod, as the scheduler's queue holds it, still
+// waits for a node in the informer's cache: it exists with the same UID
+// and is not bound. Errors other than NotFound count as waiting.
+func stillWaiting(pods corelisters.PodLister, pod *v1.Pod) bool {
+	cur, err := pods.Pods(pod.Namespace).Get(pod.Name)
+	if apierrors.IsNotFound(err) {
+		return false
+	}
+	return err != nil || (cur.UID == pod.UID && cur.Spec.NodeName == "")
 }
 
 // ShapeOf is the pod's shape for clustering: model and GPU memory from its
@@ -188,3 +214,18 @@ func (f *FairQueue) PreFilter(_ context.Context, _ fwk.CycleState, pod *v1.Pod, 
 
 // PreFilterExtensions implements fwk.PreFilterPlugin.
 func (f *FairQueue) PreFilterExtensions() fwk.PreFilterExtensions { return nil }
+
+// EventsToRegister implements fwk.EnqueueExtensions: none. The plugin
+// never rejects a pod (PreFilter only records the pop and skips), so no
+// event has to bring one back; without this the scheduler would register
+// every cluster event on its behalf.
+func (f *FairQueue) EventsToRegister(context.Context) ([]fwk.ClusterEventWithHint, error) {
+	return nil, nil
+}
+
+// SignPod implements fwk.SignPlugin with no fragment: the plugin filters
+// and scores nothing, so it does not turn the scheduler's opportunistic
+// batching off.
+func (f *FairQueue) SignPod(context.Context, *v1.Pod) ([]fwk.SignFragment, *fwk.Status) {
+	return nil, nil
+}

@@ -1,6 +1,7 @@
 package fairqueue
 
 import (
+	"math"
 	"slices"
 	"sync"
 	"time"
@@ -40,8 +41,13 @@ type queue struct {
 	k, beta int
 	now     func() time.Time
 
-	mu       sync.Mutex
-	pending  map[types.UID]entry
+	mu      sync.Mutex
+	pending map[types.UID]entry
+	// left holds the tags of pods that left the queue without an attempt
+	// (forget), so that Less answers as before for a pod the scheduler's
+	// heap still holds until its own handler drops it; they count in no
+	// class and are dropped every round.
+	left     map[types.UID]float64
 	shapes   map[Shape]*shapeState
 	classes  []classState
 	virtual  float64 // V
@@ -83,7 +89,7 @@ type ClassStats struct {
 }
 
 func newQueue(k, beta int, now func() time.Time) *queue {
-	return &queue{k: k, beta: beta, now: now, pending: map[types.UID]entry{}, shapes: map[Shape]*shapeState{}}
+	return &queue{k: k, beta: beta, now: now, pending: map[types.UID]entry{}, left: map[types.UID]float64{}, shapes: map[Shape]*shapeState{}}
 }
 
 // tagged returns the pod's tag for this attempt if it has one.
@@ -98,7 +104,14 @@ func (q *queue) tagged(uid types.UID, attempts int) (float64, bool) {
 
 // tag returns the pod's tag for this attempt, assigning it on first sight.
 // since is the pod's first attempt (its wait is measured from there).
-func (q *queue) tag(uid types.UID, attempts int, shape Shape, since time.Time) float64 {
+//
+// waiting, when not nil, says whether the pod still waits for the
+// scheduler (it exists, unbound, in the informer's cache). It is asked under
+// the queue's lock, so a pod is never tagged after forget removed it: the
+// cache drops a pod before its handlers (and so forget) run. A pod that
+// no longer waits is tagged as when it left (forget), or last (+Inf) when
+// that is no longer known, and counts in no class.
+func (q *queue) tag(uid types.UID, attempts int, shape Shape, since time.Time, waiting func() bool) float64 {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if e, ok := q.pending[uid]; ok {
@@ -106,6 +119,12 @@ func (q *queue) tag(uid types.UID, attempts int, shape Shape, since time.Time) f
 			return e.tag
 		}
 		q.removeLocked(uid, e) // an earlier attempt was popped unseen
+	}
+	if waiting != nil && !waiting() {
+		if t, ok := q.left[uid]; ok {
+			return t
+		}
+		return math.Inf(1)
 	}
 	s, ok := q.shapes[shape]
 	if !ok {
@@ -158,6 +177,7 @@ func (q *queue) forget(uid types.UID) {
 	defer q.mu.Unlock()
 	if e, ok := q.pending[uid]; ok {
 		q.removeLocked(uid, e)
+		q.left[uid] = e.tag
 	}
 }
 
@@ -175,6 +195,7 @@ func (q *queue) removeLocked(uid types.UID, e entry) {
 // class's F_c until the next round.
 func (q *queue) reclusterLocked() {
 	q.rounds++
+	clear(q.left)
 	var points []weighted
 	for sh, s := range q.shapes {
 		if s.pending <= 0 {

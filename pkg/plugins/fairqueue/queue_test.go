@@ -137,13 +137,16 @@ func TestFairQueueServesLateClassEarly(t *testing.T) {
 
 // TestLessIsAStrictWeakOrder: once tagged, Less is irreflexive, asymmetric
 // and transitive over mixed classes, priorities and retries, whatever the
-// order of comparisons.
+// order of comparisons. Pods are queued (tagged) one by one; every seventh
+// step a tagged pod is popped, which advances the virtual time, and comes
+// back as a retry (one more attempt) with a new, later tag.
 func TestLessIsAStrictWeakOrder(t *testing.T) {
 	clk := testingclock.NewFakeClock(time.Unix(1_700_000_000, 0))
 	f := &FairQueue{q: newQueue(2, 4, clk.Now)}
 	rng := rand.New(rand.NewSource(1))
-	var infos []fwk.QueuedPodInfo
+	var infos []*framework.QueuedPodInfo
 	models := []string{"a", "b", "c", "d"}
+	retries := 0
 	for i := 0; i < 60; i++ {
 		p := pod(fmt.Sprintf("p%02d", i), models[rng.Intn(4)], fmt.Sprintf("%dGi", 1+rng.Intn(8)))
 		prio := int32(rng.Intn(2))
@@ -152,12 +155,34 @@ func TestLessIsAStrictWeakOrder(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		infos = append(infos, &framework.QueuedPodInfo{PodInfo: pi, Timestamp: clk.Now(), Attempts: rng.Intn(2)})
+		qi := &framework.QueuedPodInfo{PodInfo: pi, Timestamp: clk.Now(), Attempts: rng.Intn(2)}
+		f.Less(qi, qi) // queued: tagged
+		infos = append(infos, qi)
 		clk.Step(time.Duration(rng.Intn(50)) * time.Millisecond)
 		if i%7 == 0 && i > 0 {
-			f.q.popped(infos[rng.Intn(i)].GetPodInfo().GetPod().UID)
+			j := rng.Intn(i)
+			old := infos[j]
+			uid := old.GetPodInfo().GetPod().UID
+			before, ok := f.q.tagged(uid, old.Attempts)
+			if !ok {
+				t.Fatalf("%s has no tag while queued", uid)
+			}
+			f.q.popped(uid)
+			first := old.Timestamp
+			retry := &framework.QueuedPodInfo{PodInfo: old.PodInfo, Timestamp: clk.Now(), Attempts: old.Attempts + 1, InitialAttemptTimestamp: &first}
+			f.Less(retry, retry)
+			after, ok := f.q.tagged(uid, retry.Attempts)
+			if !ok || after <= before {
+				t.Fatalf("retry of %s: tag %g (tagged %v), want one after its first tag %g", uid, after, ok, before)
+			}
+			infos[j] = retry
+			retries++
 		}
 	}
+	if retries == 0 || f.q.virtual == 0 {
+		t.Fatalf("%d retries, virtual time %g: the test exercises no retry", retries, f.q.virtual)
+	}
+	tagged := len(f.q.pending)
 	rng.Shuffle(len(infos), func(i, j int) { infos[i], infos[j] = infos[j], infos[i] })
 	for _, a := range infos {
 		if f.Less(a, a) {
@@ -173,6 +198,9 @@ func TestLessIsAStrictWeakOrder(t *testing.T) {
 				}
 			}
 		}
+	}
+	if len(f.q.pending) != tagged || tagged != len(infos) {
+		t.Errorf("%d tags after the comparisons, %d before, %d pods: comparing must not tag again", len(f.q.pending), tagged, len(infos))
 	}
 }
 
@@ -198,8 +226,8 @@ func TestForgetAndRetry(t *testing.T) {
 	clk := testingclock.NewFakeClock(time.Unix(1_700_000_000, 0))
 	q := newQueue(DefaultK, DefaultBeta, clk.Now)
 	s := Shape{"m", 1024}
-	t1 := q.tag("a", 0, s, clk.Now())
-	q.tag("b", 0, s, clk.Now())
+	t1 := q.tag("a", 0, s, clk.Now(), nil)
+	q.tag("b", 0, s, clk.Now(), nil)
 	if q.classes[0].pending != 2 {
 		t.Fatalf("pending %d, want 2", q.classes[0].pending)
 	}
@@ -211,7 +239,7 @@ func TestForgetAndRetry(t *testing.T) {
 	if q.virtual != t1 {
 		t.Errorf("V = %g, want a's tag %g", q.virtual, t1)
 	}
-	if t2 := q.tag("a", 1, s, clk.Now()); t2 <= t1 {
+	if t2 := q.tag("a", 1, s, clk.Now(), nil); t2 <= t1 {
 		t.Errorf("retry tag %g not after the first %g", t2, t1)
 	}
 }

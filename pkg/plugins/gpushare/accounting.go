@@ -1,14 +1,17 @@
 package gpushare
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync/atomic"
 	"unique"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 
@@ -64,6 +67,9 @@ func (p *GPUShare) pickOn(ctx context.Context, nodeInfo fwk.NodeInfo, ds *demand
 // made in Reserve (reservedGPU). Because bound pods carry the annotation,
 // the accounting is rebuilt exactly after a scheduler restart. The pod being
 // scheduled is on no node of the cycle's snapshot, so it is never counted.
+// Nominated pods, which the framework adds to a copy of the NodeInfo, hold
+// the GPU they will take (countNominated); that copy's accounting is not
+// kept.
 //
 // The result is cached per node and NodeInfo generation, which the
 // scheduler bumps on every change to the node or its pods (an assumed,
@@ -82,8 +88,13 @@ func (p *GPUShare) cached(ctx context.Context, nodeInfo fwk.NodeInfo) (*cachedNo
 	if ok && c.generation == gen {
 		return c, nil
 	}
-	gpus, err := p.accountNode(ctx, node, nodeInfo)
+	gpus, nominated, err := p.accountNode(ctx, node, nodeInfo)
 	c = &cachedNode{generation: gen, gpus: gpus, err: err}
+	if nominated {
+		// A copy the framework made to add nominated pods: keep the
+		// node's own accounting, which the next Filter asks for.
+		return c, nil
+	}
 	p.cacheMu.Lock()
 	if p.nodeCache == nil {
 		p.nodeCache = map[string]*cachedNode{}
@@ -113,26 +124,108 @@ type demandPick struct {
 const maxPicksPerNode = 16
 
 // accountNode builds the accounting, uncached: gpuinventory's occupancy of
-// the node's pods, with the reservations of this plugin.
-func (p *GPUShare) accountNode(ctx context.Context, node *v1.Node, nodeInfo fwk.NodeInfo) ([]gpuinventory.GPU, error) {
+// the node's pods, with the reservations of this plugin and the GPUs
+// promised to nominated pods (countNominated). nominated says whether the
+// node held any: the framework adds them to a copy of the node's NodeInfo
+// only, which the caller does not cache.
+func (p *GPUShare) accountNode(ctx context.Context, node *v1.Node, nodeInfo fwk.NodeInfo) (gpus []gpuinventory.GPU, nominated bool, err error) {
 	inv, err := gpuinventory.NodeGPUsOf(node)
 	if err != nil {
 		if !errors.Is(err, gpuinventory.ErrNoGPULabels) {
 			if _, seen := p.badNodes.LoadOrStore(node.Name, true); !seen {
 				klog.FromContext(ctx).Info("skipping node with malformed GPU labels", "plugin", Name, "node", node.Name, "err", err)
 			}
-			return nil, fmt.Errorf("node %s has malformed GPU labels: %v", node.Name, err)
+			return nil, false, fmt.Errorf("node %s has malformed GPU labels: %v", node.Name, err)
 		}
-		return nil, fmt.Errorf("node %s has no GPUs (%v)", node.Name, err)
+		return nil, false, fmt.Errorf("node %s has no GPUs (%v)", node.Name, err)
 	}
 	occ := gpuinventory.NewOccupancy(node.Name, inv)
+	var waiting []*v1.Pod
 	for _, pi := range nodeInfo.GetPods() {
-		occ.AddPod(pi.GetPod(), p.reservedGPU)
+		pod := pi.GetPod()
+		if p.isNominated(pod, node.Name) {
+			waiting = append(waiting, pod)
+			continue
+		}
+		occ.AddPod(pod, p.reservedGPU)
+	}
+	if len(waiting) > 0 {
+		p.countNominated(ctx, occ, nodeInfo, waiting)
 	}
 	for _, is := range occ.Issues {
 		klog.FromContext(ctx).Info("pod whose GPU annotations are malformed or name no GPU of the node", "plugin", Name, "node", node.Name, "pod", klog.KObj(is.Pod), "counted", is.Counted, "err", is.Err)
 	}
-	return occ.GPUs, nil
+	return occ.GPUs, len(waiting) > 0, nil
+}
+
+// isNominated is whether pod, among the node's pods, is one the framework
+// added because it is nominated to the node (a preemptor waiting for its
+// victims to leave; RunFilterPluginsWithNominatedPods adds those of equal
+// or higher priority than the pod being scheduled): it is not bound or
+// assumed (no spec.nodeName), asks for a GPU share, and has neither a GPU
+// index nor a reservation here.
+func (p *GPUShare) isNominated(pod *v1.Pod, node string) bool {
+	if pod.Spec.NodeName != "" || gpuinventory.Terminal(pod) {
+		return false
+	}
+	if _, ok, err := gpuinventory.DemandOf(pod); !ok || err != nil {
+		return false
+	}
+	if _, hasIdx, _ := gpuinventory.ParseGPUIndex(pod.Annotations); hasIdx {
+		return false
+	}
+	r, reserved := p.reservationOf(pod.UID)
+	return !reserved || r.node != node
+}
+
+// countNominated counts each nominated pod, highest priority first, on the
+// GPU it will take on the node, so that a pod of lower or equal priority
+// does not take the GPU its preemption freed, as the framework counts a
+// nominated pod's CPU and memory:
+//
+//   - the GPU placement picks for it now, when one fits (its victims are
+//     gone);
+//   - otherwise the GPU placement picks once the pods it may preempt (lower
+//     priority) are gone, counted on top of them: that GPU then fits
+//     nothing until they have left;
+//   - otherwise nothing (the nomination is stale: it cannot fit here).
+func (p *GPUShare) countNominated(ctx context.Context, occ *gpuinventory.Occupancy, nodeInfo fwk.NodeInfo, waiting []*v1.Pod) {
+	slices.SortStableFunc(waiting, func(a, b *v1.Pod) int {
+		return cmp.Compare(corev1helpers.PodPriority(b), corev1helpers.PodPriority(a))
+	})
+	counted := make([]gpuinventory.Placement, 0, len(waiting))
+	for _, pod := range waiting {
+		d, _, _ := gpuinventory.DemandOf(pod)
+		idx, _, _, ok := p.placer.Pick(occ.GPUs, d)
+		if !ok {
+			after := p.afterPreemption(occ, nodeInfo, corev1helpers.PodPriority(pod), counted)
+			idx, _, _, ok = p.placer.Pick(after, d)
+		}
+		if !ok {
+			klog.FromContext(ctx).V(4).Info("nominated pod fits no GPU of the node even without the pods it may preempt; not counted", "plugin", Name, "node", occ.NodeName, "pod", klog.KObj(pod))
+			continue
+		}
+		occ.Place(gpuinventory.Placement{Index: idx, Demand: d})
+		counted = append(counted, gpuinventory.Placement{Index: idx, Demand: d})
+	}
+}
+
+// afterPreemption is the node's GPUs as a preemptor of the given priority
+// would find them once every pod it may preempt has left: the bound and
+// assumed pods of that priority or higher, and the nominated pods already
+// counted.
+func (p *GPUShare) afterPreemption(occ *gpuinventory.Occupancy, nodeInfo fwk.NodeInfo, priority int32, counted []gpuinventory.Placement) []gpuinventory.GPU {
+	after := gpuinventory.NewOccupancy(occ.NodeName, occ.Node)
+	for _, pi := range nodeInfo.GetPods() {
+		pod := pi.GetPod()
+		if corev1helpers.PodPriority(pod) >= priority && !p.isNominated(pod, occ.NodeName) {
+			after.AddPod(pod, p.reservedGPU)
+		}
+	}
+	for _, c := range counted {
+		after.Place(c)
+	}
+	return after.GPUs
 }
 
 // reservedGPU is the plugin's reservations as gpuinventory.Reservations:
