@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -14,6 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
@@ -86,7 +89,8 @@ func desiredDeployment(s *service, p gpuProfile, replicas int32) *appsv1.Deploym
 }
 
 // ensureDeployments returns svc's Deployments, one per GPU type in spec
-// order, creating or updating them as ensureDeployment does.
+// order, creating or updating them as ensureDeployment does; a
+// *NotControlledError when one exists that svc does not control.
 func (r *Reconciler) ensureDeployments(ctx context.Context, svc *service) ([]*appsv1.Deployment, error) {
 	deps := make([]*appsv1.Deployment, len(svc.types))
 	for i, p := range svc.types {
@@ -99,10 +103,43 @@ func (r *Reconciler) ensureDeployments(ctx context.Context, svc *service) ([]*ap
 	return deps, nil
 }
 
+// NotControlledError: the Deployment a ModelService would keep for a GPU
+// type exists but is not controlled by that ModelService (someone's own
+// Deployment, or one of another owner); hetsev-scaler neither adopts nor
+// changes it.
+type NotControlledError struct {
+	Deployment string // namespace/name
+	Controller string // its controller's kind/name, "" when it has none
+}
+
+func (e *NotControlledError) Error() string {
+	by := "no controller"
+	if e.Controller != "" {
+		by = "controller " + e.Controller
+	}
+	return fmt.Sprintf("deployment %s exists and is not controlled by this ModelService (%s): hetsev-scaler leaves it alone and holds the service's replicas; delete or rename it", e.Deployment, by)
+}
+
+// controlledBy says whether d's controller is ms, or returns why not.
+func controlledBy(d *appsv1.Deployment, ms *v1alpha1.ModelService) error {
+	ref := metav1.GetControllerOf(d)
+	if ref != nil && ref.UID == ms.UID {
+		return nil
+	}
+	e := &NotControlledError{Deployment: d.Namespace + "/" + d.Name}
+	if ref != nil {
+		e.Controller = ref.Kind + "/" + ref.Name
+	}
+	return e
+}
+
 // ensureDeployment creates the GPU type's Deployment with zero replicas when
 // missing (the decision then scales it) and keeps its pod template in line
 // with the spec without touching replicas: a hash of the desired template,
-// kept in an annotation, tells when the spec changed.
+// kept in an annotation, tells when the spec changed. A Deployment of that
+// name the ModelService does not control is a *NotControlledError. A
+// template update that fails is logged and retried by the next reconcile;
+// the decision goes on with the Deployment as it is.
 func (r *Reconciler) ensureDeployment(ctx context.Context, svc *service, p gpuProfile) (*appsv1.Deployment, error) {
 	want := desiredDeployment(svc, p, 0)
 	key := client.ObjectKeyFromObject(want)
@@ -116,28 +153,98 @@ func (r *Reconciler) ensureDeployment(ctx context.Context, svc *service, p gpuPr
 	if apierrors.IsNotFound(err) {
 		err = r.Client.Create(ctx, want)
 		if apierrors.IsAlreadyExists(err) { // not in the cache yet
-			return cur, r.apiReader().Get(ctx, key, cur)
+			if err := r.apiReader().Get(ctx, key, cur); err != nil {
+				return nil, err
+			}
+			return cur, controlledBy(cur, svc.obj)
 		}
 		if err != nil {
-			return nil, fmt.Errorf("creating deployment %s: %w", key.Name, err)
+			return nil, fmt.Errorf("creating deployment %s: %w", key, err)
 		}
 		return want, nil
 	}
 	if err != nil {
 		return nil, err
 	}
+	if err := controlledBy(cur, svc.obj); err != nil {
+		return nil, err
+	}
 	if cur.Annotations[v1alpha1.AnnotationTemplateHash] == hash {
 		return cur, nil
 	}
-	cur.Spec.Template = want.Spec.Template
-	if cur.Annotations == nil {
-		cur.Annotations = map[string]string{}
+	// The Deployment controller writes the object too (status, revision
+	// annotations): on a conflict, read it afresh and apply the template
+	// again.
+	fresh := cur.DeepCopy()
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if fresh == nil {
+			fresh = &appsv1.Deployment{}
+			if err := r.apiReader().Get(ctx, key, fresh); err != nil {
+				return err
+			}
+			if err := controlledBy(fresh, svc.obj); err != nil {
+				return err
+			}
+		}
+		fresh.Spec.Template = want.Spec.Template
+		if fresh.Annotations == nil {
+			fresh.Annotations = map[string]string{}
+		}
+		fresh.Annotations[v1alpha1.AnnotationTemplateHash] = hash
+		err := r.Client.Update(ctx, fresh)
+		if err == nil {
+			cur = fresh
+		}
+		fresh = nil
+		return err
+	})
+	var nc *NotControlledError
+	if errors.As(err, &nc) {
+		return nil, err
 	}
-	cur.Annotations[v1alpha1.AnnotationTemplateHash] = hash
-	if err := r.Client.Update(ctx, cur); err != nil {
-		return nil, fmt.Errorf("updating the template of deployment %s: %w", key.Name, err)
+	if err != nil {
+		klog.FromContext(ctx).Error(err, "updating the pod template; the next reconcile retries", "deployment", klog.KObj(cur))
+		r.Recorder.Eventf(svc.obj, v1.EventTypeWarning, "TemplateUpdateFailed", "updating the pod template of deployment %s: %v", key.Name, err)
 	}
 	return cur, nil
+}
+
+// retireRemoved retires the Deployments svc controls whose GPU type is no
+// longer in its spec: scaled to zero first (the type is already out of W
+// and of the traffic split, as it is not in svc), then deleted once the
+// Deployment controller reports no pod left; the change of its status
+// triggers the reconcile that deletes it.
+func (r *Reconciler) retireRemoved(ctx context.Context, svc *service) error {
+	ms := svc.obj
+	var list appsv1.DeploymentList
+	if err := r.Client.List(ctx, &list, client.InNamespace(ms.Namespace), client.MatchingLabels{v1alpha1.LabelModelService: ms.Name}); err != nil {
+		return fmt.Errorf("listing the deployments of modelservice %s/%s: %w", ms.Namespace, ms.Name, err)
+	}
+	keep := map[string]bool{}
+	for _, p := range svc.types {
+		keep[DeploymentName(ms.Name, p.gpuType.Name)] = true
+	}
+	for i := range list.Items {
+		d := &list.Items[i]
+		if keep[d.Name] || controlledBy(d, ms) != nil || !d.DeletionTimestamp.IsZero() {
+			continue
+		}
+		switch {
+		case replicasOf(d) > 0:
+			if err := r.setReplicas(ctx, d, 0); err != nil {
+				return err
+			}
+			r.Recorder.Eventf(ms, v1.EventTypeNormal, "RetiringDeployment", "GPU type %s is no longer in spec.profiles: scaled deployment %s to 0; it is deleted once its pods are gone", d.Labels[v1alpha1.LabelGPUType], d.Name)
+		case d.Status.ObservedGeneration >= d.Generation && d.Status.Replicas == 0:
+			uid := d.UID
+			err := r.Client.Delete(ctx, d, client.Preconditions{UID: &uid}, client.PropagationPolicy(metav1.DeletePropagationBackground))
+			if err != nil && !apierrors.IsNotFound(err) {
+				return fmt.Errorf("deleting deployment %s/%s of a removed GPU type: %w", d.Namespace, d.Name, err)
+			}
+			r.Recorder.Eventf(ms, v1.EventTypeNormal, "DeletedDeployment", "deleted deployment %s of GPU type %s, no longer in spec.profiles", d.Name, d.Labels[v1alpha1.LabelGPUType])
+		}
+	}
+	return nil
 }
 
 func templateHash(d *appsv1.Deployment) (string, error) {

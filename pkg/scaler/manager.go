@@ -7,11 +7,15 @@ import (
 	"time"
 
 	istioclient "istio.io/client-go/pkg/clientset/versioned"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	cmclient "k8s.io/metrics/pkg/client/custom_metrics"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -52,9 +56,13 @@ func (o *Options) NewManager(cfg *rest.Config) (manager.Manager, error) {
 	}
 	mopts := manager.Options{
 		Scheme: Scheme(),
-		// Pods, nodes and Deployments are cached; managed fields are not
-		// read, so they do not take memory.
-		Cache:                         cache.Options{DefaultTransform: cache.TransformStripManagedFields()},
+		// Pods, nodes, Deployments and the ModelServices' Services (only
+		// those: not every Service of the cluster) are cached; managed
+		// fields are not read, so they do not take memory.
+		Cache: cache.Options{
+			DefaultTransform: cache.TransformStripManagedFields(),
+			ByObject:         map[client.Object]cache.ByObject{&v1.Service{}: {Label: ServiceCacheSelector()}},
+		},
 		Metrics:                       metricsserver.Options{BindAddress: o.MetricsBindAddress},
 		HealthProbeBindAddress:        o.HealthProbeBindAddress,
 		LeaderElection:                o.LeaderElect,
@@ -107,6 +115,16 @@ func (o *Options) NewManager(cfg *rest.Config) (manager.Manager, error) {
 		return nil, err
 	}
 	return mgr, nil
+}
+
+// ServiceCacheSelector selects the Services the scaler caches: those
+// labelled hetsev.io/modelservice, which it creates.
+func ServiceCacheSelector() labels.Selector {
+	req, err := labels.NewRequirement(v1alpha1.LabelModelService, selection.Exists, nil)
+	if err != nil {
+		panic(err) // a constant, valid label key
+	}
+	return labels.NewSelector().Add(*req)
 }
 
 // registerMetrics adds the scaler's collectors to controller-runtime's

@@ -22,6 +22,10 @@ var (
 		Name: "hetsev_scaler_replicas",
 		Help: "Desired replicas per ModelService and GPU type.",
 	}, []string{"namespace", "modelservice", "gpu_type"})
+	statusWritesTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "hetsev_scaler_status_writes_total",
+		Help: "Writes of a ModelService's status (made only when it changed).",
+	}, []string{"namespace", "modelservice"})
 	solverSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "hetsev_scaler_solver_duration_seconds",
 		Help:    "Time of the scaling decision itself (heuristic or exact ILP), without metrics reads.",
@@ -34,7 +38,15 @@ var (
 	})
 )
 
+// deleteMetrics drops the series of ModelService namespace/name.
+func deleteMetrics(namespace, name string) {
+	ms := prometheus.Labels{"namespace": namespace, "modelservice": name}
+	for _, v := range []interface{ DeletePartialMatch(prometheus.Labels) int }{decisionsTotal, statusWritesTotal, saturationGauge, arrivalRateGauge, replicasGauge} {
+		v.DeletePartialMatch(ms)
+	}
+}
+
 // Register adds the scaler's metrics to reg.
 func Register(reg prometheus.Registerer) {
-	reg.MustRegister(decisionsTotal, saturationGauge, arrivalRateGauge, replicasGauge, decisionSeconds, solverSeconds)
+	reg.MustRegister(decisionsTotal, statusWritesTotal, saturationGauge, arrivalRateGauge, replicasGauge, decisionSeconds, solverSeconds)
 }

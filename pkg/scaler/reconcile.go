@@ -2,14 +2,17 @@ package scaler
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
@@ -34,12 +37,23 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 		return reconcile.Result{}, err
 	}
+	if !ms.DeletionTimestamp.IsZero() {
+		// Being deleted (a finalizer holds it): the garbage collector
+		// removes its Deployments, Service and routes; recreating them
+		// would race it.
+		r.forget(req.NamespacedName)
+		return reconcile.Result{}, nil
+	}
 	st := r.stateOf(req.NamespacedName)
 	switch wait := st.untilDecision(ms.Generation, r.now()); {
 	case wait < 0:
 		return reconcile.Result{}, nil // invalid spec, reported when it was seen
 	case wait > 0:
-		return reconcile.Result{RequeueAfter: wait}, r.refresh(ctx, ms)
+		again, err := r.refresh(ctx, ms)
+		if again > 0 {
+			wait = min(wait, again)
+		}
+		return reconcile.Result{RequeueAfter: wait}, err
 	}
 	next, err := r.decide(ctx, ms, st)
 	if err != nil {
@@ -54,20 +68,44 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 }
 
 // refresh, between decisions, recreates missing Deployments, restores
-// their pod templates and re-weights the traffic split by the instances
-// now ready; replicas are left alone.
-func (r *Reconciler) refresh(ctx context.Context, ms *v1alpha1.ModelService) error {
+// their pod templates, retires those of removed GPU types and re-weights
+// the traffic split by the instances now ready; replicas are left alone.
+// It returns how soon to look again when a Deployment it does not control
+// is in the way (no change of that one triggers a reconcile), else 0.
+func (r *Reconciler) refresh(ctx context.Context, ms *v1alpha1.ModelService) (time.Duration, error) {
 	svc, err := validate(ms, r.Catalog, r.defaults())
 	if err != nil {
-		return nil // reported by the decision of this generation
-	}
-	deps, err := r.ensureDeployments(ctx, svc)
-	if err != nil {
-		return err
+		return 0, nil // reported by the decision of this generation
 	}
 	status := *ms.Status.DeepCopy()
+	status.ObservedGeneration = ms.Generation
+	deps, err := r.ensureDeployments(ctx, svc)
+	if done, err := r.notControlled(ctx, ms, &status, err); done {
+		return svc.interval, err
+	}
+	if err != nil {
+		return 0, err
+	}
+	if err := r.retireRemoved(ctx, svc); err != nil {
+		return 0, err
+	}
 	r.splitTraffic(ctx, svc, deps, &status)
-	return r.writeStatusIfChanged(ctx, ms, status)
+	return 0, r.writeStatusIfChanged(ctx, ms, status)
+}
+
+// notControlled reports err when it is a *NotControlledError (Ready false
+// naming the Deployment, and a Warning event when that is news) and says
+// whether it was one.
+func (r *Reconciler) notControlled(ctx context.Context, ms *v1alpha1.ModelService, status *v1alpha1.ModelServiceStatus, err error) (bool, error) {
+	var nc *NotControlledError
+	if !errors.As(err, &nc) {
+		return false, nil
+	}
+	if c := meta.FindStatusCondition(status.Conditions, v1alpha1.ConditionReady); c == nil || c.Message != nc.Error() {
+		r.Recorder.Eventf(ms, v1.EventTypeWarning, "DeploymentNotControlled", "%s", nc.Error())
+	}
+	setCondition(status, v1alpha1.ConditionReady, metav1.ConditionFalse, "DeploymentNotControlled", nc.Error(), ms.Generation)
+	return true, r.writeStatusIfChanged(ctx, ms, *status)
 }
 
 // decide runs one decision for ms and returns when to run the next one
@@ -77,19 +115,29 @@ func (r *Reconciler) decide(ctx context.Context, ms *v1alpha1.ModelService, st *
 	defer func() { decisionSeconds.Observe(time.Since(start).Seconds()) }()
 	logger := klog.FromContext(ctx).WithValues("modelservice", klog.KObj(ms))
 	status := *ms.Status.DeepCopy()
+	status.ObservedGeneration = ms.Generation
 	svc, err := validate(ms, r.Catalog, r.defaults())
 	if err != nil {
 		r.Recorder.Eventf(ms, v1.EventTypeWarning, "InvalidSpec", "%v", err)
 		setCondition(&status, v1alpha1.ConditionReady, metav1.ConditionFalse, "InvalidSpec", err.Error(), ms.Generation)
-		return 0, r.writeStatus(ctx, ms, status)
+		return 0, r.writeStatusIfChanged(ctx, ms, status)
 	}
-	as := st.autoscalerFor(svc.policy)
+	as := st.autoscalerFor(svc.policy, ms.Status.ScalingState)
 
-	// Desired Deployments exist, one per GPU type.
+	// Desired Deployments exist, one per GPU type, and those of removed
+	// types go.
 	deps, err := r.ensureDeployments(ctx, svc)
+	if done, err := r.notControlled(ctx, ms, &status, err); done {
+		decisionsTotal.WithLabelValues(ms.Namespace, ms.Name, "Hold").Inc()
+		return svc.interval, err
+	}
 	if err != nil {
 		return 0, err
 	}
+	if err := r.retireRemoved(ctx, svc); err != nil {
+		return 0, err
+	}
+	status.Selector = v1alpha1.LabelModelService + "=" + ms.Name
 
 	// Arrival rate W: the sum over Deployments that have instances. A
 	// Deployment with instances but no metric means W is unknown: hold.
@@ -116,9 +164,10 @@ func (r *Reconciler) decide(ctx context.Context, ms *v1alpha1.ModelService, st *
 	if len(missing) > 0 {
 		msg := fmt.Sprintf("no %s for %s: holding replicas", MetricRequestsPerSecond, strings.Join(missing, ", "))
 		setCondition(&status, v1alpha1.ConditionMetricsUnavailable, metav1.ConditionTrue, "MetricsUnavailable", msg, ms.Generation)
-		status.LastDecision = &v1alpha1.Decision{Time: metav1.NewTime(now), Action: "Hold", Reason: msg}
+		setCondition(&status, v1alpha1.ConditionReady, metav1.ConditionTrue, "Reconciled", "Deployments reconciled", ms.Generation)
+		recordDecision(&status, v1alpha1.Decision{Time: metav1.NewTime(now), Action: "Hold", Reason: msg})
 		decisionsTotal.WithLabelValues(ms.Namespace, ms.Name, "Hold").Inc()
-		return svc.interval, r.writeStatus(ctx, ms, status)
+		return svc.interval, r.writeStatusIfChanged(ctx, ms, status)
 	}
 	setCondition(&status, v1alpha1.ConditionMetricsUnavailable, metav1.ConditionFalse, "MetricsAvailable", "arrival rate read from custom.metrics.k8s.io", ms.Generation)
 
@@ -168,20 +217,34 @@ func (r *Reconciler) decide(ctx context.Context, ms *v1alpha1.ModelService, st *
 	setCondition(&status, v1alpha1.ConditionReady, metav1.ConditionTrue, "Reconciled", "Deployments reconciled", ms.Generation)
 
 	status.Replicas = map[string]int32{}
+	status.TotalReplicas = 0
+	// Series of removed GPU types go with the rest.
+	replicasGauge.DeletePartialMatch(prometheus.Labels{"namespace": ms.Namespace, "modelservice": ms.Name})
 	for i, p := range svc.types {
 		status.Replicas[p.gpuType.Name] = replicasOf(deps[i])
+		status.TotalReplicas += replicasOf(deps[i])
 		replicasGauge.WithLabelValues(ms.Namespace, ms.Name, p.gpuType.Name).Set(float64(replicasOf(deps[i])))
 	}
 	status.ArrivalRate = strconv.FormatFloat(w, 'f', 2, 64)
 	status.Saturation = formatSaturation(act.Saturation)
 	status.LatencyP98Ms = strconv.FormatFloat(p98, 'f', 1, 64)
-	status.LastDecision = &v1alpha1.Decision{Time: metav1.NewTime(now), Action: string(act.Kind), Delta: delta, Reason: act.Reason}
-	status.ObservedGeneration = ms.Generation
+	recordDecision(&status, v1alpha1.Decision{Time: metav1.NewTime(now), Action: string(act.Kind), Delta: delta, Reason: act.Reason})
+	status.ScalingState = scalingState(as.State())
 	if !math.IsInf(act.Saturation, 0) {
 		saturationGauge.WithLabelValues(ms.Namespace, ms.Name).Set(act.Saturation)
 	}
 	arrivalRateGauge.WithLabelValues(ms.Namespace, ms.Name).Set(w)
-	return svc.interval, r.writeStatus(ctx, ms, status)
+	return svc.interval, r.writeStatusIfChanged(ctx, ms, status)
+}
+
+// recordDecision makes d status' last decision unless it repeats the last
+// one's action without changing replicas (then only the decision counter
+// records it, and status is not rewritten for it).
+func recordDecision(st *v1alpha1.ModelServiceStatus, d v1alpha1.Decision) {
+	if p := st.LastDecision; p != nil && p.Action == d.Action && len(p.Delta) == 0 && len(d.Delta) == 0 {
+		return
+	}
+	st.LastDecision = &d
 }
 
 // freeSlotsFor counts the instances of ms that fit on free GPUs of p's

@@ -5,11 +5,14 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
@@ -46,8 +49,6 @@ type Reconciler struct {
 
 	mu    sync.Mutex
 	state map[types.NamespacedName]*msState
-
-	services sync.Map // ModelService UIDs whose Service exists
 }
 
 // msState is what the reconciler keeps of one ModelService between
@@ -64,13 +65,15 @@ type msState struct {
 
 // SetupWithManager registers r with mgr: ModelServices trigger a reconcile
 // when created, deleted or their spec changes (not on status writes, which
-// the reconciler makes itself), and so does any change to a Deployment a
-// ModelService owns; workers ModelServices are reconciled in parallel.
+// the reconciler makes itself), and so does any change to a Deployment or
+// Service a ModelService owns; workers ModelServices are reconciled in
+// parallel.
 func (r *Reconciler) SetupWithManager(mgr manager.Manager, workers int) error {
 	return builder.ControllerManagedBy(mgr).
 		Named("modelservice").
-		For(&v1alpha1.ModelService{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		For(&v1alpha1.ModelService{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, deletionStarted{}))).
 		Owns(&appsv1.Deployment{}).
+		Owns(&v1.Service{}).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
 		Complete(r)
 }
@@ -111,21 +114,60 @@ func (r *Reconciler) stateOf(key types.NamespacedName) *msState {
 	return s
 }
 
-// forget drops a deleted ModelService's state.
+// forget drops a deleted ModelService's state and its series of the
+// scaler's metrics.
 func (r *Reconciler) forget(key types.NamespacedName) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	delete(r.state, key)
+	r.mu.Unlock()
+	deleteMetrics(key.Namespace, key.Name)
 }
 
 // autoscalerFor returns the ModelService's autoscaler with policy p; spec
-// edits apply to the next decision.
-func (s *msState) autoscalerFor(p heterogeneity.Policy) *heterogeneity.Autoscaler {
+// edits apply to the next decision. A new autoscaler (this reconciler's
+// first decision on the ModelService: a new leader) starts from the timing
+// state its predecessor persisted in status.
+func (s *msState) autoscalerFor(p heterogeneity.Policy, persisted *v1alpha1.ScalingState) *heterogeneity.Autoscaler {
 	if s.autoscaler == nil {
 		s.autoscaler = heterogeneity.NewAutoscaler(p)
+		if persisted != nil {
+			s.autoscaler.SetState(heterogeneity.State{
+				AboveThresholdSince: timeOf(persisted.AboveThresholdSince),
+				LastScaleOut:        timeOf(persisted.LastScaleOut),
+				LastScaleIn:         timeOf(persisted.LastScaleIn),
+			})
+		}
 	}
 	s.autoscaler.Policy = p
 	return s.autoscaler
+}
+
+// scalingState is st as status keeps it: to the second, zero times absent.
+func scalingState(st heterogeneity.State) *v1alpha1.ScalingState {
+	at := func(t time.Time) *metav1.Time {
+		if t.IsZero() {
+			return nil
+		}
+		mt := metav1.NewTime(t.Truncate(time.Second))
+		return &mt
+	}
+	return &v1alpha1.ScalingState{AboveThresholdSince: at(st.AboveThresholdSince), LastScaleOut: at(st.LastScaleOut), LastScaleIn: at(st.LastScaleIn)}
+}
+
+func timeOf(t *metav1.Time) time.Time {
+	if t == nil {
+		return time.Time{}
+	}
+	return t.Time
+}
+
+// deletionStarted passes the update that sets a ModelService's deletion
+// timestamp (a finalizer keeps it), which GenerationChangedPredicate
+// lets through only when the generation changes with it.
+type deletionStarted struct{ predicate.Funcs }
+
+func (deletionStarted) Update(e event.UpdateEvent) bool {
+	return e.ObjectOld != nil && e.ObjectNew != nil && e.ObjectOld.GetDeletionTimestamp().IsZero() && !e.ObjectNew.GetDeletionTimestamp().IsZero()
 }
 
 // untilDecision is how long before the next decision of a ModelService at

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -133,16 +135,184 @@ func TestReconcileBetweenDecisionsKeepsDeploymentsWithoutDeciding(t *testing.T) 
 		t.Errorf("decided between intervals: last decision at %v, first at %v", between.Status.LastDecision.Time, first.Status.LastDecision.Time)
 	}
 
+	decided := decisions(ms)
 	now = now.Add(10 * time.Second)
 	if _, err := r.Reconcile(ctx, req); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Get(ctx, key, between); err != nil {
+	if got := decisions(ms); got != decided+1 {
+		t.Errorf("decisions at the interval: %v, want %v", got-decided, 1)
+	}
+}
+
+// decisions is how many decisions the scaler counted for ms.
+func decisions(ms *v1alpha1.ModelService) float64 {
+	n := 0.0
+	for _, a := range []string{"None", "ScaleOut", "ScaleIn", "NoFeasibleType", "Hold"} {
+		n += testutil.ToFloat64(decisionsTotal.WithLabelValues(ms.Namespace, ms.Name, a))
+	}
+	return n
+}
+
+// Every decision path records the generation it saw: status and every
+// condition it sets carry observedGeneration, the invalid-spec and
+// metrics-hold paths included.
+func TestModelServiceStatusObservedGeneration(t *testing.T) {
+	ctx := context.Background()
+	ms := resnet()
+	ms.Name = "observed-generation"
+	ms.Generation = 1
+	now := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	r, c := newFakeReconciler(t, ms, &now)
+	key := types.NamespacedName{Namespace: ms.Namespace, Name: ms.Name}
+	req := reconcile.Request{NamespacedName: key}
+	respec := func(gen int64, edit func(*v1alpha1.ModelService)) *v1alpha1.ModelService {
+		t.Helper()
+		cur := &v1alpha1.ModelService{}
+		if err := c.Get(ctx, key, cur); err != nil {
+			t.Fatal(err)
+		}
+		edit(cur)
+		cur.Generation = gen
+		if err := c.Update(ctx, cur); err != nil {
+			t.Fatal(err)
+		}
+		now = now.Add(time.Second)
+		if _, err := r.Reconcile(ctx, req); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Get(ctx, key, cur); err != nil {
+			t.Fatal(err)
+		}
+		return cur
+	}
+	if _, err := r.Reconcile(ctx, req); err != nil {
 		t.Fatal(err)
 	}
-	if !between.Status.LastDecision.Time.Time.Equal(now) {
-		t.Errorf("no decision at the interval: last decision at %v, want %v", between.Status.LastDecision.Time, now)
+
+	// Invalid spec (a GPU type not in the catalog).
+	got := respec(2, func(m *v1alpha1.ModelService) { m.Spec.Profiles[1].GPUType = "H100" })
+	if got.Status.ObservedGeneration != 2 {
+		t.Errorf("invalid spec: status.observedGeneration = %d, want 2", got.Status.ObservedGeneration)
 	}
+	if c := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionReady); c == nil || c.Reason != "InvalidSpec" || c.ObservedGeneration != 2 {
+		t.Errorf("invalid spec: Ready condition %+v, want InvalidSpec at generation 2", c)
+	}
+
+	// Valid again, with a serving instance that has no metric: hold.
+	d := &appsv1.Deployment{}
+	if err := c.Get(ctx, types.NamespacedName{Namespace: "default", Name: DeploymentName(ms.Name, "T4")}, d); err != nil {
+		t.Fatal(err)
+	}
+	d.Spec.Replicas = ptr[int32](1)
+	if err := c.Update(ctx, d); err != nil {
+		t.Fatal(err)
+	}
+	d.Status.Replicas, d.Status.ReadyReplicas = 1, 1
+	if err := c.Status().Update(ctx, d); err != nil {
+		t.Fatal(err)
+	}
+	got = respec(3, func(m *v1alpha1.ModelService) { m.Spec.Profiles[1].GPUType = "V100-32GB" })
+	if got.Status.LastDecision == nil || got.Status.LastDecision.Action != "Hold" {
+		t.Fatalf("last decision %+v, want Hold (no metric for a ready instance)", got.Status.LastDecision)
+	}
+	if got.Status.ObservedGeneration != 3 {
+		t.Errorf("hold: status.observedGeneration = %d, want 3", got.Status.ObservedGeneration)
+	}
+	for _, typ := range []string{v1alpha1.ConditionReady, v1alpha1.ConditionMetricsUnavailable} {
+		if c := meta.FindStatusCondition(got.Status.Conditions, typ); c == nil || c.ObservedGeneration != 3 {
+			t.Errorf("hold: %s condition %+v, want one at generation 3", typ, c)
+		}
+	}
+}
+
+// Decisions that change nothing write no status: the ModelService's
+// resourceVersion stays while the decision counter advances.
+func TestReconcileWritesStatusOnlyWhenChanged(t *testing.T) {
+	ctx := context.Background()
+	ms := resnet()
+	ms.Name = "quiet"
+	now := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	r, c := newFakeReconciler(t, ms, &now)
+	key := types.NamespacedName{Namespace: ms.Namespace, Name: ms.Name}
+	req := reconcile.Request{NamespacedName: key}
+	// The first decisions scale out to min replicas, then find the service
+	// at rest.
+	for range 2 {
+		if _, err := r.Reconcile(ctx, req); err != nil {
+			t.Fatal(err)
+		}
+		now = now.Add(DefaultIntervalSeconds * time.Second)
+	}
+	rest := &v1alpha1.ModelService{}
+	if err := c.Get(ctx, key, rest); err != nil {
+		t.Fatal(err)
+	}
+	decided := decisions(ms)
+	const n = 10
+	for range n {
+		if _, err := r.Reconcile(ctx, req); err != nil {
+			t.Fatal(err)
+		}
+		now = now.Add(DefaultIntervalSeconds * time.Second)
+	}
+	if got := decisions(ms) - decided; got != n {
+		t.Fatalf("%v decisions in %d intervals, want %d", got, n, n)
+	}
+	got := &v1alpha1.ModelService{}
+	if err := c.Get(ctx, key, got); err != nil {
+		t.Fatal(err)
+	}
+	if got.ResourceVersion != rest.ResourceVersion {
+		t.Errorf("resourceVersion %s -> %s over %d decisions that changed nothing (last decision %+v)", rest.ResourceVersion, got.ResourceVersion, n, got.Status.LastDecision)
+	}
+}
+
+// A deleted ModelService's series leave /metrics.
+func TestReconcileDeletedModelServiceDropsItsMetrics(t *testing.T) {
+	ctx := context.Background()
+	ms := resnet()
+	ms.Name = "gone"
+	now := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	r, c := newFakeReconciler(t, ms, &now)
+	req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: ms.Namespace, Name: ms.Name}}
+	if _, err := r.Reconcile(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	if n := seriesOf(t, ms.Name); n == 0 {
+		t.Fatalf("no series for ModelService %s after a decision", ms.Name)
+	}
+	if err := c.Delete(ctx, ms); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Reconcile(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	if n := seriesOf(t, ms.Name); n != 0 {
+		t.Errorf("%d series left for deleted ModelService %s", n, ms.Name)
+	}
+}
+
+// seriesOf counts the scaler's series labelled modelservice=name.
+func seriesOf(t *testing.T, name string) int {
+	t.Helper()
+	reg := prometheus.NewPedanticRegistry()
+	Register(reg)
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "modelservice" && l.GetValue() == name {
+					n++
+				}
+			}
+		}
+	}
+	return n
 }
 
 // A deleted ModelService is forgotten.

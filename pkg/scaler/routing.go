@@ -11,6 +11,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/klog/v2"
 
@@ -19,7 +20,7 @@ import (
 )
 
 // DefaultServicePort is Triton's HTTP port.
-const DefaultServicePort = 8000
+const DefaultServicePort = v1alpha1.DefaultServicePort
 
 func ownerRef(ms *v1alpha1.ModelService) metav1.OwnerReference {
 	isController := true
@@ -27,10 +28,19 @@ func ownerRef(ms *v1alpha1.ModelService) metav1.OwnerReference {
 }
 
 // ensureService creates the Service that fronts every GPU type's pods of a
-// ModelService; the VirtualService splits its traffic.
+// ModelService when it is missing; the VirtualService splits its traffic.
+// Services are read from the manager's cache, which holds only those
+// labelled hetsev.io/modelservice (see ServiceCacheSelector), and a deleted
+// one triggers a reconcile (the controller owns Services), so it is
+// recreated.
 func (r *Reconciler) ensureService(ctx context.Context, ms *v1alpha1.ModelService) error {
-	if _, done := r.services.Load(ms.UID); done {
-		return nil // created (or found) before: no API call per decision
+	key := types.NamespacedName{Namespace: ms.Namespace, Name: ms.Name}
+	err := r.Client.Get(ctx, key, &v1.Service{})
+	if err == nil {
+		return nil
+	}
+	if !apierrors.IsNotFound(err) {
+		return fmt.Errorf("reading service %s: %w", key, err)
 	}
 	port := ms.Spec.ServicePort
 	if port == 0 {
@@ -44,13 +54,11 @@ func (r *Reconciler) ensureService(ctx context.Context, ms *v1alpha1.ModelServic
 			Ports:    []v1.ServicePort{{Name: "http", Port: port, TargetPort: intstr.FromInt32(port)}},
 		},
 	}
-	// Created, never read: reading through the cache would watch every
-	// Service.
-	err := r.Client.Create(ctx, svc)
-	if err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("creating service %s/%s: %w", ms.Namespace, ms.Name, err)
+	// AlreadyExists: one without the label (the cache does not hold it),
+	// or one not in the cache yet.
+	if err := r.Client.Create(ctx, svc); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating service %s: %w", key, err)
 	}
-	r.services.Store(ms.UID, true)
 	return nil
 }
 

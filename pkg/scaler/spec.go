@@ -14,18 +14,15 @@ import (
 	"github.com/hetsev/hetsev/pkg/heterogeneity"
 )
 
-// Defaults for ModelService scaling knobs. The paper fixes only the 0.8
-// threshold (HetSev 4.1); the periods are our defaults, not measurements.
+// Defaults for ModelService scaling knobs, in seconds except the
+// hysteresis and lambda: v1alpha1's, which the CRD's schema applies too.
 const (
-	DefaultIntervalSeconds        = 15
-	DefaultScaleOutPeriodSeconds  = 30
-	DefaultScaleInIntervalSeconds = 60
-	DefaultScaleInCoolDownSeconds = 300
-	DefaultLambda                 = 0.01
-	// DefaultScaleInHysteresis is ours, not the paper's: without it a
-	// scale-in that lands just under the threshold is undone by the next
-	// decision (seen in the demo as a scale-in/scale-out loop).
-	DefaultScaleInHysteresis = 0.1
+	DefaultIntervalSeconds        = v1alpha1.DefaultIntervalSeconds
+	DefaultScaleOutPeriodSeconds  = v1alpha1.DefaultScaleOutPeriodSeconds
+	DefaultScaleInIntervalSeconds = v1alpha1.DefaultScaleInIntervalSeconds
+	DefaultScaleInCoolDownSeconds = v1alpha1.DefaultScaleInCoolDownSeconds
+	DefaultLambda                 = v1alpha1.DefaultLambda
+	DefaultScaleInHysteresis      = v1alpha1.DefaultScaleInHysteresis
 )
 
 // Defaults are the scaler-wide choices a ModelService may override.
@@ -129,6 +126,7 @@ func validate(ms *v1alpha1.ModelService, cat catalog.Catalog, d Defaults) (*serv
 	sc := s.Scaling
 	pol := heterogeneity.DefaultPolicy()
 	pol.RTMaxMs = s.SLO.ResponseTimeMs
+	pol.SaturationThreshold = v1alpha1.DefaultSaturationThreshold
 	if sc.SaturationThreshold > 0 {
 		pol.SaturationThreshold = sc.SaturationThreshold
 	}
@@ -146,7 +144,7 @@ func validate(ms *v1alpha1.ModelService, cat catalog.Catalog, d Defaults) (*serv
 	if sc.ScaleInHysteresis != nil {
 		pol.ScaleInHysteresis = *sc.ScaleInHysteresis
 	}
-	pol.MinReplicas = 1
+	pol.MinReplicas = v1alpha1.DefaultMinReplicas
 	if sc.MinReplicas > 0 {
 		pol.MinReplicas = sc.MinReplicas
 	}

@@ -2,6 +2,7 @@ package scaler
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"sort"
 	"strconv"
@@ -10,29 +11,31 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
 )
 
-// writeStatus updates ms's status subresource to st.
-func (r *Reconciler) writeStatus(ctx context.Context, ms *v1alpha1.ModelService, st v1alpha1.ModelServiceStatus) error {
-	sortConditions(&st)
-	ms.Status = st
-	err := r.Client.Status().Update(ctx, ms)
-	if apierrors.IsConflict(err) {
-		// A newer object is in the cache; the next interval retries.
-		return nil
-	}
-	return err
-}
-
-// writeStatusIfChanged writes st unless ms already has it.
+// writeStatusIfChanged writes st as ms's status unless ms already has it,
+// with a merge patch of the status subresource: the scaler is its only
+// writer, so no resourceVersion is needed, and a concurrent change of the
+// spec cannot make the write fail. It leaves ms with the status written.
 func (r *Reconciler) writeStatusIfChanged(ctx context.Context, ms *v1alpha1.ModelService, st v1alpha1.ModelServiceStatus) error {
 	sortConditions(&st)
 	if equality.Semantic.DeepEqual(ms.Status, st) {
 		return nil
 	}
-	return r.writeStatus(ctx, ms, st)
+	orig := ms.DeepCopy()
+	ms.Status = st
+	err := r.Client.Status().Patch(ctx, ms, client.MergeFrom(orig))
+	if apierrors.IsNotFound(err) {
+		return nil // deleted meanwhile
+	}
+	if err != nil {
+		return fmt.Errorf("writing the status of modelservice %s/%s: %w", ms.Namespace, ms.Name, err)
+	}
+	statusWritesTotal.WithLabelValues(ms.Namespace, ms.Name).Inc()
+	return nil
 }
 
 func sortConditions(st *v1alpha1.ModelServiceStatus) {

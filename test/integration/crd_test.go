@@ -1,6 +1,8 @@
 package integration
 
 import (
+	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -9,9 +11,12 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/utils/ptr"
 
 	"github.com/hetsev/hetsev/internal/cluster"
 	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
+	"github.com/hetsev/hetsev/pkg/heterogeneity"
+	"github.com/hetsev/hetsev/pkg/scaler"
 )
 
 // The CRD generated from pkg/apis/v1alpha1's markers validates on a real
@@ -70,6 +75,13 @@ func TestModelServiceCRDValidation(t *testing.T) {
 		"unknown solver":           {func(m *v1alpha1.ModelService) { m.Spec.Scaling.Solver = "greedy" }, "spec.scaling.solver"},
 		"batch size above 4096":    {func(m *v1alpha1.ModelService) { m.Spec.BatchSize = 5000 }, "spec.batchSize"},
 		"min replicas 0 is absent": {func(m *v1alpha1.ModelService) { m.Spec.Scaling.MinReplicas = 0 }, ""},
+		"hysteresis below threshold": {func(m *v1alpha1.ModelService) {
+			m.Spec.Scaling.SaturationThreshold, m.Spec.Scaling.ScaleInHysteresis = 0.5, ptr.To(0.4)
+		}, ""},
+		"hysteresis at threshold": {func(m *v1alpha1.ModelService) {
+			m.Spec.Scaling.SaturationThreshold, m.Spec.Scaling.ScaleInHysteresis = 0.5, ptr.To(0.5)
+		}, "scaleInHysteresis must be below saturationThreshold"},
+		"hysteresis above default threshold": {func(m *v1alpha1.ModelService) { m.Spec.Scaling.ScaleInHysteresis = ptr.To(0.9) }, "scaleInHysteresis must be below saturationThreshold"},
 	} {
 		ms := valid(strings.ReplaceAll(name, " ", "-"))
 		c.edit(ms)
@@ -89,7 +101,8 @@ func TestModelServiceCRDValidation(t *testing.T) {
 		t.Errorf("spec without template: %v, want required", err)
 	}
 
-	// Template and status keep fields the schema does not list.
+	// The template keeps fields the schema does not list; the status has a
+	// schema: unknown fields are pruned, wrong types refused.
 	u, err := create(valid("open"), func(o map[string]any) {
 		o["spec"].(map[string]any)["template"].(map[string]any)["futureField"] = "kept"
 	})
@@ -99,12 +112,109 @@ func TestModelServiceCRDValidation(t *testing.T) {
 	if v, _, _ := unstructured.NestedString(u.Object, "spec", "template", "futureField"); v != "kept" {
 		t.Errorf("spec.template.futureField pruned: %v", u.Object["spec"])
 	}
-	u.Object["status"] = map[string]any{"arrivalRate": "1.00", "futureField": "kept"}
+	u.Object["status"] = map[string]any{"replicas": map[string]any{"T4": "two"}}
+	if _, err := client.UpdateStatus(ctx, u, metav1.UpdateOptions{}); err == nil || !strings.Contains(err.Error(), "status.replicas") {
+		t.Errorf("status.replicas.T4 = \"two\": %v, want refused", err)
+	}
+	if u, err = client.Get(ctx, "open", metav1.GetOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	u.Object["status"] = map[string]any{"arrivalRate": "1.00", "futureField": "pruned",
+		"replicas": map[string]any{"T4": int64(2), "V100-32GB": int64(1)}, "totalReplicas": int64(3), "saturation": "0.412",
+		"selector":   v1alpha1.LabelModelService + "=open",
+		"conditions": []any{map[string]any{"type": "Ready", "status": "True", "reason": "Reconciled", "message": "", "lastTransitionTime": "2025-01-01T00:00:00Z"}}}
 	u, err = client.UpdateStatus(ctx, u, metav1.UpdateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v, _, _ := unstructured.NestedString(u.Object, "status", "futureField"); v != "kept" {
-		t.Errorf("status.futureField pruned: %v", u.Object["status"])
+	if _, found, _ := unstructured.NestedFieldNoCopy(u.Object, "status", "futureField"); found {
+		t.Errorf("status.futureField kept: %v", u.Object["status"])
 	}
+
+	// Defaults in the schema are the scaler's defaults.
+	bare := valid("defaults")
+	bare.Spec.Scaling = v1alpha1.Scaling{}
+	u, err = create(bare, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for field, want := range map[string]float64{
+		"saturationThreshold":    heterogeneity.DefaultPolicy().SaturationThreshold,
+		"intervalSeconds":        scaler.DefaultIntervalSeconds,
+		"scaleOutPeriodSeconds":  scaler.DefaultScaleOutPeriodSeconds,
+		"scaleInIntervalSeconds": scaler.DefaultScaleInIntervalSeconds,
+		"scaleInCoolDownSeconds": scaler.DefaultScaleInCoolDownSeconds,
+		"scaleInHysteresis":      scaler.DefaultScaleInHysteresis,
+		"lambda":                 scaler.DefaultLambda,
+		"minReplicas":            1,
+	} {
+		v, found, _ := unstructured.NestedFieldNoCopy(u.Object, "spec", "scaling", field)
+		if got, ok := asFloat(v); !found || !ok || got != want {
+			t.Errorf("spec.scaling.%s defaulted to %v, want %v", field, v, want)
+		}
+	}
+	if v, _, _ := unstructured.NestedInt64(u.Object, "spec", "servicePort"); v != scaler.DefaultServicePort {
+		t.Errorf("spec.servicePort defaulted to %d, want %d", v, scaler.DefaultServicePort)
+	}
+
+	// The scale subresource: spec.replicas is spec.scaling.minReplicas (the
+	// floor of replicas over all GPU types), status.replicas the total.
+	scale, err := client.Get(ctx, "open", metav1.GetOptions{}, "scale")
+	if err != nil {
+		t.Fatal(err)
+	}
+	specReplicas, _, _ := unstructured.NestedInt64(scale.Object, "spec", "replicas")
+	statusReplicas, _, _ := unstructured.NestedInt64(scale.Object, "status", "replicas")
+	selector, _, _ := unstructured.NestedString(scale.Object, "status", "selector")
+	if specReplicas != 2 || statusReplicas != 3 || selector != v1alpha1.LabelModelService+"=open" {
+		t.Errorf("scale: spec.replicas %d, status.replicas %d, selector %q; want 2 (minReplicas), 3, %s=open", specReplicas, statusReplicas, selector, v1alpha1.LabelModelService)
+	}
+	_ = unstructured.SetNestedField(scale.Object, int64(3), "spec", "replicas")
+	if _, err := client.Update(ctx, scale, metav1.UpdateOptions{}, "scale"); err != nil {
+		t.Errorf("scaling to 3: %v", err)
+	} else if u, err := client.Get(ctx, "open", metav1.GetOptions{}); err != nil {
+		t.Fatal(err)
+	} else if v, _, _ := unstructured.NestedInt64(u.Object, "spec", "scaling", "minReplicas"); v != 3 {
+		t.Errorf("after scaling to 3: spec.scaling.minReplicas %d", v)
+	}
+	scale, err = client.Get(ctx, "open", metav1.GetOptions{}, "scale")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = unstructured.SetNestedField(scale.Object, int64(5), "spec", "replicas")
+	if _, err := client.Update(ctx, scale, metav1.UpdateOptions{}, "scale"); err == nil || !strings.Contains(err.Error(), "maxReplicas") {
+		t.Errorf("scaling to 5 with maxReplicas 4: %v, want refused", err)
+	}
+
+	// kubectl get's columns.
+	raw, err := cp.Client.CoreV1().RESTClient().Get().AbsPath("/apis", v1alpha1.GroupName, v1alpha1.GroupVersion.Version, "namespaces", "default", v1alpha1.Resource.Resource, "open").
+		SetHeader("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io").Do(ctx).Raw()
+	if err != nil {
+		t.Fatal(err)
+	}
+	table := &metav1.Table{}
+	if err := json.Unmarshal(raw, table); err != nil {
+		t.Fatal(err)
+	}
+	row := map[string]any{}
+	for i, c := range table.ColumnDefinitions {
+		if len(table.Rows) == 1 && i < len(table.Rows[0].Cells) {
+			row[c.Name] = table.Rows[0].Cells[i]
+		}
+	}
+	for col, want := range map[string]any{"Model": "resnet50", "Replicas": `{"T4":2,"V100-32GB":1}`, "W(req/s)": "1.00", "Saturation": "0.412", "Ready": "True"} {
+		if fmt.Sprint(row[col]) != fmt.Sprint(want) {
+			t.Errorf("column %s = %v, want %v (row %v)", col, row[col], want, row)
+		}
+	}
+}
+
+func asFloat(v any) (float64, bool) {
+	switch x := v.(type) {
+	case int64:
+		return float64(x), true
+	case float64:
+		return x, true
+	}
+	return 0, false
 }

@@ -129,7 +129,7 @@ func TestManifestsApplyToAPIServer(t *testing.T) {
 		{scalerSA, authorizationv1.ResourceAttributes{Verb: "patch", Group: "apps", Resource: "deployments", Namespace: "default"}, true},
 		// What hetsev-scaler's controller-runtime manager needs: its cache
 		// lists and watches ModelServices, their Deployments, and pods and
-		// nodes (free GPUs) in all namespaces; it writes status and
+		// nodes (free GPUs), and its Services in all namespaces; it writes status and
 		// core/v1 Events; it holds Lease hetsev-system/hetsev-scaler.
 		{scalerSA, authorizationv1.ResourceAttributes{Verb: "watch", Group: "hetsev.io", Resource: "modelservices"}, true},
 		{scalerSA, authorizationv1.ResourceAttributes{Verb: "update", Group: "hetsev.io", Resource: "modelservices", Subresource: "status", Namespace: "default"}, true},
@@ -142,11 +142,13 @@ func TestManifestsApplyToAPIServer(t *testing.T) {
 		{scalerSA, authorizationv1.ResourceAttributes{Verb: "watch", Resource: "nodes"}, true},
 		{scalerSA, authorizationv1.ResourceAttributes{Verb: "create", Resource: "events", Namespace: "default"}, true},
 		{scalerSA, authorizationv1.ResourceAttributes{Verb: "create", Resource: "services", Namespace: "default"}, true},
-		{scalerSA, authorizationv1.ResourceAttributes{Verb: "watch", Resource: "services", Namespace: "default"}, false},
+		{scalerSA, authorizationv1.ResourceAttributes{Verb: "watch", Resource: "services"}, true},
+		{scalerSA, authorizationv1.ResourceAttributes{Verb: "delete", Resource: "services", Namespace: "default"}, false},
 		{scalerSA, authorizationv1.ResourceAttributes{Verb: "create", Group: "coordination.k8s.io", Resource: "leases", Namespace: "hetsev-system"}, true},
 		{scalerSA, authorizationv1.ResourceAttributes{Verb: "update", Group: "coordination.k8s.io", Resource: "leases", Namespace: "hetsev-system", Name: "hetsev-scaler"}, true},
 		{scalerSA, authorizationv1.ResourceAttributes{Verb: "update", Group: "coordination.k8s.io", Resource: "leases", Namespace: "hetsev-system", Name: "hetsev-scheduler"}, false},
-		{scalerSA, authorizationv1.ResourceAttributes{Verb: "delete", Group: "apps", Resource: "deployments", Namespace: "default"}, false},
+		// A removed GPU type's Deployment, once scaled to 0.
+		{scalerSA, authorizationv1.ResourceAttributes{Verb: "delete", Group: "apps", Resource: "deployments", Namespace: "default"}, true},
 		{scalerSA, authorizationv1.ResourceAttributes{Verb: "get", Resource: "secrets", Namespace: "hetsev-system", Name: "hetsev-webhook-tls"}, true},
 		{scalerSA, authorizationv1.ResourceAttributes{Verb: "get", Resource: "secrets", Namespace: "hetsev-system", Name: "other"}, false},
 		{scalerSA, authorizationv1.ResourceAttributes{Verb: "update", Group: "admissionregistration.k8s.io", Resource: "mutatingwebhookconfigurations", Name: "hetsev-scheduler-selection"}, true},

@@ -103,14 +103,31 @@ func TestScalerFollowsLoadStep(t *testing.T) {
 	t.Logf("peak %d replicas at trace %.0f s, first scale-in at %.0f s; SLO attainment %.4f over %d requests", peak, peakAt, firstDrop, st.Attainment(), st.Completed+st.Failed)
 
 	// Metrics outage: stop the adapter; the scaler must hold replicas and
-	// say why, never scale in on missing data.
+	// say why, never scale in on missing data: three more decisions (read
+	// from the scaler's decision counter) all hold.
 	before := totalReplicas(ctx, t, s)
 	s.adapter.Stop(5 * time.Second)
 	waitFor(ctx, t, 30*time.Second, "MetricsUnavailable condition", func(ctx context.Context) (bool, error) {
 		c := condition(ctx, t, s, "resnet50", v1alpha1.ConditionMetricsUnavailable)
 		return c != nil && c.Status == metav1.ConditionTrue, nil
 	})
-	time.Sleep(time.Duration(3 * knobs.IntervalSeconds / factor * float64(time.Second)))
+	counts := func() map[string]float64 {
+		n := map[string]float64{}
+		for _, a := range []string{"Hold", "None", "ScaleOut", "ScaleIn", "NoFeasibleType"} {
+			n[a] = s.scalerDecisions(ctx, t, "resnet50", a)
+		}
+		return n
+	}
+	held := counts()
+	waitFor(ctx, t, 30*time.Second, "three more decisions", func(ctx context.Context) (bool, error) {
+		return counts()["Hold"] >= held["Hold"]+3, nil
+	})
+	now := counts()
+	for _, a := range []string{"None", "ScaleOut", "ScaleIn", "NoFeasibleType"} {
+		if now[a] != held[a] {
+			t.Errorf("%v %s decisions while metrics were unavailable, want only Hold", now[a]-held[a], a)
+		}
+	}
 	if after := totalReplicas(ctx, t, s); after != before {
 		t.Errorf("replicas changed from %d to %d while metrics were unavailable", before, after)
 	}

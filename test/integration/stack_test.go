@@ -2,6 +2,8 @@ package integration
 
 import (
 	"context"
+	"fmt"
+	"net/http"
 	"testing"
 
 	"github.com/hetsev/hetsev/internal/sim/modelservice"
@@ -10,6 +12,8 @@ import (
 
 	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
 
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"k8s.io/client-go/dynamic"
@@ -29,6 +33,8 @@ type stack struct {
 	adapter *cluster.Process
 	cat     catalog.Catalog
 	prof    catalog.Profiles
+	// scalerMetrics is hetsev-scaler's /metrics URL ("" without a scaler).
+	scalerMetrics string
 }
 
 // startStack starts the cluster, CRDs, dcgm-exporter pods, hetsev-scheduler
@@ -73,7 +79,12 @@ func startStack(t *testing.T, withScaler bool) *stack {
 	}
 	stopOnCleanup(t, s.adapter)
 	if withScaler {
-		sc, err := cluster.StartScaler(ctx, cp)
+		mport, err := cluster.FreePort()
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.scalerMetrics = fmt.Sprintf("http://127.0.0.1:%d/metrics", mport)
+		sc, err := cluster.StartScaler(ctx, cp, fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", mport))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -125,4 +136,35 @@ func (s *stack) modelService(t *testing.T, name, model string, rtMaxMs float64) 
 		t.Fatal(err)
 	}
 	return ms
+}
+
+// scalerDecisions is how many decisions with action hetsev-scaler has made
+// for ModelService default/name, read from its /metrics
+// (hetsev_scaler_decisions_total); 0 before the first.
+func (s *stack) scalerDecisions(ctx context.Context, t *testing.T, name, action string) float64 {
+	t.Helper()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.scalerMetrics, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("hetsev-scaler /metrics: %v", err)
+	}
+	defer resp.Body.Close()
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		t.Fatalf("hetsev-scaler /metrics: %v", err)
+	}
+	for _, m := range families["hetsev_scaler_decisions_total"].GetMetric() {
+		l := map[string]string{}
+		for _, p := range m.GetLabel() {
+			l[p.GetName()] = p.GetValue()
+		}
+		if l["namespace"] == "default" && l["modelservice"] == name && l["action"] == action {
+			return m.GetCounter().GetValue()
+		}
+	}
+	return 0
 }

@@ -1,6 +1,7 @@
 package v1alpha1
 
 import (
+	"encoding/json"
 	"os"
 	"testing"
 
@@ -63,5 +64,44 @@ func TestCRDNames(t *testing.T) {
 	}
 	if len(crd.Spec.Versions) != 1 || crd.Spec.Versions[0].Name != GroupVersion.Version || !crd.Spec.Versions[0].Served || !crd.Spec.Versions[0].Storage {
 		t.Errorf("CRD versions %+v; want %s, served and stored", crd.Spec.Versions, GroupVersion.Version)
+	}
+}
+
+// The schema's defaults (+kubebuilder:default markers) are the constants
+// of defaults.go, which hetsev-scaler applies to what it reads.
+func TestCRDDefaults(t *testing.T) {
+	raw, err := os.ReadFile("../../../manifests/crd-modelservice.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	crd := &apiextv1.CustomResourceDefinition{}
+	if err := yaml.Unmarshal(raw, crd); err != nil {
+		t.Fatal(err)
+	}
+	spec := crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"]
+	scaling := spec.Properties["scaling"]
+	for field, want := range map[string]float64{
+		"saturationThreshold":    DefaultSaturationThreshold,
+		"intervalSeconds":        DefaultIntervalSeconds,
+		"scaleOutPeriodSeconds":  DefaultScaleOutPeriodSeconds,
+		"scaleInIntervalSeconds": DefaultScaleInIntervalSeconds,
+		"scaleInCoolDownSeconds": DefaultScaleInCoolDownSeconds,
+		"scaleInHysteresis":      DefaultScaleInHysteresis,
+		"lambda":                 DefaultLambda,
+		"minReplicas":            DefaultMinReplicas,
+	} {
+		checkDefault(t, "spec.scaling."+field, scaling.Properties[field].Default, want)
+	}
+	checkDefault(t, "spec.servicePort", spec.Properties["servicePort"].Default, DefaultServicePort)
+	if d := scaling.Default; d == nil || string(d.Raw) != "{}" {
+		t.Errorf("spec.scaling has default %v, want {} (so that its fields' defaults apply when it is absent)", d)
+	}
+}
+
+func checkDefault(t *testing.T, field string, got *apiextv1.JSON, want float64) {
+	t.Helper()
+	var v float64
+	if got == nil || json.Unmarshal(got.Raw, &v) != nil || v != want {
+		t.Errorf("%s: schema default %v, want %v", field, got, want)
 	}
 }

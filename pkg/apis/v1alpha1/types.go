@@ -18,11 +18,24 @@ const Kind = "ModelService"
 // ModelService is an inference service with a latency SLO, served by
 // hetsev-scaler from one Deployment per GPU type.
 //
+// Its scale subresource (`kubectl scale`, a HorizontalPodAutoscaler)
+// works on the total of replicas over all GPU types, since a ModelService
+// has no one replicas field: spec.replicas is spec.scaling.minReplicas, the
+// floor hetsev-scaler never scales in below (it still scales out above it,
+// and picks the GPU types itself), status.replicas is status.totalReplicas
+// and the selector (status.selector) matches the pods of every GPU type.
+// So `kubectl scale --replicas=N` means "at least N instances", an HPA on
+// a ModelService raises or lowers that floor, and the CRD's rules refuse
+// N < 1 or N above a spec.scaling.maxReplicas cap.
+//
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:scope=Namespaced,shortName=msvc
 // +kubebuilder:subresource:status
+// +kubebuilder:subresource:scale:specpath=.spec.scaling.minReplicas,statuspath=.status.totalReplicas,selectorpath=.status.selector
 // +kubebuilder:printcolumn:name="Model",type=string,JSONPath=`.spec.model`
-// +kubebuilder:printcolumn:name="RT_max(ms)",type=number,JSONPath=`.spec.slo.responseTimeMs`
+// +kubebuilder:printcolumn:name="Replicas",type=string,JSONPath=`.status.replicas`,description="Desired replicas per GPU type"
+// +kubebuilder:printcolumn:name="Total",type=integer,JSONPath=`.status.totalReplicas`,priority=1
+// +kubebuilder:printcolumn:name="RT_max(ms)",type=number,JSONPath=`.spec.slo.responseTimeMs`,priority=1
 // +kubebuilder:printcolumn:name="W(req/s)",type=string,JSONPath=`.status.arrivalRate`
 // +kubebuilder:printcolumn:name="Saturation",type=string,JSONPath=`.status.saturation`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
@@ -32,12 +45,7 @@ type ModelService struct {
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
 	Spec ModelServiceSpec `json:"spec"`
-	// Status is written by hetsev-scaler only. Its schema is left open, so
-	// the API server neither prunes nor validates what the scaler writes.
-	//
-	// +kubebuilder:validation:Schemaless
-	// +kubebuilder:validation:Type=object
-	// +kubebuilder:pruning:PreserveUnknownFields
+	// Status is written by hetsev-scaler only.
 	Status ModelServiceStatus `json:"status,omitempty"`
 }
 
@@ -75,6 +83,8 @@ type ModelServiceSpec struct {
 	// +listMapKey=gpuType
 	Profiles []GPUProfile `json:"profiles"`
 	// Scaling holds the scaler's knobs.
+	//
+	// +kubebuilder:default={}
 	Scaling Scaling `json:"scaling,omitempty"`
 	// ServicePort is the model server's HTTP port; the scaler creates a
 	// Service of the ModelService's name on it, which the VirtualService
@@ -82,6 +92,7 @@ type ModelServiceSpec struct {
 	//
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=65535
+	// +kubebuilder:default=8000
 	ServicePort int32 `json:"servicePort,omitempty"`
 	// Template is the pod template of the model-server instances; the scaler
 	// adds the GPU type's nodeSelector, schedulerName, hetsev annotations and
@@ -149,6 +160,7 @@ type GPUProfile struct {
 // Scaling holds the scaler's knobs for one service (HetSev 4.1).
 //
 // +kubebuilder:validation:XValidation:rule="!has(self.maxReplicas) || self.maxReplicas == 0 || self.maxReplicas >= (has(self.minReplicas) ? self.minReplicas : 1)",message="maxReplicas must be 0 (no cap) or at least minReplicas (default 1)"
+// +kubebuilder:validation:XValidation:rule="!has(self.scaleInHysteresis) || self.scaleInHysteresis < (has(self.saturationThreshold) ? self.saturationThreshold : 0.8)",message="scaleInHysteresis must be below saturationThreshold (default 0.8)"
 type Scaling struct {
 	// SaturationThreshold: scale out when W / sum T_i N_i stays above it
 	// (default 0.8, HetSev 4.1).
@@ -156,25 +168,30 @@ type Scaling struct {
 	// +kubebuilder:validation:ExclusiveMinimum=true
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=1
+	// +kubebuilder:default=0.8
 	SaturationThreshold float64 `json:"saturationThreshold,omitempty"`
 	// IntervalSeconds between decisions (default 15).
 	//
 	// +kubebuilder:validation:ExclusiveMinimum=true
 	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:default=15
 	IntervalSeconds float64 `json:"intervalSeconds,omitempty"`
 	// ScaleOutPeriodSeconds the saturation must stay above the threshold
 	// before scaling out (default 30).
 	//
 	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:default=30
 	ScaleOutPeriodSeconds *float64 `json:"scaleOutPeriodSeconds,omitempty"`
 	// ScaleInIntervalSeconds between two scale-ins (default 60).
 	//
 	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:default=60
 	ScaleInIntervalSeconds float64 `json:"scaleInIntervalSeconds,omitempty"`
 	// ScaleInCoolDownSeconds after a scale-out before any scale-in
 	// (default 300).
 	//
 	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:default=300
 	ScaleInCoolDownSeconds float64 `json:"scaleInCoolDownSeconds,omitempty"`
 	// ScaleInHysteresis: scale in only when the load fits under
 	// saturationThreshold minus this margin without one instance (default
@@ -182,10 +199,12 @@ type Scaling struct {
 	//
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=1
+	// +kubebuilder:default=0.1
 	ScaleInHysteresis *float64 `json:"scaleInHysteresis,omitempty"`
 	// Lambda weighs launch latency against cost, per second (default 0.01).
 	//
 	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:default=0.01
 	Lambda *float64 `json:"lambda,omitempty"`
 	// Solver computes the amount of a scaling action: "exact" (the ILP of
 	// HetSev 4.1 solved exactly) or "heuristic" (the paper's greedy
@@ -196,6 +215,7 @@ type Scaling struct {
 	// MinReplicas over all GPU types (default 1: never zero).
 	//
 	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:default=1
 	MinReplicas int `json:"minReplicas,omitempty"`
 	// MaxReplicas over all GPU types (0: no cap).
 	//
@@ -203,32 +223,85 @@ type Scaling struct {
 	MaxReplicas int `json:"maxReplicas,omitempty"`
 }
 
-// ModelServiceStatus is what the scaler observed and decided.
+// ModelServiceStatus is what the scaler observed and decided. The scaler
+// writes it only when something in it changed.
 type ModelServiceStatus struct {
+	// ObservedGeneration is the metadata.generation of the spec this status
+	// was computed from.
+	//
+	// +kubebuilder:validation:Minimum=0
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 	// Replicas per GPU type (the Deployments' desired replicas).
 	Replicas map[string]int32 `json:"replicas,omitempty"`
+	// TotalReplicas is the sum of Replicas over the GPU types: the scale
+	// subresource's status.replicas.
+	//
+	// +kubebuilder:validation:Minimum=0
+	TotalReplicas int32 `json:"totalReplicas,omitempty"`
+	// Selector matches the pods of every GPU type of the ModelService
+	// (hetsev.io/modelservice=<name>): the scale subresource's selector.
+	Selector string `json:"selector,omitempty"`
 	// ArrivalRate is W, requests/s, as a decimal string.
+	//
+	// +kubebuilder:validation:Pattern=`^[0-9]+(\.[0-9]+)?$`
 	ArrivalRate string `json:"arrivalRate,omitempty"`
-	// Saturation is W / sum T_i N_i, as a decimal string.
+	// Saturation is W / sum T_i N_i, as a decimal string ("+Inf" when W > 0
+	// and no instance serves).
+	//
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?|\+Inf)$`
 	Saturation string `json:"saturation,omitempty"`
-	// LatencyP98Ms is the highest p98 latency among the Deployments, ms.
+	// LatencyP98Ms is the highest p98 latency among the Deployments, ms, as
+	// a decimal string.
+	//
+	// +kubebuilder:validation:Pattern=`^[0-9]+(\.[0-9]+)?$`
 	LatencyP98Ms string `json:"latencyP98Ms,omitempty"`
 	// TrafficWeights is the percent of requests routed to each GPU type
 	// (VirtualService weights, proportional to T_i N_i).
 	TrafficWeights map[string]int32 `json:"trafficWeights,omitempty"`
-	// LastDecision is the scaler's latest decision.
+	// LastDecision is the scaler's latest decision that differed from the
+	// one before it (another action, or one that changed replicas); a
+	// decision repeating the previous no-op is counted in the scaler's
+	// hetsev_scaler_decisions_total, not written here.
 	LastDecision *Decision `json:"lastDecision,omitempty"`
-	// Conditions: Ready, MetricsUnavailable, NoFeasibleType.
+	// ScalingState is the timing state of the scaling triggers (HetSev
+	// 4.1's scale-out period, scale-in interval and cool-down), kept here so
+	// that a new hetsev-scaler leader honours the cool-down its predecessor
+	// started.
+	ScalingState *ScalingState `json:"scalingState,omitempty"`
+	// Conditions: Ready, MetricsUnavailable, NoFeasibleType, TrafficSplit.
+	//
+	// +listType=map
+	// +listMapKey=type
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// ScalingState is when the triggers of the scaling decision last fired;
+// times are kept to the second.
+type ScalingState struct {
+	// AboveThresholdSince is when the saturation went above the threshold;
+	// absent while it is not above.
+	AboveThresholdSince *metav1.Time `json:"aboveThresholdSince,omitempty"`
+	// LastScaleOut is the time of the latest scale-out; the scale-in
+	// cool-down runs from it.
+	LastScaleOut *metav1.Time `json:"lastScaleOut,omitempty"`
+	// LastScaleIn is the time of the latest scale-in; the scale-in interval
+	// runs from it.
+	LastScaleIn *metav1.Time `json:"lastScaleIn,omitempty"`
 }
 
 // Decision records one scaling decision.
 type Decision struct {
-	Time   metav1.Time      `json:"time"`
-	Action string           `json:"action"`
-	Delta  map[string]int32 `json:"delta,omitempty"`
-	Reason string           `json:"reason"`
+	// Time the decision was made.
+	Time metav1.Time `json:"time"`
+	// Action is the decision's kind: Hold when the arrival rate could not
+	// be read.
+	//
+	// +kubebuilder:validation:Enum=None;ScaleOut;ScaleIn;NoFeasibleType;Hold
+	Action string `json:"action"`
+	// Delta is the change of replicas per GPU type.
+	Delta map[string]int32 `json:"delta,omitempty"`
+	// Reason explains the decision.
+	Reason string `json:"reason"`
 }
 
 // Condition types.

@@ -1,0 +1,32 @@
+package v1alpha1
+
+// Defaults of ModelService fields. The CRD's schema applies them (the
+// +kubebuilder:default markers in types.go repeat these values, since a
+// marker cannot name a constant; TestCRDDefaults checks that they agree)
+// and hetsev-scaler applies them again to objects read from an API server
+// without the schema's defaulting (or a fake client). The paper fixes only
+// the 0.8 threshold (HetSev 4.1); the periods are ours, not measurements.
+const (
+	// DefaultSaturationThreshold: scale out above W / sum T_i N_i = 0.8.
+	DefaultSaturationThreshold = 0.8
+	// DefaultIntervalSeconds between two decisions, seconds.
+	DefaultIntervalSeconds = 15
+	// DefaultScaleOutPeriodSeconds the saturation must stay above the
+	// threshold before a scale-out, seconds.
+	DefaultScaleOutPeriodSeconds = 30
+	// DefaultScaleInIntervalSeconds between two scale-ins, seconds.
+	DefaultScaleInIntervalSeconds = 60
+	// DefaultScaleInCoolDownSeconds after a scale-out before any scale-in,
+	// seconds.
+	DefaultScaleInCoolDownSeconds = 300
+	// DefaultScaleInHysteresis is ours, not the paper's: without it a
+	// scale-in that lands just under the threshold is undone by the next
+	// decision (seen in the demo as a scale-in/scale-out loop).
+	DefaultScaleInHysteresis = 0.1
+	// DefaultLambda weighs launch latency against cost, per second.
+	DefaultLambda = 0.01
+	// DefaultMinReplicas over all GPU types: never zero.
+	DefaultMinReplicas = 1
+	// DefaultServicePort is Triton's HTTP port.
+	DefaultServicePort = 8000
+)
