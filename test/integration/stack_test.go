@@ -1,7 +1,12 @@
 package integration
 
 import (
+	"bufio"
 	"context"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/hetsev/hetsev/internal/sim/modelservice"
@@ -27,8 +32,11 @@ type stack struct {
 	ctx     context.Context
 	dyn     dynamic.Interface
 	adapter *cluster.Process
-	cat     catalog.Catalog
-	prof    catalog.Profiles
+	// scalerMetrics is the port of hetsev-scaler's /metrics on 127.0.0.1
+	// (0 without the scaler).
+	scalerMetrics int
+	cat           catalog.Catalog
+	prof          catalog.Profiles
 }
 
 // startStack starts the cluster, CRDs, dcgm-exporter pods, hetsev-scheduler
@@ -73,7 +81,10 @@ func startStack(t *testing.T, withScaler bool) *stack {
 	}
 	stopOnCleanup(t, s.adapter)
 	if withScaler {
-		sc, err := cluster.StartScaler(ctx, cp)
+		if s.scalerMetrics, err = cluster.FreePort(); err != nil {
+			t.Fatal(err)
+		}
+		sc, err := cluster.StartScaler(ctx, cp, fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", s.scalerMetrics))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -125,4 +136,35 @@ func (s *stack) modelService(t *testing.T, name, model string, rtMaxMs float64) 
 		t.Fatal(err)
 	}
 	return ms
+}
+
+// scalerDecisions is hetsev-scaler's hetsev_scaler_decisions_total for the
+// ModelService default/name and action (e.g. "Hold"): how many decisions it
+// has made so far. An unreachable /metrics reads as an error.
+func (s *stack) scalerDecisions(ctx context.Context, name, action string) (float64, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("http://127.0.0.1:%d/metrics", s.scalerMetrics), nil)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	want := []string{`namespace="default"`, fmt.Sprintf("modelservice=%q", name), fmt.Sprintf("action=%q", action)}
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, "hetsev_scaler_decisions_total{") {
+			continue
+		}
+		match := true
+		for _, w := range want {
+			match = match && strings.Contains(line, w)
+		}
+		if match {
+			return strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
+		}
+	}
+	return 0, sc.Err() // no decision with that action yet
 }
