@@ -24,6 +24,7 @@ func main() {
 	wh := webhook.NewOptions()
 	wh.AddFlags(flag.CommandLine)
 	flag.Parse()
+	wh.RuntimeClassName = o.Defaults.RuntimeClassName // one flag for the webhook and the Deployments
 	if err := run(o, wh); err != nil {
 		klog.ErrorS(err, "hetsev-scaler failed")
 		os.Exit(1)

@@ -8,6 +8,8 @@ import (
 	"github.com/hetsev/hetsev/pkg/catalog"
 
 	v1 "k8s.io/api/core/v1"
+	nodev1 "k8s.io/api/node/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -60,9 +62,14 @@ func T4Nodes(count int) (NodeGroup, error) {
 }
 
 // CreateNodes creates the groups' nodes with GPU Feature Discovery labels,
-// a loopback InternalIP and podCIDR each, and capacity, for kwok to manage.
-// It returns the node names.
+// a loopback InternalIP and podCIDR each, and capacity, for kwok to manage,
+// and the NVIDIA RuntimeClass the GPU Operator installs with them (hetsev's
+// GPU pods name it; the API server refuses a pod naming a RuntimeClass that
+// does not exist). It returns the node names.
 func CreateNodes(ctx context.Context, c kubernetes.Interface, groups []NodeGroup) ([]string, error) {
+	if err := CreateNvidiaRuntimeClass(ctx, c); err != nil {
+		return nil, err
+	}
 	var names []string
 	n := 0
 	for _, g := range groups {
@@ -114,6 +121,16 @@ func CreateNodes(ctx context.Context, c kubernetes.Interface, groups []NodeGroup
 		}
 	}
 	return names, nil
+}
+
+// CreateNvidiaRuntimeClass creates RuntimeClass nvidia (handler nvidia), as
+// the NVIDIA GPU Operator does, unless it exists.
+func CreateNvidiaRuntimeClass(ctx context.Context, c kubernetes.Interface) error {
+	rc := &nodev1.RuntimeClass{ObjectMeta: metav1.ObjectMeta{Name: gpuinventory.DefaultRuntimeClassName}, Handler: gpuinventory.DefaultRuntimeClassName}
+	if _, err := c.NodeV1().RuntimeClasses().Create(ctx, rc, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating RuntimeClass %s: %w", rc.Name, err)
+	}
+	return nil
 }
 
 // podCIDR and nodeIP are the n-th node's (n >= 1) pod range and address,

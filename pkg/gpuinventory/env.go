@@ -9,6 +9,14 @@ import (
 // decide which GPUs a container sees (a comma-separated list of indexes).
 const EnvVisibleDevices = "NVIDIA_VISIBLE_DEVICES"
 
+// DefaultRuntimeClassName is the RuntimeClass that runs a container with the
+// NVIDIA container runtime, as the NVIDIA GPU Operator names it. The runtime
+// is what reads NVIDIA_VISIBLE_DEVICES; since the GPU Operator's v25.10 it
+// is no longer the node's default runtime (CDI injects the device plugin's
+// GPUs instead), so a pod that selects its GPU through the variable must
+// name this class. hetsev-scaler's --gpu-runtime-class defaults to it.
+const DefaultRuntimeClassName = "nvidia"
+
 // GPUIndexFieldPath is the downward-API path of v1alpha1.AnnotationGPUIndex. The
 // kubelet resolves it when it starts the container; the scheduler's binding
 // wrote it together with the node.
@@ -43,4 +51,29 @@ func SetVisibleDevices(c *v1.Container) {
 		return
 	}
 	c.Env = append(c.Env, VisibleDevicesEnv())
+}
+
+// IsVisibleDevicesFromGPUIndex says whether e is NVIDIA_VISIBLE_DEVICES taken
+// from the scheduler's GPU index through the downward API.
+func IsVisibleDevicesFromGPUIndex(e v1.EnvVar) bool {
+	return e.Name == EnvVisibleDevices && e.Value == "" && e.ValueFrom != nil && e.ValueFrom.FieldRef != nil &&
+		e.ValueFrom.FieldRef.FieldPath == GPUIndexFieldPath
+}
+
+// SetGPUAccess gives every container of spec, init containers (sidecars
+// included) too, NVIDIA_VISIBLE_DEVICES from the scheduler's GPU index
+// (SetVisibleDevices), and sets spec.runtimeClassName to runtimeClass when
+// spec names none and runtimeClass is not empty. A container without the
+// variable would see whatever its image's environment names, with the NVIDIA
+// runtime often every GPU of the node.
+func SetGPUAccess(spec *v1.PodSpec, runtimeClass string) {
+	for i := range spec.InitContainers {
+		SetVisibleDevices(&spec.InitContainers[i])
+	}
+	for i := range spec.Containers {
+		SetVisibleDevices(&spec.Containers[i])
+	}
+	if runtimeClass != "" && (spec.RuntimeClassName == nil || *spec.RuntimeClassName == "") {
+		spec.RuntimeClassName = &runtimeClass
+	}
 }

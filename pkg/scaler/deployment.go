@@ -31,8 +31,10 @@ func DeploymentName(ms, gpuType string) string {
 
 // desiredDeployment builds the Deployment of one GPU type: the service's pod
 // template, pinned to the type's nodes by GFD's product label, scheduled by
-// hetsev-scheduler, with the hetsev annotations the scheduler needs and
-// NVIDIA_VISIBLE_DEVICES read from the GPU index the scheduler writes.
+// hetsev-scheduler, with the hetsev annotations the scheduler needs,
+// NVIDIA_VISIBLE_DEVICES read from the GPU index the scheduler writes in
+// every container and init container, and the NVIDIA runtime class
+// (Defaults.RuntimeClassName) unless the template names one.
 func desiredDeployment(s *service, p gpuProfile, replicas int32) *appsv1.Deployment {
 	ms := s.obj
 	name := DeploymentName(ms.Name, p.gpuType.Name)
@@ -54,9 +56,9 @@ func desiredDeployment(s *service, p gpuProfile, replicas int32) *appsv1.Deploym
 		tpl.Spec.NodeSelector = map[string]string{}
 	}
 	tpl.Spec.NodeSelector[gpuinventory.LabelGPUProduct] = p.gpuType.ProductLabel
+	gpuinventory.SetGPUAccess(&tpl.Spec, s.runtimeClass)
 	for i := range tpl.Spec.Containers {
 		c := &tpl.Spec.Containers[i]
-		gpuinventory.SetVisibleDevices(c)
 		if i == 0 {
 			if c.Resources.Requests == nil {
 				c.Resources.Requests = v1.ResourceList{}

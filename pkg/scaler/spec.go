@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
+	"github.com/hetsev/hetsev/pkg/gpuinventory"
 	"github.com/hetsev/hetsev/pkg/heterogeneity"
 )
 
@@ -33,6 +34,10 @@ type Defaults struct {
 	// formation, queueing and interference, checked at SL_min) or
 	// SLOCheckPaper (profiled batch latency <= RT_max).
 	SLOCheck string
+	// RuntimeClassName is the RuntimeClass given to the pod template of
+	// every Deployment whose ModelService template names none (the NVIDIA
+	// runtime, which reads NVIDIA_VISIBLE_DEVICES); "" leaves it unset.
+	RuntimeClassName string
 }
 
 // DefaultDefaults: the exact solver and the paper's SLO check. On the
@@ -43,7 +48,8 @@ type Defaults struct {
 // is conservative — SSD on a T4 at saturation 0.8 models a p98 of 1,477 ms
 // against RT_max 900 ms, where the demo's servers measure about 250 ms — and
 // would rule out types that do meet the SLO.
-var DefaultDefaults = Defaults{Solver: heterogeneity.SolverExact, SLOCheck: heterogeneity.SLOCheckPaper}
+var DefaultDefaults = Defaults{Solver: heterogeneity.SolverExact, SLOCheck: heterogeneity.SLOCheckPaper,
+	RuntimeClassName: gpuinventory.DefaultRuntimeClassName}
 
 // service is a validated ModelService with defaults applied.
 type service struct {
@@ -51,6 +57,8 @@ type service struct {
 	policy   heterogeneity.Policy
 	interval time.Duration
 	types    []gpuProfile
+	// runtimeClass is Defaults.RuntimeClassName.
+	runtimeClass string
 }
 
 // gpuProfile is one GPU type of a service, resolved against the catalog.
@@ -80,7 +88,7 @@ func validate(ms *v1alpha1.ModelService, cat catalog.Catalog, d Defaults) (*serv
 	if len(s.Profiles) == 0 {
 		return nil, fmt.Errorf("spec.profiles: at least one GPU type is required")
 	}
-	out := &service{obj: ms}
+	out := &service{obj: ms, runtimeClass: d.RuntimeClassName}
 	seen := map[string]bool{}
 	for i, p := range s.Profiles {
 		field := fmt.Sprintf("spec.profiles[%d]", i)

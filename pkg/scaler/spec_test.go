@@ -122,6 +122,42 @@ func TestDesiredDeploymentReplacesLiteralVisibleDevices(t *testing.T) {
 	}
 }
 
+// Every container of the template, init containers and native sidecars
+// included, takes NVIDIA_VISIBLE_DEVICES from the GPU index, and the pods
+// run with the NVIDIA runtime class (which reads it) unless the template
+// names a class or the scaler is configured with none.
+func TestDesiredDeploymentGivesEveryContainerItsGPU(t *testing.T) {
+	ms := resnet()
+	always := v1.ContainerRestartPolicyAlways
+	ms.Spec.Template.Spec.InitContainers = []v1.Container{{Name: "fetch-model", Image: "x"}, {Name: "proxy", Image: "y", RestartPolicy: &always}}
+	s, err := validate(ms, defaultCatalog(t), DefaultDefaults)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps := desiredDeployment(s, s.types[0], 1).Spec.Template.Spec
+	for _, c := range append(append([]v1.Container{}, ps.InitContainers...), ps.Containers...) {
+		if i := gpuinventory.VisibleDevicesIndex(c.Env); i < 0 || !gpuinventory.IsVisibleDevicesFromGPUIndex(c.Env[i]) {
+			t.Errorf("container %s: env %+v", c.Name, c.Env)
+		}
+	}
+	if ps.RuntimeClassName == nil || *ps.RuntimeClassName != gpuinventory.DefaultRuntimeClassName {
+		t.Errorf("runtimeClassName %v, want %q", ps.RuntimeClassName, gpuinventory.DefaultRuntimeClassName)
+	}
+	own := "nvidia-legacy"
+	ms.Spec.Template.Spec.RuntimeClassName = &own
+	s, _ = validate(ms, defaultCatalog(t), DefaultDefaults)
+	if rc := desiredDeployment(s, s.types[0], 1).Spec.Template.Spec.RuntimeClassName; *rc != own {
+		t.Errorf("the template's runtime class %q became %q", own, *rc)
+	}
+	ms.Spec.Template.Spec.RuntimeClassName = nil
+	none := DefaultDefaults
+	none.RuntimeClassName = ""
+	s, _ = validate(ms, defaultCatalog(t), none)
+	if rc := desiredDeployment(s, s.types[0], 1).Spec.Template.Spec.RuntimeClassName; rc != nil {
+		t.Errorf("--gpu-runtime-class empty: runtimeClassName %q, want none", *rc)
+	}
+}
+
 func node(name string, gpus int, memMiB int64, cpu string) *v1.Node {
 	return &v1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{

@@ -1,7 +1,8 @@
 // Package webhook is hetsev's mutating admission webhook: it opts pods
 // annotated hetsev.io/model into hetsev-scheduler, so users annotate their
 // workloads instead of editing every pod template, and gives their
-// containers NVIDIA_VISIBLE_DEVICES from the GPU the scheduler chooses.
+// containers and init containers NVIDIA_VISIBLE_DEVICES from the GPU the
+// scheduler chooses, and the pod the NVIDIA runtime class that reads it.
 //
 // PodMutator is a controller-runtime admission.Handler (MutatePod is the
 // pure mutation), served by controller-runtime's webhook server, which

@@ -32,9 +32,16 @@ func pod(annotated bool, scheduler string, env ...[]v1.EnvVar) *v1.Pod {
 	return p
 }
 
-// review sends p through the HTTP handler as the API server would and
-// returns the response and the pod after applying its patch.
+// review sends p through the HTTP handler (runtime class
+// gpuinventory.DefaultRuntimeClassName) as the API server would and returns
+// the response and the pod after applying its patch.
 func review(t *testing.T, p *v1.Pod) (*admissionv1.AdmissionResponse, *v1.Pod) {
+	t.Helper()
+	return reviewWith(t, p, gpuinventory.DefaultRuntimeClassName)
+}
+
+// reviewWith is review with the webhook's runtime class runtimeClass.
+func reviewWith(t *testing.T, p *v1.Pod, runtimeClass string) (*admissionv1.AdmissionResponse, *v1.Pod) {
 	t.Helper()
 	raw, err := json.Marshal(p)
 	if err != nil {
@@ -47,7 +54,7 @@ func review(t *testing.T, p *v1.Pod) (*admissionv1.AdmissionResponse, *v1.Pod) {
 	}
 	body, _ := json.Marshal(in)
 	rec := httptest.NewRecorder()
-	NewHandler().ServeHTTP(rec, httptest.NewRequest(http.MethodPost, Path, bytes.NewReader(body)))
+	NewHandler(runtimeClass).ServeHTTP(rec, httptest.NewRequest(http.MethodPost, Path, bytes.NewReader(body)))
 	if rec.Code != http.StatusOK {
 		t.Fatalf("HTTP %d: %s", rec.Code, rec.Body)
 	}
@@ -109,11 +116,49 @@ func TestAnnotatedPodIsOptedIn(t *testing.T) {
 	}
 }
 
+// Init containers, native sidecars (restartPolicy Always) included, get
+// NVIDIA_VISIBLE_DEVICES like the other containers, also in a pod that
+// already names hetsev-scheduler (a sidecar injected after the pod was
+// opted in); the pod gets the NVIDIA runtime class unless it names one, and
+// none when the webhook's runtime class is empty.
+func TestGPUPodsGetVisibleDevicesInEveryContainerAndTheRuntimeClass(t *testing.T) {
+	always := v1.ContainerRestartPolicyAlways
+	p := pod(true, v1alpha1.SchedulerName, nil)
+	p.Spec.InitContainers = []v1.Container{
+		{Name: "fetch-model", Image: "x"},
+		{Name: "istio-proxy", Image: "x", RestartPolicy: &always, Env: []v1.EnvVar{{Name: "A", Value: "1"}}},
+	}
+	resp, got := review(t, p)
+	if resp.Patch == nil {
+		t.Fatalf("no patch for a hetsev pod whose init containers lack %s", gpuinventory.EnvVisibleDevices)
+	}
+	for _, c := range append(append([]v1.Container{}, got.Spec.InitContainers...), got.Spec.Containers...) {
+		if i := gpuinventory.VisibleDevicesIndex(c.Env); i < 0 || !gpuinventory.IsVisibleDevicesFromGPUIndex(c.Env[i]) {
+			t.Errorf("container %s: env %+v, want %s from %s", c.Name, c.Env, gpuinventory.EnvVisibleDevices, gpuinventory.GPUIndexFieldPath)
+		}
+	}
+	if rc := got.Spec.RuntimeClassName; rc == nil || *rc != gpuinventory.DefaultRuntimeClassName {
+		t.Errorf("runtimeClassName %v, want %q", rc, gpuinventory.DefaultRuntimeClassName)
+	}
+	own := "nvidia-legacy"
+	p2 := pod(true, "", nil)
+	p2.Spec.RuntimeClassName = &own
+	if _, got := review(t, p2); *got.Spec.RuntimeClassName != own {
+		t.Errorf("runtimeClassName %q the pod named was replaced by %q", own, *got.Spec.RuntimeClassName)
+	}
+	if _, got := reviewWith(t, pod(true, "", nil), ""); got.Spec.RuntimeClassName != nil || got.Spec.SchedulerName != v1alpha1.SchedulerName {
+		t.Errorf("with no runtime class configured: runtimeClassName %v (want none), schedulerName %q", got.Spec.RuntimeClassName, got.Spec.SchedulerName)
+	}
+}
+
 func TestOtherPodsAreLeftAlone(t *testing.T) {
+	done := pod(true, v1alpha1.SchedulerName, []v1.EnvVar{gpuinventory.VisibleDevicesEnv()})
+	rc := gpuinventory.DefaultRuntimeClassName
+	done.Spec.RuntimeClassName = &rc
 	cases := map[string]*v1.Pod{
 		"no hetsev.io/model":     pod(false, DefaultSchedulerName, nil),
 		"names another schedule": pod(true, "volcano", nil),
-		"already hetsev":         pod(true, v1alpha1.SchedulerName, nil),
+		"already opted in":       done,
 	}
 	for name, p := range cases {
 		resp, got := review(t, p)
@@ -126,7 +171,7 @@ func TestOtherPodsAreLeftAlone(t *testing.T) {
 func TestBadReviewsAreRefusedNotCrashed(t *testing.T) {
 	for _, body := range []string{"", "{", `{"kind":"AdmissionReview"}`} {
 		rec := httptest.NewRecorder()
-		NewHandler().ServeHTTP(rec, httptest.NewRequest(http.MethodPost, Path, bytes.NewBufferString(body)))
+		NewHandler("").ServeHTTP(rec, httptest.NewRequest(http.MethodPost, Path, bytes.NewBufferString(body)))
 		if rec.Code != http.StatusBadRequest {
 			t.Errorf("body %q: HTTP %d", body, rec.Code)
 		}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
+	"github.com/hetsev/hetsev/pkg/gpuinventory"
 
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
@@ -46,6 +47,10 @@ type Options struct {
 	// long before expiry it is renewed, CertCheckInterval how often every
 	// replica looks.
 	CertValidity, CertRenewBefore, CertCheckInterval time.Duration
+	// RuntimeClassName is given to the pods the webhook opts in when they
+	// name none ("" leaves it alone). It has no flag of its own: it is
+	// hetsev-scaler's --gpu-runtime-class, which its Deployments get too.
+	RuntimeClassName string
 }
 
 // NewOptions returns the defaults of the flags.
@@ -61,6 +66,7 @@ func NewOptions() *Options {
 		CertValidity:      365 * 24 * time.Hour,
 		CertRenewBefore:   30 * 24 * time.Hour,
 		CertCheckInterval: time.Minute,
+		RuntimeClassName:  gpuinventory.DefaultRuntimeClassName,
 	}
 }
 
@@ -165,7 +171,7 @@ func (o *Options) Start(ctx context.Context, kube kubernetes.Interface) error {
 		Host: host, Port: port, CertDir: o.CertDir, CertName: certName, KeyName: keyName,
 		TLSOpts: []func(*tls.Config){func(c *tls.Config) { c.MinVersion = tls.VersionTLS12 }},
 	})
-	srv.Register(Path, NewHandler())
+	srv.Register(Path, NewHandler(o.RuntimeClassName))
 	srv.Register("/healthz", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) }))
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Start(ctx) }()

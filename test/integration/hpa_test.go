@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/component-base/metrics/legacyregistry"
 	"k8s.io/utils/ptr"
 
 	"github.com/hetsev/hetsev/internal/cluster"
@@ -176,17 +178,24 @@ func TestHPAScalesOnRequestsPerSecond(t *testing.T) {
 		h, _ := status(ctx)
 		return current(h) != "none", nil
 	})
-	time.Sleep(6 * time.Second) // three HPA syncs at the low load
-	if h, r := status(ctx); r != 1 {
-		t.Fatalf("at 6 requests/s: %d replicas, want 1 (per pod %s)", r, current(h))
-	}
+	// Three HPA reconciliations at the low load, each deciding no change.
+	waitHPAReconciliations(ctx, t, 3, func(ctx context.Context) error {
+		if h, r := status(ctx); r != 1 {
+			return fmt.Errorf("at 6 requests/s: %d replicas, want 1 (per pod %s)", r, current(h))
+		}
+		return nil
+	})
 
 	total <- 36
 	waitSettled(4, 36, "scale-up to 4 replicas at 36 requests/s")
-	time.Sleep(8 * time.Second) // four more syncs: 4 pods at 9 requests/s each is within tolerance
-	if h, r := status(ctx); r != 4 {
-		t.Errorf("settled at 36 requests/s: %d replicas, want 4 (per pod %s)", r, current(h))
-	}
+	// Four more reconciliations, none scaling: 4 pods at 9 requests/s each
+	// is within the HPA's tolerance of the target.
+	waitHPAReconciliations(ctx, t, 4, func(ctx context.Context) error {
+		if h, r := status(ctx); r != 4 {
+			return fmt.Errorf("settled at 36 requests/s: %d replicas, want 4 (per pod %s)", r, current(h))
+		}
+		return nil
+	})
 
 	total <- 6
 	waitSettled(1, 6, "scale-down to 1 replica at 6 requests/s")
@@ -196,4 +205,53 @@ func TestHPAScalesOnRequestsPerSecond(t *testing.T) {
 			t.Errorf("ScalingActive %s: %s", cond.Status, cond.Message)
 		}
 	}
+}
+
+// hpaReconciliations reads the in-process kube-controller-manager's
+// horizontal_pod_autoscaler_controller_reconciliations_total by action
+// ("none", "scale_up", "scale_down") and error ("none", "spec",
+// "internal"), keyed "action/error".
+func hpaReconciliations(t *testing.T) map[string]float64 {
+	t.Helper()
+	mfs, err := legacyregistry.DefaultGatherer.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]float64{}
+	for _, mf := range mfs {
+		if mf.GetName() != "horizontal_pod_autoscaler_controller_reconciliations_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			out[labels["action"]+"/"+labels["error"]] += m.GetCounter().GetValue()
+		}
+	}
+	return out
+}
+
+// waitHPAReconciliations waits until the HPA controller has reconciled n
+// more times without error and without scaling, checking state on every
+// poll; a reconciliation that scales ends the test (one that fails, e.g. a
+// metrics read timing out, neither counts nor fails). It asserts "nothing
+// changed" on the decisions the controller made, not on wall-clock time.
+// The test's one HPA is the only one in the cluster.
+func waitHPAReconciliations(ctx context.Context, t *testing.T, n float64, state func(context.Context) error) {
+	t.Helper()
+	base := hpaReconciliations(t)
+	waitFor(ctx, t, 60*time.Second, fmt.Sprintf("%.0f HPA reconciliations that keep the replicas", n), func(ctx context.Context) (bool, error) {
+		now := hpaReconciliations(t)
+		for k, v := range now {
+			if !strings.HasPrefix(k, "none/") && v > base[k] {
+				return false, fmt.Errorf("HPA reconciliation %s (action/error) while the replicas should hold", k)
+			}
+		}
+		if err := state(ctx); err != nil {
+			return false, err
+		}
+		return now["none/none"]-base["none/none"] >= n, nil
+	})
 }

@@ -89,7 +89,11 @@ func TestManifestsApplyToAPIServer(t *testing.T) {
 		}
 	}
 
-	// The examples, in a user's namespace, against the CRD and the policy.
+	// The examples, in a user's namespace, against the CRD and the policy;
+	// the GPU Operator provides the RuntimeClass GPU pods name.
+	if err := cluster.CreateNvidiaRuntimeClass(ctx, cp.Client); err != nil {
+		t.Fatal(err)
+	}
 	examples, err := filepath.Glob(filepath.Join(cluster.RepoRoot(), "manifests", "examples", "*.yaml"))
 	if err != nil || len(examples) < 3 {
 		t.Fatalf("examples: %v %v", examples, err)

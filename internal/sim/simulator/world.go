@@ -160,6 +160,22 @@ func (w *World) Run(ctx context.Context) error {
 	}
 }
 
+// StopExporter closes the Istio metrics endpoint of pod namespace/name's
+// simulated server, as a sidecar that stopped exporting would, while the
+// server goes on serving its share of the requests. It reports whether the
+// pod has a simulated server.
+func (w *World) StopExporter(namespace, name string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, in := range w.instances {
+		if in.service.Namespace == namespace && in.name == name {
+			_ = in.http.Close()
+			return true
+		}
+	}
+	return false
+}
+
 // Close stops every simulated server's HTTP endpoint.
 func (w *World) Close() {
 	w.mu.Lock()

@@ -89,7 +89,7 @@ func (p *Provider) podGPU(name types.NamespacedName) (string, int, error) {
 
 // deploymentPods returns the pods a Deployment's selector selects in its
 // namespace, sorted by name.
-func (p *Provider) deploymentPods(name types.NamespacedName) ([]types.NamespacedName, error) {
+func (p *Provider) deploymentPods(name types.NamespacedName) ([]*corev1.Pod, error) {
 	if p.deployments == nil || p.pods == nil {
 		return nil, fmt.Errorf("no listers: %w", adapter.ErrNoData)
 	}
@@ -112,7 +112,7 @@ func (p *Provider) deploymentPods(name types.NamespacedName) ([]types.Namespaced
 
 // modelServicePods returns the pods labelled hetsev.io/modelservice=<name>
 // in the ModelService's namespace, sorted by name.
-func (p *Provider) modelServicePods(name types.NamespacedName) ([]types.NamespacedName, error) {
+func (p *Provider) modelServicePods(name types.NamespacedName) ([]*corev1.Pod, error) {
 	if p.pods == nil {
 		return nil, fmt.Errorf("no pod lister: %w", adapter.ErrNoData)
 	}
@@ -126,16 +126,13 @@ func (p *Provider) modelServicePods(name types.NamespacedName) ([]types.Namespac
 	return p.podsMatching(name.Namespace, labels.SelectorFromSet(labels.Set{v1alpha1.LabelModelService: name.Name}))
 }
 
-// podsMatching lists the pods sel selects in namespace, sorted by name.
-func (p *Provider) podsMatching(namespace string, sel labels.Selector) ([]types.NamespacedName, error) {
+// podsMatching lists the pods sel selects in namespace, sorted by name. The
+// pods are the lister's: read only.
+func (p *Provider) podsMatching(namespace string, sel labels.Selector) ([]*corev1.Pod, error) {
 	pods, err := p.pods.Pods(namespace).List(sel)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]types.NamespacedName, 0, len(pods))
-	for _, o := range pods {
-		out = append(out, types.NamespacedName{Namespace: o.Namespace, Name: o.Name})
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out, nil
+	sort.Slice(pods, func(i, j int) bool { return pods[i].Name < pods[j].Name })
+	return pods, nil
 }

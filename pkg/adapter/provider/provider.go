@@ -22,6 +22,7 @@ import (
 	cmprovider "sigs.k8s.io/custom-metrics-apiserver/pkg/provider"
 
 	"github.com/hetsev/hetsev/pkg/adapter"
+	"github.com/hetsev/hetsev/pkg/adapter/internal/selfmetrics"
 )
 
 // Provider serves the adapter's metrics (see the adapter.Metric* constants)
@@ -31,9 +32,12 @@ import (
 //
 // Per Deployment, the pods are those its spec.selector selects in its
 // namespace; per ModelService, those labelled hetsev.io/modelservice=<name>
-// in its namespace (the pods of all its GPU types' Deployments). Pods
-// without data are left out, and the object is NotFound only when none of
-// its pods has data. Its Timestamp is the newest of the pods' sample times.
+// in its namespace (the pods of all its GPU types' Deployments). The object
+// is NotFound when none of its pods has data, and also when any pod that
+// serves (Ready, not terminating) has none: a value summed over part of the
+// serving pods would understate the load. Pods that do not serve are left
+// out when they have no data. Its Timestamp is the newest of the pods'
+// sample times.
 //
 // Every value carries Timestamp (in the samples' clock) and WindowSeconds:
 // the rate window for rates and percentiles, 0 for GPU gauge readings.
@@ -129,7 +133,7 @@ func (p *Provider) GetMetricBySelector(ctx context.Context, namespace string, se
 	for _, n := range names {
 		v, err := p.value(k, n, info.Metric)
 		if errors.Is(err, adapter.ErrNoData) {
-			logger.V(4).Info("No data", "resource", k.resource(), "object", n, "metric", info.Metric, "reason", err.Error())
+			logNoData(logger, k, n, info.Metric, err)
 			continue
 		}
 		if err != nil {
@@ -160,6 +164,21 @@ func (p *Provider) notFound(ctx context.Context, k objectKind, name types.Namesp
 	if !errors.Is(err, adapter.ErrNoData) {
 		return err
 	}
-	klog.FromContext(ctx).V(4).Info("No data", "resource", k.resource(), "object", name, "metric", metric, "reason", err.Error())
+	logNoData(klog.FromContext(ctx), k, name, metric, err)
 	return cmprovider.NewMetricNotFoundForError(k.resource(), metric, name.Name)
+}
+
+// logNoData logs why an object has no value. A value withheld because some
+// serving pods have no data (*PartialDataError) is logged at V(2) and
+// counted in hetsev_metrics_adapter_partial_data_total, since a scaler then
+// holds; plain missing data at V(4).
+func logNoData(logger klog.Logger, k objectKind, name types.NamespacedName, metric string, err error) {
+	var partial *PartialDataError
+	if errors.As(err, &partial) {
+		selfmetrics.PartialDataTotal.WithLabelValues(k.resource().String(), metric).Inc()
+		logger.V(2).Info("Withholding value: serving pods have no data", "resource", k.resource(), "object", name,
+			"metric", metric, "unmeasured", partial.Unmeasured, "pods", partial.Pods, "reason", err.Error())
+		return
+	}
+	logger.V(4).Info("No data", "resource", k.resource(), "object", name, "metric", metric, "reason", err.Error())
 }

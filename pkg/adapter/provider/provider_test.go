@@ -3,6 +3,7 @@ package provider
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -232,6 +233,65 @@ func TestProviderModelServiceAggregation(t *testing.T) {
 	synced = true
 	if _, err := p.GetMetricByName(context.Background(), adaptertest.NN("ml", "resnet"), info, labels.Everything()); !apierrors.IsNotFound(err) {
 		t.Errorf("ModelService absent from the synced lister: %v, want NotFound", err)
+	}
+}
+
+// A Deployment or ModelService with a serving (Ready) pod that has no data
+// has no value: summing the others would understate the load, and a scaler
+// would scale in on it. A pod that is not Ready, or is terminating, does
+// not count when it has no data.
+func TestProviderWithholdsValueWhenAServingPodHasNoData(t *testing.T) {
+	at := adaptertest.SimEpoch.Add(90 * time.Second)
+	src := &fakeSource{
+		rates: map[types.NamespacedName]adapter.Value{
+			adaptertest.NN("ml", "a"): {Value: 12.5, Time: at, Window: time.Minute},
+			adaptertest.NN("ml", "b"): {Value: 7.25, Time: at, Window: time.Minute},
+		},
+		hists: map[types.NamespacedName]adapter.Histogram{
+			adaptertest.NN("ml", "a"): {Buckets: []adapter.Bucket{{UpperBound: 100, Count: 10}, {UpperBound: adaptertest.Inf, Count: 10}}, Time: at, Window: time.Minute},
+			adaptertest.NN("ml", "b"): {Buckets: []adapter.Bucket{{UpperBound: 100, Count: 10}, {UpperBound: adaptertest.Inf, Count: 10}}, Time: at, Window: time.Minute},
+		},
+	}
+	app := map[string]string{"app": "resnet"}
+	pod := func(name string) *adaptertest.PodBuilder {
+		return adaptertest.NewPod("ml", name).Label("app", "resnet").Label(v1alpha1.LabelModelService, "resnet")
+	}
+	terminating := pod("d").Ready().Obj()
+	terminating.DeletionTimestamp = &metav1.Time{Time: at}
+	pods, deps := adaptertest.Listers(t, []*corev1.Pod{
+		pod("a").Ready().Obj(), pod("b").Ready().Obj(),
+		pod("c").Ready().Obj(), // serving, stopped exporting
+		pod("e").Obj(),         // starting: not Ready yet
+		terminating,
+	}, []*appsv1.Deployment{adaptertest.Deployment("ml", "resnet-t4", app)})
+	p := New(src, pods, deps)
+	ctx := context.Background()
+	ms := cmprovider.CustomMetricInfo{GroupResource: adapter.ModelServicesResource, Namespaced: true, Metric: adapter.MetricRequestsPerSecond}
+	for _, tc := range []struct {
+		what string
+		info cmprovider.CustomMetricInfo
+		obj  types.NamespacedName
+	}{
+		{"deployment requests_per_second", adaptertest.DepInfo(adapter.MetricRequestsPerSecond), adaptertest.NN("ml", "resnet-t4")},
+		{"deployment p98", adaptertest.DepInfo(adapter.MetricLatencyP98), adaptertest.NN("ml", "resnet-t4")},
+		{"modelservice requests_per_second", ms, adaptertest.NN("ml", "resnet")},
+	} {
+		if mv, err := p.GetMetricByName(ctx, tc.obj, tc.info, labels.Everything()); !apierrors.IsNotFound(err) {
+			t.Errorf("%s with serving pod c unmeasured: got %v, %v; want NotFound", tc.what, mv, err)
+		}
+		_, err := p.value(kindOf(tc.info.GroupResource), tc.obj, tc.info.Metric)
+		if !adaptertest.IsNoData(err) || !strings.Contains(err.Error(), "(c;") {
+			t.Errorf("%s: reason %v, want no data naming pod c only", tc.what, err)
+		}
+		list, err := p.GetMetricBySelector(ctx, "ml", labels.Everything(), tc.info, labels.Everything())
+		if err != nil || len(list.Items) != 0 {
+			t.Errorf("%s by selector: %+v, %v; want an empty list", tc.what, list, err)
+		}
+	}
+	// c exports again: the sum is over every pod with data.
+	src.rates[adaptertest.NN("ml", "c")] = adapter.Value{Value: 5, Time: at, Window: time.Minute}
+	if got := adaptertest.GetValue(t, p, adaptertest.DepInfo(adapter.MetricRequestsPerSecond), adaptertest.NN("ml", "resnet-t4")); got != 24.75 {
+		t.Errorf("all serving pods measured: requests_per_second = %v, want 12.5+7.25+5", got)
 	}
 }
 

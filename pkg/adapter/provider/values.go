@@ -4,8 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -74,38 +76,54 @@ func quantileValue(metric string, h adapter.Histogram) (adapter.Value, error) {
 
 // groupValue aggregates over the pods of a Deployment or ModelService
 // (what names it in errors) that have data: rates are summed, histograms
-// merged before the quantile, GPU utilisation averaged.
-func (p *Provider) groupValue(what string, pods []types.NamespacedName, metric string) (adapter.Value, error) {
+// merged before the quantile, GPU utilisation averaged. Every serving pod
+// (Ready and not being deleted, see serving) must have data: a sum over some
+// of the pods that take traffic would understate the load, and a scaler
+// reading it would scale in on missing data. So one serving pod without data
+// makes the whole value unavailable (adapter.ErrNoData, wrapped with a
+// *PartialDataError naming the pods), counted in
+// hetsev_metrics_adapter_partial_data_total. Pods that do not serve (not
+// Ready yet, or terminating) count when they have data and are skipped when
+// they have none.
+func (p *Provider) groupValue(what string, pods []*corev1.Pod, metric string) (adapter.Value, error) {
 	var (
-		sum     float64
-		n       int
-		latest  time.Time
-		window  time.Duration
-		buckets [][]adapter.Bucket
-		reason  error
+		sum        float64
+		n          int
+		latest     time.Time
+		window     time.Duration
+		buckets    [][]adapter.Bucket
+		reason     error
+		unmeasured []string
 	)
 	for _, pod := range pods {
+		name := types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}
 		var v adapter.Value
 		switch metric {
 		case adapter.MetricLatencyP50, adapter.MetricLatencyP98, adapter.MetricLatencyP99:
-			h, err := p.src.RequestDurationHistogram(pod)
+			h, err := p.src.RequestDurationHistogram(name)
 			if err != nil {
 				if !errors.Is(err, adapter.ErrNoData) {
 					return adapter.Value{}, err
 				}
 				reason = err
+				if serving(pod) {
+					unmeasured = append(unmeasured, pod.Name)
+				}
 				continue
 			}
 			buckets = append(buckets, h.Buckets)
 			v = adapter.Value{Time: h.Time, Window: h.Window}
 		default:
 			var err error
-			v, err = p.podValue(pod, metric)
+			v, err = p.podValue(name, metric)
 			if err != nil {
 				if !errors.Is(err, adapter.ErrNoData) {
 					return adapter.Value{}, err
 				}
 				reason = err
+				if serving(pod) {
+					unmeasured = append(unmeasured, pod.Name)
+				}
 				continue
 			}
 			sum += v.Value
@@ -117,6 +135,9 @@ func (p *Provider) groupValue(what string, pods []types.NamespacedName, metric s
 		if v.Window > window {
 			window = v.Window
 		}
+	}
+	if len(unmeasured) > 0 {
+		return adapter.Value{}, &PartialDataError{Object: what, Metric: metric, Unmeasured: unmeasured, Pods: len(pods), Last: reason}
 	}
 	if n == 0 {
 		if reason == nil {
@@ -131,6 +152,45 @@ func (p *Provider) groupValue(what string, pods []types.NamespacedName, metric s
 		return adapter.Value{Value: sum / float64(n), Time: latest, Window: window}, nil
 	}
 	return adapter.Value{Value: sum, Time: latest, Window: window}, nil
+}
+
+// PartialDataError is why a Deployment's or ModelService's value is withheld
+// although some of its pods have data: serving pods without data. It wraps
+// adapter.ErrNoData, so the object is answered NotFound.
+type PartialDataError struct {
+	// Object is "deployment ns/name" or "modelservice ns/name".
+	Object string
+	// Metric is the metric asked for.
+	Metric string
+	// Unmeasured are the names of the serving pods without data.
+	Unmeasured []string
+	// Pods is how many pods the object has.
+	Pods int
+	// Last is the source's error for the last pod without data.
+	Last error
+}
+
+func (e *PartialDataError) Error() string {
+	return fmt.Sprintf("%s: %d of its %d pods serve but have no %s (%s; last: %v): withholding the value rather than under-counting",
+		e.Object, len(e.Unmeasured), e.Pods, e.Metric, strings.Join(e.Unmeasured, ", "), e.Last)
+}
+
+// Unwrap makes a PartialDataError an adapter.ErrNoData.
+func (e *PartialDataError) Unwrap() error { return adapter.ErrNoData }
+
+// serving says whether pod takes traffic: Ready, and not being deleted
+// (a terminating pod leaves its Service's endpoints). A serving pod of an
+// object must have data for the object to have a value.
+func serving(pod *corev1.Pod) bool {
+	if pod.DeletionTimestamp != nil {
+		return false
+	}
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
 }
 
 // metricValue builds the API object; a non-finite value counts as no data.

@@ -59,6 +59,12 @@ func (b *PodBuilder) Node(n string) *PodBuilder           { b.p.Spec.NodeName = 
 func (b *PodBuilder) IP(ip string) *PodBuilder            { b.p.Status.PodIP = ip; return b }
 func (b *PodBuilder) Phase(p corev1.PodPhase) *PodBuilder { b.p.Status.Phase = p; return b }
 
+// Ready gives the pod the Ready condition: it serves traffic.
+func (b *PodBuilder) Ready() *PodBuilder {
+	b.p.Status.Conditions = append(b.p.Status.Conditions, corev1.PodCondition{Type: corev1.PodReady, Status: corev1.ConditionTrue})
+	return b
+}
+
 // GPU binds the pod to GPU idx of node, as hetsev-scheduler does.
 func (b *PodBuilder) GPU(node string, idx int) *PodBuilder {
 	return b.Node(node).Annotate(v1alpha1.AnnotationGPUIndex, fmt.Sprint(idx))

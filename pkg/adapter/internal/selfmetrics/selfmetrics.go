@@ -92,6 +92,17 @@ var (
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"query"})
 
+	// PartialDataTotal counts Deployment and ModelService values withheld
+	// (answered NotFound) because some of their serving pods had no data,
+	// by resource and metric.
+	PartialDataTotal = metrics.NewCounterVec(&metrics.CounterOpts{
+		Namespace:      "hetsev",
+		Subsystem:      "metrics_adapter",
+		Name:           "partial_data_total",
+		Help:           "Deployment and ModelService values withheld (answered NotFound) because a Ready pod of theirs had no data, by resource and metric.",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"resource", "metric"})
+
 	registerOnce sync.Once
 )
 
@@ -110,11 +121,12 @@ func Ignore(series, reason string) {
 //	hetsev_metrics_adapter_scrape_targets                  gauge
 //	hetsev_metrics_adapter_prometheus_queries_total{query,result} counter
 //	hetsev_metrics_adapter_prometheus_query_duration_seconds{query} histogram
+//	hetsev_metrics_adapter_partial_data_total{resource,metric}    counter
 //
 // Component-base metrics record nothing until registered. Safe to call more
 // than once.
 func Register() {
 	registerOnce.Do(func() {
-		legacyregistry.MustRegister(ScrapesTotal, SeriesIgnoredTotal, ScrapeDuration, ScrapeTargets, PrometheusQueriesTotal, PrometheusQueryDuration)
+		legacyregistry.MustRegister(ScrapesTotal, SeriesIgnoredTotal, ScrapeDuration, ScrapeTargets, PrometheusQueriesTotal, PrometheusQueryDuration, PartialDataTotal)
 	})
 }
