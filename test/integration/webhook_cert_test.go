@@ -36,6 +36,12 @@ func TestWebhookCertificateRotates(t *testing.T) {
 	}
 	applyManifests(ctx, t, cp, port)
 	c := cp.Client
+	// The webhook gives GPU pods runtimeClassName nvidia; the API server
+	// refuses a pod naming a RuntimeClass that does not exist (the GPU
+	// Operator creates it on a real cluster).
+	if err := cluster.CreateNvidiaRuntimeClass(ctx, c); err != nil {
+		t.Fatal(err)
+	}
 	asScaler, err := cp.KubeconfigAs(scalerSA)
 	if err != nil {
 		t.Fatal(err)
