@@ -123,8 +123,15 @@ type Instance struct {
 	// batch latency at the batch size the instance runs). Must be > 0.
 	BatchLatency float64
 	// Occupancy is the solo occupancy, (0,1]: see the package comment.
-	// 0 means 1 (a saturating CUDA-graph/TensorRT server).
+	// 0 means 1 (a saturating CUDA-graph/TensorRT server). It is the
+	// occupancy at the profiled (full) batch.
 	Occupancy float64
+	// FullBatchLatency is the solo latency in seconds of the profiled full
+	// batch, when the instance runs smaller batches on average
+	// (BatchLatency is then their mean solo latency); 0 means
+	// BatchLatency. Under MPS the occupancy is scaled by
+	// BatchLatency/FullBatchLatency: smaller batches fill fewer SMs.
+	FullBatchLatency float64
 }
 
 // TimeSlicingCoefficients are the time-slicing model's coefficients (see
@@ -215,6 +222,8 @@ func validateInstance(i int, in Instance) error {
 	switch {
 	case math.IsNaN(in.BatchLatency) || math.IsInf(in.BatchLatency, 0) || in.BatchLatency <= 0:
 		return fmt.Errorf("interference: %s: BatchLatency %g s must be finite and > 0", name, in.BatchLatency)
+	case math.IsNaN(in.FullBatchLatency) || math.IsInf(in.FullBatchLatency, 0) || in.FullBatchLatency < 0:
+		return fmt.Errorf("interference: %s: FullBatchLatency %g s must be finite and >= 0", name, in.FullBatchLatency)
 	case math.IsNaN(in.Occupancy) || in.Occupancy < 0 || in.Occupancy > 1:
 		return fmt.Errorf("interference: %s: Occupancy %g must be in (0,1] (0 for 1)", name, in.Occupancy)
 	}
@@ -269,6 +278,15 @@ func (s Sharing) Inflation(mode SharingMode, self Instance, neighbours []Instanc
 	return f[0], nil
 }
 
+// smOccupancy is the occupancy under MPS at the batches the instance runs.
+func smOccupancy(in Instance) float64 {
+	o := occupancy(in)
+	if in.FullBatchLatency > in.BatchLatency {
+		o *= in.BatchLatency / in.FullBatchLatency
+	}
+	return o
+}
+
 func (s Sharing) mps(members []Instance) []float64 {
 	out := make([]float64, len(members))
 	for i, a := range members {
@@ -277,7 +295,7 @@ func (s Sharing) mps(members []Instance) []float64 {
 			if j == i {
 				continue
 			}
-			f += clamp01(b.BusyShare) * s.MPS.Contention * math.Pow(occupancy(b)/occupancy(a), s.MPS.OccupancyExponent)
+			f += clamp01(b.BusyShare) * s.MPS.Contention * math.Pow(smOccupancy(b)/smOccupancy(a), s.MPS.OccupancyExponent)
 		}
 		out[i] = f
 	}
