@@ -49,7 +49,8 @@ func main() {
 		os.Exit(1)
 	}
 	s := res.Params.Sharing
-	fmt.Printf("time-slicing: Slice %.5f s, Switch %.5f s, BackToBackExponent %g (not fitted)\n", s.TimeSlicing.Slice, s.TimeSlicing.Switch, s.TimeSlicing.BackToBackExponent)
+	fmt.Printf("time-slicing: Slice %.6f s, Switch %.6f s, BackToBackExponent %g (not fitted)\n", s.TimeSlicing.Slice, s.TimeSlicing.Switch, s.TimeSlicing.BackToBackExponent)
+	fmt.Printf("time-slicing, eager: Slice %.6f s, Switch %.6f s\n", s.EagerTimeSlicing.Slice, s.EagerTimeSlicing.Switch)
 	fmt.Printf("MPS: Contention %.4f, OccupancyExponent %.4f\n", s.MPS.Contention, s.MPS.OccupancyExponent)
 	var ms []string
 	for m := range res.Params.MPSOccupancy {

@@ -35,7 +35,14 @@ package interference
 //	π_ij = min(1, b_j (k_j/k_i) (I_i L_i)/(I_j L_j))
 //
 // π_ij is the share of i's yields at which j has work: j's slices per
-// second over i's slices per second, at most 1. The occupancies scale the
+// second over i's slices per second, at most 1. τ, s and p are those of
+// the instance's execution (Sharing.TimeSlicing for CUDA graphs,
+// Sharing.EagerTimeSlicing for eager frameworks): an eager context holds the
+// GPU only while kernels it launched are queued, so it yields at the
+// granularity of its bursts of kernels, not at the driver's time slice; its
+// effective slice and switch cost are fitted to the eager file on their own.
+// For a pair of different executions the switch cost is the mean of the
+// two. The occupancies scale the
 // waits: a neighbour that leaves the GPU idle between its kernels (o_j < 1)
 // holds it for less of its slice, and an instance that does so itself
 // (o_i < 1) loses only its GPU part to others (its CPU part overlaps
@@ -126,6 +133,10 @@ type Instance struct {
 	// 0 means 1 (a saturating CUDA-graph/TensorRT server). It is the
 	// occupancy at the profiled (full) batch.
 	Occupancy float64
+	// Execution is how the instance runs its model; "" means
+	// ExecutionCUDAGraph. Under time-slicing it picks the coefficients
+	// (Sharing.TimeSlicing or Sharing.EagerTimeSlicing).
+	Execution Execution
 	// FullBatchLatency is the solo latency in seconds of the profiled full
 	// batch, when the instance runs smaller batches on average
 	// (BatchLatency is then their mean solo latency); 0 means
@@ -159,10 +170,16 @@ type MPSCoefficients struct {
 	OccupancyExponent float64
 }
 
-// Sharing is the fitted co-location model: coefficients per sharing mode.
+// Sharing is the fitted co-location model: coefficients per sharing mode
+// (and, under time-slicing, per execution).
 type Sharing struct {
+	// TimeSlicing: the round-robin coefficients of CUDA-graph/TensorRT
+	// instances.
 	TimeSlicing TimeSlicingCoefficients
-	MPS         MPSCoefficients
+	// EagerTimeSlicing: the round-robin coefficients of eager instances
+	// (Execution ExecutionEager).
+	EagerTimeSlicing TimeSlicingCoefficients
+	MPS              MPSCoefficients
 }
 
 // Fitted coefficients, from `make interference-fit` (hack/interference-fit)
@@ -178,6 +195,14 @@ const (
 	FittedSwitch = 0.00025
 	// FittedBackToBackExponent: p (H100; applied to T4/V100 unmeasured).
 	FittedBackToBackExponent = 8
+	// FittedEagerSlice: the effective τ of eager instances, seconds,
+	// fitted to timeslice-eager.json alone (H100; applied to T4/V100
+	// unmeasured). Longer than FittedSlice: an eager context's bursts of
+	// queued kernels, not the driver's slice, decide when it yields.
+	FittedEagerSlice = 0.003037
+	// FittedEagerSwitch: s of eager instances, seconds (H100; applied to
+	// T4/V100 unmeasured).
+	FittedEagerSwitch = 0.000298
 	// FittedMPSContention: γ (H100; applied to T4/V100 unmeasured).
 	FittedMPSContention = 0.7332
 	// FittedMPSOccupancyExponent: α (H100; applied to T4/V100 unmeasured).
@@ -187,8 +212,9 @@ const (
 // FittedSharing returns the model with the Fitted* coefficients.
 func FittedSharing() Sharing {
 	return Sharing{
-		TimeSlicing: TimeSlicingCoefficients{Slice: FittedSlice, Switch: FittedSwitch, BackToBackExponent: FittedBackToBackExponent},
-		MPS:         MPSCoefficients{Contention: FittedMPSContention, OccupancyExponent: FittedMPSOccupancyExponent},
+		TimeSlicing:      TimeSlicingCoefficients{Slice: FittedSlice, Switch: FittedSwitch, BackToBackExponent: FittedBackToBackExponent},
+		EagerTimeSlicing: TimeSlicingCoefficients{Slice: FittedEagerSlice, Switch: FittedEagerSwitch, BackToBackExponent: FittedBackToBackExponent},
+		MPS:              MPSCoefficients{Contention: FittedMPSContention, OccupancyExponent: FittedMPSOccupancyExponent},
 	}
 }
 
@@ -203,6 +229,9 @@ func (s Sharing) Validate() error {
 		{"TimeSlicing.Slice", s.TimeSlicing.Slice, true},
 		{"TimeSlicing.Switch", s.TimeSlicing.Switch, false},
 		{"TimeSlicing.BackToBackExponent", s.TimeSlicing.BackToBackExponent, false},
+		{"EagerTimeSlicing.Slice", s.EagerTimeSlicing.Slice, true},
+		{"EagerTimeSlicing.Switch", s.EagerTimeSlicing.Switch, false},
+		{"EagerTimeSlicing.BackToBackExponent", s.EagerTimeSlicing.BackToBackExponent, false},
 		{"MPS.Contention", s.MPS.Contention, false},
 		{"MPS.OccupancyExponent", s.MPS.OccupancyExponent, false},
 	} {
@@ -226,6 +255,8 @@ func validateInstance(i int, in Instance) error {
 		return fmt.Errorf("interference: %s: FullBatchLatency %g s must be finite and >= 0", name, in.FullBatchLatency)
 	case math.IsNaN(in.Occupancy) || in.Occupancy < 0 || in.Occupancy > 1:
 		return fmt.Errorf("interference: %s: Occupancy %g must be in (0,1] (0 for 1)", name, in.Occupancy)
+	case in.Execution != "" && in.Execution != ExecutionCUDAGraph && in.Execution != ExecutionEager:
+		return fmt.Errorf("interference: %s: Execution %q is not one of %s, %s", name, in.Execution, ExecutionCUDAGraph, ExecutionEager)
 	}
 	return nil
 }
@@ -306,14 +337,19 @@ func (s Sharing) mps(members []Instance) []float64 {
 // iteration from I = 1.
 func (s Sharing) timeSlicing(members []Instance) []float64 {
 	n := len(members)
-	tau, sw := s.TimeSlicing.Slice, s.TimeSlicing.Switch
 	k := make([]float64, n)
 	q := make([]float64, n)
 	beta := make([]float64, n)
+	sw := make([]float64, n)
 	for i, in := range members {
-		k[i] = math.Max(1, math.Ceil(in.BatchLatency/tau-1e-9))
+		c := s.TimeSlicing
+		if in.Execution == ExecutionEager {
+			c = s.EagerTimeSlicing
+		}
+		k[i] = math.Max(1, math.Ceil(in.BatchLatency/c.Slice-1e-9))
 		q[i] = in.BatchLatency / k[i]
-		beta[i] = math.Pow(clamp01(in.BusyShare), s.TimeSlicing.BackToBackExponent)
+		beta[i] = math.Pow(clamp01(in.BusyShare), c.BackToBackExponent)
+		sw[i] = c.Switch
 	}
 	inf := make([]float64, n)
 	next := make([]float64, n)
@@ -330,7 +366,8 @@ func (s Sharing) timeSlicing(members []Instance) []float64 {
 				}
 				bj := clamp01(b.BusyShare)
 				pi := math.Min(1, bj*(k[j]/k[i])*(inf[i]*a.BatchLatency)/(inf[j]*b.BatchLatency))
-				lat += occupancy(a) * occupancy(b) * ((beta[i]+k[i]-1)*pi*(q[j]+sw) + (1-beta[i])*bj*(q[j]/2+sw))
+				s := (sw[i] + sw[j]) / 2
+				lat += occupancy(a) * occupancy(b) * ((beta[i]+k[i]-1)*pi*(q[j]+s) + (1-beta[i])*bj*(q[j]/2+s))
 			}
 			next[i] = lat / a.BatchLatency
 		}
@@ -382,7 +419,7 @@ func (t OccupancyTable) Models(mode SharingMode, exec Execution) []string {
 //     SSD300's 0.79 are near the solo CUDA-graph over solo eager batch
 //     latency (0.37, 0.65: the share of an eager batch the GPU runs
 //     kernels); BERT-large runs faster eager than captured in these files,
-//     so that ratio says nothing for it, and the fit gives 0.21;
+//     so that ratio says nothing for it, and the fit gives 0.28;
 //   - MPS, CUDA graphs: fitted (`make interference-fit`) to mps-cudagraph.json
 //     with BERT-large fixed at 1 (only ratios enter the MPS model).
 func H100Occupancy() OccupancyTable {
@@ -390,10 +427,10 @@ func H100Occupancy() OccupancyTable {
 		SharingTimeSlicing: {
 			ExecutionCUDAGraph: {"resnet50": 1, "resnet50-b32": 1, "ssd300-vgg16": 1, "bert-large-seq384": 1},
 			ExecutionEager: {
-				"resnet50":          0.4075,
-				"resnet50-b32":      1,
-				"ssd300-vgg16":      0.7944,
-				"bert-large-seq384": 0.2149,
+				"resnet50":          0.4129,
+				"resnet50-b32":      0.9996,
+				"ssd300-vgg16":      0.7842,
+				"bert-large-seq384": 0.2774,
 			},
 		},
 		SharingMPS: {

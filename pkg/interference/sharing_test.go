@@ -107,3 +107,32 @@ func TestParseSharingMode(t *testing.T) {
 		t.Errorf("ParseSharingMode(timeslicing) = %v, want an error naming the label", err)
 	}
 }
+
+// Eager instances are computed with EagerTimeSlicing, CUDA-graph ones with
+// TimeSlicing; an unknown execution is refused naming the field.
+func TestEagerInstancesUseTheirOwnSliceAndSwitch(t *testing.T) {
+	m := FittedSharing()
+	pair := func(exec Execution) []Instance {
+		in := Instance{Model: "resnet50", BusyShare: 1, BatchLatency: 4.74e-3, Occupancy: 0.4129, Execution: exec}
+		return []Instance{in, in}
+	}
+	eager, err := m.Inflations(SharingTimeSlicing, pair(ExecutionEager))
+	if err != nil {
+		t.Fatal(err)
+	}
+	graph, _ := m.Inflations(SharingTimeSlicing, pair(ExecutionCUDAGraph))
+	// ceil(4.74/3.037) = 2 slices eager, ceil(4.74/2.17) = 3 slices graph:
+	// the eager pair waits fewer, longer slices.
+	if eager[0] == graph[0] {
+		t.Errorf("eager and CUDA-graph pair both inflate by %.4f; want EagerTimeSlicing to apply to eager instances", eager[0])
+	}
+	m.EagerTimeSlicing = m.TimeSlicing
+	same, _ := m.Inflations(SharingTimeSlicing, pair(ExecutionEager))
+	if math.Abs(same[0]-graph[0]) > 1e-12 {
+		t.Errorf("with EagerTimeSlicing = TimeSlicing the eager pair inflates by %.4f, the graph pair by %.4f; want equal", same[0], graph[0])
+	}
+	_, err = m.Inflations(SharingTimeSlicing, []Instance{{Model: "r", BatchLatency: 0.01, Execution: "jit"}})
+	if err == nil || !strings.Contains(err.Error(), "Execution") {
+		t.Errorf("unknown execution: err = %v, want one naming Execution", err)
+	}
+}

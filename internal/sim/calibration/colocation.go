@@ -180,7 +180,7 @@ func PredictColocation(f *ColocationFile, model interference.Sharing, occupancie
 		ins := make([]interference.Instance, len(s.Members))
 		for i, m := range s.Members {
 			o, _ := occupancies.Lookup(mode, exec, m.Model())
-			ins[i] = interference.Instance{Model: m.Model(), BusyShare: *m.BusyShare, BatchLatency: solo[m.Model()] / 1000, Occupancy: o}
+			ins[i] = interference.Instance{Model: m.Model(), BusyShare: *m.BusyShare, BatchLatency: solo[m.Model()] / 1000, Occupancy: o, Execution: exec}
 		}
 		inf, err := model.Inflations(mode, ins)
 		if err != nil {

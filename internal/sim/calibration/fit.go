@@ -22,13 +22,18 @@ type FitResult struct {
 	MAPE   map[string]float64 // by file path
 }
 
+// fitShared is the number of Sharing coefficients at the head of the
+// optimiser's vector.
+const fitShared = 6
+
 // fitVector maps the parameters to and from the optimiser's vector.
 var fitModels = []string{"resnet50", "resnet50-b32", "ssd300-vgg16"}
 
 var eagerModels = []string{"resnet50", "resnet50-b32", "ssd300-vgg16", "bert-large-seq384"}
 
 func (p FitParams) vector() []float64 {
-	v := []float64{p.Sharing.TimeSlicing.Slice * 1000, p.Sharing.TimeSlicing.Switch * 1000, p.Sharing.MPS.Contention, p.Sharing.MPS.OccupancyExponent}
+	v := []float64{p.Sharing.TimeSlicing.Slice * 1000, p.Sharing.TimeSlicing.Switch * 1000, p.Sharing.MPS.Contention, p.Sharing.MPS.OccupancyExponent,
+		p.Sharing.EagerTimeSlicing.Slice * 1000, p.Sharing.EagerTimeSlicing.Switch * 1000}
 	for _, m := range fitModels {
 		v = append(v, p.MPSOccupancy[m])
 	}
@@ -44,13 +49,15 @@ func paramsOf(v []float64, p0 FitParams) FitParams {
 	p.Sharing.TimeSlicing.Switch = v[1] / 1000
 	p.Sharing.MPS.Contention = v[2]
 	p.Sharing.MPS.OccupancyExponent = v[3]
+	p.Sharing.EagerTimeSlicing.Slice = v[4] / 1000
+	p.Sharing.EagerTimeSlicing.Switch = v[5] / 1000
 	p.MPSOccupancy = map[string]float64{}
 	for i, m := range fitModels {
-		p.MPSOccupancy[m] = v[4+i]
+		p.MPSOccupancy[m] = v[fitShared+i]
 	}
 	p.EagerOccupancy = map[string]float64{}
 	for i, m := range eagerModels {
-		p.EagerOccupancy[m] = v[4+len(fitModels)+i]
+		p.EagerOccupancy[m] = v[fitShared+len(fitModels)+i]
 	}
 	return p
 }
@@ -98,7 +105,7 @@ func (p FitParams) Evaluate(files []*ColocationFile) (map[string]float64, error)
 }
 
 // Fit minimises the sum over files of the MAPE of predicted inflations by
-// Nelder-Mead from start; BackToBackExponent stays as start has it (the
+// Nelder-Mead from start; the BackToBackExponents stay as start has them (the
 // files hold busy shares of 1 and of at most 0.75 only, so any p >= 6 fits
 // them alike).
 func Fit(files []*ColocationFile, start FitParams) (FitResult, error) {

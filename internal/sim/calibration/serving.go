@@ -259,7 +259,7 @@ func PredictServing(f *ServingFile, model interference.Sharing, occupancies inte
 			for i, m := range s.Members {
 				o, _ := occupancies.Lookup(mode, exec, m.Model())
 				lat := f.Servers[m.Server].BatchLatencies()
-				ins[i] = interference.Instance{Model: m.Model(), BusyShare: res[i].busy, BatchLatency: res[i].meanSoloBatch, FullBatchLatency: lat[len(lat)-1], Occupancy: o}
+				ins[i] = interference.Instance{Model: m.Model(), BusyShare: res[i].busy, BatchLatency: res[i].meanSoloBatch, FullBatchLatency: lat[len(lat)-1], Occupancy: o, Execution: exec}
 			}
 			inf, err := model.Inflations(mode, ins)
 			if err != nil {
