@@ -18,7 +18,7 @@ import (
 
 func main() {
 	opt := calibration.DefaultSimOptions
-	flag.Float64Var(&opt.DurationFactor, "duration-factor", opt.DurationFactor, "simulate this many times the file's dur_s of arrivals")
+	flag.IntVar(&opt.Runs, "runs", opt.Runs, "simulate each scenario this many runs of the file's dur_s, each from idle; percentiles are averaged over the runs")
 	flag.Uint64Var(&opt.Seed, "seed", opt.Seed, "seed of the simulated arrivals")
 	flag.Usage = func() {
 		fmt.Fprintln(flag.CommandLine.Output(), "usage: serving-check [flags] FILE.json (data/measurements/gpu-serving-h100/*.json)")

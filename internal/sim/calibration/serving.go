@@ -158,115 +158,93 @@ type ServingPrediction struct {
 	MeasuredBusy, PredictedBusy float64
 	MeasuredP50, PredictedP50   float64
 	MeasuredP98, PredictedP98   float64
-	Inflation                   float64 // the interference factor the simulation converged to
 }
 
 // SimOptions are the serving simulation's knobs.
 type SimOptions struct {
-	// DurationFactor: the simulation runs this many times the file's
-	// dur_s of Poisson arrivals (virtual time), for stable percentiles.
-	DurationFactor float64
-	// Iterations of the fixed point between busy shares and inflation.
-	Iterations int
+	// Runs is how many independent runs of the file's dur_s of Poisson
+	// arrivals each scenario is simulated for. Each run starts with idle
+	// servers and an idle GPU, as every measured scenario did, and the
+	// prediction of a percentile is its mean over the runs: the expected
+	// value of what one measured run reports. (A short run near capacity
+	// reports a shorter tail than the steady state, because its queue
+	// starts empty; the simulation reproduces that rather than a long
+	// steady-state run.)
+	Runs int
 	// Seed of the arrival processes.
 	Seed uint64
 }
 
-// DefaultSimOptions: 10x the measured duration, 12 iterations.
-var DefaultSimOptions = SimOptions{DurationFactor: 10, Iterations: 12, Seed: 1}
+// DefaultSimOptions: 20 runs.
+var DefaultSimOptions = SimOptions{Runs: 20, Seed: 1}
 
-type simResult struct {
-	busy, meanSoloBatch float64 // busy share; mean solo latency (s) of its batches
-	p50, p98            float64 // ms
+// poisson returns the arrival times of a Poisson process at rate in
+// [0, dur).
+func poisson(rng *rand.Rand, rate, dur float64) []float64 {
+	var out []float64
+	for t := rng.ExpFloat64() / rate; t < dur; t += rng.ExpFloat64() / rate {
+		out = append(out, t)
+	}
+	return out
 }
 
-// simulate runs one member's model server (dynamic batching without delay,
-// the file's batch latency table) for horizon seconds of Poisson arrivals
-// at rate with interference factor f.
-func simulate(name, model string, lat []float64, rate, horizon, f float64, seed uint64) (simResult, error) {
-	srv, err := modelserver.NewServer(modelserver.Config{Name: name, Model: model, BatchSize: len(lat), BatchLatency: lat[len(lat)-1], BatchLatencies: lat})
-	if err != nil {
-		return simResult{}, err
-	}
-	srv.SetFactor(f)
-	rng := rand.New(rand.NewPCG(seed, 0x5e5))
-	t := 0.0
-	var lats []float64
-	collect := func(cs []modelserver.Completion) {
-		for _, c := range cs {
-			lats = append(lats, (c.Done-c.Arrival)*1000)
-		}
-	}
-	for {
-		t += rng.ExpFloat64() / rate
-		if t >= horizon {
-			break
-		}
-		srv.Submit(t)
-		if len(lats) == 0 || srv.Served()%4096 == 0 {
-			collect(srv.Advance(t))
-		}
-	}
-	collect(srv.Drain())
-	if len(lats) == 0 {
-		return simResult{}, fmt.Errorf("%s: no request served", name)
-	}
-	end := horizon
-	for _, l := range lats {
-		_ = l
-	}
-	busy := srv.BusyTime(0, math.Inf(1))
-	sort.Float64s(lats)
-	pct := func(q float64) float64 {
-		return lats[int(math.Min(float64(len(lats)-1), math.Floor(q*float64(len(lats)-1)+0.5)))]
-	}
-	return simResult{busy: math.Min(1, busy/end), meanSoloBatch: busy / f / float64(srv.Batches()), p50: pct(0.5), p98: pct(0.98)}, nil
+// percentile returns the q-quantile of sorted xs as serving.py computes it
+// (nearest rank on q(n-1)).
+func percentile(xs []float64, q float64) float64 {
+	return xs[int(math.Min(float64(len(xs)-1), math.Floor(q*float64(len(xs)-1)+0.5)))]
 }
 
-// PredictServing simulates every scenario of f whose members are all below
-// OverrunLimit... members at or above it are left out of the result but
-// still run (they load the GPU). Each member's server gets its batch
-// latency table, its rate, and an interference factor from model for its
-// co-located members' simulated busy shares and batch latencies, iterated
-// to a fixed point.
+// PredictServing simulates every scenario of f with the servers of the
+// scenario sharing one GPU (modelserver.SharedGPU: each server's batch
+// latency table, Poisson arrivals at its rate, the GPU's sharing mode with
+// model's coefficients and the servers' solo occupancies), opt.Runs runs of
+// dur_s each. Members at or above OverrunLimit are left out of the result
+// but still run (they load the GPU).
 func PredictServing(f *ServingFile, model interference.Sharing, occupancies interference.OccupancyTable, opt SimOptions) ([]ServingPrediction, error) {
 	mode, exec := f.Mode()
-	horizon := *f.DurS * opt.DurationFactor
+	if exec != interference.ExecutionCUDAGraph {
+		return nil, fmt.Errorf("%s: field graph is false: the simulated servers model CUDA-graph/TensorRT execution only", f.Path)
+	}
+	if opt.Runs < 1 {
+		return nil, fmt.Errorf("serving simulation: Runs %d must be >= 1", opt.Runs)
+	}
+	dur := *f.DurS
 	var out []ServingPrediction
 	for si, s := range f.Scenarios {
 		n := len(s.Members)
-		factor := make([]float64, n)
-		res := make([]simResult, n)
-		for i := range factor {
-			factor[i] = 1
+		servers := make([]modelserver.SharedServer, n)
+		for i, m := range s.Members {
+			lat := f.Servers[m.Server].BatchLatencies()
+			o, _ := occupancies.Lookup(mode, exec, m.Model())
+			servers[i] = modelserver.SharedServer{Config: modelserver.Config{Name: m.Server, Model: m.Model(), BatchSize: len(lat), BatchLatency: lat[len(lat)-1], BatchLatencies: lat}, Occupancy: o}
 		}
-		iters := opt.Iterations
-		if n == 1 {
-			iters = 1
+		gpu, err := modelserver.NewSharedGPU(mode, model, servers)
+		if err != nil {
+			return nil, fmt.Errorf("%s: scenario %q: %w", f.Path, s.Label, err)
 		}
-		for it := 0; it < iters; it++ {
+		p50, p98, busy := make([]float64, n), make([]float64, n), make([]float64, n)
+		for r := 0; r < opt.Runs; r++ {
+			arrivals := make([][]float64, n)
 			for i, m := range s.Members {
-				r, err := simulate(m.Server, m.Model(), f.Servers[m.Server].BatchLatencies(), *m.RateRPS, horizon, factor[i], opt.Seed+uint64(si*16+i))
-				if err != nil {
-					return nil, fmt.Errorf("%s: scenario %q: %w", f.Path, s.Label, err)
-				}
-				res[i] = r
+				rng := rand.New(rand.NewPCG(opt.Seed, uint64(si)<<32|uint64(i)<<16|uint64(r)))
+				arrivals[i] = poisson(rng, *m.RateRPS, dur)
 			}
-			if n == 1 {
-				break
-			}
-			ins := make([]interference.Instance, n)
-			for i, m := range s.Members {
-				o, _ := occupancies.Lookup(mode, exec, m.Model())
-				lat := f.Servers[m.Server].BatchLatencies()
-				ins[i] = interference.Instance{Model: m.Model(), BusyShare: res[i].busy, BatchLatency: res[i].meanSoloBatch, FullBatchLatency: lat[len(lat)-1], Occupancy: o, Execution: exec}
-			}
-			inf, err := model.Inflations(mode, ins)
+			res, err := gpu.Run(arrivals)
 			if err != nil {
 				return nil, fmt.Errorf("%s: scenario %q: %w", f.Path, s.Label, err)
 			}
-			for i := range factor {
-				factor[i] = 0.5*factor[i] + 0.5*inf[i]
+			for i, rs := range res {
+				if len(rs.Completions) == 0 {
+					return nil, fmt.Errorf("%s: scenario %q: %s served no request in run %d", f.Path, s.Label, s.Members[i].Server, r)
+				}
+				lats := make([]float64, len(rs.Completions))
+				for k, c := range rs.Completions {
+					lats[k] = (c.Done - c.Arrival) * 1000
+				}
+				sort.Float64s(lats)
+				p50[i] += percentile(lats, 0.5) / float64(opt.Runs)
+				p98[i] += percentile(lats, 0.98) / float64(opt.Runs)
+				busy[i] += rs.Busy / math.Max(dur, rs.End) / float64(opt.Runs)
 			}
 		}
 		for i, m := range s.Members {
@@ -274,9 +252,9 @@ func PredictServing(f *ServingFile, model interference.Sharing, occupancies inte
 				continue
 			}
 			out = append(out, ServingPrediction{Scenario: s.Label, Server: m.Server, RateRPS: *m.RateRPS,
-				MeasuredBusy: *m.BusyShare, PredictedBusy: res[i].busy,
-				MeasuredP50: *m.LatMsP50, PredictedP50: res[i].p50,
-				MeasuredP98: *m.LatMsP98, PredictedP98: res[i].p98, Inflation: factor[i]})
+				MeasuredBusy: *m.BusyShare, PredictedBusy: busy[i],
+				MeasuredP50: *m.LatMsP50, PredictedP50: p50[i],
+				MeasuredP98: *m.LatMsP98, PredictedP98: p98[i]})
 		}
 	}
 	return out, nil
@@ -296,9 +274,9 @@ func P98MAPE(ps []ServingPrediction) float64 {
 }
 
 // WriteServingReport prints the table and the RESULT line.
-func WriteServingReport(w io.Writer, f *ServingFile, ps []ServingPrediction) {
+func WriteServingReport(w io.Writer, f *ServingFile, ps []ServingPrediction, opt SimOptions) {
 	mode, exec := f.Mode()
-	fmt.Fprintf(w, "%s: %s, %s, %s; simulated servers: internal/sim/modelserver, dynamic batching without delay\n", f.Path, f.GPU, mode, exec)
+	fmt.Fprintf(w, "%s: %s, %s, %s; simulated servers: internal/sim/modelserver SharedGPU, dynamic batching without delay, %d runs of %gs\n", f.Path, f.GPU, mode, exec, opt.Runs, *f.DurS)
 	fmt.Fprintf(w, "%-32s %-20s %7s %11s %15s %15s %7s\n", "scenario", "server", "rate", "busy m/p", "p50 ms m/p", "p98 ms m/p", "p98 err")
 	for _, p := range ps {
 		fmt.Fprintf(w, "%-32s %-20s %7.0f %5.2f/%5.2f %7.2f/%7.2f %7.2f/%7.2f %+6.1f%%\n", p.Scenario, p.Server, p.RateRPS,
@@ -318,6 +296,6 @@ func RunServingCheck(w io.Writer, path string, model interference.Sharing, occup
 	if err != nil {
 		return err
 	}
-	WriteServingReport(w, f, ps)
+	WriteServingReport(w, f, ps, opt)
 	return nil
 }
