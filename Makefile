@@ -9,7 +9,7 @@ export HETSEV_BIN := $(BIN)
 
 PROGRAMS := hetsev-scheduler hetsev-metrics-adapter hetsev-scaler hetsev-demo kwok
 
-.PHONY: all build demo evaluate test unit integration prometheus bench-scaler bench-scheduler bench-adapter fuzz kind-e2e vet generate verify clean
+.PHONY: all build demo evaluate test unit integration prometheus bench-scaler bench-scheduler bench-adapter fuzz kind-e2e vet generate verify clean interference-check serving-check interference-fit
 
 all: build
 
@@ -39,6 +39,24 @@ demo: build
 EVALUATE_ARGS ?=
 evaluate:
 	$(GO) run ./cmd/evaluate --out evaluation $(EVALUATE_ARGS)
+
+# The co-location model (pkg/interference) against a measurement file of
+# data/measurements/gpu-colocation-h100: predicted against measured latency
+# inflation per co-located member, and a RESULT line.
+MEASUREMENTS ?= data/measurements/gpu-colocation-h100/timeslice-cudagraph.json
+interference-check:
+	$(GO) run ./cmd/interference-check $(MEASUREMENTS)
+
+# The simulated model server with the co-location model against an
+# open-loop file of data/measurements/gpu-serving-h100 (pass it as
+# MEASUREMENTS): p50 and p98 per member, and a RESULT line.
+serving-check:
+	$(GO) run ./cmd/serving-check $(MEASUREMENTS)
+
+# Refit pkg/interference's coefficients to the three co-location files and
+# print them (the Fitted* constants of pkg/interference/sharing.go).
+interference-fit:
+	$(GO) run ./hack/interference-fit data/measurements/gpu-colocation-h100/*.json
 
 # Unit tests, then integration tests against a real kube-apiserver, etcd and
 # kube-controller-manager with the binaries built above, and a real

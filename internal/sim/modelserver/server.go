@@ -9,9 +9,12 @@
 // Batching follows TF-Serving's batching scheduler: once the first request
 // of a batch is queued the server waits at most MaxBatchDelay
 // (batch_timeout_micros) for the batch to fill up to BatchSize
-// (max_batch_size); a full batch starts as soon as the GPU is free. A batch
-// of any size runs for the profiled solo batch latency multiplied by the
-// current interference factor (see package interference).
+// (max_batch_size); a full batch starts as soon as the GPU is free. With
+// MaxBatchDelay 0 this is Triton's dynamic batching without queue delay:
+// whenever the server is idle and requests wait, it runs one batch of all
+// waiting requests up to BatchSize. A batch runs for its solo latency
+// (BatchLatencies by batch size when given, else BatchLatency for any size)
+// multiplied by the current interference factor (see package interference).
 //
 // The server is evaluated lazily: Submit only queues, and Advance,
 // Outstanding and Submit process every batch whose start time is at or
@@ -38,8 +41,16 @@ type Config struct {
 	BatchSize int
 	// BatchLatency is the time in seconds to run one batch solo (the
 	// profile's latency_ms/1000). A partial batch takes the same time
-	// (conservative). Must be > 0 and finite.
+	// (conservative) unless BatchLatencies is set. Must be > 0 and finite.
 	BatchLatency float64
+	// BatchLatencies, when not empty, is the solo latency in seconds of a
+	// batch of 1, 2, ..., BatchSize requests (one entry per size, each > 0
+	// and finite), as a server profiled per batch size (for example
+	// data/measurements/gpu-serving-h100 batch_latency_ms): a partial batch
+	// then runs for its own size's latency, so that a lightly loaded server
+	// keeps its GPU as busy as a real one does. Empty: every batch takes
+	// BatchLatency.
+	BatchLatencies []float64
 	// MaxBatchDelay is the time in seconds the server waits for a batch to
 	// fill once its first request is queued (TF-Serving
 	// batch_timeout_micros/1e6), e.g. 0.005. Must be >= 0 and finite.
@@ -73,6 +84,13 @@ func (c Config) Validate() error {
 		return fmt.Errorf("modelserver: %s: Config.ReadyAt %g s must be finite", c.Name, c.ReadyAt)
 	case !finite(c.QueueTimeout) || c.QueueTimeout < 0:
 		return fmt.Errorf("modelserver: %s: Config.QueueTimeout %g s must be finite and >= 0", c.Name, c.QueueTimeout)
+	case len(c.BatchLatencies) > 0 && len(c.BatchLatencies) != c.BatchSize:
+		return fmt.Errorf("modelserver: %s: Config.BatchLatencies has %d entries, want one per batch size 1..%d", c.Name, len(c.BatchLatencies), c.BatchSize)
+	}
+	for i, l := range c.BatchLatencies {
+		if !finite(l) || l <= 0 {
+			return fmt.Errorf("modelserver: %s: Config.BatchLatencies[%d] (batch of %d) %g s must be finite and > 0", c.Name, i, i+1, l)
+		}
 	}
 	return nil
 }
@@ -111,7 +129,7 @@ type Server struct {
 	// non-overlapping; cum[i] is the total busy time of intervals < i.
 	starts, ends, cum []float64
 
-	submitted, served, rejected uint64
+	submitted, served, rejected, batches uint64
 }
 
 // NewServer validates cfg and returns an idle server with interference
@@ -319,6 +337,9 @@ func (s *Server) rejectExpired(start float64) bool {
 	return n > 0
 }
 
+// Batches returns the number of batches started so far.
+func (s *Server) Batches() uint64 { return s.batches }
+
 // Rejected returns the number of requests rejected by QueueTimeout.
 func (s *Server) Rejected() uint64 { return s.rejected }
 
@@ -342,18 +363,23 @@ func (s *Server) process(to float64) {
 		for end < limit && s.q[end] <= start {
 			end++
 		}
-		dur := s.cfg.BatchLatency * s.factor
+		n := end - s.head
+		solo := s.cfg.BatchLatency
+		if len(s.cfg.BatchLatencies) > 0 {
+			solo = s.cfg.BatchLatencies[n-1]
+		}
+		dur := solo * s.factor
 		done := start + dur
 		for _, a := range s.q[s.head:end] {
 			s.pending = append(s.pending, Completion{Arrival: a, Done: done})
 		}
-		n := end - s.head
 		s.head = end
 		if s.head == len(s.q) {
 			s.q = s.q[:0]
 			s.head = 0
 		}
 		s.served += uint64(n)
+		s.batches++
 		s.lastStart, s.lastN, s.freeAt = start, n, done
 		s.starts = append(s.starts, start)
 		s.ends = append(s.ends, done)

@@ -452,3 +452,26 @@ func TestForgetBusyBefore(t *testing.T) {
 		t.Errorf("BusyTime before the forgotten time = %v, want 0", b)
 	}
 }
+
+func TestBatchLatenciesBySize(t *testing.T) {
+	s, err := NewServer(Config{Name: "r", Model: "resnet50", BatchSize: 3, BatchLatency: 0.003, BatchLatencies: []float64{0.001, 0.002, 0.003}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Submit(0) // alone: a batch of 1, 1 ms
+	s.Submit(0.0005)
+	s.Submit(0.0006) // both wait for the first batch: a batch of 2 at 1 ms, 2 ms
+	cs := s.Drain()
+	if len(cs) != 3 || cs[0].Done != 0.001 || cs[1].Done != 0.003 || cs[2].Done != 0.003 {
+		t.Fatalf("completions %+v, want done at 0.001, 0.003, 0.003", cs)
+	}
+	if got := s.BusyTime(0, 1); math.Abs(got-0.003) > 1e-12 || s.Batches() != 2 {
+		t.Fatalf("busy %g s over %d batches, want 0.003 s over 2", got, s.Batches())
+	}
+	for _, bad := range [][]float64{{0.001, 0.002}, {0.001, 0, 0.003}} {
+		_, err := NewServer(Config{Name: "r", Model: "m", BatchSize: 3, BatchLatency: 0.003, BatchLatencies: bad})
+		if err == nil || !strings.Contains(err.Error(), "BatchLatencies") {
+			t.Errorf("BatchLatencies %v: %v, want an error naming BatchLatencies", bad, err)
+		}
+	}
+}

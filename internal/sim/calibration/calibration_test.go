@@ -1,0 +1,122 @@
+package calibration
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/hetsev/hetsev/pkg/interference"
+)
+
+const colocationOK = `{"graph": true, "mps": false, "gpu": "test", "scenarios": [
+ {"label": "solo resnet50", "members": [{"worker": "resnet50#0", "lat_ms_mean": 1.0, "busy_share": 1.0}]},
+ {"label": "pair", "members": [{"worker": "resnet50#0", "lat_ms_mean": 2.1, "busy_share": 1.0},
+                               {"worker": "resnet50#1", "lat_ms_mean": 2.1, "busy_share": 1.0}]}]}`
+
+func TestParseColocationRefusesBadInput(t *testing.T) {
+	occ := interference.H100Occupancy()
+	for _, c := range []struct {
+		name, doc string
+		want      []string
+	}{
+		{"missing solo row", strings.Replace(colocationOK, `"solo resnet50", "members": [{"worker": "resnet50#0"`, `"solo other", "members": [{"worker": "ssd300-vgg16#0"`, 1),
+			[]string{"bad.json", "no solo row", `"resnet50"`}},
+		{"member without busy share", strings.Replace(colocationOK, `"lat_ms_mean": 2.1, "busy_share": 1.0}]`, `"lat_ms_mean": 2.1}]`, 1),
+			[]string{"bad.json", "resnet50#1", "busy_share is missing"}},
+		{"unknown model", strings.ReplaceAll(colocationOK, "resnet50#1", "vgg19#0"),
+			[]string{"bad.json", "field worker", `unknown model "vgg19"`}},
+		{"no mode", strings.Replace(colocationOK, `"mps": false,`, "", 1), []string{"bad.json", "field mps"}},
+	} {
+		_, err := ParseColocation("bad.json", strings.NewReader(c.doc), occ)
+		if err == nil {
+			t.Errorf("%s: accepted", c.name)
+			continue
+		}
+		for _, w := range c.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%s: error %q does not name %s", c.name, err, w)
+			}
+		}
+	}
+	f, err := ParseColocation("ok.json", strings.NewReader(colocationOK), occ)
+	if err != nil {
+		t.Fatalf("valid file refused: %v", err)
+	}
+	ps, err := PredictColocation(f, interference.FittedSharing(), occ)
+	if err != nil || len(ps) != 2 || ps[0].Measured != 2.1 {
+		t.Fatalf("PredictColocation = %+v, %v; want 2 members measured 2.1", ps, err)
+	}
+}
+
+const servingOK = `{"dur_s": 1, "graph": true, "mps": false, "gpu": "test",
+ "servers": {"resnet50#0": {"batch_latency_ms": {"1": 1.0, "2": 1.2}, "max_batch": 2}},
+ "scenarios": [{"label": "solo", "members": [{"server": "resnet50#0", "rate_rps": 300, "lat_ms_p50": 1.1,
+   "lat_ms_p98": 2.0, "busy_share": 0.3, "overrun_s": 0}]}]}`
+
+func TestParseServingRefusesBadInput(t *testing.T) {
+	occ := interference.H100Occupancy()
+	for _, c := range []struct {
+		name, doc string
+		want      []string
+	}{
+		{"missing solo row", strings.Replace(servingOK, `"servers": {"resnet50#0"`, `"servers": {"resnet50#9"`, 1),
+			[]string{"bad.json", "no solo row", "servers.resnet50#0"}},
+		{"missing batch size", strings.Replace(servingOK, `"2": 1.2`, `"3": 1.2`, 1),
+			[]string{"bad.json", "servers.resnet50#0.batch_latency_ms.2"}},
+		{"member without busy share", strings.Replace(servingOK, `"busy_share": 0.3, `, "", 1),
+			[]string{"bad.json", "resnet50#0", "busy_share is missing"}},
+		{"unknown model", strings.ReplaceAll(servingOK, "resnet50#0", "vgg19#0"),
+			[]string{"bad.json", "field server", `unknown model "vgg19"`}},
+	} {
+		_, err := ParseServing("bad.json", strings.NewReader(c.doc), occ)
+		if err == nil {
+			t.Errorf("%s: accepted", c.name)
+			continue
+		}
+		for _, w := range c.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%s: error %q does not name %s", c.name, err, w)
+			}
+		}
+	}
+	if _, err := ParseServing("ok.json", strings.NewReader(servingOK), occ); err != nil {
+		t.Fatalf("valid file refused: %v", err)
+	}
+}
+
+// The shipped measurements meet the targets of issue 17: interference MAPE
+// <= 0.10 on every co-location file, serving p98 MAPE <= 0.25 on every
+// serving file.
+func TestShippedMeasurementsMeetTargets(t *testing.T) {
+	occ := interference.H100Occupancy()
+	for file, limit := range map[string]float64{
+		"timeslice-cudagraph.json": 0.10, "mps-cudagraph.json": 0.10, "timeslice-eager.json": 0.10,
+	} {
+		f, err := ReadColocation("../../../data/measurements/gpu-colocation-h100/"+file, occ)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ps, err := PredictColocation(f, interference.FittedSharing(), occ)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m := MAPE(ps); m > limit || len(ps) != 40 {
+			t.Errorf("%s: interference MAPE %.4f over %d members, want <= %.2f over 40", file, m, len(ps), limit)
+		}
+	}
+	if testing.Short() {
+		return
+	}
+	for _, file := range []string{"timeslice-cudagraph-openloop.json", "mps-cudagraph-openloop.json"} {
+		f, err := ReadServing("../../../data/measurements/gpu-serving-h100/"+file, occ)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ps, err := PredictServing(f, interference.FittedSharing(), occ, DefaultSimOptions)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m := P98MAPE(ps); m > 0.25 || len(ps) != 18 {
+			t.Errorf("%s: serving p98 MAPE %.4f over %d members, want <= 0.25 over 18", file, m, len(ps))
+		}
+	}
+}
