@@ -87,6 +87,11 @@ func (a *Autoscaler) SetState(s State) {
 // Neither solver switches the type of a running instance: an action only
 // adds or only removes.
 //
+// When obs.ArrivalRateIsLowerBound is set (W was measured on part of the
+// serving instances), Decide scales out as above on that lower bound but
+// never scales in: the scale-in branch returns ActionNone saying so, with
+// the timing state of the scale-in untouched.
+//
 // Decide never panics on input: an invalid policy or observation yields
 // ActionNone with the problem in Reason and leaves the state untouched.
 func (a *Autoscaler) Decide(obs Observation) Action {

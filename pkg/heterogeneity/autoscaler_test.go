@@ -43,6 +43,9 @@ type step struct {
 	delta     []int
 	objective float64 // USD/h; checked for every step (0 for None)
 	reason    string  // substring of Action.Reason
+	// lowerBound: w is only a lower bound of W
+	// (Observation.ArrivalRateIsLowerBound).
+	lowerBound bool
 }
 
 type decisionCase struct {
@@ -57,7 +60,7 @@ func runDecisionCases(t *testing.T, cases []decisionCase) {
 		t.Run(tc.name, func(t *testing.T) {
 			a := NewAutoscaler(tc.policy)
 			for k, s := range tc.steps {
-				got := a.Decide(Observation{Now: t0.Add(s.at), ArrivalRate: s.w, Types: s.types})
+				got := a.Decide(Observation{Now: t0.Add(s.at), ArrivalRate: s.w, Types: s.types, ArrivalRateIsLowerBound: s.lowerBound})
 				if got.Kind != s.kind || !slices.Equal(got.Delta, s.delta) {
 					t.Fatalf("step %d (t0+%v): got %s %v (%q), want %s %v", k, s.at, got.Kind, got.Delta, got.Reason, s.kind, s.delta)
 				}
@@ -274,6 +277,42 @@ func TestDecideScaleIn(t *testing.T) {
 				kind: ActionNone, delta: []int{0, 0}, reason: "at min replicas 2"}},
 		},
 	})
+}
+
+// TestDecideOnALowerBoundScalesOutNeverIn: an arrival rate measured on
+// part of the serving instances (Observation.ArrivalRateIsLowerBound)
+// still scales out when it alone exceeds the threshold, and never scales
+// in, with either solver; a refused scale-in leaves the scale-in timing
+// alone, so the first complete measurement may scale in at once.
+func TestDecideOnALowerBoundScalesOutNeverIn(t *testing.T) {
+	// The full measurement's scale-in: the heuristic removes one T4, the
+	// exact solver all it can (20/363 = 0.06 <= 0.8 on one).
+	scaleIn := map[string]struct {
+		delta     []int
+		objective float64
+	}{SolverHeuristic: {[]int{-1}, -0.526}, SolverExact: {[]int{-3}, -3 * 0.526}}
+	for _, solver := range []string{SolverHeuristic, SolverExact} {
+		runDecisionCases(t, []decisionCase{{
+			name:   solver,
+			policy: testPolicy(func(p *Policy) { p.Solver = solver }),
+			steps: []step{
+				// 3 T4 (1089 requests/s), W >= 1000: s >= 0.92 > 0.8; need
+				// 1250, deficit 161 -> +1 T4.
+				{at: 0, w: 1000, types: ts(resnetT4(3, 10)), lowerBound: true,
+					kind: ActionScaleOut, delta: []int{1}, objective: 0.6312},
+				// Past the cool-down, W >= 20 on 4 T4: one would do, but W
+				// may be far higher.
+				{at: 10 * time.Minute, w: 20, types: ts(resnetT4(4, 10)), lowerBound: true,
+					kind: ActionNone, delta: []int{0}, reason: "only a lower bound: scale-in held"},
+				{at: 10*time.Minute + 15*time.Second, w: 0, types: ts(resnetT4(4, 10)), lowerBound: true,
+					kind: ActionNone, delta: []int{0}, reason: "scale-in held"},
+				// Measured in full: scale in at once (no scale-in interval
+				// was started by the refused ones).
+				{at: 10*time.Minute + 30*time.Second, w: 20, types: ts(resnetT4(4, 10)),
+					kind: ActionScaleIn, delta: scaleIn[solver].delta, objective: scaleIn[solver].objective},
+			},
+		}})
+	}
 }
 
 func TestDecideMinReplicas(t *testing.T) {

@@ -89,6 +89,16 @@ type Observation struct {
 	// ArrivalRate is W, the arrival rate of requests to the service, in
 	// requests/s.
 	ArrivalRate float64
+	// ArrivalRateIsLowerBound says ArrivalRate is only a lower bound of W:
+	// some instances that serve traffic have not been measured (a new
+	// instance has no request rate until traffic reaches it and its
+	// metrics cover a rate window), so their requests are missing from the
+	// sum. The autoscaler then still scales out (a lower bound whose
+	// saturation stays above the threshold justifies new instances; the
+	// amount may fall short of the true deficit, and later decisions make
+	// it up) but never scales in: removing capacity on an understated load
+	// would drop requests. The triggers' timing state advances as usual.
+	ArrivalRateIsLowerBound bool
 	// Types are the GPU types the service may run on; Action.Delta is
 	// aligned with it.
 	Types []TypeState

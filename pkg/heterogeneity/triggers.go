@@ -108,11 +108,18 @@ func (a *Autoscaler) scaleOut(solver Solver, obs Observation, act Action, trigge
 }
 
 // scaleIn fills act with the scale-in that solver computes, or None with
-// the reason none is due: the cool-down after a scale-out, the interval
-// since the last scale-in, MinReplicas, or no instance that may go.
+// the reason none is due: an arrival rate that is only a lower bound
+// (Observation.ArrivalRateIsLowerBound), the cool-down after a scale-out,
+// the interval since the last scale-in, MinReplicas, or no instance that
+// may go.
 func (a *Autoscaler) scaleIn(solver Solver, obs Observation, act Action) Action {
 	p := a.Policy
 	within := fmt.Sprintf("saturation %.2f within threshold %.2f", act.Saturation, p.SaturationThreshold)
+	if obs.ArrivalRateIsLowerBound {
+		act.Reason = fmt.Sprintf("saturation >= %.2f within threshold %.2f; the arrival rate %.4g requests/s is only a lower bound: scale-in held",
+			act.Saturation, p.SaturationThreshold, obs.ArrivalRate)
+		return act
+	}
 	if !a.lastScaleOut.IsZero() {
 		if since := obs.Now.Sub(a.lastScaleOut); since < p.ScaleInCoolDown {
 			act.Reason = fmt.Sprintf("%s; scale-in cool-down: %v since last scale-out, %v required", within, since, p.ScaleInCoolDown)

@@ -14,16 +14,25 @@ const (
 	MetricLatencyP98        = "request_latency_p98_ms"
 )
 
-// MetricsSource returns a Deployment's metric value; an error means the
-// value is unknown, never zero.
+// MetricsSource returns a Deployment's metric value and its pods' values;
+// an error or a missing pod means the value is unknown, never zero.
 type MetricsSource interface {
+	// DeploymentMetric is metric over the Deployment's pods. The adapter
+	// withholds it (an error) while any pod that serves has no data.
 	DeploymentMetric(namespace, deployment, metric string) (float64, error)
+	// PodMetrics is metric of each pod that selector selects in
+	// namespace and that has data, by pod name; pods without data are
+	// absent.
+	PodMetrics(namespace string, selector labels.Selector, metric string) (map[string]float64, error)
 }
 
 // CustomMetrics reads custom.metrics.k8s.io with the standard client.
 type CustomMetrics struct{ Client cmclient.CustomMetricsClient }
 
-var deploymentGK = schema.GroupKind{Group: "apps", Kind: "Deployment"}
+var (
+	deploymentGK = schema.GroupKind{Group: "apps", Kind: "Deployment"}
+	podGK        = schema.GroupKind{Kind: "Pod"}
+)
 
 // DeploymentMetric implements MetricsSource.
 func (c CustomMetrics) DeploymentMetric(namespace, deployment, metric string) (float64, error) {
@@ -32,4 +41,18 @@ func (c CustomMetrics) DeploymentMetric(namespace, deployment, metric string) (f
 		return 0, fmt.Errorf("%s of deployment %s/%s: %w", metric, namespace, deployment, err)
 	}
 	return float64(v.Value.MilliValue()) / 1000, nil
+}
+
+// PodMetrics implements MetricsSource with one list request,
+// pods/*/<metric> with selector.
+func (c CustomMetrics) PodMetrics(namespace string, selector labels.Selector, metric string) (map[string]float64, error) {
+	list, err := c.Client.NamespacedMetrics(namespace).GetForObjects(podGK, selector, metric, labels.Everything())
+	if err != nil {
+		return nil, fmt.Errorf("%s of pods %s in %s: %w", metric, selector, namespace, err)
+	}
+	out := make(map[string]float64, len(list.Items))
+	for _, v := range list.Items {
+		out[v.DescribedObject.Name] = float64(v.Value.MilliValue()) / 1000
+	}
+	return out, nil
 }

@@ -139,39 +139,33 @@ func (r *Reconciler) decide(ctx context.Context, ms *v1alpha1.ModelService, st *
 	}
 	status.Selector = v1alpha1.LabelModelService + "=" + ms.Name
 
-	// Arrival rate W: the sum over Deployments that have instances. A
-	// Deployment with instances but no metric means W is unknown: hold.
-	w, p98, missing := 0.0, 0.0, []string{}
-	for _, d := range deps {
-		if replicasOf(d) == 0 && d.Status.Replicas == 0 {
-			continue
-		}
-		v, err := r.Metrics.DeploymentMetric(d.Namespace, d.Name, MetricRequestsPerSecond)
-		if err != nil {
-			if d.Status.ReadyReplicas > 0 {
-				missing = append(missing, d.Name)
-				logger.V(2).Info("metric unavailable", "deployment", d.Name, "err", err)
-			}
-			continue
-		}
-		w += v
-		if l, err := r.Metrics.DeploymentMetric(d.Namespace, d.Name, MetricLatencyP98); err == nil && l > p98 {
-			p98 = l
-		}
+	// Arrival rate W: the sum over Deployments that have instances. While
+	// a serving pod is unmeasured, W is a lower bound (scale out, never
+	// in); when nothing at all is measured, W is unknown: hold.
+	ar, err := r.measureArrival(ctx, deps)
+	if err != nil {
+		return 0, err
 	}
+	w, p98 := ar.W, ar.P98Ms
 	now := r.now()
 	r.splitTraffic(ctx, svc, deps, &status)
-	if len(missing) > 0 {
-		msg := fmt.Sprintf("no %s for %s: holding replicas", MetricRequestsPerSecond, strings.Join(missing, ", "))
+	if ar.Nothing {
+		msg := fmt.Sprintf("no %s for %s: holding replicas", MetricRequestsPerSecond, strings.Join(ar.Withheld, ", "))
 		setCondition(&status, v1alpha1.ConditionMetricsUnavailable, metav1.ConditionTrue, "MetricsUnavailable", msg, ms.Generation)
 		setCondition(&status, v1alpha1.ConditionReady, metav1.ConditionTrue, "Reconciled", "Deployments reconciled", ms.Generation)
 		recordDecision(&status, v1alpha1.Decision{Time: metav1.NewTime(now), Action: "Hold", Reason: msg})
 		decisionsTotal.WithLabelValues(ms.Namespace, ms.Name, "Hold").Inc()
 		return svc.interval, r.writeStatusIfChanged(ctx, ms, status)
 	}
-	setCondition(&status, v1alpha1.ConditionMetricsUnavailable, metav1.ConditionFalse, "MetricsAvailable", "arrival rate read from custom.metrics.k8s.io", ms.Generation)
+	partial := ""
+	if ar.Partial {
+		partial = fmt.Sprintf("%s; value of %s withheld by the adapter", ar.lowerBound(), strings.Join(ar.Withheld, ", "))
+		setCondition(&status, v1alpha1.ConditionMetricsUnavailable, metav1.ConditionTrue, "PartialMetrics", partial+"; scale-in held", ms.Generation)
+	} else {
+		setCondition(&status, v1alpha1.ConditionMetricsUnavailable, metav1.ConditionFalse, "MetricsAvailable", "arrival rate read from custom.metrics.k8s.io", ms.Generation)
+	}
 
-	obs := heterogeneity.Observation{Now: now, ArrivalRate: w}
+	obs := heterogeneity.Observation{Now: now, ArrivalRate: w, ArrivalRateIsLowerBound: ar.Partial}
 	for i, p := range svc.types {
 		cpu, mem := resource.Quantity{}, resource.Quantity{}
 		if p.spec.CPU != "" {
@@ -191,7 +185,11 @@ func (r *Reconciler) decide(ctx context.Context, ms *v1alpha1.ModelService, st *
 	solveStart := time.Now()
 	act := as.Decide(obs)
 	solverSeconds.WithLabelValues(svc.policy.Solver).Observe(time.Since(solveStart).Seconds())
-	decisionsTotal.WithLabelValues(ms.Namespace, ms.Name, string(act.Kind)).Inc()
+	kind := string(act.Kind)
+	if ar.Partial {
+		kind, act = partialDecision(act, partial)
+	}
+	decisionsTotal.WithLabelValues(ms.Namespace, ms.Name, kind).Inc()
 
 	delta := map[string]int32{}
 	for i, x := range act.Delta {
@@ -205,8 +203,8 @@ func (r *Reconciler) decide(ctx context.Context, ms *v1alpha1.ModelService, st *
 		deps[i].Spec.Replicas = ptr(replicasOf(deps[i]) + int32(x))
 	}
 	if len(delta) > 0 {
-		r.Recorder.Eventf(ms, v1.EventTypeNormal, string(act.Kind), "%s", act.Reason)
-		logger.Info("scaled", "action", act.Kind, "delta", delta, "reason", act.Reason)
+		r.Recorder.Eventf(ms, v1.EventTypeNormal, kind, "%s", act.Reason)
+		logger.Info("scaled", "action", kind, "delta", delta, "reason", act.Reason)
 	}
 	if act.Kind == heterogeneity.ActionNoFeasibleType {
 		setCondition(&status, v1alpha1.ConditionNoFeasibleType, metav1.ConditionTrue, "NoFeasibleType", act.Reason, ms.Generation)
@@ -228,13 +226,33 @@ func (r *Reconciler) decide(ctx context.Context, ms *v1alpha1.ModelService, st *
 	status.ArrivalRate = strconv.FormatFloat(w, 'f', 2, 64)
 	status.Saturation = formatSaturation(act.Saturation)
 	status.LatencyP98Ms = strconv.FormatFloat(p98, 'f', 1, 64)
-	recordDecision(&status, v1alpha1.Decision{Time: metav1.NewTime(now), Action: string(act.Kind), Delta: delta, Reason: act.Reason})
+	recordDecision(&status, v1alpha1.Decision{Time: metav1.NewTime(now), Action: kind, Delta: delta, Reason: act.Reason})
 	status.ScalingState = scalingState(as.State())
 	if !math.IsInf(act.Saturation, 0) {
 		saturationGauge.WithLabelValues(ms.Namespace, ms.Name).Set(act.Saturation)
 	}
 	arrivalRateGauge.WithLabelValues(ms.Namespace, ms.Name).Set(w)
 	return svc.interval, r.writeStatusIfChanged(ctx, ms, status)
+}
+
+// partialDecision is the action taken on a decision whose arrival rate
+// was only a lower bound (lowerBound describes it), and its kind for
+// status and the decision counter: a scale-out (or NoFeasibleType) stands,
+// with the lower bound added to its reason; anything else is a Hold, and
+// an action that would remove instances (which the autoscaler does not
+// return for a lower bound) becomes one with no change.
+func partialDecision(act heterogeneity.Action, lowerBound string) (string, heterogeneity.Action) {
+	removes := false
+	for _, x := range act.Delta {
+		removes = removes || x < 0
+	}
+	if !removes && (act.Kind == heterogeneity.ActionScaleOut || act.Kind == heterogeneity.ActionNoFeasibleType) {
+		act.Reason = fmt.Sprintf("%s; %s", act.Reason, lowerBound)
+		return string(act.Kind), act
+	}
+	act.Reason = fmt.Sprintf("%s; scale-in held (%s)", lowerBound, act.Reason)
+	act.Kind, act.Delta, act.Objective = heterogeneity.ActionNone, make([]int, len(act.Delta)), 0
+	return "Hold", act
 }
 
 // recordDecision makes d status' last decision unless it repeats the last

@@ -11,6 +11,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -26,6 +27,10 @@ type noMetrics struct{}
 
 func (noMetrics) DeploymentMetric(ns, name, metric string) (float64, error) {
 	return 0, errors.New("no metrics")
+}
+
+func (noMetrics) PodMetrics(ns string, sel labels.Selector, metric string) (map[string]float64, error) {
+	return nil, errors.New("no metrics")
 }
 
 // newFakeReconciler returns a reconciler on controller-runtime's fake

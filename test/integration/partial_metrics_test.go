@@ -20,10 +20,12 @@ import (
 // ResNet-50 to several instances, one serving pod's sidecar stops
 // exporting, and the load then drops to a fraction of one instance's
 // capacity. The other pods' rate alone would call for a scale-in once the
-// cool-down is over (the code before this test scaled in at once); the scaler must
-// instead hold (MetricsUnavailable naming the Deployment, Hold decisions)
-// for as many decisions as span the cool-down and the scale-in interval,
-// and never lower the replicas meanwhile.
+// cool-down is over (the code before this test scaled in at once); the
+// scaler decides on that rate as a lower bound of W, which may scale out
+// but never in: it must hold (Hold decisions, MetricsUnavailable naming the
+// Deployment and the quiet pod and saying the scale-in is held) for as many
+// decisions as span the cool-down and the scale-in interval, and never
+// lower the replicas meanwhile.
 func TestScalerHoldsOnPartialMetrics(t *testing.T) {
 	s := startStack(t, true)
 	ctx := s.ctx
@@ -67,8 +69,9 @@ func TestScalerHoldsOnPartialMetrics(t *testing.T) {
 		return s.scalerDecisions(ctx, t, "resnet50", "Hold")-holds >= need, nil
 	})
 	c := condition(ctx, t, s, "resnet50", v1alpha1.ConditionMetricsUnavailable)
-	if c == nil || c.Status != metav1.ConditionTrue || !strings.Contains(c.Message, deployment) {
-		t.Fatalf("MetricsUnavailable %+v, want True naming %s", c, deployment)
+	if c == nil || c.Status != metav1.ConditionTrue || !strings.Contains(c.Message, deployment) ||
+		!strings.Contains(c.Message, quiet.Name) || !strings.Contains(c.Message, "scale-in held") {
+		t.Fatalf("MetricsUnavailable %+v, want True naming %s and pod %s, scale-in held", c, deployment, quiet.Name)
 	}
 	if after := totalReplicas(ctx, t, s); after < before {
 		t.Errorf("replicas fell from %d to %d while pod %s had no metrics", before, after, quiet.Name)

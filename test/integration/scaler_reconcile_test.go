@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
@@ -57,6 +58,12 @@ func (m *fixedMetrics) DeploymentMetric(ns, name, metric string) (float64, error
 		return 0, fmt.Errorf("no %s for %s/%s", metric, ns, name)
 	}
 	return v, nil
+}
+
+// PodMetrics implements scaler.MetricsSource: no pod has data (a
+// Deployment without a value holds the decision).
+func (m *fixedMetrics) PodMetrics(ns string, sel labels.Selector, metric string) (map[string]float64, error) {
+	return nil, fmt.Errorf("no %s for pods %s in %s", metric, sel, ns)
 }
 
 // reconcileBed is a control plane with the CRDs and HetSev's testbed nodes,

@@ -77,7 +77,7 @@ func quantileValue(metric string, h adapter.Histogram) (adapter.Value, error) {
 // groupValue aggregates over the pods of a Deployment or ModelService
 // (what names it in errors) that have data: rates are summed, histograms
 // merged before the quantile, GPU utilisation averaged. Every serving pod
-// (Ready and not being deleted, see serving) must have data: a sum over some
+// (Ready and not being deleted, see adapter.Serving) must have data: a sum over some
 // of the pods that take traffic would understate the load, and a scaler
 // reading it would scale in on missing data. So one serving pod without data
 // makes the whole value unavailable (adapter.ErrNoData, wrapped with a
@@ -106,7 +106,7 @@ func (p *Provider) groupValue(what string, pods []*corev1.Pod, metric string) (a
 					return adapter.Value{}, err
 				}
 				reason = err
-				if serving(pod) {
+				if adapter.Serving(pod) {
 					unmeasured = append(unmeasured, pod.Name)
 				}
 				continue
@@ -121,7 +121,7 @@ func (p *Provider) groupValue(what string, pods []*corev1.Pod, metric string) (a
 					return adapter.Value{}, err
 				}
 				reason = err
-				if serving(pod) {
+				if adapter.Serving(pod) {
 					unmeasured = append(unmeasured, pod.Name)
 				}
 				continue
@@ -177,21 +177,6 @@ func (e *PartialDataError) Error() string {
 
 // Unwrap makes a PartialDataError an adapter.ErrNoData.
 func (e *PartialDataError) Unwrap() error { return adapter.ErrNoData }
-
-// serving says whether pod takes traffic: Ready, and not being deleted
-// (a terminating pod leaves its Service's endpoints). A serving pod of an
-// object must have data for the object to have a value.
-func serving(pod *corev1.Pod) bool {
-	if pod.DeletionTimestamp != nil {
-		return false
-	}
-	for _, c := range pod.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
-}
 
 // metricValue builds the API object; a non-finite value counts as no data.
 func (p *Provider) metricValue(k objectKind, name types.NamespacedName, metric string, metricSelector labels.Selector, v adapter.Value) (*custom_metrics.MetricValue, error) {

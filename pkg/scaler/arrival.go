@@ -1,0 +1,144 @@
+package scaler
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/klog/v2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/hetsev/hetsev/pkg/adapter"
+)
+
+// arrival is a ModelService's arrival rate W as one decision measured it.
+type arrival struct {
+	// W is the sum of requests/s over the Deployments that have instances,
+	// in requests/s; only a lower bound of W when Partial.
+	W float64
+	// P98Ms is the highest p98 latency, in ms, of the Deployments whose
+	// value the adapter gave.
+	P98Ms float64
+	// Partial: the adapter withheld the value of a Deployment with Ready
+	// instances (a serving pod of it has no data), so W sums that
+	// Deployment's pods that have data.
+	Partial bool
+	// Measured and Serving count the serving pods (adapter.Serving) with
+	// data and in all, over the Deployments with instances; only when
+	// Partial.
+	Measured, Serving int
+	// Withheld names the Deployments whose value was withheld, Unmeasured
+	// their serving pods without data.
+	Withheld, Unmeasured []string
+	// Nothing: no pod and no Deployment of the ModelService has data while
+	// some serve; W is then unknown, not even bounded.
+	Nothing bool
+}
+
+// lowerBound describes a partial measurement for status:
+// "W >= 812.50 req/s from 4 of 6 pods (unmeasured: a, b)".
+func (a arrival) lowerBound() string {
+	s := fmt.Sprintf("W >= %.2f req/s from %d of %d pods", a.W, a.Measured, a.Serving)
+	if len(a.Unmeasured) > 0 {
+		s += " (unmeasured: " + strings.Join(a.Unmeasured, ", ") + ")"
+	}
+	return s
+}
+
+// measureArrival reads W of the Deployments deps that have instances from
+// custom.metrics.k8s.io. A Deployment without instances counts 0; one
+// whose value is unavailable counts 0 while none of its instances is
+// Ready. When the adapter withholds the value of one with Ready instances
+// (it does while any serving pod has no data: a new instance has none
+// until traffic reaches it and its rate window fills), its pods' values
+// are read and summed instead, giving a lower bound of W with its
+// coverage; the decision may then scale out but not in.
+func (r *Reconciler) measureArrival(ctx context.Context, deps []*appsv1.Deployment) (arrival, error) {
+	logger := klog.FromContext(ctx)
+	var (
+		a              arrival
+		full, withheld []*appsv1.Deployment
+	)
+	for _, d := range deps {
+		if replicasOf(d) == 0 && d.Status.Replicas == 0 {
+			continue
+		}
+		v, err := r.Metrics.DeploymentMetric(d.Namespace, d.Name, MetricRequestsPerSecond)
+		if err != nil {
+			if d.Status.ReadyReplicas > 0 {
+				withheld = append(withheld, d)
+				logger.V(2).Info("metric unavailable, reading its pods", "deployment", d.Name, "err", err)
+			}
+			continue
+		}
+		full = append(full, d)
+		a.W += v
+		if l, err := r.Metrics.DeploymentMetric(d.Namespace, d.Name, MetricLatencyP98); err == nil && l > a.P98Ms {
+			a.P98Ms = l
+		}
+	}
+	if len(withheld) == 0 {
+		return a, nil
+	}
+	a.Partial = true
+	for _, d := range full {
+		pods, _, err := r.servingPods(ctx, d)
+		if err != nil {
+			return a, err
+		}
+		a.Measured += len(pods)
+		a.Serving += len(pods)
+	}
+	values := 0
+	for _, d := range withheld {
+		a.Withheld = append(a.Withheld, d.Name)
+		pods, sel, err := r.servingPods(ctx, d)
+		if err != nil {
+			return a, err
+		}
+		byPod, err := r.Metrics.PodMetrics(d.Namespace, sel, MetricRequestsPerSecond)
+		if err != nil {
+			logger.V(2).Info("pod metrics unavailable", "deployment", d.Name, "err", err)
+		}
+		for _, v := range byPod { // every pod with data, serving or not, as the adapter sums
+			a.W += v
+		}
+		values += len(byPod)
+		for _, p := range pods {
+			if _, ok := byPod[p]; ok {
+				a.Measured++
+			} else {
+				a.Unmeasured = append(a.Unmeasured, p)
+			}
+		}
+		a.Serving += len(pods)
+	}
+	sort.Strings(a.Unmeasured)
+	a.Nothing = len(full) == 0 && values == 0
+	return a, nil
+}
+
+// servingPods lists the names of d's serving pods (adapter.Serving) from
+// the cache, and d's selector.
+func (r *Reconciler) servingPods(ctx context.Context, d *appsv1.Deployment) ([]string, labels.Selector, error) {
+	sel, err := metav1.LabelSelectorAsSelector(d.Spec.Selector)
+	if err != nil {
+		return nil, nil, fmt.Errorf("selector of deployment %s/%s: %w", d.Namespace, d.Name, err)
+	}
+	var pods v1.PodList
+	if err := r.Client.List(ctx, &pods, client.InNamespace(d.Namespace), client.MatchingLabelsSelector{Selector: sel}, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, nil, fmt.Errorf("pods of deployment %s/%s: %w", d.Namespace, d.Name, err)
+	}
+	var names []string
+	for i := range pods.Items {
+		if adapter.Serving(&pods.Items[i]) {
+			names = append(names, pods.Items[i].Name)
+		}
+	}
+	return names, sel, nil
+}
