@@ -13,6 +13,7 @@ import (
 	"github.com/hetsev/hetsev/internal/sim/hpa"
 	"github.com/hetsev/hetsev/pkg/heterogeneity"
 	"github.com/hetsev/hetsev/pkg/heterogeneity/ilp"
+	"github.com/hetsev/hetsev/pkg/interference"
 	"github.com/hetsev/hetsev/pkg/placement"
 )
 
@@ -89,7 +90,7 @@ func newHetsevPolicy(cfg *Config, solver string, weight float64) (*hetsevPolicy,
 		// hetsev-scaler's LatencyInflation: one busy different model on the
 		// GPU (HetSev 3.2, an estimate).
 		inflat: 1 + cfg.Interference.DifferentPair,
-		pl:     placement.Placer{InterferenceWeight: weight, Interference: cfg.Interference},
+		pl:     placement.Placer{InterferenceWeight: weight, Colocation: interference.FittedColocation()},
 	}
 	for _, s := range cfg.Services {
 		r, err := cfg.resolve(s, solver)
@@ -208,7 +209,7 @@ type boundPolicy struct {
 }
 
 func newBoundPolicy(cfg *Config) (*boundPolicy, error) {
-	p := &boundPolicy{pl: placement.Placer{InterferenceWeight: placement.DefaultInterferenceWeight, Interference: cfg.Interference}}
+	p := &boundPolicy{pl: placement.Placer{InterferenceWeight: placement.DefaultInterferenceWeight, Colocation: interference.FittedColocation()}}
 	for _, s := range cfg.Services {
 		r, err := cfg.resolve(s, heterogeneity.SolverExact)
 		if err != nil {

@@ -77,5 +77,5 @@ func (a Args) placer() placement.Placer {
 	if a.InterferenceWeight != nil {
 		w = *a.InterferenceWeight
 	}
-	return placement.Placer{Choice: a.Choice(), InterferenceWeight: w, Interference: interference.Default()}
+	return placement.Placer{Choice: a.Choice(), InterferenceWeight: w, Colocation: interference.FittedColocation()}
 }
