@@ -241,3 +241,21 @@ func (f ColocationFile) validate() error {
 	}
 	return nil
 }
+
+// PairInflation is the latency inflation of an instance of a production
+// profile's model (ProfileInstance; solo batch latency batchLatency seconds)
+// beside one other instance of the same model and latency, both busy a
+// share busy of the time, on a GPU shared in mode: the co-location hetsev
+// allows for where it does not know the neighbours (the scaler's capacity
+// factor, the simulated servers' deadline-aware queue timeout). Under
+// time-slicing it is about 1 + busy (a busy neighbour doubles the batch
+// latency, as measured); under MPS 1 + busy·γ. An invalid latency (not > 0)
+// or mode gives 1.
+func (c Colocation) PairInflation(mode SharingMode, model string, busy, batchLatency float64) float64 {
+	in := c.ProfileInstance(mode, model, busy, batchLatency)
+	f, err := c.Sharing.Inflations(mode, []Instance{in, in})
+	if err != nil {
+		return 1
+	}
+	return f[0]
+}

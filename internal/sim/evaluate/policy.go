@@ -89,8 +89,8 @@ func newHetsevPolicy(cfg *Config, solver string, weight float64) (*hetsevPolicy,
 	p := &hetsevPolicy{
 		// hetsev-scaler's LatencyInflation: one busy different model on the
 		// GPU (HetSev 3.2, an estimate).
-		inflat: 1 + cfg.Interference.DifferentPair,
-		pl:     placement.Placer{InterferenceWeight: weight, Colocation: interference.FittedColocation()},
+		inflat: 1 + interference.DefaultDifferentPair,
+		pl:     placement.Placer{InterferenceWeight: weight, Colocation: cfg.Colocation, Mode: cfg.GPUSharing},
 	}
 	for _, s := range cfg.Services {
 		r, err := cfg.resolve(s, solver)
@@ -209,7 +209,7 @@ type boundPolicy struct {
 }
 
 func newBoundPolicy(cfg *Config) (*boundPolicy, error) {
-	p := &boundPolicy{pl: placement.Placer{InterferenceWeight: placement.DefaultInterferenceWeight, Colocation: interference.FittedColocation()}}
+	p := &boundPolicy{pl: placement.Placer{InterferenceWeight: placement.DefaultInterferenceWeight, Colocation: cfg.Colocation, Mode: cfg.GPUSharing}}
 	for _, s := range cfg.Services {
 		r, err := cfg.resolve(s, heterogeneity.SolverExact)
 		if err != nil {
