@@ -161,7 +161,7 @@ func (s *Server) Model() string { return s.cfg.Model }
 func (s *Server) Factor() float64 { return s.factor }
 
 // SetFactor sets the multiplicative interference factor (>= 1, see
-// interference.Model.Factor) applied to batches that start after the latest
+// interference.Sharing.Inflations) applied to batches that start after the latest
 // time given to Submit, Advance or Outstanding; batches already started keep
 // their duration. Values that are NaN, infinite or below 1 are treated as 1.
 func (s *Server) SetFactor(f float64) {
