@@ -12,6 +12,7 @@ import (
 	"github.com/hetsev/hetsev/internal/cluster"
 	"github.com/hetsev/hetsev/internal/sim/demo"
 	"github.com/hetsev/hetsev/internal/sim/trace"
+	"github.com/hetsev/hetsev/pkg/interference"
 )
 
 func main() {
@@ -24,7 +25,13 @@ func main() {
 	flag.DurationVar(&cfg.Duration, "duration", cfg.Duration, "wall time of the replay; sets the time compression")
 	flag.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "random seed of the arrivals")
 	solver := flag.String("solver", "", "hetsev-scaler's --solver (exact or heuristic; default the scaler's)")
+	sharing := flag.String("gpu-sharing", "time-slicing", "how simulated model servers on one GPU share it: time-slicing or mps (the fitted co-location model)")
 	flag.Parse()
+	mode, err := interference.ParseSharingMode(*sharing)
+	if err != nil {
+		fail(err)
+	}
+	cfg.GPUSharing = mode
 	if *solver != "" {
 		cfg.ScalerArgs = append(cfg.ScalerArgs, "--solver="+*solver)
 	}

@@ -43,9 +43,9 @@ type TypeState struct {
 	// profile's batch size (Profile.BatchSize); 0 counts as 1 (no batching).
 	BatchSize int
 	// LatencyInflation is the co-location latency factor (>= 1) expected on
-	// the GPUs new instances of this type would share, e.g.
-	// interference.Model.Factor for the current neighbours (HetSev 3.2); 0
-	// means 1 (no inflation).
+	// the GPUs new instances of this type would share, e.g. the fitted
+	// co-location model's (interference.Colocation.PairInflation, as
+	// hetsev-scaler gives it); 0 means 1 (no inflation).
 	LatencyInflation float64
 	// MaxBatchDelayMs is the server's batching timeout in ms (a partial
 	// batch is dispatched this long after its first request); 0 means none.

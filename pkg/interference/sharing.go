@@ -3,9 +3,8 @@ package interference
 // GPU sharing as measured: the latency inflation of model instances that
 // share one GPU, by the GPU's sharing mode, fitted to the H100 measurements
 // in data/measurements/gpu-colocation-h100 (see data/measurements/
-// PROVENANCE.md). This replaces, for new callers, the ESTIMATED pair factors
-// of Model (interference.go), which stays for the callers that use it until
-// they are moved to Sharing.
+// PROVENANCE.md). It replaced the ESTIMATED pair factors of HetSev 3.2;
+// callers use it through Colocation (colocation.go).
 //
 // Inputs, per instance on the GPU (Instance):
 //   - its busy share b: the fraction of wall time (0..1) it has a batch

@@ -5,6 +5,9 @@
 package placement
 
 import (
+	"math"
+	"sort"
+
 	"github.com/hetsev/hetsev/pkg/gpuinventory"
 	"github.com/hetsev/hetsev/pkg/interference"
 )
@@ -13,9 +16,16 @@ import (
 // configured: our choice, not the paper's (HetSev 4.2 ranks by worst fit
 // alone, w = 0). Fit and predicted interference count equally: with hard
 // anti-affinity worst fit and low interference mostly agree; the weight
-// matters when GPUs differ in which models they host (the pairs of
-// pkg/interference).
+// matters when GPUs differ in what they host (pkg/interference).
 const DefaultInterferenceWeight = 0.5
+
+// ReferenceBatchLatency is the solo batch latency in seconds the rating
+// assumes for a model when Placer.BatchLatency does not give one (the
+// scheduler does not know which profile a pod runs). The fitted
+// time-slicing inflation of busy CUDA-graph instances depends on it only
+// through the number of context switches per batch (about 2 + s·ceil(L/τ)/L
+// for a busy pair), so the rating barely does. Our choice, 10 ms.
+const ReferenceBatchLatency = 0.010
 
 // Placer chooses the GPU for an instance on one node: among the GPUs that
 // fit it (gpuinventory.Candidates: GPU memory, anti-affinity), the one with
@@ -26,18 +36,45 @@ const DefaultInterferenceWeight = 0.5
 //
 // where fit is the worst-fit share of the GPU's memory left free after
 // placing the instance ((free - demand) / total; best fit: (used + demand) /
-// total), w is InterferenceWeight and ΔI the predicted latency inflation the
-// placement adds (pkg/interference): the new instance's own slowdown from
-// every instance already on the GPU plus the slowdown it causes each of
-// them. The scheduler does not know the neighbours' load, so each is taken
-// as busy all the time (utilisation 1), the worst case. With w = 0 and
-// FitWorst the choice is HetSev 4.2's worst fit: the GPU with the most free
-// memory, ties to the lower index.
+// total), w is InterferenceWeight and ΔI the latency inflation the placement
+// adds, predicted by the fitted co-location model (interference.Colocation,
+// in the node's sharing Mode): the new instance's inflation minus 1 plus the
+// increase of every instance already on the GPU. The scheduler does not
+// know the neighbours' load, so each instance is taken as busy all the time
+// (busy share 1), the worst case; every instance is a production profile's
+// model (interference.Colocation.ProfileOccupancy). With w = 0 and FitWorst
+// the choice is HetSev 4.2's worst fit: the GPU with the most free memory,
+// ties to the lower index.
 type Placer struct {
 	Choice gpuinventory.Choice
 	// InterferenceWeight is w in [0, 1].
 	InterferenceWeight float64
-	Interference       interference.Model
+	// Colocation is the co-location model (interference.FittedColocation
+	// unless the operator gave a model file).
+	Colocation interference.Colocation
+	// Mode is the node's GPU sharing mode (SharingModeOf its labels); ""
+	// reads as time-slicing.
+	Mode interference.SharingMode
+	// BatchLatency, when set, gives a model's solo batch latency in
+	// seconds; nil or a value <= 0 is ReferenceBatchLatency.
+	BatchLatency func(model string) float64
+}
+
+// SharingModeOf is the GPU sharing mode of a node with these labels: GPU
+// Feature Discovery's interference.SharingStrategyLabel; absent, empty or
+// not a known value reads as time-slicing (CUDA's default between
+// processes).
+func SharingModeOf(labels map[string]string) interference.SharingMode {
+	if m, err := interference.ParseSharingMode(labels[interference.SharingStrategyLabel]); err == nil && m == interference.SharingMPS {
+		return m
+	}
+	return interference.SharingTimeSlicing
+}
+
+// OnNode is pl for a node with these labels (its sharing mode).
+func (pl Placer) OnNode(labels map[string]string) Placer {
+	pl.Mode = SharingModeOf(labels)
+	return pl
 }
 
 // Pick returns the chosen GPU's index, its rating in [0, 1], whether it
@@ -65,22 +102,63 @@ func (pl Placer) Rate(g gpuinventory.GPU, d gpuinventory.Demand) float64 {
 	if pl.InterferenceWeight == 0 {
 		return fit
 	}
-	return (1-pl.InterferenceWeight)*fit + pl.InterferenceWeight/(1+pl.addedInflation(g, d))
+	return (1-pl.InterferenceWeight)*fit + pl.InterferenceWeight/(1+pl.AddedInflation(g, d))
 }
 
-// addedInflation is ΔI: Σ over the instances on g of
-// PairInflation(new, theirs) + PairInflation(theirs, new), each counted
-// once per instance (pkg/interference's additive model, utilisation 1).
-func (pl Placer) addedInflation(g gpuinventory.GPU, d gpuinventory.Demand) float64 {
-	var sum float64
+// AddedInflation is ΔI of placing d on g: Σ (I - 1) over the instances on g
+// and the new one after the placement minus Σ (I - 1) over g's instances
+// before, every instance busy all the time. Instances without a model name
+// count as an unnamed model of ReferenceBatchLatency. An input the model
+// refuses (it cannot, with positive latencies) counts as +Inf (rating w·0).
+func (pl Placer) AddedInflation(g gpuinventory.GPU, d gpuinventory.Demand) float64 {
+	if g.Instances == 0 {
+		return 0
+	}
+	mode := pl.Mode
+	if mode == "" {
+		mode = interference.SharingTimeSlicing
+	}
+	members := make([]interference.Instance, 0, g.Instances+1)
 	named := 0
-	for m, n := range g.Models {
-		sum += float64(n) * (pl.Interference.PairInflation(d.Model, m) + pl.Interference.PairInflation(m, d.Model))
-		named += n
+	models := make([]string, 0, len(g.Models))
+	for m := range g.Models {
+		models = append(models, m)
 	}
-	// Instances without a model name interfere like a different model.
-	if anon := g.Instances - named; anon > 0 {
-		sum += float64(anon) * 2 * pl.Interference.DifferentPair
+	sort.Strings(models) // the fixed point's rounding must not depend on map order
+	for _, m := range models {
+		for i := 0; i < g.Models[m]; i++ {
+			members = append(members, pl.instance(mode, m))
+		}
+		named += g.Models[m]
 	}
-	return sum
+	for i := named; i < g.Instances; i++ {
+		members = append(members, pl.instance(mode, ""))
+	}
+	before, err := pl.Colocation.Sharing.Inflations(mode, members)
+	if err != nil {
+		return math.Inf(1)
+	}
+	after, err := pl.Colocation.Sharing.Inflations(mode, append(members, pl.instance(mode, d.Model)))
+	if err != nil {
+		return math.Inf(1)
+	}
+	var sum float64
+	for _, f := range after {
+		sum += f - 1
+	}
+	for _, f := range before {
+		sum -= f - 1
+	}
+	return math.Max(0, sum)
+}
+
+func (pl Placer) instance(mode interference.SharingMode, model string) interference.Instance {
+	l := 0.0
+	if pl.BatchLatency != nil && model != "" {
+		l = pl.BatchLatency(model)
+	}
+	if !(l > 0) || math.IsInf(l, 0) {
+		l = ReferenceBatchLatency
+	}
+	return pl.Colocation.ProfileInstance(mode, model, 1, l)
 }

@@ -8,53 +8,93 @@ import (
 	"github.com/hetsev/hetsev/pkg/interference"
 )
 
-// TestInterferenceAwareRating works the rating by hand on T4 GPUs (16384
-// MiB) for a 2 GiB inception instance, with the default coefficients
-// (different pair +18 %):
-//
-//	GPU 0 hosts resnet50 (4 GiB): fit = (16384-4096-2048)/16384 = 0.625,
-//	  ΔI = 0.18 + 0.18 = 0.36, rating(w=0.5) = 0.5*0.625 + 0.5/1.36 = 0.68015
-//	GPU 1 hosts a and b (1 GiB each): fit = 12288/16384 = 0.75,
-//	  ΔI = 4 * 0.18 = 0.72, rating(w=0.5) = 0.375 + 0.5/1.72 = 0.66570
-//
-// Worst fit alone (w = 0) takes GPU 1; with w = 0.5 the GPU with fewer
-// neighbours wins. If resnet50 and inception interfere badly (pair
-// override +100 %), GPU 0's ΔI = 2 and its rating 0.3125 + 0.5/3 = 0.47917:
-// GPU 1 again.
+// sumInflation is Σ (I - 1) of busy CUDA-graph instances of the given
+// solo occupancies (ReferenceBatchLatency) under mode, by
+// interference.FittedSharing directly.
+func sumInflation(t *testing.T, mode interference.SharingMode, occ ...float64) float64 {
+	t.Helper()
+	ins := make([]interference.Instance, len(occ))
+	for i, o := range occ {
+		ins[i] = interference.Instance{BusyShare: 1, BatchLatency: ReferenceBatchLatency, Occupancy: o}
+	}
+	f, err := interference.FittedSharing().Inflations(mode, ins)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s float64
+	for _, v := range f {
+		s += v - 1
+	}
+	return s
+}
+
+// TestInterferenceAwareRating: on T4 GPUs (16384 MiB), a 2 GiB inception
+// instance; GPU 0 hosts resnet50 (4 GiB): fit 0.625; GPU 1 hosts a and b
+// (1 GiB each): fit 0.75. Under time-slicing every production profile is a
+// busy CUDA-graph instance (occupancy 1), so ΔI is the fitted model's added
+// inflation of one more busy instance: beside one (about 2.1: a busy pair
+// doubles each other's latency) or two. Worst fit alone (w = 0) takes GPU 1;
+// with w = 0.5 the GPU with fewer neighbours wins.
 func TestInterferenceAwareRating(t *testing.T) {
 	gpus := []gpuinventory.GPU{
 		{Index: 0, TotalMiB: 16384, UsedMiB: 4096, Instances: 1, Models: map[string]int{"resnet50": 1}},
 		{Index: 1, TotalMiB: 16384, UsedMiB: 2048, Instances: 2, Models: map[string]int{"a": 1, "b": 1}},
 	}
 	d := gpuinventory.Demand{Model: "inception", MemoryMiB: 2048}
-	bad := interference.Default()
-	bad.Pairs = map[string]float64{interference.PairKey("resnet50", "inception"): 1.0}
+	ts := interference.SharingTimeSlicing
+	d0 := sumInflation(t, ts, 1, 1)
+	d1 := sumInflation(t, ts, 1, 1, 1) - sumInflation(t, ts, 1, 1)
+	if d0 < 2 || d0 > 2.5 || d1 <= d0 {
+		t.Fatalf("fitted ΔI beside one busy instance %.3f, beside two %.3f: want about 2.1 and more", d0, d1)
+	}
+	fitted := interference.FittedColocation()
 	for _, c := range []struct {
 		name    string
 		pl      Placer
 		wantIdx int
 		want    float64
 	}{
-		{"worst fit only", Placer{InterferenceWeight: 0, Interference: interference.Default()}, 1, 0.75},
-		{"weight 0.5", Placer{InterferenceWeight: 0.5, Interference: interference.Default()}, 0, 0.5*0.625 + 0.5/1.36},
-		{"bad pair", Placer{InterferenceWeight: 0.5, Interference: bad}, 1, 0.375 + 0.5/1.72},
-		{"interference only", Placer{InterferenceWeight: 1, Interference: interference.Default()}, 0, 1 / 1.36},
+		{"worst fit only", Placer{InterferenceWeight: 0, Colocation: fitted}, 1, 0.75},
+		{"weight 0.5", Placer{InterferenceWeight: 0.5, Colocation: fitted}, 0, 0.5*0.625 + 0.5/(1+d0)},
+		{"interference only", Placer{InterferenceWeight: 1, Colocation: fitted}, 0, 1 / (1 + d0)},
 	} {
 		idx, rating, clash, ok := c.pl.Pick(gpus, d)
 		if !ok || clash || idx != c.wantIdx || math.Abs(rating-c.want) > 1e-9 {
 			t.Errorf("%s: GPU %d rating %.5f (ok %v clash %v), want GPU %d rating %.5f", c.name, idx, rating, ok, clash, c.wantIdx, c.want)
 		}
 	}
-	// GPU 0 with bad pair: its own rating, worked above.
-	if r := (Placer{InterferenceWeight: 0.5, Interference: bad}).Rate(gpus[0], d); math.Abs(r-(0.3125+0.5/3)) > 1e-9 {
-		t.Errorf("bad pair GPU 0 rating %.5f, want %.5f", r, 0.3125+0.5/3)
+	if r := (Placer{InterferenceWeight: 0.5, Colocation: fitted}).Rate(gpus[1], d); math.Abs(r-(0.375+0.5/(1+d1))) > 1e-9 {
+		t.Errorf("GPU 1 rating %.5f, want %.5f", r, 0.375+0.5/(1+d1))
 	}
-	// An identical model on the GPU (soft anti-affinity) counts its
-	// identical-pair inflation both ways: 2 * 0.40.
-	soft := Placer{Choice: gpuinventory.Choice{SoftAntiAffinity: true}, InterferenceWeight: 1, Interference: interference.Default()}
-	idx, rating, clash, ok := soft.Pick(gpus[:1], gpuinventory.Demand{Model: "resnet50", MemoryMiB: 1024})
-	if !ok || !clash || idx != 0 || math.Abs(rating-1/1.8) > 1e-9 {
-		t.Errorf("soft clash: GPU %d rating %.5f clash %v ok %v, want 0, %.5f, clash", idx, rating, clash, ok, 1/1.8)
+}
+
+// TestRatingFollowsNodeSharingMode: on an MPS node (GFD label
+// nvidia.com/gpu.sharing-strategy=mps) a new resnet50 instance (fitted MPS
+// occupancy 0.30) takes less from, and loses less to, an ssd300-vgg16
+// (fitted 0.43) than a bert-large (occupancy 1, assumed): it prefers the GPU
+// with the light neighbour, by the ΔI interference.FittedSharing predicts. On a node
+// without the label (time-slicing) both neighbours weigh the same and worst
+// fit decides (GPU 1, more free memory).
+func TestRatingFollowsNodeSharingMode(t *testing.T) {
+	gpus := []gpuinventory.GPU{
+		{Index: 0, TotalMiB: 16384, UsedMiB: 3072, Instances: 1, Models: map[string]int{"ssd300-vgg16": 1}},
+		{Index: 1, TotalMiB: 16384, UsedMiB: 2048, Instances: 1, Models: map[string]int{"bert-large": 1}},
+	}
+	d := gpuinventory.Demand{Model: "resnet50", MemoryMiB: 2048}
+	pl := Placer{InterferenceWeight: 0.5, Colocation: interference.FittedColocation()}
+	mps := pl.OnNode(map[string]string{interference.SharingStrategyLabel: "mps"})
+	if mps.Mode != interference.SharingMPS {
+		t.Fatalf("mode %q, want mps", mps.Mode)
+	}
+	r := interference.H100MPSOccupancyResNet50
+	light, heavy := sumInflation(t, interference.SharingMPS, r, interference.H100MPSOccupancySSD300), sumInflation(t, interference.SharingMPS, r, 1)
+	idx, rating, _, ok := mps.Pick(gpus, d)
+	if want := 0.5*(16384-3072-2048)/16384.0 + 0.5/(1+light); !ok || idx != 0 || math.Abs(rating-want) > 1e-9 || light >= heavy {
+		t.Errorf("mps: GPU %d rating %.5f, want GPU 0 rating %.5f (ΔI %.3f beside ssd300-vgg16 < %.3f beside bert-large)", idx, rating, want, light, heavy)
+	}
+	ts := pl.OnNode(nil)
+	if idx, _, _, ok := ts.Pick(gpus, d); !ok || idx != 1 || ts.Mode != interference.SharingTimeSlicing {
+		t.Errorf("time-slicing (%q): GPU %d, want 1", ts.Mode, idx)
 	}
 }
 

@@ -23,6 +23,7 @@ import (
 
 	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
 	"github.com/hetsev/hetsev/pkg/catalog"
+	"github.com/hetsev/hetsev/pkg/interference"
 	"github.com/hetsev/hetsev/pkg/traffic"
 )
 
@@ -94,11 +95,16 @@ func (o *Options) NewManager(cfg *rest.Config) (manager.Manager, error) {
 	if err != nil {
 		return nil, fmt.Errorf("discovery client: %w", err)
 	}
+	colocation, err := interference.LoadColocation(o.InterferenceModel)
+	if err != nil {
+		return nil, fmt.Errorf("--interference-model: %w", err)
+	}
 	r := &Reconciler{
-		Client:    mgr.GetClient(),
-		APIReader: mgr.GetAPIReader(),
-		Metrics:   CustomMetrics{Client: cmclient.NewForConfig(cfg, mgr.GetRESTMapper(), cmclient.NewAvailableAPIsGetter(disc))},
-		Catalog:   cat,
+		Colocation: colocation,
+		Client:     mgr.GetClient(),
+		APIReader:  mgr.GetAPIReader(),
+		Metrics:    CustomMetrics{Client: cmclient.NewForConfig(cfg, mgr.GetRESTMapper(), cmclient.NewAvailableAPIsGetter(disc))},
+		Catalog:    cat,
 		// core/v1 Events, aggregated with a count, as kubectl and the demo
 		// read them.
 		Recorder: mgr.GetEventRecorderFor(v1alpha1.ScalerName), //nolint:staticcheck

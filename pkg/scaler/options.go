@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/hetsev/hetsev/pkg/heterogeneity"
+	"github.com/hetsev/hetsev/pkg/interference"
 )
 
 // Options are hetsev-scaler's command-line settings (the webhook's are
@@ -30,6 +31,10 @@ type Options struct {
 	Defaults Defaults
 	// TrafficSplit writes Istio routes weighted by capacity.
 	TrafficSplit bool
+	// InterferenceModel is a co-location model file (YAML/JSON,
+	// interference.ColocationFile) for the capacity factor; empty: the
+	// model fitted to the H100 measurements.
+	InterferenceModel string
 	// KubeAPIQPS and KubeAPIBurst limit queries to the API server.
 	KubeAPIQPS   float64
 	KubeAPIBurst int
@@ -62,15 +67,19 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", o.MetricsBindAddress, "address of /metrics")
 	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", o.HealthProbeBindAddress, "address of /healthz and /readyz")
 	fs.StringVar(&o.Defaults.Solver, "solver", o.Defaults.Solver, "how the amount of a scaling action is computed: exact (the ILP of HetSev 4.1, solved exactly) or heuristic (the paper's greedy selection); a ModelService's spec.scaling.solver overrides it")
-	fs.StringVar(&o.Defaults.SLOCheck, "slo-check", o.Defaults.SLOCheck, "which GPU types meet the SLO: paper (profiled batch latency <= RT_max, HetSev 4.1) or model (latency model with batch formation, queueing and +18 % co-location, at SL_min; conservative)")
+	fs.StringVar(&o.Defaults.SLOCheck, "slo-check", o.Defaults.SLOCheck, "which GPU types meet the SLO: paper (profiled batch latency <= RT_max, HetSev 4.1) or model (latency model with batch formation, queueing and the fitted co-location inflation of one neighbour busy at the saturation threshold, at SL_min; conservative)")
 	fs.StringVar(&o.Defaults.RuntimeClassName, "gpu-runtime-class", o.Defaults.RuntimeClassName, "RuntimeClass given to GPU pods that name none: the scaler's Deployments and pods the webhook opts in. The NVIDIA runtime reads NVIDIA_VISIBLE_DEVICES, and is not the node's default with the GPU Operator's CDI mode (v25.10 and later); empty leaves runtimeClassName alone (nodes whose default runtime is NVIDIA's)")
 	fs.BoolVar(&o.TrafficSplit, "traffic-split", o.TrafficSplit, "write Istio VirtualServices and DestinationRules that split each ModelService's traffic across GPU types by capacity")
+	fs.StringVar(&o.InterferenceModel, "interference-model", o.InterferenceModel, "co-location model file (YAML/JSON: version hetsev.io/interference/v1, time-slicing and MPS coefficients, occupancy table) for the latency a neighbour adds in the SLO check; empty: the model fitted to the H100 measurements in data/measurements")
 	fs.Float64Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS, "queries per second to the API server (client-go's default of 5 throttles a decision every few seconds per ModelService)")
 	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst, "burst of queries to the API server")
 }
 
 // Validate checks the flags.
 func (o *Options) Validate() error {
+	if _, err := interference.LoadColocation(o.InterferenceModel); err != nil {
+		return fmt.Errorf("--interference-model: %w", err)
+	}
 	if _, ok := heterogeneity.LookupSolver(o.Defaults.Solver); !ok {
 		return fmt.Errorf("--solver=%q: want exact or heuristic", o.Defaults.Solver)
 	}

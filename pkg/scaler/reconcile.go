@@ -22,7 +22,6 @@ import (
 	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
 	"github.com/hetsev/hetsev/pkg/gpuinventory"
 	"github.com/hetsev/hetsev/pkg/heterogeneity"
-	"github.com/hetsev/hetsev/pkg/interference"
 )
 
 // Reconcile implements reconcile.Reconciler for one ModelService: a
@@ -178,9 +177,9 @@ func (r *Reconciler) decide(ctx context.Context, ms *v1alpha1.ModelService, st *
 		if err != nil {
 			return 0, err
 		}
-		// Worst expected co-location: one busy different model on the GPU
-		// (HetSev 3.2: +18 % for 90 % of pairs; an estimate).
-		obs.Types = append(obs.Types, svc.typeState(i, int(replicasOf(deps[i])), slots, 1+interference.Default().DifferentPair))
+		// Expected co-location: one neighbour as busy as the service's
+		// instances at its saturation threshold, by the fitted model.
+		obs.Types = append(obs.Types, svc.typeState(i, int(replicasOf(deps[i])), slots, svc.capacityInflation(i, r.colocation(), r.gpuSharing())))
 	}
 	solveStart := time.Now()
 	act := as.Decide(obs)

@@ -19,6 +19,7 @@ import (
 	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
 	"github.com/hetsev/hetsev/pkg/catalog"
 	"github.com/hetsev/hetsev/pkg/heterogeneity"
+	"github.com/hetsev/hetsev/pkg/interference"
 	"github.com/hetsev/hetsev/pkg/traffic"
 )
 
@@ -46,6 +47,13 @@ type Reconciler struct {
 	Defaults Defaults
 	// Now is the clock (nil: time.Now).
 	Now func() time.Time
+	// Colocation is the co-location model of the capacity factor (zero
+	// value: interference.FittedColocation; --interference-model).
+	Colocation interference.Colocation
+	// GPUSharing is the sharing mode the capacity factor assumes ("":
+	// time-slicing, CUDA's default and the costlier mode for saturating
+	// servers; the scaler does not look at the nodes' GFD labels).
+	GPUSharing interference.SharingMode
 
 	mu    sync.Mutex
 	state map[types.NamespacedName]*msState
@@ -181,4 +189,18 @@ func (s *msState) untilDecision(gen int64, now time.Time) time.Duration {
 		return -1
 	}
 	return max(s.next.Sub(now), 0)
+}
+
+func (r *Reconciler) colocation() interference.Colocation {
+	if r.Colocation.Source == "" && r.Colocation.Occupancy == nil {
+		return interference.FittedColocation()
+	}
+	return r.Colocation
+}
+
+func (r *Reconciler) gpuSharing() interference.SharingMode {
+	if r.GPUSharing == "" {
+		return interference.SharingTimeSlicing
+	}
+	return r.GPUSharing
 }

@@ -22,7 +22,6 @@ import (
 	"github.com/hetsev/hetsev/internal/sim/demo"
 	"github.com/hetsev/hetsev/internal/sim/simulator"
 	"github.com/hetsev/hetsev/internal/sim/trace"
-	"github.com/hetsev/hetsev/pkg/interference"
 )
 
 // stack is a cluster with hetsev's programs running.
@@ -100,7 +99,7 @@ func startStack(t *testing.T, withScaler bool) *stack {
 // factor trace seconds per wall second.
 func (s *stack) world(t *testing.T, services []simulator.Service, rates trace.Rates, factor float64) *simulator.World {
 	t.Helper()
-	w, err := simulator.New(s.cp.Client, simulator.Config{Services: services, Rates: rates, Factor: factor, Interference: interference.Default(), Seed: 7})
+	w, err := simulator.New(s.cp.Client, simulator.Config{Services: services, Rates: rates, Factor: factor, Seed: 7})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -59,6 +59,11 @@ type DemoConfig struct {
 	RateWindow string
 	// ScalerArgs are extra hetsev-scaler flags, e.g. --solver=exact.
 	ScalerArgs []string
+	// GPUSharing is how the simulated model servers on one GPU share it
+	// ("" is time-slicing; or mps), through the fitted co-location model.
+	// The demo's nodes carry no GFD sharing label, so hetsev-scheduler rates
+	// them as time-slicing whatever this says.
+	GPUSharing interference.SharingMode
 	Seed       uint64
 	Dir        string
 	Out        io.Writer
@@ -227,7 +232,7 @@ func RunDemo(ctx context.Context, tb ktesting.TB, cfg DemoConfig) (*Summary, err
 		simServices = append(simServices, SimService(ms, s.Share, cat))
 	}
 	world, err := simulator.New(cp.Client, simulator.Config{
-		Services: simServices, Rates: rates, Factor: factor, Interference: interference.Default(),
+		Services: simServices, Rates: rates, Factor: factor, GPUSharing: cfg.GPUSharing,
 		Seed: cfg.Seed, MeasureFrom: float64(warm),
 	})
 	if err != nil {

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/hetsev/hetsev/pkg/interference"
 )
 
 // Options are `make evaluate`'s flags: the two shipped traces by default, or
@@ -19,6 +21,11 @@ type Options struct {
 	Seed         uint64
 	TwitterPeak  float64 // requests/s
 	AzurePeak    float64 // requests/s
+	// GPUSharing is the simulated GPUs' sharing mode (time-slicing or mps)
+	// and InterferenceModel a co-location model file (empty: the fitted
+	// model).
+	GPUSharing        string
+	InterferenceModel string
 
 	// What-if mode.
 	Trace                        string
@@ -31,7 +38,7 @@ type Options struct {
 func DefaultOptions() Options {
 	return Options{
 		Out: "evaluation", NodesPerType: 16, Policies: strings.Join(PolicyNames, ","), Seed: 1,
-		TwitterPeak: 1000, AzurePeak: 300,
+		TwitterPeak: 1000, AzurePeak: 300, GPUSharing: string(interference.SharingTimeSlicing),
 		Preparation: Preparation{SmoothWindow: 120, SmoothStep: 15},
 	}
 }
@@ -60,6 +67,8 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.Uint64Var(&o.Seed, "seed", o.Seed, "seed of arrivals, routing and default Kubernetes' GPU types")
 	fs.Float64Var(&o.TwitterPeak, "twitter-peak", o.TwitterPeak, "peak arrival rate the Twitter trace is scaled to, requests/s (the demo's)")
 	fs.Float64Var(&o.AzurePeak, "azure-peak", o.AzurePeak, "peak arrival rate the Azure code trace is scaled to, requests/s")
+	fs.StringVar(&o.GPUSharing, "gpu-sharing", o.GPUSharing, "how co-located instances share a simulated GPU: time-slicing (CUDA's default) or mps (the fitted co-location model's modes)")
+	fs.StringVar(&o.InterferenceModel, "interference-model", o.InterferenceModel, "co-location model file (YAML/JSON, pkg/interference ColocationFile; default: the model fitted to the H100 measurements)")
 	fs.StringVar(&o.Trace, "trace", o.Trace, "what-if mode: a trace file, per-second counts or one timestamp per request (RFC 3339 or the Azure traces' format)")
 	fs.Var(serviceFlags{&o.Services}, "service", "what-if mode: NAME=MODEL,SHARE,RT_MAX_MS[,SATURATION_THRESHOLD], repeatable (default: the demo's resnet50 and ssd)")
 	fs.Float64Var(&o.Preparation.PeakRPS, "peak", o.Preparation.PeakRPS, "what-if mode: scale the trace to this peak, requests/s (0: as recorded)")
@@ -105,11 +114,20 @@ func Run(o Options, w io.Writer) error {
 	if err := os.MkdirAll(o.Out, 0o755); err != nil {
 		return err
 	}
+	mode, err := interference.ParseSharingMode(o.GPUSharing)
+	if err != nil {
+		return fmt.Errorf("--gpu-sharing: %w", err)
+	}
+	model, err := interference.LoadColocation(o.InterferenceModel)
+	if err != nil {
+		return fmt.Errorf("--interference-model: %w", err)
+	}
 	start := time.Now()
 	rep := Report{}
 	for _, c := range cfgs {
 		c.Policies = strings.Split(o.Policies, ",")
 		c.Seed = o.Seed
+		c.Colocation, c.GPUSharing = model, mode
 		r, err := Evaluate(c)
 		if err != nil {
 			return err

@@ -78,10 +78,13 @@ type Config struct {
 	Cluster     []NodeGroup
 	Catalog     catalog.Catalog
 	Profiles    catalog.Profiles
-	// Interference slows co-located instances in the replay and feeds the
-	// placement rating (pkg/interference; its coefficients are estimates).
-	Interference interference.Model
-	Knobs        Knobs
+	// Colocation is the co-location model that slows co-located instances
+	// in the replay and feeds the placement rating (zero value:
+	// interference.FittedColocation, fitted to H100 measurements).
+	Colocation interference.Colocation
+	// GPUSharing is the GPUs' sharing mode ("" is time-slicing; or mps).
+	GPUSharing interference.SharingMode
+	Knobs      Knobs
 	// Policies to compare, by name (PolicyNames); empty means all.
 	Policies []string
 	// MaxBatchDelay is the servers' batching timeout, seconds (the demo's
@@ -172,8 +175,12 @@ func (c Config) Validate() error {
 	if c.SeriesStep < 0 {
 		bad("SeriesStep must be >= 0")
 	}
-	if err := c.Interference.Validate(); err != nil {
-		bad("%v", err)
+	c.defaultSharing()
+	if _, err := interference.ParseSharingMode(string(c.GPUSharing)); err != nil {
+		bad("GPUSharing: %v", err)
+	}
+	if err := c.Colocation.Validate(); err != nil {
+		bad("Colocation: %v", err)
 	}
 	return errors.Join(errs...)
 }
@@ -214,4 +221,15 @@ func (c Config) gpuTypes() []string {
 		}
 	}
 	return out
+}
+
+// defaultSharing fills the zero Colocation with the fitted model and an
+// empty GPUSharing with time-slicing.
+func (c *Config) defaultSharing() {
+	if c.Colocation.Source == "" && c.Colocation.Occupancy == nil {
+		c.Colocation = interference.FittedColocation()
+	}
+	if c.GPUSharing == "" {
+		c.GPUSharing = interference.SharingTimeSlicing
+	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/hetsev/hetsev/internal/sim/hpa"
 	"github.com/hetsev/hetsev/pkg/heterogeneity"
 	"github.com/hetsev/hetsev/pkg/heterogeneity/ilp"
+	"github.com/hetsev/hetsev/pkg/interference"
 	"github.com/hetsev/hetsev/pkg/placement"
 )
 
@@ -78,18 +79,19 @@ func at(sec float64) time.Time { return epoch.Add(time.Duration(sec * float64(ti
 // hetsevPolicy runs heterogeneity.Autoscaler.Decide per service, on the
 // Observation hetsev-scaler builds (pkg/scaler reconcile).
 type hetsevPolicy struct {
-	svc    []*scaler.Resolved
-	as     []*heterogeneity.Autoscaler
-	inflat float64
-	pl     placement.Placer
+	svc []*scaler.Resolved
+	as  []*heterogeneity.Autoscaler
+	// colocation and mode give the capacity factor as hetsev-scaler does.
+	colocation interference.Colocation
+	mode       interference.SharingMode
+	pl         placement.Placer
 }
 
 func newHetsevPolicy(cfg *Config, solver string, weight float64) (*hetsevPolicy, error) {
 	p := &hetsevPolicy{
-		// hetsev-scaler's LatencyInflation: one busy different model on the
-		// GPU (HetSev 3.2, an estimate).
-		inflat: 1 + cfg.Interference.DifferentPair,
-		pl:     placement.Placer{InterferenceWeight: weight, Interference: cfg.Interference},
+		// hetsev-scaler's LatencyInflation (Resolved.CapacityInflation).
+		colocation: cfg.Colocation, mode: cfg.GPUSharing,
+		pl: placement.Placer{InterferenceWeight: weight, Colocation: cfg.Colocation, Mode: cfg.GPUSharing},
 	}
 	for _, s := range cfg.Services {
 		r, err := cfg.resolve(s, solver)
@@ -105,7 +107,8 @@ func newHetsevPolicy(cfg *Config, solver string, weight float64) (*hetsevPolicy,
 func (p *hetsevPolicy) decide(svc int, v view) []int {
 	obs := heterogeneity.Observation{Now: at(v.now), ArrivalRate: v.arrival}
 	for _, t := range v.types {
-		ts, _ := p.svc[svc].TypeState(t.gpu.Name, t.running, t.slots, p.inflat)
+		inflat, _ := p.svc[svc].CapacityInflation(t.gpu.Name, p.colocation, p.mode)
+		ts, _ := p.svc[svc].TypeState(t.gpu.Name, t.running, t.slots, inflat)
 		obs.Types = append(obs.Types, ts)
 	}
 	return p.as[svc].Decide(obs).Delta
@@ -208,7 +211,7 @@ type boundPolicy struct {
 }
 
 func newBoundPolicy(cfg *Config) (*boundPolicy, error) {
-	p := &boundPolicy{pl: placement.Placer{InterferenceWeight: placement.DefaultInterferenceWeight, Interference: cfg.Interference}}
+	p := &boundPolicy{pl: placement.Placer{InterferenceWeight: placement.DefaultInterferenceWeight, Colocation: cfg.Colocation, Mode: cfg.GPUSharing}}
 	for _, s := range cfg.Services {
 		r, err := cfg.resolve(s, heterogeneity.SolverExact)
 		if err != nil {

@@ -68,7 +68,7 @@ func newPolicyRun(cfg *Config, name string) (*policyRun, error) {
 		return nil, err
 	}
 	r := &policyRun{
-		cfg: cfg, name: name, pol: pol, cl: newCluster(cfg, pol.placer()), eng: replay.New(cfg.Rates, cfg.Interference),
+		cfg: cfg, name: name, pol: pol, cl: newCluster(cfg, pol.placer()), eng: replay.New(cfg.Rates, cfg.Colocation, cfg.GPUSharing),
 		window: int(cfg.Knobs.RateWindow / time.Second), every: int(cfg.Knobs.Interval / time.Second),
 		step:    cfg.SeriesStep,
 		gpuSecs: map[string]float64{}, gpuBusy: map[string]float64{}, peakGPUs: map[string]int{},
@@ -104,7 +104,7 @@ func newPolicyRun(cfg *Config, name string) (*policyRun, error) {
 				continue
 			}
 			sr.types = append(sr.types, serviceType{prof: prof, gpu: gt})
-			sr.queueTO = append(sr.queueTO, modelserver.DeadlineQueueTimeout(s.RTMaxMs, prof.LatencyMs, cfg.NetworkMs))
+			sr.queueTO = append(sr.queueTO, modelserver.DeadlineQueueTimeout(s.RTMaxMs, prof.LatencyMs*cfg.Colocation.PairInflation(cfg.GPUSharing, s.Model, 1, prof.LatencyMs/1000), cfg.NetworkMs))
 		}
 		if len(sr.types) == 0 {
 			return nil, fmt.Errorf("evaluate: service %s: no GPU type of the cluster has a profile for %s", s.Name, s.Model)

@@ -110,6 +110,7 @@ func (r RunResult) Policy(name string) (PolicyResult, bool) {
 // Evaluate replays cfg's trace under each policy, in parallel, on the same
 // arrivals. It returns an error for an invalid Config.
 func Evaluate(cfg Config) (RunResult, error) {
+	cfg.defaultSharing()
 	if err := cfg.Validate(); err != nil {
 		return RunResult{}, err
 	}

@@ -59,7 +59,7 @@ func HetSevNodes(n int) []NodeGroup {
 }
 
 // Base returns a Config with the repo's catalog and profiles, the default
-// interference model, the demo's knobs and server settings, and cluster.
+// co-location model (fitted, time-slicing), the demo's knobs and server settings, and cluster.
 func Base(name, desc string, rates trace.Rates, cluster []NodeGroup, services ...Service) (Config, error) {
 	cat, err := catalog.DefaultCatalog()
 	if err != nil {
@@ -71,7 +71,7 @@ func Base(name, desc string, rates trace.Rates, cluster []NodeGroup, services ..
 	}
 	return Config{
 		Name: name, Trace: desc, Rates: rates, Services: services, Cluster: cluster,
-		Catalog: cat, Profiles: prof, Interference: interference.Default(), Knobs: DemoKnobs(),
+		Catalog: cat, Profiles: prof, Knobs: DemoKnobs(), Colocation: interference.FittedColocation(),
 		MaxBatchDelay: 0.005, NetworkMs: 1, Seed: 1,
 	}, nil
 }

@@ -161,7 +161,7 @@ func (s *Server) Model() string { return s.cfg.Model }
 func (s *Server) Factor() float64 { return s.factor }
 
 // SetFactor sets the multiplicative interference factor (>= 1, see
-// interference.Model.Factor) applied to batches that start after the latest
+// interference.Sharing.Inflations) applied to batches that start after the latest
 // time given to Submit, Advance or Outstanding; batches already started keep
 // their duration. Values that are NaN, infinite or below 1 are treated as 1.
 func (s *Server) SetFactor(f float64) {
@@ -390,8 +390,9 @@ func (s *Server) process(to float64) {
 // DeadlineQueueTimeout is a queue-policy timeout (Config.QueueTimeout), in
 // seconds, for a service whose SLO is rtMaxMs: a request that has waited
 // longer could no longer meet RT_max once its batch runs (two batch
-// latencies latencyMs, to allow for interference, plus the network's
-// networkMs), so the server rejects it rather than serve it late. Under
+// latencies latencyMs, the running one and its own, plus the network's
+// networkMs; callers pass the latency inflated by the co-location they
+// allow for), so the server rejects it rather than serve it late. Under
 // overload this sheds the excess instead of making every queued request
 // late. It is 0 (wait forever) when RT_max leaves no room.
 func DeadlineQueueTimeout(rtMaxMs, latencyMs, networkMs float64) float64 {

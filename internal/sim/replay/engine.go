@@ -10,21 +10,27 @@ import (
 // Engine replays services' load on their simulated servers. It is not safe
 // for concurrent use.
 type Engine struct {
-	rates        []float64
-	interference interference.Model
-	services     []*Service
+	rates      []float64
+	colocation interference.Colocation
+	mode       interference.SharingMode
+	services   []*Service
+	step       uint64 // Step count, to visit each GPU once per step
 
 	// scratch, reused every second
-	times      []float64
-	ready      []*modelserver.Server
-	neighbours []interference.Neighbour
+	times   []float64
+	ready   []*modelserver.Server
+	members []interference.Instance
 }
 
 // New returns an engine without services for a trace of rates (total
 // requests/s per trace second) whose co-located instances slow each other
-// down by m.
-func New(rates []float64, m interference.Model) *Engine {
-	return &Engine{rates: rates, interference: m}
+// down by the co-location model m on GPUs shared in mode ("" is
+// time-slicing).
+func New(rates []float64, m interference.Colocation, mode interference.SharingMode) *Engine {
+	if mode == "" {
+		mode = interference.SharingTimeSlicing
+	}
+	return &Engine{rates: rates, colocation: m, mode: mode}
 }
 
 // Services are the services in the order they were added. The slice is the
@@ -46,20 +52,40 @@ func (e *Engine) Step(t0, t1 float64) {
 	e.advance(t0, t1)
 }
 
-// interfere sets each instance's latency factor from its GPU neighbours'
-// busy share in the previous step; an instance alone on its GPU runs at
-// factor 1.
+// interfere sets the latency factor of every instance on a shared GPU to
+// its inflation by the co-location model, from the busy shares of the
+// GPU's instances (its own included) in the previous step: each is a
+// production profile's CUDA-graph server (Colocation.ProfileInstance) whose
+// solo batch latency is its server's BatchLatency, the profile's latency on
+// the GPU type it runs on. The model's time slice and switch cost are the
+// H100's; on T4 and V100 they are applied unmeasured. An instance alone on
+// its GPU runs at factor 1.
 func (e *Engine) interfere() {
+	e.step++
 	for _, s := range e.services {
 		for _, in := range s.insts {
-			nb := e.neighbours[:0]
-			for _, o := range in.gpu.insts {
-				if o != in {
-					nb = append(nb, interference.Neighbour{Model: o.Server.Model(), Utilization: o.util})
-				}
+			g := in.gpu
+			if g.seen == e.step {
+				continue
 			}
-			in.Server.SetFactor(e.interference.Factor(in.Server.Model(), nb))
-			e.neighbours = nb
+			g.seen = e.step
+			if len(g.insts) == 1 {
+				in.Server.SetFactor(1)
+				continue
+			}
+			ms := e.members[:0]
+			for _, o := range g.insts {
+				ms = append(ms, e.colocation.ProfileInstance(e.mode, o.Server.Model(), o.util, o.Server.Config().BatchLatency))
+			}
+			e.members = ms
+			f, err := e.colocation.Sharing.Inflations(e.mode, ms)
+			for i, o := range g.insts {
+				if err != nil { // servers validate BatchLatency > 0: cannot happen
+					o.Server.SetFactor(1)
+					continue
+				}
+				o.Server.SetFactor(f[i])
+			}
 		}
 	}
 }

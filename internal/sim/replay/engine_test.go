@@ -34,7 +34,7 @@ func constant(n int, rate float64) []float64 {
 // can serve 400/s: every arrival is offered once, in its second, and
 // completes; the GPU's busy time is its instance's.
 func TestStepServesOfferedLoad(t *testing.T) {
-	e := New(constant(10, 100), interference.Default())
+	e := New(constant(10, 100), interference.FittedColocation(), "")
 	s := e.AddService(service(1))
 	offered, done := 0, 0
 	s.Offered = func(sec int, at []float64) {
@@ -62,7 +62,7 @@ func TestStepServesOfferedLoad(t *testing.T) {
 
 // TestPartialSteps: steps of half a second offer half a second's mean each.
 func TestPartialSteps(t *testing.T) {
-	e := New(constant(4, 10), interference.Default())
+	e := New(constant(4, 10), interference.FittedColocation(), "")
 	s := e.AddService(service(2))
 	var secs []int
 	n := 0
@@ -79,7 +79,7 @@ func TestPartialSteps(t *testing.T) {
 // TestUnservedBeforeReady: requests before the only instance is ready are
 // unserved; later ones are routed to it.
 func TestUnservedBeforeReady(t *testing.T) {
-	e := New(constant(2, 50), interference.Default())
+	e := New(constant(2, 50), interference.FittedColocation(), "")
 	s := e.AddService(service(3))
 	unserved := 0
 	s.Unserved = func(at float64) {
@@ -98,10 +98,12 @@ func TestUnservedBeforeReady(t *testing.T) {
 }
 
 // TestInterference: two busy instances on one GPU slow each other down in
-// the next step by pkg/interference's factor; one alone on a GPU does not.
+// the next step by the fitted co-location model's inflation
+// (interference.FittedSharing, time-slicing, from both busy shares of the
+// step before); one alone on a GPU does not.
 func TestInterference(t *testing.T) {
-	m := interference.Default()
-	e := New(constant(3, 300), m)
+	m := interference.FittedColocation()
+	e := New(constant(3, 300), m, "")
 	s := e.AddService(service(4))
 	var shared, alone GPU
 	a := e.Add(s, &shared, server(t, "a", 0), nil)
@@ -114,7 +116,13 @@ func TestInterference(t *testing.T) {
 	if got := shared.Busy(); got != a.Busy()+b.Busy() {
 		t.Errorf("shared GPU busy %v, want %v", got, a.Busy()+b.Busy())
 	}
-	want := m.Factor("resnet50", []interference.Neighbour{{Model: "resnet50", Utilization: b.Util()}})
+	l := a.Server.Config().BatchLatency
+	f, err := interference.FittedSharing().Inflations(interference.SharingTimeSlicing, []interference.Instance{
+		{BusyShare: a.Util(), BatchLatency: l, Occupancy: 1}, {BusyShare: b.Util(), BatchLatency: l, Occupancy: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := f[0]
 	e.Step(1, 2)
 	if a.Server.Factor() != want || want <= 1 || c.Server.Factor() != 1 {
 		t.Errorf("factors %v (shared, want %v > 1), %v (alone, want 1)", a.Server.Factor(), want, c.Server.Factor())
@@ -125,7 +133,7 @@ func TestInterference(t *testing.T) {
 // its callback and it leaves its service and GPU, keeping the others'
 // order.
 func TestRemoveDrains(t *testing.T) {
-	e := New(constant(1, 1000), interference.Default())
+	e := New(constant(1, 1000), interference.FittedColocation(), "")
 	s := e.AddService(service(5))
 	var g GPU
 	done := 0

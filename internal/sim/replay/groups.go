@@ -36,6 +36,7 @@ func (s *Service) Instances() []*Instance { return s.insts }
 // The zero value is a GPU without instances.
 type GPU struct {
 	insts []*Instance
+	seen  uint64 // the engine's step in which interference was last set
 }
 
 // Instances are the GPU's instances, oldest first. The slice is the

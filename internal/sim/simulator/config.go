@@ -59,9 +59,14 @@ type Config struct {
 	MaxBatchDelay float64
 	// NetworkMs is added to every request's latency (client-server round
 	// trip inside the cluster; default 1 ms, an estimate).
-	NetworkMs    float64
-	Interference interference.Model
-	Seed         uint64
+	NetworkMs float64
+	// Colocation is the co-location model that slows instances sharing a
+	// GPU (zero value: interference.FittedColocation).
+	Colocation interference.Colocation
+	// GPUSharing is the GPUs' sharing mode ("" is time-slicing, CUDA's
+	// default and the device plugin's time-slicing; or mps).
+	GPUSharing interference.SharingMode
+	Seed       uint64
 	// MeasureFrom is the trace time from which requests and GPU time count
 	// in the results; earlier seconds warm the system up.
 	MeasureFrom float64
@@ -86,5 +91,17 @@ func (c *Config) defaults() error {
 	if c.NetworkMs <= 0 {
 		c.NetworkMs = 1
 	}
-	return c.Interference.Validate()
+	if c.Colocation.Source == "" && c.Colocation.Occupancy == nil {
+		c.Colocation = interference.FittedColocation()
+	}
+	if c.GPUSharing == "" {
+		c.GPUSharing = interference.SharingTimeSlicing
+	}
+	if _, err := interference.ParseSharingMode(string(c.GPUSharing)); err != nil {
+		return fmt.Errorf("simulator: GPUSharing: %w", err)
+	}
+	if err := c.Colocation.Validate(); err != nil {
+		return fmt.Errorf("simulator: Colocation: %w", err)
+	}
+	return nil
 }

@@ -88,7 +88,7 @@ func New(client kubernetes.Interface, cfg Config) (*World, error) {
 		pods: f.Core().V1().Pods().Lister(), nodes: f.Core().V1().Nodes().Lister(),
 		synced: []cache.InformerSynced{f.Core().V1().Pods().Informer().HasSynced, f.Core().V1().Nodes().Informer().HasSynced},
 		start:  f.Start,
-		eng:    replay.New(cfg.Rates, cfg.Interference),
+		eng:    replay.New(cfg.Rates, cfg.Colocation, cfg.GPUSharing),
 		svcs:   map[string]*replay.Service{}, gpus: map[gpuID]*replay.GPU{},
 		instances: map[types.UID]*instance{}, dcgm: map[types.UID]*dcgmPod{},
 		gpuUtil: map[gpuID]float64{},
@@ -404,12 +404,15 @@ func (w *World) addInstance(p *v1.Pod, now float64) {
 }
 
 // queueTimeout is the instance's queue-policy timeout, seconds
-// (modelserver.DeadlineQueueTimeout), 0 unless the service is deadline-aware.
+// (modelserver.DeadlineQueueTimeout with the batch latency inflated by one
+// busy neighbour of the same kind, Colocation.PairInflation), 0 unless the
+// service is deadline-aware.
 func (w *World) queueTimeout(s *Service, prof InstanceProfile) float64 {
 	if !s.DeadlineAware {
 		return 0
 	}
-	return modelserver.DeadlineQueueTimeout(s.RTMaxMs, prof.LatencyMs, w.cfg.NetworkMs)
+	infl := w.cfg.Colocation.PairInflation(w.cfg.GPUSharing, s.Model, 1, prof.LatencyMs/1000)
+	return modelserver.DeadlineQueueTimeout(s.RTMaxMs, prof.LatencyMs*infl, w.cfg.NetworkMs)
 }
 
 func (w *World) addDCGM(p *v1.Pod) {

@@ -14,7 +14,6 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/hetsev/hetsev/pkg/gpuinventory"
-	"github.com/hetsev/hetsev/pkg/interference"
 )
 
 func t4() *v1.Node {
@@ -42,7 +41,7 @@ func newWorld(t *testing.T, rates []float64, pods ...*v1.Pod) *World {
 	for _, p := range pods {
 		objs = append(objs, p)
 	}
-	w, err := New(fake.NewClientset(objs...), Config{Services: []Service{resnetT4}, Rates: rates, Factor: 1, Interference: interference.Default(), Seed: 3})
+	w, err := New(fake.NewClientset(objs...), Config{Services: []Service{resnetT4}, Rates: rates, Factor: 1, Seed: 3})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -40,6 +40,11 @@ type HetsevGPUShareArgs struct {
 	// fit. A pointer, so that an explicit 0 is told apart from unset; after
 	// defaulting it is never nil.
 	InterferenceWeight *float64
+	// InterferenceModelFile is the path of a co-location model file
+	// (interference.ColocationFile, YAML or JSON) the rating predicts
+	// latency inflation with; empty is the model fitted to the H100
+	// measurements (interference.FittedColocation).
+	InterferenceModelFile string
 }
 
 // Anti-affinity modes of HetsevGPUShareArgs.AntiAffinity.

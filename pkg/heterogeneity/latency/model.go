@@ -21,8 +21,9 @@ const MaxBatchSize = 1 << 16
 //	R_q = F_q + Wq_q + S                                      (all in ms)
 //
 // S, service: S = L * Inflation, the batch latency L on an idle GPU times the
-// co-location inflation factor (interference.Model.Factor of pkg/interference:
-// HetSev 3.2 measured +18 % on average for co-located different models).
+// co-location inflation factor (pkg/interference's fitted model: a busy
+// neighbour about doubles a saturating instance's latency under
+// time-slicing, measured on an H100).
 // Every batch is charged the full-batch latency, also a partial one
 // (conservative).
 //
@@ -80,7 +81,7 @@ type Model struct {
 	// GPU, in ms (HetSev 4.1 L_i^inf, catalog.Profile.LatencyMs).
 	BatchLatencyMs float64
 	// Inflation is the co-location latency factor (>= 1) for the GPUs the
-	// instances run on, from pkg/interference (interference.Model.Factor). 0
+	// instances run on, from pkg/interference (interference.Colocation). 0
 	// means 1 (no co-location).
 	Inflation float64
 	// MaxBatchDelayMs is the server's batching timeout, in ms: a partial

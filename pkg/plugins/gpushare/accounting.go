@@ -48,7 +48,7 @@ func (p *GPUShare) pickOn(ctx context.Context, nodeInfo fwk.NodeInfo, ds *demand
 		}
 	}
 	var r picked
-	r.idx, r.rating, r.clash, r.ok = p.placer.Pick(c.gpus, d)
+	r.idx, r.rating, r.clash, r.ok = p.placer.OnNode(nodeInfo.Node().GetLabels()).Pick(c.gpus, d)
 	// Copy on write: readers in parallel Filter and Score calls take no
 	// lock; an insert lost to a concurrent one is only recomputed later.
 	var next []demandPick
@@ -194,12 +194,13 @@ func (p *GPUShare) countNominated(ctx context.Context, occ *gpuinventory.Occupan
 		return cmp.Compare(corev1helpers.PodPriority(b), corev1helpers.PodPriority(a))
 	})
 	counted := make([]gpuinventory.Placement, 0, len(waiting))
+	pl := p.placer.OnNode(nodeInfo.Node().GetLabels()) // the node's GPU sharing mode
 	for _, pod := range waiting {
 		d, _, _ := gpuinventory.DemandOf(pod)
-		idx, _, _, ok := p.placer.Pick(occ.GPUs, d)
+		idx, _, _, ok := pl.Pick(occ.GPUs, d)
 		if !ok {
 			after := p.afterPreemption(occ, nodeInfo, corev1helpers.PodPriority(pod), counted)
-			idx, _, _, ok = p.placer.Pick(after, d)
+			idx, _, _, ok = pl.Pick(after, d)
 		}
 		if !ok {
 			klog.FromContext(ctx).V(4).Info("nominated pod fits no GPU of the node even without the pods it may preempt; not counted", "plugin", Name, "node", occ.NodeName, "pod", klog.KObj(pod))

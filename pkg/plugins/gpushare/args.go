@@ -26,6 +26,7 @@ import (
 //	      antiAffinity: Hard   # or Soft
 //	      fit: WorstFit        # or BestFit
 //	      interferenceWeight: 0.5
+//	      interferenceModelFile: /etc/hetsev/interference.yaml  # default "": fitted
 //
 // The scheduler decodes them (unknown fields are errors), fills missing
 // fields with the defaults of pkg/apis/config/v1 (the paper's behaviour, and
@@ -43,6 +44,10 @@ var argsPath = field.NewPath("pluginConfig").Key(Name).Child("args")
 // decoded, defaulted and validated config.HetsevGPUShareArgs.
 type Args struct {
 	config.HetsevGPUShareArgs
+	// Colocation is the co-location model the rating predicts inflation
+	// with: InterferenceModelFile's, or the fitted default when it is empty.
+	// ParseArgs sets it; the zero value reads as the fitted default.
+	Colocation interference.Colocation
 }
 
 // ParseArgs checks what the scheduler passes to New: its decoded and
@@ -64,7 +69,15 @@ func ParseArgs(obj runtime.Object) (Args, error) {
 	default:
 		return args, fmt.Errorf("%s: want args of type %T, got %T", argsPath, typed, obj)
 	}
-	return args, validation.ValidateHetsevGPUShareArgs(argsPath, &args.HetsevGPUShareArgs).ToAggregate()
+	if err := validation.ValidateHetsevGPUShareArgs(argsPath, &args.HetsevGPUShareArgs).ToAggregate(); err != nil {
+		return args, err
+	}
+	m, err := interference.LoadColocation(args.InterferenceModelFile)
+	if err != nil {
+		return args, fmt.Errorf("%s: %w", argsPath.Child("interferenceModelFile"), err)
+	}
+	args.Colocation = m
+	return args, nil
 }
 
 // Choice is what the arguments mean for choosing a GPU.
@@ -77,5 +90,9 @@ func (a Args) placer() placement.Placer {
 	if a.InterferenceWeight != nil {
 		w = *a.InterferenceWeight
 	}
-	return placement.Placer{Choice: a.Choice(), InterferenceWeight: w, Interference: interference.Default()}
+	m := a.Colocation
+	if m.Source == "" && m.Occupancy == nil {
+		m = interference.FittedColocation()
+	}
+	return placement.Placer{Choice: a.Choice(), InterferenceWeight: w, Colocation: m}
 }

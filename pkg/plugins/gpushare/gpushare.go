@@ -88,7 +88,7 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 			return nil, fmt.Errorf("%s: watching pods: %w", Name, err)
 		}
 	}
-	klog.FromContext(ctx).V(2).Info("plugin initialised", "plugin", Name, "fit", args.Fit, "antiAffinity", args.AntiAffinity, "interferenceWeight", *args.InterferenceWeight)
+	klog.FromContext(ctx).V(2).Info("plugin initialised", "plugin", Name, "fit", args.Fit, "antiAffinity", args.AntiAffinity, "interferenceWeight", *args.InterferenceWeight, "interferenceModel", args.Colocation.Source)
 	return p, nil
 }
 

@@ -3,6 +3,9 @@ package gpushare
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"unique"
@@ -21,8 +24,10 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/backend/cache"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
+	"sigs.k8s.io/yaml"
 
 	"github.com/hetsev/hetsev/pkg/gpuinventory"
+	"github.com/hetsev/hetsev/pkg/interference"
 	"github.com/hetsev/hetsev/pkg/placement"
 )
 
@@ -218,6 +223,42 @@ func TestArgs(t *testing.T) {
 	// The scheduler hands New typed arguments; anything else is named.
 	if _, err := New(context.Background(), &runtime.Unknown{Raw: []byte(`{"fit":"BestFit"}`)}, handle{}); err == nil || !strings.Contains(err.Error(), "want args of type *config.HetsevGPUShareArgs, got *runtime.Unknown") {
 		t.Errorf("untyped args: err %v", err)
+	}
+}
+
+// TestArgsInterferenceModel: the plugin rates with the fitted co-location
+// model unless interferenceModelFile names another; a bad file is refused
+// with the argument, the file and its field.
+func TestArgsInterferenceModel(t *testing.T) {
+	a, err := ParseArgs(nil)
+	if err != nil || !reflect.DeepEqual(a.placer().Colocation, interference.FittedColocation()) {
+		t.Fatalf("default: placer model %+v (%v), want interference.FittedColocation", a.placer().Colocation, err)
+	}
+	m := interference.FittedColocation()
+	m.Sharing.MPS.Contention = 0.5
+	m.Source = "operator's A100 fit"
+	data, err := yaml.Marshal(m.File())
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	good := filepath.Join(dir, "model.yaml")
+	if err := os.WriteFile(good, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	a, err = parseArgs("interferenceModelFile: " + good)
+	if err != nil || !reflect.DeepEqual(a.placer().Colocation, m) {
+		t.Fatalf("model file: placer model %+v (%v), want %+v", a.placer().Colocation, err, m)
+	}
+	bad := filepath.Join(dir, "bad.yaml")
+	if err := os.WriteFile(bad, []byte(strings.Replace(string(data), "sliceSeconds: 0.00217", "sliceSeconds: 0", 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err = parseArgs("interferenceModelFile: " + bad)
+	for _, w := range []string{"pluginConfig[HetsevGPUShare].args.interferenceModelFile", bad, "timeSlicing.sliceSeconds: 0 must be > 0"} {
+		if err == nil || !strings.Contains(err.Error(), w) {
+			t.Errorf("bad model file: err %v does not name %s", err, w)
+		}
 	}
 }
 

@@ -37,6 +37,7 @@ type HetsevFairQueueArgs struct {
 //	      antiAffinity: Hard   # or Soft
 //	      fit: WorstFit        # or BestFit
 //	      interferenceWeight: 0.5
+//	      interferenceModelFile: /etc/hetsev/interference.yaml  # default: fitted
 //
 // A missing field takes its default (SetDefaults_HetsevGPUShareArgs), which
 // is the paper's behaviour except for interferenceWeight.
@@ -55,4 +56,11 @@ type HetsevGPUShareArgs struct {
 	// than from the fit; 0 is the paper's pure fit. A pointer, so an explicit
 	// 0 is kept.
 	InterferenceWeight *float64 `json:"interferenceWeight,omitempty"`
+	// InterferenceModelFile is the path of a co-location model file
+	// (pkg/interference ColocationFile, YAML or JSON: version
+	// hetsev.io/interference/v1, the time-slicing and MPS coefficients and
+	// an occupancy table) the rating predicts latency inflation with. Empty
+	// (default) is the model fitted to the H100 measurements in
+	// data/measurements (interference.FittedColocation).
+	InterferenceModelFile string `json:"interferenceModelFile,omitempty"`
 }

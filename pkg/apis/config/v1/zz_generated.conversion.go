@@ -69,6 +69,7 @@ func autoConvert_v1_HetsevGPUShareArgs_To_config_HetsevGPUShareArgs(in *HetsevGP
 	out.AntiAffinity = in.AntiAffinity
 	out.Fit = in.Fit
 	out.InterferenceWeight = (*float64)(unsafe.Pointer(in.InterferenceWeight))
+	out.InterferenceModelFile = in.InterferenceModelFile
 	return nil
 }
 
@@ -81,6 +82,7 @@ func autoConvert_config_HetsevGPUShareArgs_To_v1_HetsevGPUShareArgs(in *config.H
 	out.AntiAffinity = in.AntiAffinity
 	out.Fit = in.Fit
 	out.InterferenceWeight = (*float64)(unsafe.Pointer(in.InterferenceWeight))
+	out.InterferenceModelFile = in.InterferenceModelFile
 	return nil
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/hetsev/hetsev/pkg/apis/config"
 	"github.com/hetsev/hetsev/pkg/gpuinventory"
+	"github.com/hetsev/hetsev/pkg/interference"
 )
 
 // Bounds of HetsevFairQueueArgs.
@@ -34,7 +35,9 @@ func ValidateHetsevFairQueueArgs(path *field.Path, args *config.HetsevFairQueueA
 
 // ValidateHetsevGPUShareArgs returns every invalid field of args under path
 // (e.g. pluginConfig[HetsevGPUShare].args): AntiAffinity must be Hard or
-// Soft, Fit WorstFit or BestFit, and InterferenceWeight, when set, in 0..1.
+// Soft, Fit WorstFit or BestFit, InterferenceWeight, when set, in 0..1, and
+// InterferenceModelFile, when set, a file interference.LoadColocation
+// accepts (its error names the file's field).
 func ValidateHetsevGPUShareArgs(path *field.Path, args *config.HetsevGPUShareArgs) field.ErrorList {
 	var errs field.ErrorList
 	if args.AntiAffinity != config.AntiAffinityHard && args.AntiAffinity != config.AntiAffinitySoft {
@@ -45,6 +48,11 @@ func ValidateHetsevGPUShareArgs(path *field.Path, args *config.HetsevGPUShareArg
 	}
 	if w := args.InterferenceWeight; w != nil && !(*w >= 0 && *w <= 1) {
 		errs = append(errs, field.Invalid(path.Child("interferenceWeight"), *w, "must be between 0 and 1"))
+	}
+	if f := args.InterferenceModelFile; f != "" {
+		if _, err := interference.LoadColocation(f); err != nil {
+			errs = append(errs, field.Invalid(path.Child("interferenceModelFile"), f, err.Error()))
+		}
 	}
 	return errs
 }
