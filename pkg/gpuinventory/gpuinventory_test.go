@@ -46,8 +46,8 @@ func TestParseDemand(t *testing.T) {
 		wantErr string
 	}{
 		{"not a gpu pod", map[string]string{"x": "y"}, Demand{}, false, ""},
-		{"gi", map[string]string{v1alpha1.AnnotationModel: "resnet50", v1alpha1.AnnotationGPUMemory: "2Gi"}, Demand{"resnet50", 2048}, true, ""},
-		{"rounds up to MiB", map[string]string{v1alpha1.AnnotationGPUMemory: "1500000"}, Demand{"", 2}, true, ""},
+		{"gi", map[string]string{v1alpha1.AnnotationModel: "resnet50", v1alpha1.AnnotationGPUMemory: "2Gi"}, Demand{Model: "resnet50", MemoryMiB: 2048}, true, ""},
+		{"rounds up to MiB", map[string]string{v1alpha1.AnnotationGPUMemory: "1500000"}, Demand{Model: "", MemoryMiB: 2}, true, ""},
 		{"malformed", map[string]string{v1alpha1.AnnotationModel: "m", v1alpha1.AnnotationGPUMemory: "lots"}, Demand{}, true, v1alpha1.AnnotationGPUMemory},
 		{"negative", map[string]string{v1alpha1.AnnotationModel: "m", v1alpha1.AnnotationGPUMemory: "-1Gi"}, Demand{}, true, "must be positive"},
 		{"zero", map[string]string{v1alpha1.AnnotationGPUMemory: "0"}, Demand{}, true, "must be positive"},
@@ -78,10 +78,10 @@ func TestParseDemand(t *testing.T) {
 func TestAccount(t *testing.T) {
 	node := NodeGPUs{Product: "Tesla-T4", Count: 2, MemoryMiB: 16384}
 	placed := []Placement{
-		{0, Demand{"resnet50", 2048}},
-		{1, Demand{"ssd", 3072}},
-		{1, Demand{"bert", 6144}},
-		{7, Demand{"ghost", 1}}, // out of range
+		{0, Demand{Model: "resnet50", MemoryMiB: 2048}},
+		{1, Demand{Model: "ssd", MemoryMiB: 3072}},
+		{1, Demand{Model: "bert", MemoryMiB: 6144}},
+		{7, Demand{Model: "ghost", MemoryMiB: 1}}, // out of range
 	}
 	gpus, stray := Account(node, placed)
 	if len(stray) != 1 || stray[0].Demand.Model != "ghost" {

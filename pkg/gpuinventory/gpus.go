@@ -7,6 +7,30 @@ type GPU struct {
 	UsedMiB   int64          // GPU memory held by the instances on it, MiB
 	Models    map[string]int // instances per model placed on this GPU
 	Instances int            // instances on it, with or without a model
+	// BusyShare is the summed busy share of the instances on it
+	// (Demand.Busy; dimensionless, 1 = one GPU busy all the time).
+	BusyShare float64
+	// Shares are the instances on it in the order placed, with their busy
+	// shares, for the co-location model (pkg/placement). Placing on a copy
+	// of a GPU may share this slice's backing array: copy it first.
+	Shares []InstanceShare
+}
+
+// InstanceShare is one instance on a GPU: its model (may be empty) and
+// busy share in (0, 1].
+type InstanceShare struct {
+	Model     string
+	BusyShare float64
+}
+
+// busyShareSlack absorbs float rounding in summed busy shares (0.1+0.2+0.7
+// must fit a cap of 1).
+const busyShareSlack = 1e-9
+
+// FitsBusyShare reports whether d's busy share fits on g under cap (the
+// most summed busy share a GPU may carry); cap <= 0 is no cap.
+func (g GPU) FitsBusyShare(d Demand, cap float64) bool {
+	return cap <= 0 || g.BusyShare+d.Busy() <= cap+busyShareSlack
 }
 
 // FreeMiB is the GPU memory not claimed by placed instances, MiB.
@@ -40,10 +64,13 @@ type Choice struct {
 	// SoftAntiAffinity lets an instance share a GPU with one of its own
 	// model when no GPU without it fits. HetSev 4.2's rule is hard (false).
 	SoftAntiAffinity bool
+	// MaxBusyShare is the most summed busy share (Demand.Busy) a GPU may
+	// carry with the new instance; <= 0 is no cap (memory only).
+	MaxBusyShare float64
 }
 
-// Candidates returns the GPUs that fit d: enough free GPU memory and no
-// instance of d's model or, only with SoftAntiAffinity and when none such
+// Candidates returns the GPUs that fit d: enough free GPU memory, busy
+// share within c.MaxBusyShare, and no instance of d's model or, only with SoftAntiAffinity and when none such
 // fits, the ones that host it (clash true). Empty when none fits.
 func Candidates(gpus []GPU, d Demand, c Choice) (fit []GPU, clash bool) {
 	for _, soft := range []bool{false, true} {
@@ -51,7 +78,7 @@ func Candidates(gpus []GPU, d Demand, c Choice) (fit []GPU, clash bool) {
 			break
 		}
 		for _, g := range gpus {
-			if d.MemoryMiB <= g.FreeMiB() && (d.Model != "" && g.Models[d.Model] > 0) == soft {
+			if d.MemoryMiB <= g.FreeMiB() && g.FitsBusyShare(d, c.MaxBusyShare) && (d.Model != "" && g.Models[d.Model] > 0) == soft {
 				fit = append(fit, g)
 			}
 		}

@@ -1,6 +1,7 @@
 package gpuinventory
 
 import (
+	"errors"
 	"fmt"
 
 	v1 "k8s.io/api/core/v1"
@@ -49,6 +50,9 @@ const (
 	// CountedNothing: the pod's GPU index is beyond the node's GPU count;
 	// the container sees no GPU.
 	CountedNothing = "nothing (no such GPU)"
+	// CountedBusyAllTheTime: the pod's busy share is unreadable; it counts
+	// as busy all the time (busy share 1) with its GPU memory as declared.
+	CountedBusyAllTheTime = "busy share 1"
 )
 
 // Reservations says which GPU the scheduler reserved for a pod that does
@@ -86,9 +90,10 @@ func Terminal(pod *v1.Pod) bool {
 //     for it on this node (reserved; an assumed pod between Reserve and
 //     binding). A pod with neither sees no GPU (its NVIDIA_VISIBLE_DEVICES,
 //     from the absent annotation, is empty) and holds nothing.
-//   - It holds hetsev.io/gpu-memory (MiB, rounded up) of that GPU's memory
-//     and, when hetsev.io/model names a model, one instance of that model
-//     there (anti-affinity).
+//   - It holds hetsev.io/gpu-memory (MiB, rounded up) of that GPU's memory,
+//     hetsev.io/busy-share of its time (absent: 1) and, when
+//     hetsev.io/model names a model, one instance of that model there
+//     (anti-affinity).
 //
 // Malformed annotations never make a pod that may be using a GPU vanish
 // from the occupancy (which would let another instance over-commit its
@@ -101,7 +106,9 @@ func Terminal(pod *v1.Pod) bool {
 //     read it as several GPUs, or "all"): its demand is counted on every GPU
 //     of the node (CountedEveryGPU);
 //   - hetsev.io/gpu-index beyond the node's GPU count: no such GPU for the
-//     container to see; counted nowhere (CountedNothing).
+//     container to see; counted nowhere (CountedNothing);
+//   - hetsev.io/busy-share malformed or outside (0, 1]: the pod counts as
+//     busy all the time (CountedBusyAllTheTime).
 func (o *Occupancy) AddPod(pod *v1.Pod, reserved Reservations) {
 	if pod == nil || Terminal(pod) {
 		return
@@ -124,6 +131,12 @@ func (o *Occupancy) AddPod(pod *v1.Pod, reserved Reservations) {
 	if !isGPU {
 		demandErr = fmt.Errorf("pod on a GPU (%s) has no %s", v1alpha1.AnnotationGPUIndex, v1alpha1.AnnotationGPUMemory)
 	}
+	var bse *BusyShareError
+	if errors.As(demandErr, &bse) {
+		d.BusyShare = 0 // unknown: Busy counts it as 1
+		o.Issues = append(o.Issues, Issue{Pod: pod, Err: demandErr, Counted: CountedBusyAllTheTime})
+		demandErr = nil
+	}
 	if demandErr != nil {
 		d = Demand{Model: pod.Annotations[v1alpha1.AnnotationModel], MemoryMiB: o.Node.MemoryMiB}
 		o.Issues = append(o.Issues, Issue{Pod: pod, Err: demandErr, Counted: CountedWholeGPU})
@@ -142,7 +155,8 @@ func (o *Occupancy) AddPod(pod *v1.Pod, reserved Reservations) {
 }
 
 // Place counts one instance on GPU p.Index: p.Demand.MemoryMiB of its
-// memory and, when p.Demand.Model is not empty, one instance of that model.
+// memory, p.Demand.Busy() of its time and, when p.Demand.Model is not
+// empty, one instance of that model.
 // It is false, and counts nothing, when the node has no GPU p.Index.
 func (o *Occupancy) Place(p Placement) bool {
 	if p.Index < 0 || p.Index >= len(o.GPUs) {
@@ -150,6 +164,8 @@ func (o *Occupancy) Place(p Placement) bool {
 	}
 	g := &o.GPUs[p.Index]
 	g.UsedMiB += p.Demand.MemoryMiB
+	g.BusyShare += p.Demand.Busy()
+	g.Shares = append(g.Shares, InstanceShare{Model: p.Demand.Model, BusyShare: p.Demand.Busy()})
 	g.Instances++
 	if p.Demand.Model != "" {
 		g.Models[p.Demand.Model]++

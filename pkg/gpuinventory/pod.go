@@ -21,6 +21,20 @@ const MaxGPUMemoryMiB = 1 << 20
 type Demand struct {
 	Model     string // hetsev.io/model; empty means no anti-affinity identity
 	MemoryMiB int64  // hetsev.io/gpu-memory rounded up to MiB
+	// BusyShare is hetsev.io/busy-share: the fraction of time, in (0, 1],
+	// the instance keeps its GPU busy at its service's target load. 0 (the
+	// zero value, annotation absent) is unknown and counts as 1; read it
+	// with Busy.
+	BusyShare float64
+}
+
+// Busy is d's busy share in (0, 1]: BusyShare, or 1 when it is unknown
+// (<= 0, NaN) or above 1.
+func (d Demand) Busy() float64 {
+	if !(d.BusyShare > 0) || d.BusyShare > 1 {
+		return 1
+	}
+	return d.BusyShare
 }
 
 // ParseDemand reads a pod's hetsev annotations. ok is false for pods that do
@@ -47,8 +61,40 @@ func ParseDemand(annotations map[string]string) (d Demand, ok bool, err error) {
 		return Demand{}, true, fmt.Errorf("annotation %s=%q exceeds %d MiB", v1alpha1.AnnotationGPUMemory, memStr, MaxGPUMemoryMiB)
 	}
 	bytes := q.Value() // rounds up to whole bytes
-	return Demand{Model: model, MemoryMiB: (bytes + mib - 1) / mib}, true, nil
+	d = Demand{Model: model, MemoryMiB: (bytes + mib - 1) / mib}
+	d.BusyShare, err = ParseBusyShare(annotations)
+	if err != nil {
+		// The memory is readable: keep it, with the worst-case busy share.
+		d.BusyShare = 0
+		return d, true, err
+	}
+	return d, true, nil
 }
+
+// ParseBusyShare reads hetsev.io/busy-share: a decimal in (0, 1]. Absent is
+// 0 (unknown, Demand.Busy counts it as 1). A value that is not a number, is
+// NaN or lies outside (0, 1] is an error that names the annotation.
+func ParseBusyShare(annotations map[string]string) (float64, error) {
+	s, ok := annotations[v1alpha1.AnnotationBusyShare]
+	if !ok {
+		return 0, nil
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return 0, &BusyShareError{fmt.Sprintf("annotation %s=%q is not a number", v1alpha1.AnnotationBusyShare, s)}
+	}
+	if !(f > 0 && f <= 1) {
+		return 0, &BusyShareError{fmt.Sprintf("annotation %s=%q must be in (0, 1]", v1alpha1.AnnotationBusyShare, s)}
+	}
+	return f, nil
+}
+
+// BusyShareError is a malformed or out-of-range hetsev.io/busy-share. The
+// rest of the pod's demand is readable: ParseDemand returns it with the
+// busy share unknown (counted as 1).
+type BusyShareError struct{ msg string }
+
+func (e *BusyShareError) Error() string { return e.msg }
 
 // DemandOf is ParseDemand for a pod.
 func DemandOf(pod *v1.Pod) (Demand, bool, error) { return ParseDemand(pod.Annotations) }

@@ -24,6 +24,13 @@ const (
 	// AnnotationGPUMemory is the GPU memory one instance needs, as a
 	// resource.Quantity ("3Gi", "2048Mi").
 	AnnotationGPUMemory = GroupName + "/gpu-memory"
+	// AnnotationBusyShare is the fraction of time, in (0, 1], one instance
+	// is expected to keep its GPU busy at its service's target load, as a
+	// decimal ("0.35"). Absent means unknown, counted as 1 (busy all the
+	// time, the worst case). hetsev-scheduler refuses a GPU whose summed
+	// busy share would exceed its cap, and predicts co-location latency
+	// inflation with it.
+	AnnotationBusyShare = GroupName + "/busy-share"
 	// AnnotationGPUIndex is the index, on the pod's node, of the GPU that
 	// hetsev-scheduler chose; written before binding, read through the
 	// downward API into NVIDIA_VISIBLE_DEVICES, and used by the metrics

@@ -1,0 +1,83 @@
+package gpuinventory
+
+import (
+	"strings"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
+)
+
+func withBusy(p interface{ GetAnnotations() map[string]string }, share string) {
+	p.GetAnnotations()[v1alpha1.AnnotationBusyShare] = share
+}
+
+// TestParseBusyShare: absent is unknown (counted as 1); a value in (0, 1]
+// is read; anything else is an error that names the annotation, with the
+// GPU memory still read.
+func TestParseBusyShare(t *testing.T) {
+	for _, tc := range []struct {
+		val      string // "-": absent
+		wantBusy float64
+		wantErr  bool
+	}{
+		{"-", 1, false}, {"0.3", 0.3, false}, {"1", 1, false},
+		{"0", 1, true}, {"-0.1", 1, true}, {"1.5", 1, true}, {"NaN", 1, true}, {"lots", 1, true},
+	} {
+		a := map[string]string{v1alpha1.AnnotationModel: "m", v1alpha1.AnnotationGPUMemory: "2Gi"}
+		if tc.val != "-" {
+			a[v1alpha1.AnnotationBusyShare] = tc.val
+		}
+		d, ok, err := ParseDemand(a)
+		if !ok || d.MemoryMiB != 2048 || d.Busy() != tc.wantBusy {
+			t.Errorf("%s=%q: got ok=%v %d MiB busy %v, want ok 2048 MiB busy %v", v1alpha1.AnnotationBusyShare, tc.val, ok, d.MemoryMiB, d.Busy(), tc.wantBusy)
+		}
+		if (err != nil) != tc.wantErr || (err != nil && !strings.Contains(err.Error(), v1alpha1.AnnotationBusyShare)) {
+			t.Errorf("%s=%q: err %v, want error naming the annotation: %v", v1alpha1.AnnotationBusyShare, tc.val, err, tc.wantErr)
+		}
+	}
+}
+
+// TestOccupancyBusyShare: a GPU's busy share is the sum over its pods,
+// bound (gpu-index) and reserved alike; a bound pod with a malformed busy
+// share counts as 1 with its memory as declared, and is reported.
+func TestOccupancyBusyShare(t *testing.T) {
+	a := gpuPod("a", "n1", "resnet50", "2Gi", "0")
+	withBusy(a, "0.3")
+	b := gpuPod("b", "n1", "ssd", "2Gi", "-") // reserved on GPU 0, no index yet
+	withBusy(b, "0.25")
+	c := gpuPod("c", "n1", "bert", "2Gi", "1")
+	withBusy(c, "high")
+	reserved := func(uid types.UID) (string, int, bool) { return "n1", 0, uid == "b" }
+	o := occupancy(t, t4("n1"), []*v1.Pod{a, b, c}, reserved)
+	if got := o.GPUs[0].BusyShare; got < 0.55-1e-9 || got > 0.55+1e-9 {
+		t.Errorf("GPU 0 busy share %v, want 0.55 (0.3 bound + 0.25 reserved)", got)
+	}
+	if n := len(o.GPUs[0].Shares); n != 2 {
+		t.Errorf("GPU 0 has %d instance shares, want 2", n)
+	}
+	if got := o.GPUs[1]; got.BusyShare != 1 || got.UsedMiB != 2048 {
+		t.Errorf("GPU 1 (malformed busy share): busy %v, %d MiB used; want busy 1 and 2048 MiB", got.BusyShare, got.UsedMiB)
+	}
+	if len(o.Issues) != 1 || o.Issues[0].Counted != CountedBusyAllTheTime || !strings.Contains(o.Issues[0].Err.Error(), v1alpha1.AnnotationBusyShare) {
+		t.Errorf("issues %+v, want one for pod c counted %q naming %s", o.Issues, CountedBusyAllTheTime, v1alpha1.AnnotationBusyShare)
+	}
+}
+
+// TestCandidatesBusyShareCap: under a cap of 1, two instances of busy share
+// 0.7 cannot share a GPU, two of 0.3 can; with no cap (0) memory decides.
+func TestCandidatesBusyShareCap(t *testing.T) {
+	gpus, _ := Account(NodeGPUs{Count: 1, MemoryMiB: 16384}, []Placement{{Index: 0, Demand: Demand{Model: "a", MemoryMiB: 1024, BusyShare: 0.7}}})
+	if fit, _ := Candidates(gpus, Demand{Model: "b", MemoryMiB: 1024, BusyShare: 0.7}, Choice{MaxBusyShare: 1}); len(fit) != 0 {
+		t.Errorf("0.7 + 0.7 under cap 1: got %d candidate GPUs, want 0", len(fit))
+	}
+	if fit, _ := Candidates(gpus, Demand{Model: "b", MemoryMiB: 1024, BusyShare: 0.7}, Choice{}); len(fit) != 1 {
+		t.Errorf("no cap: got %d candidate GPUs, want 1", len(fit))
+	}
+	gpus, _ = Account(NodeGPUs{Count: 1, MemoryMiB: 16384}, []Placement{{Index: 0, Demand: Demand{Model: "a", MemoryMiB: 1024, BusyShare: 0.3}}})
+	if fit, _ := Candidates(gpus, Demand{Model: "b", MemoryMiB: 1024, BusyShare: 0.3}, Choice{MaxBusyShare: 1}); len(fit) != 1 {
+		t.Errorf("0.3 + 0.3 under cap 1: got %d candidate GPUs, want 1", len(fit))
+	}
+}
