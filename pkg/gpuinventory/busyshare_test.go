@@ -40,7 +40,8 @@ func TestParseBusyShare(t *testing.T) {
 	}
 }
 
-// TestOccupancyBusyShare: a GPU's busy share is the sum over its pods,
+// TestOccupancyBusyShare: a GPU's busy share is the sum over its pods that
+// declare one,
 // bound (gpu-index) and reserved alike; a bound pod with a malformed busy
 // share counts as 1 with its memory as declared, and is reported.
 func TestOccupancyBusyShare(t *testing.T) {
@@ -50,13 +51,14 @@ func TestOccupancyBusyShare(t *testing.T) {
 	withBusy(b, "0.25")
 	c := gpuPod("c", "n1", "bert", "2Gi", "1")
 	withBusy(c, "high")
+	d := gpuPod("d", "n1", "vit", "1Gi", "0") // no busy share: not in the sum, 1 in Shares
 	reserved := func(uid types.UID) (string, int, bool) { return "n1", 0, uid == "b" }
-	o := occupancy(t, t4("n1"), []*v1.Pod{a, b, c}, reserved)
+	o := occupancy(t, t4("n1"), []*v1.Pod{a, b, c, d}, reserved)
 	if got := o.GPUs[0].BusyShare; got < 0.55-1e-9 || got > 0.55+1e-9 {
 		t.Errorf("GPU 0 busy share %v, want 0.55 (0.3 bound + 0.25 reserved)", got)
 	}
-	if n := len(o.GPUs[0].Shares); n != 2 {
-		t.Errorf("GPU 0 has %d instance shares, want 2", n)
+	if sh := o.GPUs[0].Shares; len(sh) != 3 || sh[2] != (InstanceShare{Model: "vit", BusyShare: 1}) {
+		t.Errorf("GPU 0 instance shares %+v, want 3, the undeclared vit at 1", sh)
 	}
 	if got := o.GPUs[1]; got.BusyShare != 1 || got.UsedMiB != 2048 {
 		t.Errorf("GPU 1 (malformed busy share): busy %v, %d MiB used; want busy 1 and 2048 MiB", got.BusyShare, got.UsedMiB)

@@ -7,8 +7,9 @@ type GPU struct {
 	UsedMiB   int64          // GPU memory held by the instances on it, MiB
 	Models    map[string]int // instances per model placed on this GPU
 	Instances int            // instances on it, with or without a model
-	// BusyShare is the summed busy share of the instances on it
-	// (Demand.Busy; dimensionless, 1 = one GPU busy all the time).
+	// BusyShare is the summed declared busy share (hetsev.io/busy-share) of
+	// the instances on it; dimensionless, 1 = one GPU busy all the time.
+	// Instances that declare none are not in it (see FitsBusyShare).
 	BusyShare float64
 	// Shares are the instances on it in the order placed, with their busy
 	// shares, for the co-location model (pkg/placement). Placing on a copy
@@ -28,9 +29,13 @@ type InstanceShare struct {
 const busyShareSlack = 1e-9
 
 // FitsBusyShare reports whether d's busy share fits on g under cap (the
-// most summed busy share a GPU may carry); cap <= 0 is no cap.
+// most summed declared busy share a GPU may carry); cap <= 0 is no cap.
+// Until hetsev-scaler writes hetsev.io/busy-share into its templates,
+// instances that declare none are outside the cap: a new one always fits,
+// and those on g are not in g.BusyShare. They still count as busy all the
+// time in the inflation rating (GPU.Shares, Demand.Busy).
 func (g GPU) FitsBusyShare(d Demand, cap float64) bool {
-	return cap <= 0 || g.BusyShare+d.Busy() <= cap+busyShareSlack
+	return cap <= 0 || !(d.BusyShare > 0) || g.BusyShare+d.Busy() <= cap+busyShareSlack
 }
 
 // FreeMiB is the GPU memory not claimed by placed instances, MiB.

@@ -133,7 +133,7 @@ func (o *Occupancy) AddPod(pod *v1.Pod, reserved Reservations) {
 	}
 	var bse *BusyShareError
 	if errors.As(demandErr, &bse) {
-		d.BusyShare = 0 // unknown: Busy counts it as 1
+		d.BusyShare = 1 // counted as busy all the time, under the cap too
 		o.Issues = append(o.Issues, Issue{Pod: pod, Err: demandErr, Counted: CountedBusyAllTheTime})
 		demandErr = nil
 	}
@@ -155,7 +155,8 @@ func (o *Occupancy) AddPod(pod *v1.Pod, reserved Reservations) {
 }
 
 // Place counts one instance on GPU p.Index: p.Demand.MemoryMiB of its
-// memory, p.Demand.Busy() of its time and, when p.Demand.Model is not
+// memory, its declared busy share (p.Demand.BusyShare > 0; an undeclared
+// one counts as 1 in GPU.Shares only) and, when p.Demand.Model is not
 // empty, one instance of that model.
 // It is false, and counts nothing, when the node has no GPU p.Index.
 func (o *Occupancy) Place(p Placement) bool {
@@ -164,7 +165,9 @@ func (o *Occupancy) Place(p Placement) bool {
 	}
 	g := &o.GPUs[p.Index]
 	g.UsedMiB += p.Demand.MemoryMiB
-	g.BusyShare += p.Demand.Busy()
+	if p.Demand.BusyShare > 0 {
+		g.BusyShare += p.Demand.Busy()
+	}
 	g.Shares = append(g.Shares, InstanceShare{Model: p.Demand.Model, BusyShare: p.Demand.Busy()})
 	g.Instances++
 	if p.Demand.Model != "" {

@@ -45,6 +45,11 @@ type HetsevGPUShareArgs struct {
 	// latency inflation with; empty is the model fitted to the H100
 	// measurements (interference.FittedColocation).
 	InterferenceModelFile string
+	// MaxBusyShare (dimensionless, >= 0) is the most summed busy share
+	// (hetsev.io/busy-share, absent = 1) the instances on one GPU may
+	// carry; 0 is no cap (GPU memory alone decides). A pointer, so that an
+	// explicit 0 is told apart from unset; after defaulting it is never nil.
+	MaxBusyShare *float64
 }
 
 // Anti-affinity modes of HetsevGPUShareArgs.AntiAffinity.

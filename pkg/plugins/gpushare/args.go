@@ -27,6 +27,7 @@ import (
 //	      fit: WorstFit        # or BestFit
 //	      interferenceWeight: 0.5
 //	      interferenceModelFile: /etc/hetsev/interference.yaml  # default "": fitted
+//	      maxBusyShare: 1.0    # summed hetsev.io/busy-share per GPU; 0: no cap
 //
 // The scheduler decodes them (unknown fields are errors), fills missing
 // fields with the defaults of pkg/apis/config/v1 (the paper's behaviour, and
@@ -81,8 +82,13 @@ func ParseArgs(obj runtime.Object) (Args, error) {
 }
 
 // Choice is what the arguments mean for choosing a GPU.
+// MaxBusyShare unset (nil) is configv1.DefaultGPUShareMaxBusyShare.
 func (a Args) Choice() gpuinventory.Choice {
-	return gpuinventory.Choice{Fit: gpuinventory.Fit(a.Fit), SoftAntiAffinity: a.AntiAffinity == config.AntiAffinitySoft}
+	c := configv1.DefaultGPUShareMaxBusyShare
+	if a.MaxBusyShare != nil {
+		c = *a.MaxBusyShare
+	}
+	return gpuinventory.Choice{Fit: gpuinventory.Fit(a.Fit), SoftAntiAffinity: a.AntiAffinity == config.AntiAffinitySoft, MaxBusyShare: c}
 }
 
 func (a Args) placer() placement.Placer {

@@ -147,7 +147,7 @@ const signKey = "v1.Pod.Annotations[hetsev.io/model,hetsev.io/gpu-memory].Demand
 
 // SignPod implements fwk.SignPlugin, which keeps the scheduler's
 // opportunistic batching on (KEP-5598): two pods with the same GPU demand
-// (model, GPU memory in MiB) are filtered and scored alike on every node.
+// (model, GPU memory in MiB, busy share) are filtered and scored alike on every node.
 // Pods without a GPU share sign as such; a pod with malformed annotations
 // is not signed (PreFilter rejects it anyway).
 func (p *GPUShare) SignPod(_ context.Context, pod *v1.Pod) ([]fwk.SignFragment, *fwk.Status) {
@@ -158,5 +158,5 @@ func (p *GPUShare) SignPod(_ context.Context, pod *v1.Pod) ([]fwk.SignFragment, 
 	if !ok {
 		return []fwk.SignFragment{{Key: signKey, Value: nil}}, nil
 	}
-	return []fwk.SignFragment{{Key: signKey, Value: [2]any{d.Model, d.MemoryMiB}}}, nil
+	return []fwk.SignFragment{{Key: signKey, Value: [3]any{d.Model, d.MemoryMiB, d.BusyShare}}}, nil
 }

@@ -103,9 +103,10 @@ type demandState struct {
 func (s *demandState) Clone() fwk.StateData { return s }
 
 // PreFilter parses the pod's hetsev annotations once per cycle. Pods that ask
-// for no GPU share are skipped; a malformed annotation makes the pod
-// unschedulable with a message naming the annotation, so it stays Pending with
-// a FailedScheduling event that says why.
+// for no GPU share are skipped; a malformed annotation (hetsev.io/gpu-memory,
+// hetsev.io/busy-share, ...) makes the pod unschedulable with a message
+// naming the annotation, so it stays Pending with a FailedScheduling event
+// that says why.
 func (p *GPUShare) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, _ []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
 	d, ok, err := gpuinventory.DemandOf(pod)
 	if !ok {
@@ -138,8 +139,9 @@ func demandStateFrom(state fwk.CycleState) (*demandState, bool) {
 	return ds, ok
 }
 
-// Filter keeps nodes with at least one GPU that has the pod's GPU memory free
-// and no instance of the pod's model.
+// Filter keeps nodes with at least one GPU that has the pod's GPU memory
+// free, room for its busy share under maxBusyShare, and no instance of the
+// pod's model.
 func (p *GPUShare) Filter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodeInfo fwk.NodeInfo) *fwk.Status {
 	ds, ok := demandStateFrom(state)
 	if !ok {
@@ -151,25 +153,29 @@ func (p *GPUShare) Filter(ctx context.Context, state fwk.CycleState, pod *v1.Pod
 		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, err.Error())
 	}
 	if !r.ok {
-		return fwk.NewStatus(fwk.Unschedulable, reasonNoGPU(gpus, d))
+		return fwk.NewStatus(fwk.Unschedulable, p.reasonNoGPU(gpus, d))
 	}
 	return nil
 }
 
-func reasonNoGPU(gpus []gpuinventory.GPU, d gpuinventory.Demand) string {
-	memOK, modelClash := 0, 0
+func (p *GPUShare) reasonNoGPU(gpus []gpuinventory.GPU, d gpuinventory.Demand) string {
+	maxBusy := p.placer.Choice.MaxBusyShare
+	memOK, busyOK := 0, 0
 	for _, g := range gpus {
 		if g.FreeMiB() >= d.MemoryMiB {
 			memOK++
-			if d.Model != "" && g.Models[d.Model] > 0 {
-				modelClash++
+			if g.FitsBusyShare(d, maxBusy) {
+				busyOK++
 			}
 		}
 	}
 	if memOK == 0 {
 		return fmt.Sprintf("no GPU with %d MiB of free GPU memory", d.MemoryMiB)
 	}
-	return fmt.Sprintf("every GPU with %d MiB free already hosts model %q (anti-affinity)", d.MemoryMiB, d.Model)
+	if busyOK == 0 {
+		return fmt.Sprintf("every GPU with %d MiB free would exceed busy share %g with this pod's %s %g", d.MemoryMiB, maxBusy, v1alpha1.AnnotationBusyShare, d.Busy())
+	}
+	return fmt.Sprintf("every GPU with %d MiB free and busy share to spare already hosts model %q (anti-affinity)", d.MemoryMiB, d.Model)
 }
 
 // Score rates the GPU the plugin would pick on the node (placement.Placer.Pick): its
@@ -235,7 +241,7 @@ func (p *GPUShare) Reserve(ctx context.Context, state fwk.CycleState, pod *v1.Po
 		return fwk.NewStatus(fwk.Unschedulable, err.Error())
 	}
 	if !r.ok {
-		return fwk.NewStatus(fwk.Unschedulable, reasonNoGPU(gpus, d))
+		return fwk.NewStatus(fwk.Unschedulable, p.reasonNoGPU(gpus, d))
 	}
 	idx := r.idx
 	p.mu.Lock()

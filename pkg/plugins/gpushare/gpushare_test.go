@@ -187,15 +187,19 @@ func parseArgs(raw string) (Args, error) {
 // unknown fields are refused rather than ignored.
 func TestArgs(t *testing.T) {
 	a, err := ParseArgs(nil)
-	if err != nil || a.Choice() != (gpuinventory.Choice{Fit: gpuinventory.FitWorst}) || *a.InterferenceWeight != DefaultInterferenceWeight {
+	if err != nil || a.Choice() != (gpuinventory.Choice{Fit: gpuinventory.FitWorst, MaxBusyShare: 1}) || *a.InterferenceWeight != DefaultInterferenceWeight {
 		t.Errorf("defaults: %+v %v", a, err)
 	}
 	a, err = parseArgs(`interferenceWeight: 0`)
 	if err != nil || *a.InterferenceWeight != 0 {
 		t.Errorf("explicit weight 0: %+v %v", a, err)
 	}
+	a, err = parseArgs(`maxBusyShare: 0`)
+	if err != nil || a.Choice().MaxBusyShare != 0 {
+		t.Errorf("explicit maxBusyShare 0 (no cap): %+v %v", a, err)
+	}
 	a, err = parseArgs(`{"apiVersion":"kubescheduler.config.k8s.io/v1","kind":"HetsevGPUShareArgs","antiAffinity":"Soft","fit":"BestFit"}`)
-	if err != nil || a.Choice() != (gpuinventory.Choice{Fit: gpuinventory.FitBest, SoftAntiAffinity: true}) {
+	if err != nil || a.Choice() != (gpuinventory.Choice{Fit: gpuinventory.FitBest, SoftAntiAffinity: true, MaxBusyShare: 1}) {
 		t.Errorf("soft best fit: %+v %v", a, err)
 	}
 	for raw, want := range map[string][]string{
@@ -206,6 +210,7 @@ func TestArgs(t *testing.T) {
 		`{"apiVersion":"hetsev.io/v1alpha1","kind":"HetsevGPUShareArgs"}`: {"decoding args for plugin HetsevGPUShare", `version "hetsev.io/v1alpha1"`},
 		`{"antiafinity":"Soft"}`:                                          {"unknown field", "antiafinity"},
 		`{"interferenceWeight":1.5}`:                                      {"pluginConfig[HetsevGPUShare].args.interferenceWeight", "between 0 and 1"},
+		`{"maxBusyShare":-1}`:                                             {"pluginConfig[HetsevGPUShare].args.maxBusyShare", ">= 0"},
 		"fit: [":                                                          {"yaml: line", "did not find expected node content"},
 	} {
 		_, err := parseArgs(raw)

@@ -24,6 +24,11 @@ const (
 	DefaultGPUShareAntiAffinity       = config.AntiAffinityHard
 	DefaultGPUShareFit                = string(gpuinventory.FitWorst)
 	DefaultGPUShareInterferenceWeight = placement.DefaultInterferenceWeight
+	// DefaultGPUShareMaxBusyShare caps a GPU's summed busy share at 1: a
+	// GPU is busy at most all the time, and the co-location measurements
+	// (data/measurements) show summed throughput does not grow under
+	// time-slicing, so instances whose shares sum past 1 only queue.
+	DefaultGPUShareMaxBusyShare = 1.0
 )
 
 // SetDefaults_HetsevFairQueueArgs fills zero fields.
@@ -37,7 +42,7 @@ func SetDefaults_HetsevFairQueueArgs(obj *HetsevFairQueueArgs) {
 }
 
 // SetDefaults_HetsevGPUShareArgs fills empty fields; an explicit
-// interferenceWeight of 0 is kept.
+// interferenceWeight or maxBusyShare of 0 is kept.
 func SetDefaults_HetsevGPUShareArgs(obj *HetsevGPUShareArgs) {
 	if obj.AntiAffinity == "" {
 		obj.AntiAffinity = DefaultGPUShareAntiAffinity
@@ -48,5 +53,9 @@ func SetDefaults_HetsevGPUShareArgs(obj *HetsevGPUShareArgs) {
 	if obj.InterferenceWeight == nil {
 		w := float64(DefaultGPUShareInterferenceWeight) // dimensionless, 0..1
 		obj.InterferenceWeight = &w
+	}
+	if obj.MaxBusyShare == nil {
+		c := DefaultGPUShareMaxBusyShare // dimensionless
+		obj.MaxBusyShare = &c
 	}
 }

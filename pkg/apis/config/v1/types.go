@@ -38,6 +38,7 @@ type HetsevFairQueueArgs struct {
 //	      fit: WorstFit        # or BestFit
 //	      interferenceWeight: 0.5
 //	      interferenceModelFile: /etc/hetsev/interference.yaml  # default: fitted
+//	      maxBusyShare: 1.0    # summed hetsev.io/busy-share per GPU; 0: no cap
 //
 // A missing field takes its default (SetDefaults_HetsevGPUShareArgs), which
 // is the paper's behaviour except for interferenceWeight.
@@ -63,4 +64,11 @@ type HetsevGPUShareArgs struct {
 	// (default) is the model fitted to the H100 measurements in
 	// data/measurements (interference.FittedColocation).
 	InterferenceModelFile string `json:"interferenceModelFile,omitempty"`
+	// MaxBusyShare (dimensionless, >= 0; default DefaultGPUShareMaxBusyShare,
+	// 1) is the most summed busy share (hetsev.io/busy-share, absent = 1)
+	// the instances on one GPU may carry: a GPU is busy at most all the
+	// time, and time-slicing does not raise summed throughput, so shares
+	// summing past 1 queue. 0 is no cap (GPU memory alone decides, as
+	// before busy shares). A pointer, so an explicit 0 is kept.
+	MaxBusyShare *float64 `json:"maxBusyShare,omitempty"`
 }

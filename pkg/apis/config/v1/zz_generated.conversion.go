@@ -70,6 +70,7 @@ func autoConvert_v1_HetsevGPUShareArgs_To_config_HetsevGPUShareArgs(in *HetsevGP
 	out.Fit = in.Fit
 	out.InterferenceWeight = (*float64)(unsafe.Pointer(in.InterferenceWeight))
 	out.InterferenceModelFile = in.InterferenceModelFile
+	out.MaxBusyShare = (*float64)(unsafe.Pointer(in.MaxBusyShare))
 	return nil
 }
 
@@ -83,6 +84,7 @@ func autoConvert_config_HetsevGPUShareArgs_To_v1_HetsevGPUShareArgs(in *config.H
 	out.Fit = in.Fit
 	out.InterferenceWeight = (*float64)(unsafe.Pointer(in.InterferenceWeight))
 	out.InterferenceModelFile = in.InterferenceModelFile
+	out.MaxBusyShare = (*float64)(unsafe.Pointer(in.MaxBusyShare))
 	return nil
 }
 

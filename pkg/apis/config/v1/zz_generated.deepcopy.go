@@ -43,6 +43,11 @@ func (in *HetsevGPUShareArgs) DeepCopyInto(out *HetsevGPUShareArgs) {
 		*out = new(float64)
 		**out = **in
 	}
+	if in.MaxBusyShare != nil {
+		in, out := &in.MaxBusyShare, &out.MaxBusyShare
+		*out = new(float64)
+		**out = **in
+	}
 	return
 }
 

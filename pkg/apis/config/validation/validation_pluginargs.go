@@ -4,6 +4,8 @@
 package validation
 
 import (
+	"math"
+
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/hetsev/hetsev/pkg/apis/config"
@@ -35,7 +37,8 @@ func ValidateHetsevFairQueueArgs(path *field.Path, args *config.HetsevFairQueueA
 
 // ValidateHetsevGPUShareArgs returns every invalid field of args under path
 // (e.g. pluginConfig[HetsevGPUShare].args): AntiAffinity must be Hard or
-// Soft, Fit WorstFit or BestFit, InterferenceWeight, when set, in 0..1, and
+// Soft, Fit WorstFit or BestFit, InterferenceWeight, when set, in 0..1,
+// MaxBusyShare, when set, finite and >= 0, and
 // InterferenceModelFile, when set, a file interference.LoadColocation
 // accepts (its error names the file's field).
 func ValidateHetsevGPUShareArgs(path *field.Path, args *config.HetsevGPUShareArgs) field.ErrorList {
@@ -48,6 +51,9 @@ func ValidateHetsevGPUShareArgs(path *field.Path, args *config.HetsevGPUShareArg
 	}
 	if w := args.InterferenceWeight; w != nil && !(*w >= 0 && *w <= 1) {
 		errs = append(errs, field.Invalid(path.Child("interferenceWeight"), *w, "must be between 0 and 1"))
+	}
+	if c := args.MaxBusyShare; c != nil && !(*c >= 0 && !math.IsInf(*c, 1)) {
+		errs = append(errs, field.Invalid(path.Child("maxBusyShare"), *c, "must be a finite number >= 0 (0: no cap)"))
 	}
 	if f := args.InterferenceModelFile; f != "" {
 		if _, err := interference.LoadColocation(f); err != nil {

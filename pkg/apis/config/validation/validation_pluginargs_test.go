@@ -65,6 +65,11 @@ func TestValidateHetsevGPUShareArgs(t *testing.T) {
 			"pluginConfig[HetsevGPUShare].args.antiAffinity", "pluginConfig[HetsevGPUShare].args.fit", "pluginConfig[HetsevGPUShare].args.interferenceWeight"}},
 		{config.HetsevGPUShareArgs{AntiAffinity: "Hard", Fit: "WorstFit", InterferenceWeight: w(math.NaN())}, []string{"pluginConfig[HetsevGPUShare].args.interferenceWeight"}},
 		{config.HetsevGPUShareArgs{AntiAffinity: "Hard", Fit: "WorstFit", InterferenceModelFile: good}, nil},
+		{config.HetsevGPUShareArgs{AntiAffinity: "Hard", Fit: "WorstFit", MaxBusyShare: w(0)}, nil},
+		{config.HetsevGPUShareArgs{AntiAffinity: "Hard", Fit: "WorstFit", MaxBusyShare: w(1.5)}, nil},
+		{config.HetsevGPUShareArgs{AntiAffinity: "Hard", Fit: "WorstFit", MaxBusyShare: w(-0.5)}, []string{"pluginConfig[HetsevGPUShare].args.maxBusyShare"}},
+		{config.HetsevGPUShareArgs{AntiAffinity: "Hard", Fit: "WorstFit", MaxBusyShare: w(math.NaN())}, []string{"pluginConfig[HetsevGPUShare].args.maxBusyShare"}},
+		{config.HetsevGPUShareArgs{AntiAffinity: "Hard", Fit: "WorstFit", MaxBusyShare: w(math.Inf(1))}, []string{"pluginConfig[HetsevGPUShare].args.maxBusyShare"}},
 		{config.HetsevGPUShareArgs{AntiAffinity: "Hard", Fit: "WorstFit", InterferenceModelFile: bad}, []string{"pluginConfig[HetsevGPUShare].args.interferenceModelFile"}},
 		{config.HetsevGPUShareArgs{AntiAffinity: "Hard", Fit: "WorstFit", InterferenceModelFile: filepath.Join(dir, "absent.yaml")}, []string{"pluginConfig[HetsevGPUShare].args.interferenceModelFile"}},
 	} {
