@@ -39,10 +39,10 @@ const ReferenceBatchLatency = 0.010
 // total), w is InterferenceWeight and ΔI the latency inflation the placement
 // adds, predicted by the fitted co-location model (interference.Colocation,
 // in the node's sharing Mode): the new instance's inflation minus 1 plus the
-// increase of every instance already on the GPU. The scheduler does not
-// know the neighbours' load, so each instance is taken as busy all the time
-// (busy share 1), the worst case; every instance is a production profile's
-// model (interference.Colocation.ProfileOccupancy). With w = 0 and FitWorst
+// increase of every instance already on the GPU. Each instance is taken
+// as busy its declared busy share of the time (hetsev.io/busy-share; one
+// that declares none as busy all the time, the worst case); every instance
+// is a production profile's model (interference.Colocation.ProfileOccupancy). With w = 0 and FitWorst
 // the choice is HetSev 4.2's worst fit: the GPU with the most free memory,
 // ties to the lower index.
 type Placer struct {
@@ -107,7 +107,11 @@ func (pl Placer) Rate(g gpuinventory.GPU, d gpuinventory.Demand) float64 {
 
 // AddedInflation is ΔI of placing d on g: Σ (I - 1) over the instances on g
 // and the new one after the placement minus Σ (I - 1) over g's instances
-// before, every instance busy all the time. Instances without a model name
+// before. Each instance keeps its GPU busy its busy share of the time
+// (hetsev.io/busy-share, gpuinventory.GPU.Shares and Demand.Busy; one that
+// declares none is busy all the time). A GPU whose Shares do not list every
+// instance (built by hand, not by gpuinventory.Occupancy.Place) counts its
+// Models, every instance busy all the time. Instances without a model name
 // count as an unnamed model of ReferenceBatchLatency. An input the model
 // refuses (it cannot, with positive latencies) counts as +Inf (rating w·0).
 func (pl Placer) AddedInflation(g gpuinventory.GPU, d gpuinventory.Demand) float64 {
@@ -119,26 +123,14 @@ func (pl Placer) AddedInflation(g gpuinventory.GPU, d gpuinventory.Demand) float
 		mode = interference.SharingTimeSlicing
 	}
 	members := make([]interference.Instance, 0, g.Instances+1)
-	named := 0
-	models := make([]string, 0, len(g.Models))
-	for m := range g.Models {
-		models = append(models, m)
-	}
-	sort.Strings(models) // the fixed point's rounding must not depend on map order
-	for _, m := range models {
-		for i := 0; i < g.Models[m]; i++ {
-			members = append(members, pl.instance(mode, m))
-		}
-		named += g.Models[m]
-	}
-	for i := named; i < g.Instances; i++ {
-		members = append(members, pl.instance(mode, ""))
+	for _, s := range neighbours(g) {
+		members = append(members, pl.instance(mode, s.Model, s.BusyShare))
 	}
 	before, err := pl.Colocation.Sharing.Inflations(mode, members)
 	if err != nil {
 		return math.Inf(1)
 	}
-	after, err := pl.Colocation.Sharing.Inflations(mode, append(members, pl.instance(mode, d.Model)))
+	after, err := pl.Colocation.Sharing.Inflations(mode, append(members, pl.instance(mode, d.Model, d.Busy())))
 	if err != nil {
 		return math.Inf(1)
 	}
@@ -152,7 +144,35 @@ func (pl Placer) AddedInflation(g gpuinventory.GPU, d gpuinventory.Demand) float
 	return math.Max(0, sum)
 }
 
-func (pl Placer) instance(mode interference.SharingMode, model string) interference.Instance {
+// neighbours are g's instances with their busy shares, sorted by model and
+// share: the fixed point's rounding must not depend on the order pods were
+// counted in.
+func neighbours(g gpuinventory.GPU) []gpuinventory.InstanceShare {
+	var out []gpuinventory.InstanceShare
+	if len(g.Shares) == g.Instances {
+		out = append(out, g.Shares...)
+	} else {
+		named := 0
+		for m, n := range g.Models {
+			for i := 0; i < n; i++ {
+				out = append(out, gpuinventory.InstanceShare{Model: m, BusyShare: 1})
+			}
+			named += n
+		}
+		for i := named; i < g.Instances; i++ {
+			out = append(out, gpuinventory.InstanceShare{BusyShare: 1})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Model != out[j].Model {
+			return out[i].Model < out[j].Model
+		}
+		return out[i].BusyShare < out[j].BusyShare
+	})
+	return out
+}
+
+func (pl Placer) instance(mode interference.SharingMode, model string, busy float64) interference.Instance {
 	l := 0.0
 	if pl.BatchLatency != nil && model != "" {
 		l = pl.BatchLatency(model)
@@ -160,5 +180,8 @@ func (pl Placer) instance(mode interference.SharingMode, model string) interfere
 	if !(l > 0) || math.IsInf(l, 0) {
 		l = ReferenceBatchLatency
 	}
-	return pl.Colocation.ProfileInstance(mode, model, 1, l)
+	if !(busy > 0) || busy > 1 {
+		busy = 1
+	}
+	return pl.Colocation.ProfileInstance(mode, model, busy, l)
 }

@@ -130,3 +130,45 @@ func TestWorstFit(t *testing.T) {
 		t.Fatalf("exact fit -> %d %v", idx, ok)
 	}
 }
+
+// TestRatingUsesBusyShares: the rating predicts inflation with the
+// neighbours' recorded busy shares (hetsev.io/busy-share), not with every
+// neighbour busy all the time. GPU 0 hosts a resnet50 busy 90 % of the time,
+// GPU 1 one busy 20 % (same memory): a new ssd (busy 0.5) is predicted to
+// add less beside the light one and goes there; worst fit alone would take
+// GPU 0 (the lower index of a tie).
+func TestRatingUsesBusyShares(t *testing.T) {
+	node := gpuinventory.NodeGPUs{Count: 2, MemoryMiB: 16384}
+	gpus, _ := gpuinventory.Account(node, []gpuinventory.Placement{
+		{Index: 0, Demand: gpuinventory.Demand{Model: "resnet50", MemoryMiB: 2048, BusyShare: 0.9}},
+		{Index: 1, Demand: gpuinventory.Demand{Model: "resnet50", MemoryMiB: 2048, BusyShare: 0.2}},
+	})
+	d := gpuinventory.Demand{Model: "ssd", MemoryMiB: 2048, BusyShare: 0.5}
+	pl := Placer{InterferenceWeight: 1, Colocation: interference.FittedColocation()}
+	heavy, light := pl.AddedInflation(gpus[0], d), pl.AddedInflation(gpus[1], d)
+	if !(light < heavy) {
+		t.Errorf("ΔI beside a neighbour busy 0.2: %.4f, beside one busy 0.9: %.4f; want the first smaller", light, heavy)
+	}
+	if idx, _, _, ok := pl.Pick(gpus, d); !ok || idx != 1 {
+		t.Errorf("picked GPU %d (ok %v), want 1 (the lighter neighbour)", idx, ok)
+	}
+	// The prediction is the model's for those shares.
+	ins := func(busy ...float64) float64 {
+		var s float64
+		members := make([]interference.Instance, len(busy))
+		for i, b := range busy {
+			members[i] = interference.Instance{BusyShare: b, BatchLatency: ReferenceBatchLatency, Occupancy: 1, Execution: interference.ExecutionCUDAGraph}
+		}
+		f, err := interference.FittedSharing().Inflations(interference.SharingTimeSlicing, members)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, v := range f {
+			s += v - 1
+		}
+		return s
+	}
+	if want := ins(0.2, 0.5) - ins(0.2); math.Abs(light-want) > 1e-6 {
+		t.Errorf("ΔI beside a neighbour busy 0.2: %.6f, want %.6f", light, want)
+	}
+}
