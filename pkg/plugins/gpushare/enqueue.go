@@ -28,8 +28,9 @@ var (
 //     binding failed and the scheduler forgot it), or a preemptor
 //     nominated to a node is: its GPU memory and model slot are free;
 //   - a bound pod's GPU annotations change (hetsev.io/gpu-memory,
-//     hetsev.io/model, hetsev.io/gpu-index), or the rejected pod's own GPU
-//     demand does (a malformed or too large hetsev.io/gpu-memory fixed);
+//     hetsev.io/model, hetsev.io/gpu-index, hetsev.io/busy-share), or the
+//     rejected pod's own GPU demand does (a malformed or too large
+//     hetsev.io/gpu-memory or hetsev.io/busy-share fixed);
 //   - a node with readable GPU labels is added, or a node's GFD labels
 //     (nvidia.com/gpu.count, nvidia.com/gpu.memory) become readable or
 //     grow.
@@ -69,7 +70,7 @@ func isSchedulableAfterPodUpdated(logger klog.Logger, pod *v1.Pod, oldObj, newOb
 		return fwk.Queue, fmt.Errorf("%s: pod update from %T to %T, want *v1.Pod", Name, oldObj, newObj)
 	}
 	if newPod.UID == pod.UID {
-		if gpuAnnotationsDiffer(oldPod, newPod, v1alpha1.AnnotationGPUMemory, v1alpha1.AnnotationModel) {
+		if gpuAnnotationsDiffer(oldPod, newPod, v1alpha1.AnnotationGPUMemory, v1alpha1.AnnotationModel, v1alpha1.AnnotationBusyShare) {
 			logger.V(5).Info("the pod's GPU demand changed", "plugin", Name, "pod", klog.KObj(pod))
 			return fwk.Queue, nil
 		}
@@ -82,7 +83,7 @@ func isSchedulableAfterPodUpdated(logger klog.Logger, pod *v1.Pod, oldObj, newOb
 		logger.V(5).Info("a pod holding a GPU share finished", "plugin", Name, "pod", klog.KObj(pod), "finished", klog.KObj(newPod))
 		return fwk.Queue, nil
 	}
-	if gpuAnnotationsDiffer(oldPod, newPod, v1alpha1.AnnotationGPUMemory, v1alpha1.AnnotationModel, v1alpha1.AnnotationGPUIndex) {
+	if gpuAnnotationsDiffer(oldPod, newPod, v1alpha1.AnnotationGPUMemory, v1alpha1.AnnotationModel, v1alpha1.AnnotationGPUIndex, v1alpha1.AnnotationBusyShare) {
 		logger.V(5).Info("a bound pod's GPU annotations changed", "plugin", Name, "pod", klog.KObj(pod), "updated", klog.KObj(newPod))
 		return fwk.Queue, nil
 	}
@@ -143,7 +144,7 @@ func gpuAnnotationsDiffer(a, b *v1.Pod, keys ...string) bool {
 // signKey names this plugin's part of a pod's signature: the GPU demand
 // that Filter and Score depend on (the rest of the pod is theirs only
 // through the node).
-const signKey = "v1.Pod.Annotations[hetsev.io/model,hetsev.io/gpu-memory].Demand()"
+const signKey = "v1.Pod.Annotations[hetsev.io/model,hetsev.io/gpu-memory,hetsev.io/busy-share].Demand()"
 
 // SignPod implements fwk.SignPlugin, which keeps the scheduler's
 // opportunistic batching on (KEP-5598): two pods with the same GPU demand

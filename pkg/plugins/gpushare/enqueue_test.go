@@ -113,6 +113,8 @@ func TestQueueingHintsByEvent(t *testing.T) {
 	smaller := with(bound, func(p *v1.Pod) { p.Annotations[v1alpha1.AnnotationGPUMemory] = "1Gi" })
 	relabelled := with(bound, func(p *v1.Pod) { p.Labels = map[string]string{"x": "y"} })
 	fixed := with(waiting, func(p *v1.Pod) { p.Annotations[v1alpha1.AnnotationGPUMemory] = "8Gi" })
+	lighter := with(bound, func(p *v1.Pod) { p.Annotations[v1alpha1.AnnotationBusyShare] = "0.2" })
+	busyFixed := with(waiting, func(p *v1.Pod) { p.Annotations[v1alpha1.AnnotationBusyShare] = "0.3" })
 	node := t4Node("a")
 	noGPU := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "cpu"}}
 	moreGPUs := t4Node("a")
@@ -138,6 +140,8 @@ func TestQueueingHintsByEvent(t *testing.T) {
 		{"bound GPU pod's memory lowered", isSchedulableAfterPodUpdated, bound, smaller, fwk.Queue},
 		{"bound GPU pod's labels changed", isSchedulableAfterPodUpdated, bound, relabelled, fwk.QueueSkip},
 		{"the pod's own GPU memory fixed", isSchedulableAfterPodUpdated, waiting, fixed, fwk.Queue},
+		{"bound GPU pod's busy share changed", isSchedulableAfterPodUpdated, bound, lighter, fwk.Queue},
+		{"the pod's own busy share changed", isSchedulableAfterPodUpdated, waiting, busyFixed, fwk.Queue},
 		{"the pod's own status updated", isSchedulableAfterPodUpdated, waiting, with(waiting, func(p *v1.Pod) { p.Status.Message = "x" }), fwk.QueueSkip},
 		{"another pending pod updated", isSchedulableAfterPodUpdated, pendingElsewhere, with(pendingElsewhere, func(p *v1.Pod) { p.Annotations[v1alpha1.AnnotationGPUMemory] = "1Gi" }), fwk.QueueSkip},
 		{"GPU node added", isSchedulableAfterNodeChange, nil, node, fwk.Queue},
@@ -183,6 +187,11 @@ func TestSignPod(t *testing.T) {
 	}
 	if e := sign(&v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web"}}); e != nil {
 		t.Errorf("a pod without a GPU share signs %v, want nil", e)
+	}
+	light := gpuPod("l", "", "ssd", "2Gi", "")
+	light.Annotations[v1alpha1.AnnotationBusyShare] = "0.3"
+	if l := sign(light); l == a {
+		t.Errorf("busy share 0.3 and none sign alike: %v", l)
 	}
 	if _, st := p.SignPod(ctx, gpuPod("bad", "", "ssd", "lots", "")); st.IsSuccess() {
 		t.Error("a pod with malformed gpu-memory was signed")
