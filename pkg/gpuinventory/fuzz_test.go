@@ -83,3 +83,30 @@ func FuzzParseGPUIndex(f *testing.F) {
 		}
 	})
 }
+
+func FuzzParseBusyShare(f *testing.F) {
+	f.Add("0.35")
+	f.Add("1")
+	f.Add("1e-300")
+	f.Add("NaN")
+	f.Add("-0")
+	f.Fuzz(func(t *testing.T, s string) {
+		b, err := ParseBusyShare(map[string]string{v1alpha1.AnnotationBusyShare: s})
+		if err != nil {
+			if b != 0 {
+				t.Fatalf("%q: error %v with share %v, want 0 (unknown)", s, err, b)
+			}
+			return
+		}
+		if !(b > 0 && b <= 1) {
+			t.Fatalf("%q -> %v, out of (0, 1]", s, b)
+		}
+		if d := (Demand{BusyShare: b}); d.Busy() != b {
+			t.Fatalf("%q -> %v, Busy() %v", s, b, d.Busy())
+		}
+		again, err := ParseBusyShare(map[string]string{v1alpha1.AnnotationBusyShare: strconv.FormatFloat(b, 'g', -1, 64)})
+		if err != nil || again != b {
+			t.Fatalf("%v does not read back: %v %v", b, again, err)
+		}
+	})
+}
