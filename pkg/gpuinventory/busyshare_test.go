@@ -83,3 +83,25 @@ func TestCandidatesBusyShareCap(t *testing.T) {
 		t.Errorf("0.3 + 0.3 under cap 1: got %d candidate GPUs, want 1", len(fit))
 	}
 }
+
+// TestMaxInflationAnnotation: hetsev.io/max-inflation is read into Demand
+// and recorded per instance; a malformed one on a bound pod is reported and
+// counted without a limit, its busy share kept.
+func TestMaxInflationAnnotation(t *testing.T) {
+	a := gpuPod("a", "n1", "resnet50", "2Gi", "0")
+	withBusy(a, "0.3")
+	a.Annotations[v1alpha1.AnnotationMaxInflation] = "1.5"
+	b := gpuPod("b", "n1", "ssd", "2Gi", "1")
+	withBusy(b, "0.4")
+	b.Annotations[v1alpha1.AnnotationMaxInflation] = "0.9"
+	o := occupancy(t, t4("n1"), []*v1.Pod{a, b}, nil)
+	if sh := o.GPUs[0].Shares; len(sh) != 1 || sh[0].MaxInflation != 1.5 {
+		t.Errorf("GPU 0 shares %+v, want resnet50 with max inflation 1.5", sh)
+	}
+	if sh := o.GPUs[1].Shares; len(sh) != 1 || sh[0].MaxInflation != 0 || sh[0].BusyShare != 0.4 || o.GPUs[1].BusyShare != 0.4 {
+		t.Errorf("GPU 1 shares %+v (sum %v), want ssd busy 0.4 without a limit", sh, o.GPUs[1].BusyShare)
+	}
+	if len(o.Issues) != 1 || o.Issues[0].Counted != CountedNoInflationLimit || !strings.Contains(o.Issues[0].Err.Error(), v1alpha1.AnnotationMaxInflation) {
+		t.Errorf("issues %+v, want one for pod b counted %q", o.Issues, CountedNoInflationLimit)
+	}
+}

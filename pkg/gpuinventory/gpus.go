@@ -17,11 +17,12 @@ type GPU struct {
 	Shares []InstanceShare
 }
 
-// InstanceShare is one instance on a GPU: its model (may be empty) and
-// busy share in (0, 1].
+// InstanceShare is one instance on a GPU: its model (may be empty), busy
+// share in (0, 1] and the latency inflation its SLO allows (0: no limit).
 type InstanceShare struct {
-	Model     string
-	BusyShare float64
+	Model        string
+	BusyShare    float64
+	MaxInflation float64
 }
 
 // busyShareSlack absorbs float rounding in summed busy shares (0.1+0.2+0.7

@@ -53,6 +53,10 @@ const (
 	// CountedBusyAllTheTime: the pod's busy share is unreadable; it counts
 	// as busy all the time (busy share 1) with its GPU memory as declared.
 	CountedBusyAllTheTime = "busy share 1"
+	// CountedNoInflationLimit: the pod's hetsev.io/max-inflation is
+	// unreadable; it is counted without a limit (neighbours are never
+	// refused for it).
+	CountedNoInflationLimit = "no inflation limit"
 )
 
 // Reservations says which GPU the scheduler reserved for a pod that does
@@ -108,7 +112,9 @@ func Terminal(pod *v1.Pod) bool {
 //   - hetsev.io/gpu-index beyond the node's GPU count: no such GPU for the
 //     container to see; counted nowhere (CountedNothing);
 //   - hetsev.io/busy-share malformed or outside (0, 1]: the pod counts as
-//     busy all the time (CountedBusyAllTheTime).
+//     busy all the time (CountedBusyAllTheTime);
+//   - hetsev.io/max-inflation malformed or below 1: no limit
+//     (CountedNoInflationLimit).
 func (o *Occupancy) AddPod(pod *v1.Pod, reserved Reservations) {
 	if pod == nil || Terminal(pod) {
 		return
@@ -131,10 +137,14 @@ func (o *Occupancy) AddPod(pod *v1.Pod, reserved Reservations) {
 	if !isGPU {
 		demandErr = fmt.Errorf("pod on a GPU (%s) has no %s", v1alpha1.AnnotationGPUIndex, v1alpha1.AnnotationGPUMemory)
 	}
-	var bse *BusyShareError
-	if errors.As(demandErr, &bse) {
-		d.BusyShare = 1 // counted as busy all the time, under the cap too
-		o.Issues = append(o.Issues, Issue{Pod: pod, Err: demandErr, Counted: CountedBusyAllTheTime})
+	var gte *GPUTimeError
+	if errors.As(demandErr, &gte) {
+		counted := CountedNoInflationLimit
+		if _, err := ParseBusyShare(pod.Annotations); err != nil {
+			d.BusyShare = 1 // counted as busy all the time, under the cap too
+			counted = CountedBusyAllTheTime
+		}
+		o.Issues = append(o.Issues, Issue{Pod: pod, Err: demandErr, Counted: counted})
 		demandErr = nil
 	}
 	if demandErr != nil {
@@ -168,7 +178,7 @@ func (o *Occupancy) Place(p Placement) bool {
 	if p.Demand.BusyShare > 0 {
 		g.BusyShare += p.Demand.Busy()
 	}
-	g.Shares = append(g.Shares, InstanceShare{Model: p.Demand.Model, BusyShare: p.Demand.Busy()})
+	g.Shares = append(g.Shares, InstanceShare{Model: p.Demand.Model, BusyShare: p.Demand.Busy(), MaxInflation: p.Demand.MaxInflation})
 	g.Instances++
 	if p.Demand.Model != "" {
 		g.Models[p.Demand.Model]++

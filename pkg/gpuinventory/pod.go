@@ -2,6 +2,7 @@ package gpuinventory
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 
 	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
@@ -26,6 +27,10 @@ type Demand struct {
 	// zero value, annotation absent) is unknown and counts as 1; read it
 	// with Busy.
 	BusyShare float64
+	// MaxInflation is hetsev.io/max-inflation: the latency inflation (>= 1)
+	// the instance's SLO allows beside its neighbours; 0 (absent) is no
+	// limit.
+	MaxInflation float64
 }
 
 // Busy is d's busy share in (0, 1]: BusyShare, or 1 when it is unknown
@@ -68,6 +73,10 @@ func ParseDemand(annotations map[string]string) (d Demand, ok bool, err error) {
 		d.BusyShare = 0
 		return d, true, err
 	}
+	d.MaxInflation, err = ParseMaxInflation(annotations)
+	if err != nil {
+		return d, true, err // no limit: a neighbour is never refused for it
+	}
 	return d, true, nil
 }
 
@@ -81,20 +90,21 @@ func ParseBusyShare(annotations map[string]string) (float64, error) {
 	}
 	f, err := strconv.ParseFloat(s, 64)
 	if err != nil {
-		return 0, &BusyShareError{fmt.Sprintf("annotation %s=%q is not a number", v1alpha1.AnnotationBusyShare, s)}
+		return 0, &GPUTimeError{fmt.Sprintf("annotation %s=%q is not a number", v1alpha1.AnnotationBusyShare, s)}
 	}
 	if !(f > 0 && f <= 1) {
-		return 0, &BusyShareError{fmt.Sprintf("annotation %s=%q must be in (0, 1]", v1alpha1.AnnotationBusyShare, s)}
+		return 0, &GPUTimeError{fmt.Sprintf("annotation %s=%q must be in (0, 1]", v1alpha1.AnnotationBusyShare, s)}
 	}
 	return f, nil
 }
 
-// BusyShareError is a malformed or out-of-range hetsev.io/busy-share. The
-// rest of the pod's demand is readable: ParseDemand returns it with the
-// busy share unknown (counted as 1).
-type BusyShareError struct{ msg string }
+// GPUTimeError is a malformed or out-of-range hetsev.io/busy-share or
+// hetsev.io/max-inflation. The pod's GPU memory is readable: ParseDemand
+// returns the demand with the busy share unknown (counted as 1) and no
+// inflation limit.
+type GPUTimeError struct{ msg string }
 
-func (e *BusyShareError) Error() string { return e.msg }
+func (e *GPUTimeError) Error() string { return e.msg }
 
 // DemandOf is ParseDemand for a pod.
 func DemandOf(pod *v1.Pod) (Demand, bool, error) { return ParseDemand(pod.Annotations) }
@@ -110,4 +120,22 @@ func ParseGPUIndex(annotations map[string]string) (idx int, ok bool, err error) 
 		return 0, true, fmt.Errorf("annotation %s=%q: want a non-negative integer", v1alpha1.AnnotationGPUIndex, s)
 	}
 	return idx, true, nil
+}
+
+// ParseMaxInflation reads hetsev.io/max-inflation: a finite decimal >= 1.
+// Absent is 0 (no limit). Anything else is an error that names the
+// annotation.
+func ParseMaxInflation(annotations map[string]string) (float64, error) {
+	s, ok := annotations[v1alpha1.AnnotationMaxInflation]
+	if !ok {
+		return 0, nil
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return 0, &GPUTimeError{fmt.Sprintf("annotation %s=%q is not a number", v1alpha1.AnnotationMaxInflation, s)}
+	}
+	if !(f >= 1) || math.IsInf(f, 1) {
+		return 0, &GPUTimeError{fmt.Sprintf("annotation %s=%q must be a finite number >= 1", v1alpha1.AnnotationMaxInflation, s)}
+	}
+	return f, nil
 }

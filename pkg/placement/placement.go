@@ -80,9 +80,18 @@ func (pl Placer) OnNode(labels map[string]string) Placer {
 // Pick returns the chosen GPU's index, its rating in [0, 1], whether it
 // already hosts the instance's model (soft anti-affinity only) and whether
 // any GPU fits.
+//
+// A GPU where the co-location model predicts, for the new instance or a
+// neighbour, a latency inflation above what its hetsev.io/max-inflation
+// allows is not chosen (Admits). (Under soft anti-affinity, GPUs hosting the
+// model are considered only when no GPU without it fits memory and busy
+// share, as gpuinventory.Candidates decides, before this check.)
 func (pl Placer) Pick(gpus []gpuinventory.GPU, d gpuinventory.Demand) (idx int, rating float64, clash, ok bool) {
 	fit, clash := gpuinventory.Candidates(gpus, d, pl.Choice)
 	for _, g := range fit {
+		if !pl.Admits(g, d) {
+			continue
+		}
 		if r := pl.Rate(g, d); !ok || r > rating {
 			idx, rating, ok = g.Index, r, true
 		}
@@ -118,19 +127,7 @@ func (pl Placer) AddedInflation(g gpuinventory.GPU, d gpuinventory.Demand) float
 	if g.Instances == 0 {
 		return 0
 	}
-	mode := pl.Mode
-	if mode == "" {
-		mode = interference.SharingTimeSlicing
-	}
-	members := make([]interference.Instance, 0, g.Instances+1)
-	for _, s := range neighbours(g) {
-		members = append(members, pl.instance(mode, s.Model, s.BusyShare))
-	}
-	before, err := pl.Colocation.Sharing.Inflations(mode, members)
-	if err != nil {
-		return math.Inf(1)
-	}
-	after, err := pl.Colocation.Sharing.Inflations(mode, append(members, pl.instance(mode, d.Model, d.Busy())))
+	_, before, after, err := pl.predict(g, d)
 	if err != nil {
 		return math.Inf(1)
 	}
@@ -144,6 +141,56 @@ func (pl Placer) AddedInflation(g gpuinventory.GPU, d gpuinventory.Demand) float
 	return math.Max(0, sum)
 }
 
+// Admits reports whether placing d on g keeps every instance's predicted
+// latency inflation within what it allows: d's within d.MaxInflation, each
+// neighbour's within its InstanceShare.MaxInflation (0: no limit). A GPU
+// with no instance admits anything; an input the model refuses admits
+// nothing that has a limit.
+func (pl Placer) Admits(g gpuinventory.GPU, d gpuinventory.Demand) bool {
+	if g.Instances == 0 {
+		return true
+	}
+	nb := neighbours(g)
+	limited := d.MaxInflation > 0
+	for _, s := range nb {
+		limited = limited || s.MaxInflation > 0
+	}
+	if !limited {
+		return true
+	}
+	nb, _, after, err := pl.predict(g, d)
+	if err != nil {
+		return false
+	}
+	for i, s := range nb {
+		if s.MaxInflation > 0 && after[i] > s.MaxInflation {
+			return false
+		}
+	}
+	return !(d.MaxInflation > 0 && after[len(after)-1] > d.MaxInflation)
+}
+
+// predict is the model's inflation of g's instances (nb, in that order)
+// before d joins, and of them and d (last) after.
+func (pl Placer) predict(g gpuinventory.GPU, d gpuinventory.Demand) (nb []gpuinventory.InstanceShare, before, after []float64, err error) {
+	mode := pl.Mode
+	if mode == "" {
+		mode = interference.SharingTimeSlicing
+	}
+	nb = neighbours(g)
+	members := make([]interference.Instance, 0, len(nb)+1)
+	for _, s := range nb {
+		members = append(members, pl.instance(mode, s.Model, s.BusyShare))
+	}
+	if before, err = pl.Colocation.Sharing.Inflations(mode, members); err != nil {
+		return nil, nil, nil, err
+	}
+	if after, err = pl.Colocation.Sharing.Inflations(mode, append(members, pl.instance(mode, d.Model, d.Busy()))); err != nil {
+		return nil, nil, nil, err
+	}
+	return nb, before, after, nil
+}
+
 // neighbours are g's instances with their busy shares, sorted by model and
 // share: the fixed point's rounding must not depend on the order pods were
 // counted in.
@@ -155,7 +202,7 @@ func neighbours(g gpuinventory.GPU) []gpuinventory.InstanceShare {
 		named := 0
 		for m, n := range g.Models {
 			for i := 0; i < n; i++ {
-				out = append(out, gpuinventory.InstanceShare{Model: m, BusyShare: 1})
+				out = append(out, gpuinventory.InstanceShare{Model: m, BusyShare: 1}) // no limit known
 			}
 			named += n
 		}

@@ -172,3 +172,37 @@ func TestRatingUsesBusyShares(t *testing.T) {
 		t.Errorf("ΔI beside a neighbour busy 0.2: %.6f, want %.6f", light, want)
 	}
 }
+
+// TestAdmitsMaxInflation: a GPU is refused when the predicted inflation of
+// the new instance exceeds its hetsev.io/max-inflation, or a neighbour's
+// exceeds the neighbour's; a generous limit, or none, admits it.
+func TestAdmitsMaxInflation(t *testing.T) {
+	node := gpuinventory.NodeGPUs{Count: 1, MemoryMiB: 16384}
+	place := func(limit float64) []gpuinventory.GPU {
+		gpus, _ := gpuinventory.Account(node, []gpuinventory.Placement{
+			{Index: 0, Demand: gpuinventory.Demand{Model: "resnet50", MemoryMiB: 2048, BusyShare: 0.9, MaxInflation: limit}},
+		})
+		return gpus
+	}
+	pl := Placer{Colocation: interference.FittedColocation()}
+	for _, c := range []struct {
+		name                string
+		neighbour, newcomer float64
+		want                bool
+	}{
+		{"no limits", 0, 0, true},
+		{"newcomer's tight limit", 0, 1.01, false},
+		{"newcomer's generous limit", 0, 100, true},
+		{"neighbour's tight limit", 1.01, 0, false},
+		{"neighbour's generous limit", 100, 0, true},
+	} {
+		gpus := place(c.neighbour)
+		d := gpuinventory.Demand{Model: "ssd", MemoryMiB: 2048, BusyShare: 0.5, MaxInflation: c.newcomer}
+		if got := pl.Admits(gpus[0], d); got != c.want {
+			t.Errorf("%s: Admits %v, want %v", c.name, got, c.want)
+		}
+		if _, _, _, ok := pl.Pick(gpus, d); ok != c.want {
+			t.Errorf("%s: Pick ok %v, want %v", c.name, ok, c.want)
+		}
+	}
+}

@@ -31,6 +31,12 @@ const (
 	// busy share would exceed its cap, and predicts co-location latency
 	// inflation with it.
 	AnnotationBusyShare = GroupName + "/busy-share"
+	// AnnotationMaxInflation is the latency inflation, a decimal >= 1
+	// ("1.8"), one instance's SLO allows beside its GPU neighbours: its
+	// RT_max over its solo latency. hetsev-scheduler refuses a GPU where the
+	// co-location model predicts a larger inflation for it, or for a
+	// neighbour a larger one than the neighbour allows. Absent: no check.
+	AnnotationMaxInflation = GroupName + "/max-inflation"
 	// AnnotationGPUIndex is the index, on the pod's node, of the GPU that
 	// hetsev-scheduler chose; written before binding, read through the
 	// downward API into NVIDIA_VISIBLE_DEVICES, and used by the metrics

@@ -42,7 +42,7 @@ func (p *GPUShare) pickOn(ctx context.Context, nodeInfo fwk.NodeInfo, ds *demand
 	if old != nil {
 		// A few demand shapes per node: a scan beats hashing the model name.
 		for _, e := range *old {
-			if e.memoryMiB == d.MemoryMiB && e.busyShare == d.BusyShare && e.model == ds.model {
+			if e.memoryMiB == d.MemoryMiB && e.busyShare == d.BusyShare && e.maxInflation == d.MaxInflation && e.model == ds.model {
 				return c.gpus, e.picked, nil
 			}
 		}
@@ -55,7 +55,7 @@ func (p *GPUShare) pickOn(ctx context.Context, nodeInfo fwk.NodeInfo, ds *demand
 	if old != nil && len(*old) < maxPicksPerNode {
 		next = append(next, *old...)
 	}
-	next = append(next, demandPick{model: ds.model, memoryMiB: d.MemoryMiB, busyShare: d.BusyShare, picked: r})
+	next = append(next, demandPick{model: ds.model, memoryMiB: d.MemoryMiB, busyShare: d.BusyShare, maxInflation: d.MaxInflation, picked: r})
 	c.picks.Store(&next)
 	return c.gpus, r, nil
 }
@@ -115,9 +115,10 @@ type cachedNode struct {
 }
 
 type demandPick struct {
-	model     unique.Handle[string]
-	memoryMiB int64
-	busyShare float64
+	model        unique.Handle[string]
+	memoryMiB    int64
+	busyShare    float64
+	maxInflation float64
 	picked
 }
 

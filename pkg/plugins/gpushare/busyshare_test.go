@@ -106,3 +106,30 @@ func TestMalformedBusyShare(t *testing.T) {
 		t.Error("0.1 beside a bound pod with a malformed busy share: success, want refused (counted as 1)")
 	}
 }
+
+// TestMaxInflation: Filter refuses a GPU where the co-location model
+// predicts more latency inflation than the pod's hetsev.io/max-inflation
+// allows, naming the annotation; a malformed one keeps the pod Pending.
+func TestMaxInflation(t *testing.T) {
+	n := oneGPUNode("a")
+	p := defaultPlugin(t, handle{})
+	neighbour := busyPod("a", "a", "resnet50", "0", "0.5")
+	tight := busyPod("b", "", "ssd", "", "0.4")
+	tight.Annotations[v1alpha1.AnnotationMaxInflation] = "1.01"
+	if st := filter(p, tight, nodeInfo(n, neighbour)); st.Code() != fwk.Unschedulable || !contains(st.Message(), v1alpha1.AnnotationMaxInflation) {
+		t.Errorf("max inflation 1.01 beside a neighbour busy 0.5: %v, want Unschedulable naming %s", st, v1alpha1.AnnotationMaxInflation)
+	}
+	generous := busyPod("c", "", "ssd", "", "0.4")
+	generous.Annotations[v1alpha1.AnnotationMaxInflation] = "10"
+	if st := filter(p, generous, nodeInfo(n, neighbour)); !st.IsSuccess() {
+		t.Errorf("max inflation 10: %v, want success", st)
+	}
+	for _, v := range []string{"0.5", "fast", "+Inf"} {
+		bad := busyPod("d", "", "ssd", "", "0.4")
+		bad.Annotations[v1alpha1.AnnotationMaxInflation] = v
+		_, st := p.PreFilter(context.Background(), framework.NewCycleState(), bad, nil)
+		if st.Code() != fwk.UnschedulableAndUnresolvable || !contains(st.Message(), v1alpha1.AnnotationMaxInflation) {
+			t.Errorf("max inflation %q: %v, want UnschedulableAndUnresolvable naming %s", v, st, v1alpha1.AnnotationMaxInflation)
+		}
+	}
+}

@@ -28,7 +28,8 @@ var (
 //     binding failed and the scheduler forgot it), or a preemptor
 //     nominated to a node is: its GPU memory and model slot are free;
 //   - a bound pod's GPU annotations change (hetsev.io/gpu-memory,
-//     hetsev.io/model, hetsev.io/gpu-index, hetsev.io/busy-share), or the
+//     hetsev.io/model, hetsev.io/gpu-index, hetsev.io/busy-share,
+//     hetsev.io/max-inflation), or the
 //     rejected pod's own GPU demand does (a malformed or too large
 //     hetsev.io/gpu-memory or hetsev.io/busy-share fixed);
 //   - a node with readable GPU labels is added, or a node's GFD labels
@@ -70,7 +71,7 @@ func isSchedulableAfterPodUpdated(logger klog.Logger, pod *v1.Pod, oldObj, newOb
 		return fwk.Queue, fmt.Errorf("%s: pod update from %T to %T, want *v1.Pod", Name, oldObj, newObj)
 	}
 	if newPod.UID == pod.UID {
-		if gpuAnnotationsDiffer(oldPod, newPod, v1alpha1.AnnotationGPUMemory, v1alpha1.AnnotationModel, v1alpha1.AnnotationBusyShare) {
+		if gpuAnnotationsDiffer(oldPod, newPod, v1alpha1.AnnotationGPUMemory, v1alpha1.AnnotationModel, v1alpha1.AnnotationBusyShare, v1alpha1.AnnotationMaxInflation) {
 			logger.V(5).Info("the pod's GPU demand changed", "plugin", Name, "pod", klog.KObj(pod))
 			return fwk.Queue, nil
 		}
@@ -83,7 +84,7 @@ func isSchedulableAfterPodUpdated(logger klog.Logger, pod *v1.Pod, oldObj, newOb
 		logger.V(5).Info("a pod holding a GPU share finished", "plugin", Name, "pod", klog.KObj(pod), "finished", klog.KObj(newPod))
 		return fwk.Queue, nil
 	}
-	if gpuAnnotationsDiffer(oldPod, newPod, v1alpha1.AnnotationGPUMemory, v1alpha1.AnnotationModel, v1alpha1.AnnotationGPUIndex, v1alpha1.AnnotationBusyShare) {
+	if gpuAnnotationsDiffer(oldPod, newPod, v1alpha1.AnnotationGPUMemory, v1alpha1.AnnotationModel, v1alpha1.AnnotationGPUIndex, v1alpha1.AnnotationBusyShare, v1alpha1.AnnotationMaxInflation) {
 		logger.V(5).Info("a bound pod's GPU annotations changed", "plugin", Name, "pod", klog.KObj(pod), "updated", klog.KObj(newPod))
 		return fwk.Queue, nil
 	}
@@ -144,11 +145,11 @@ func gpuAnnotationsDiffer(a, b *v1.Pod, keys ...string) bool {
 // signKey names this plugin's part of a pod's signature: the GPU demand
 // that Filter and Score depend on (the rest of the pod is theirs only
 // through the node).
-const signKey = "v1.Pod.Annotations[hetsev.io/model,hetsev.io/gpu-memory,hetsev.io/busy-share].Demand()"
+const signKey = "v1.Pod.Annotations[hetsev.io/model,hetsev.io/gpu-memory,hetsev.io/busy-share,hetsev.io/max-inflation].Demand()"
 
 // SignPod implements fwk.SignPlugin, which keeps the scheduler's
 // opportunistic batching on (KEP-5598): two pods with the same GPU demand
-// (model, GPU memory in MiB, busy share) are filtered and scored alike on every node.
+// (model, GPU memory in MiB, busy share, inflation limit) are filtered and scored alike on every node.
 // Pods without a GPU share sign as such; a pod with malformed annotations
 // is not signed (PreFilter rejects it anyway).
 func (p *GPUShare) SignPod(_ context.Context, pod *v1.Pod) ([]fwk.SignFragment, *fwk.Status) {
@@ -159,5 +160,5 @@ func (p *GPUShare) SignPod(_ context.Context, pod *v1.Pod) ([]fwk.SignFragment, 
 	if !ok {
 		return []fwk.SignFragment{{Key: signKey, Value: nil}}, nil
 	}
-	return []fwk.SignFragment{{Key: signKey, Value: [3]any{d.Model, d.MemoryMiB, d.BusyShare}}}, nil
+	return []fwk.SignFragment{{Key: signKey, Value: [4]any{d.Model, d.MemoryMiB, d.BusyShare, d.MaxInflation}}}, nil
 }

@@ -140,8 +140,9 @@ func demandStateFrom(state fwk.CycleState) (*demandState, bool) {
 }
 
 // Filter keeps nodes with at least one GPU that has the pod's GPU memory
-// free, room for its busy share under maxBusyShare, and no instance of the
-// pod's model.
+// free, room for its busy share under maxBusyShare, no instance of the
+// pod's model, and where no instance's predicted latency inflation would
+// exceed its hetsev.io/max-inflation (placement.Placer.Admits).
 func (p *GPUShare) Filter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodeInfo fwk.NodeInfo) *fwk.Status {
 	ds, ok := demandStateFrom(state)
 	if !ok {
@@ -153,19 +154,23 @@ func (p *GPUShare) Filter(ctx context.Context, state fwk.CycleState, pod *v1.Pod
 		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, err.Error())
 	}
 	if !r.ok {
-		return fwk.NewStatus(fwk.Unschedulable, p.reasonNoGPU(gpus, d))
+		return fwk.NewStatus(fwk.Unschedulable, p.reasonNoGPU(nodeInfo, gpus, d))
 	}
 	return nil
 }
 
-func (p *GPUShare) reasonNoGPU(gpus []gpuinventory.GPU, d gpuinventory.Demand) string {
-	maxBusy := p.placer.Choice.MaxBusyShare
-	memOK, busyOK := 0, 0
+func (p *GPUShare) reasonNoGPU(nodeInfo fwk.NodeInfo, gpus []gpuinventory.GPU, d gpuinventory.Demand) string {
+	pl := p.placer.OnNode(nodeInfo.Node().GetLabels())
+	maxBusy := pl.Choice.MaxBusyShare
+	memOK, busyOK, admitted := 0, 0, 0
 	for _, g := range gpus {
 		if g.FreeMiB() >= d.MemoryMiB {
 			memOK++
 			if g.FitsBusyShare(d, maxBusy) {
 				busyOK++
+				if pl.Admits(g, d) {
+					admitted++
+				}
 			}
 		}
 	}
@@ -174,6 +179,9 @@ func (p *GPUShare) reasonNoGPU(gpus []gpuinventory.GPU, d gpuinventory.Demand) s
 	}
 	if busyOK == 0 {
 		return fmt.Sprintf("every GPU with %d MiB free would exceed busy share %g with this pod's %s %g", d.MemoryMiB, maxBusy, v1alpha1.AnnotationBusyShare, d.Busy())
+	}
+	if admitted == 0 {
+		return fmt.Sprintf("every GPU with %d MiB free and busy share to spare would inflate this pod's or a neighbour's latency past its %s", d.MemoryMiB, v1alpha1.AnnotationMaxInflation)
 	}
 	return fmt.Sprintf("every GPU with %d MiB free and busy share to spare already hosts model %q (anti-affinity)", d.MemoryMiB, d.Model)
 }
@@ -241,7 +249,7 @@ func (p *GPUShare) Reserve(ctx context.Context, state fwk.CycleState, pod *v1.Po
 		return fwk.NewStatus(fwk.Unschedulable, err.Error())
 	}
 	if !r.ok {
-		return fwk.NewStatus(fwk.Unschedulable, p.reasonNoGPU(gpus, d))
+		return fwk.NewStatus(fwk.Unschedulable, p.reasonNoGPU(nodeInfo, gpus, d))
 	}
 	idx := r.idx
 	p.mu.Lock()
