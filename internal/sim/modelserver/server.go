@@ -14,7 +14,8 @@
 // whenever the server is idle and requests wait, it runs one batch of all
 // waiting requests up to BatchSize. A batch runs for its solo latency
 // (BatchLatencies by batch size when given, else BatchLatency for any size)
-// multiplied by the current interference factor (see package interference).
+// multiplied by the current interference factor (see package interference):
+// one for every batch (SetFactor), or one per batch size (SetBatchFactors).
 //
 // The server is evaluated lazily: Submit only queues, and Advance,
 // Outstanding and Submit process every batch whose start time is at or
@@ -112,6 +113,9 @@ type Completion struct {
 type Server struct {
 	cfg    Config
 	factor float64
+	// bySize, when not empty, is the interference factor per batch size
+	// (SetBatchFactors); it overrides factor.
+	bySize []float64
 
 	now float64 // latest time seen by Submit/Advance/Outstanding
 
@@ -130,6 +134,7 @@ type Server struct {
 	starts, ends, cum []float64
 
 	submitted, served, rejected, batches uint64
+	soloWork                             float64 // summed solo latency of started batches, seconds
 }
 
 // NewServer validates cfg and returns an idle server with interference
@@ -157,8 +162,23 @@ func (s *Server) Name() string { return s.cfg.Name }
 // Model returns Config.Model.
 func (s *Server) Model() string { return s.cfg.Model }
 
-// Factor returns the current interference factor (>= 1).
-func (s *Server) Factor() float64 { return s.factor }
+// Factor returns the current interference factor (>= 1): the one
+// SetFactor set or, after SetBatchFactors, a full batch's.
+func (s *Server) Factor() float64 {
+	if len(s.bySize) > 0 {
+		return s.bySize[len(s.bySize)-1]
+	}
+	return s.factor
+}
+
+// BatchFactor returns the interference factor (>= 1) applied to a batch
+// of n requests (1 <= n <= BatchSize).
+func (s *Server) BatchFactor(n int) float64 {
+	if len(s.bySize) > 0 && n >= 1 && n <= len(s.bySize) {
+		return s.bySize[n-1]
+	}
+	return s.factor
+}
 
 // SetFactor sets the multiplicative interference factor (>= 1, see
 // interference.Sharing.Inflations) applied to batches that start after the latest
@@ -169,6 +189,31 @@ func (s *Server) SetFactor(f float64) {
 		f = 1
 	}
 	s.factor = f
+	s.bySize = s.bySize[:0]
+}
+
+// SetBatchFactors sets one interference factor per batch size, fs[n-1]
+// for a batch of n requests, for a server whose solo latency depends on
+// the batch size (Config.BatchLatencies): beside the same neighbours a
+// short batch is inflated more than a long one, since it waits about as
+// long for them (see interference.Sharing.Inflations). Like SetFactor it
+// applies to batches that start after the latest time given to Submit,
+// Advance or Outstanding, and a value that is NaN, infinite or below 1
+// counts as 1. fs must have one entry per batch size 1..BatchSize;
+// otherwise the factors are left as they were and the error says so. The
+// server keeps its own copy; SetFactor replaces it.
+func (s *Server) SetBatchFactors(fs []float64) error {
+	if len(fs) != s.cfg.BatchSize {
+		return fmt.Errorf("modelserver: %s: SetBatchFactors got %d factors, want one per batch size 1..%d", s.cfg.Name, len(fs), s.cfg.BatchSize)
+	}
+	s.bySize = s.bySize[:0]
+	for _, f := range fs {
+		if math.IsNaN(f) || math.IsInf(f, 0) || f < 1 {
+			f = 1
+		}
+		s.bySize = append(s.bySize, f)
+	}
+	return nil
 }
 
 // Ready reports whether the server accepts requests at simulated time at
@@ -340,6 +385,13 @@ func (s *Server) rejectExpired(start float64) bool {
 // Batches returns the number of batches started so far.
 func (s *Server) Batches() uint64 { return s.batches }
 
+// SoloWork returns the summed solo latency, in seconds, of the batches
+// started so far: each batch's BatchLatencies entry for its size (or
+// BatchLatency), before the interference factor. Over an interval, its
+// increase divided by that of Batches is the mean solo latency of the
+// batches the server ran.
+func (s *Server) SoloWork() float64 { return s.soloWork }
+
 // Rejected returns the number of requests rejected by QueueTimeout.
 func (s *Server) Rejected() uint64 { return s.rejected }
 
@@ -368,7 +420,7 @@ func (s *Server) process(to float64) {
 		if len(s.cfg.BatchLatencies) > 0 {
 			solo = s.cfg.BatchLatencies[n-1]
 		}
-		dur := solo * s.factor
+		dur := solo * s.BatchFactor(n)
 		done := start + dur
 		for _, a := range s.q[s.head:end] {
 			s.pending = append(s.pending, Completion{Arrival: a, Done: done})
@@ -380,6 +432,7 @@ func (s *Server) process(to float64) {
 		}
 		s.served += uint64(n)
 		s.batches++
+		s.soloWork += solo
 		s.lastStart, s.lastN, s.freeAt = start, n, done
 		s.starts = append(s.starts, start)
 		s.ends = append(s.ends, done)

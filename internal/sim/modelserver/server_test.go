@@ -475,3 +475,38 @@ func TestBatchLatenciesBySize(t *testing.T) {
 		}
 	}
 }
+
+// TestBatchFactorsBySize: SetBatchFactors stretches each batch by its
+// size's factor and SetFactor goes back to one factor for all; SoloWork
+// sums the batches' solo latencies before any factor. A list of the wrong
+// length is refused, naming the server, and changes nothing.
+func TestBatchFactorsBySize(t *testing.T) {
+	s, err := NewServer(Config{Name: "r", Model: "resnet50", BatchSize: 2, BatchLatency: 0.002, BatchLatencies: []float64{0.001, 0.002}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetBatchFactors([]float64{3, 1.5}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetBatchFactors([]float64{9}); err == nil || !strings.Contains(err.Error(), "r:") {
+		t.Errorf("SetBatchFactors of 1 factor for 2 sizes: %v, want an error naming server r", err)
+	}
+	s.Submit(0) // a batch of 1: 1 ms x 3
+	s.Submit(0.001)
+	s.Submit(0.001) // wait for it, then a batch of 2: 2 ms x 1.5
+	cs := s.Advance(0.0031)
+	if len(cs) != 3 || !near(cs[0].Done, 0.003) || !near(cs[2].Done, 0.006) {
+		t.Fatalf("completions %+v, want done at 0.003 and 0.006", cs)
+	}
+	if s.Factor() != 1.5 || s.BatchFactor(1) != 3 {
+		t.Errorf("Factor %v, BatchFactor(1) %v; want 1.5 (a full batch's) and 3", s.Factor(), s.BatchFactor(1))
+	}
+	s.SetFactor(2)
+	s.Submit(0.01) // a batch of 1: 1 ms x 2
+	if cs := s.Drain(); len(cs) != 1 || !near(cs[0].Done, 0.012) {
+		t.Fatalf("after SetFactor(2): completions %+v, want one done at 0.012", cs)
+	}
+	if !near(s.SoloWork(), 0.004) || s.Batches() != 3 {
+		t.Errorf("SoloWork %v s over %d batches, want 0.004 s over 3", s.SoloWork(), s.Batches())
+	}
+}
