@@ -7,7 +7,9 @@
 // trace time [t0, t1):
 //
 //  1. sets every instance's latency factor from its GPU neighbours' busy
-//     share in the previous step (pkg/interference);
+//     share in the previous step (pkg/interference); for a server with a
+//     solo latency per batch size, one factor per batch size, with its
+//     neighbours' mean batch of that step;
 //  2. offers each service its arrivals, service by service in the order
 //     they were added and trace second by trace second: the service's share
 //     of the second's rate (scaled to the part of the second in the step),

@@ -20,6 +20,7 @@ type Engine struct {
 	times   []float64
 	ready   []*modelserver.Server
 	members []interference.Instance
+	factors []float64
 }
 
 // New returns an engine without services for a trace of rates (total
@@ -60,6 +61,17 @@ func (e *Engine) Step(t0, t1 float64) {
 // the GPU type it runs on. The model's time slice and switch cost are the
 // H100's; on T4 and V100 they are applied unmeasured. An instance alone on
 // its GPU runs at factor 1.
+//
+// A server with a solo latency per batch size (Config.BatchLatencies, as
+// serving-check gives it from a measurement file; the demo's and the
+// evaluator's servers have none) enters the model with the mean solo
+// latency of the batches it ran in the previous step (its full batch's as
+// the occupancy's reference, Instance.FullBatchLatency), and gets one
+// factor per batch size (Server.SetBatchFactors): its own batch of that
+// size beside its neighbours as they ran. A mean over its batch sizes
+// would feed back through its own batches (a larger factor, larger
+// batches, a smaller factor in the next step) and make the factor swing
+// from step to step.
 func (e *Engine) interfere() {
 	e.step++
 	for _, s := range e.services {
@@ -75,7 +87,11 @@ func (e *Engine) interfere() {
 			}
 			ms := e.members[:0]
 			for _, o := range g.insts {
-				ms = append(ms, e.colocation.ProfileInstance(e.mode, o.Server.Model(), o.util, o.Server.Config().BatchLatency))
+				m := e.colocation.ProfileInstance(e.mode, o.Server.Model(), o.util, o.solo)
+				if lat := o.Server.Config().BatchLatencies; len(lat) > 0 {
+					m.FullBatchLatency = lat[len(lat)-1]
+				}
+				ms = append(ms, m)
 			}
 			e.members = ms
 			f, err := e.colocation.Sharing.Inflations(e.mode, ms)
@@ -84,10 +100,34 @@ func (e *Engine) interfere() {
 					o.Server.SetFactor(1)
 					continue
 				}
+				if lat := o.Server.Config().BatchLatencies; len(lat) > 0 {
+					if o.Server.SetBatchFactors(e.batchFactors(ms, i, lat)) == nil {
+						continue
+					} // one factor per size by construction: cannot happen
+				}
 				o.Server.SetFactor(f[i])
 			}
 		}
 	}
+}
+
+// batchFactors returns member i's inflation for each of its batch sizes:
+// the co-location model with i's solo latency that of a batch of that size
+// (lat, by size), its neighbours as they ran in the last step.
+func (e *Engine) batchFactors(ms []interference.Instance, i int, lat []float64) []float64 {
+	e.factors = e.factors[:0]
+	mean := ms[i].BatchLatency
+	for _, l := range lat {
+		ms[i].BatchLatency = l
+		f, err := e.colocation.Sharing.Inflations(e.mode, ms)
+		if err != nil { // servers validate BatchLatencies > 0: cannot happen
+			e.factors = append(e.factors, 1)
+			continue
+		}
+		e.factors = append(e.factors, f[i])
+	}
+	ms[i].BatchLatency = mean
+	return e.factors
 }
 
 // offer draws s's arrivals in [t0, t1), second by second, and routes each
@@ -139,6 +179,7 @@ func (e *Engine) advance(t0, t1 float64) {
 			in.finish(in.Server.Advance(t1))
 			in.busy = in.Server.BusyTime(t0, t1)
 			in.util = in.busy / dt
+			in.recordSolo()
 			in.Server.ForgetBusyBefore(t0) // the next step asks from t1 on
 		}
 	}

@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"math"
 	"math/rand/v2"
 	"testing"
 
@@ -149,6 +150,99 @@ func TestRemoveDrains(t *testing.T) {
 	for _, list := range [][]*Instance{s.Instances(), g.Instances()} {
 		if len(list) != 2 || list[0] != a || list[1] != c {
 			t.Errorf("instances after Remove: %v", list)
+		}
+	}
+}
+
+// TestInterferenceByBatchSize: a server with a solo latency per batch
+// size (as serving-check gives one from a measurement file) is slowed
+// down, batch by batch, by the co-location model with its own solo latency
+// that of the batch's size; its neighbour sees it at the mean solo latency
+// of the batches it ran in the step before. Under both sharing modes.
+func TestInterferenceByBatchSize(t *testing.T) {
+	lat := []float64{0.0010, 0.0011, 0.0012, 0.0013, 0.0014, 0.0015, 0.0016, 0.0018}
+	for _, mode := range []interference.SharingMode{interference.SharingTimeSlicing, interference.SharingMPS} {
+		m := interference.FittedColocation()
+		e := New([]float64{2000, 0, 0}, m, mode) // load in second 0 only
+		var g GPU
+		// a: per-size latencies; b: one latency for every batch, as the
+		// demo's servers.
+		sa, err := modelserver.NewServer(modelserver.Config{Name: "a", Model: "resnet50", BatchSize: 8, BatchLatency: lat[7], BatchLatencies: lat, MaxBatchDelay: 0.0005})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sb, err := modelserver.NewServer(modelserver.Config{Name: "b", Model: "resnet50", BatchSize: 8, BatchLatency: 0.002})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var doneA, doneB []modelserver.Completion
+		sva, svb := service(6), service(7)
+		sva.Share, svb.Share = 0.5, 0.5
+		a := e.Add(e.AddService(sva), &g, sa, func(c []modelserver.Completion) { doneA = append(doneA, c...) })
+		b := e.Add(e.AddService(svb), &g, sb, func(c []modelserver.Completion) { doneB = append(doneB, c...) })
+		e.Step(0, 1)
+		ua, ub := a.Util(), b.Util()
+		if ua == 0 || ub == 0 {
+			t.Fatalf("%s: utilisation %v %v; want both busy", mode, ua, ub)
+		}
+		// a's batches in second 0 (one completion time per batch), their
+		// mean solo latency.
+		sizes := map[float64]int{}
+		for _, c := range doneA {
+			sizes[c.Done]++
+		}
+		solo := 0.0
+		for _, n := range sizes {
+			solo += lat[n-1] / float64(len(sizes))
+		}
+		// Second 1 has no arrivals of its own: once the step has set the
+		// factors (Offered), probe a with a batch of 8 at 1.5 s and one of
+		// 1 at 1.7 s, b with one request at 1.5 s.
+		doneA, doneB = nil, nil
+		sva.Offered = func(int, []float64) {
+			for range 8 {
+				sa.Submit(1.5)
+			}
+			sa.Submit(1.7)
+			sb.Submit(1.5)
+		}
+		e.Step(1, 2)
+		probes := func(cs []modelserver.Completion) []modelserver.Completion { // not second 0's
+			var out []modelserver.Completion
+			for _, c := range cs {
+				if c.Arrival >= 1.5 {
+					out = append(out, c)
+				}
+			}
+			return out
+		}
+		doneA, doneB = probes(doneA), probes(doneB)
+		if len(doneA) != 9 || len(doneB) != 1 {
+			t.Fatalf("%s: %d and %d completions in second 1; want the 9 and 1 probes", mode, len(doneA), len(doneB))
+		}
+		inst := func(busy, l, full float64) interference.Instance {
+			in := m.ProfileInstance(mode, "resnet50", busy, l)
+			in.FullBatchLatency = full
+			return in
+		}
+		want := func(l float64) float64 { // a's inflation at solo latency l
+			f, err := m.Sharing.Inflations(mode, []interference.Instance{inst(ua, l, lat[7]), inst(ub, 0.002, 0)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return f[0]
+		}
+		fb, err := m.Sharing.Inflations(mode, []interference.Instance{inst(ua, solo, lat[7]), inst(ub, 0.002, 0)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got8, got1, gotB := (doneA[0].Done-1.5)/lat[7], (doneA[8].Done-1.7-0.0005)/lat[0], (doneB[0].Done-1.5)/0.002
+		if math.Abs(got8-want(lat[7])) > 1e-9 || math.Abs(got1-want(lat[0])) > 1e-9 || math.Abs(gotB-fb[1]) > 1e-9 {
+			t.Errorf("%s: a's batch of 8 inflated %.4f (want %.4f), of 1 %.4f (want %.4f); b %.4f (want %.4f, a at its mean solo latency %.5f s)",
+				mode, got8, want(lat[7]), got1, want(lat[0]), gotB, fb[1], solo)
+		}
+		if !(got1 > 1.01*got8 && got8 > 1) {
+			t.Errorf("%s: a's batch of 1 inflated %.4f, of 8 %.4f; want 1 < the 8's < the 1's", mode, got1, got8)
 		}
 	}
 }

@@ -63,6 +63,26 @@ type Instance struct {
 	done func([]modelserver.Completion)
 	busy float64 // busy seconds in the last step
 	util float64 // busy share of the last step
+	// solo is the solo latency, seconds, of the batches the server ran:
+	// its BatchLatency, or, for a server with a latency per batch size
+	// (BatchLatencies), the mean solo latency of its batches in the last
+	// step that had any (the full batch's before the first).
+	solo float64
+	// batches and work are the server's Batches and SoloWork at the end
+	// of the last step.
+	batches uint64
+	work    float64
+}
+
+// recordSolo updates solo from the batches the server started since the
+// last step.
+func (in *Instance) recordSolo() {
+	cfg := in.Server.Config()
+	b, w := in.Server.Batches(), in.Server.SoloWork()
+	if len(cfg.BatchLatencies) > 0 && b > in.batches {
+		in.solo = (w - in.work) / float64(b-in.batches)
+	}
+	in.batches, in.work = b, w
 }
 
 // Service is the instance's service.
@@ -89,7 +109,11 @@ func (e *Engine) AddService(s *Service) *Service {
 // Add adds server srv as an instance of s on gpu. done, if not nil, is
 // given the server's completions as Step and Remove collect them.
 func (e *Engine) Add(s *Service, gpu *GPU, srv *modelserver.Server, done func([]modelserver.Completion)) *Instance {
-	in := &Instance{Server: srv, svc: s, gpu: gpu, done: done}
+	in := &Instance{Server: srv, svc: s, gpu: gpu, done: done, solo: srv.Config().BatchLatency,
+		batches: srv.Batches(), work: srv.SoloWork()}
+	if lat := srv.Config().BatchLatencies; len(lat) > 0 {
+		in.solo = lat[len(lat)-1]
+	}
 	s.insts = append(s.insts, in)
 	gpu.insts = append(gpu.insts, in)
 	return in
