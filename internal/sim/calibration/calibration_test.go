@@ -1,6 +1,7 @@
 package calibration
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -85,7 +86,9 @@ func TestParseServingRefusesBadInput(t *testing.T) {
 
 // The shipped measurements meet the targets of issue 17: interference MAPE
 // <= 0.10 on every co-location file, serving p98 MAPE <= 0.25 on every
-// serving file.
+// serving file, both through the replay engine (what the demo and the
+// evaluator run, serving-check's RESULT) and through the SharedGPU
+// co-simulation it prints for comparison.
 func TestShippedMeasurementsMeetTargets(t *testing.T) {
 	occ := interference.H100Occupancy()
 	for file, limit := range map[string]float64{
@@ -106,17 +109,61 @@ func TestShippedMeasurementsMeetTargets(t *testing.T) {
 	if testing.Short() {
 		return
 	}
+	col := interference.FittedColocation()
 	for _, file := range []string{"timeslice-cudagraph-openloop.json", "mps-cudagraph-openloop.json"} {
 		f, err := ReadServing("../../../data/measurements/gpu-serving-h100/"+file, occ)
 		if err != nil {
 			t.Fatal(err)
 		}
-		ps, err := PredictServing(f, interference.FittedSharing(), occ, DefaultSimOptions)
-		if err != nil {
-			t.Fatal(err)
+		for _, p := range []struct {
+			name    string
+			predict func(*ServingFile, interference.Colocation, SimOptions) ([]ServingPrediction, error)
+		}{{"replay engine", PredictServing}, {"co-simulation (SharedGPU)", PredictServingCoSim}} {
+			ps, err := p.predict(f, col, DefaultSimOptions)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m := P98MAPE(ps); m > 0.25 || len(ps) != 18 {
+				t.Errorf("%s: %s: serving p98 MAPE %.4f over %d members, want <= 0.25 over 18", file, p.name, m, len(ps))
+			}
 		}
-		if m := P98MAPE(ps); m > 0.25 || len(ps) != 18 {
-			t.Errorf("%s: serving p98 MAPE %.4f over %d members, want <= 0.25 over 18", file, m, len(ps))
-		}
+	}
+}
+
+// TestServingReport: the report has a row per member, the co-simulation's
+// MAPE on a line of its own, and ends with the replay engine's RESULT; a
+// step that is not > 0 is refused.
+func TestServingReport(t *testing.T) {
+	col := interference.FittedColocation()
+	f, err := ParseServing("ok.json", strings.NewReader(servingOK), col.Occupancy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps, err := PredictServing(f, col, DefaultSimOptions)
+	if err != nil || len(ps) != 1 || !(ps[0].PredictedP50 > 0) {
+		t.Fatalf("PredictServing = %+v, %v; want 1 member with a p50", ps, err)
+	}
+	cosim, err := PredictServingCoSim(f, col, DefaultSimOptions)
+	if err != nil || len(cosim) != 1 {
+		t.Fatalf("PredictServingCoSim = %+v, %v; want 1 member", cosim, err)
+	}
+	cosim[0].PredictedP98 = 2 * cosim[0].MeasuredP98 // MAPE 1: tells the lines apart
+	var b strings.Builder
+	WriteServingReport(&b, f, ps, cosim, DefaultSimOptions)
+	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+	last, prev := lines[len(lines)-1], lines[len(lines)-2]
+	if want := fmt.Sprintf("RESULT serving_p98_mape=%.4f members=1", P98MAPE(ps)); last != want {
+		t.Errorf("last line %q, want %q", last, want)
+	}
+	if !strings.HasPrefix(prev, "co-simulation (SharedGPU") || !strings.HasSuffix(prev, "serving_p98_mape=1.0000 members=1") {
+		t.Errorf("line before RESULT %q, want the co-simulation's MAPE 1.0000", prev)
+	}
+	if !strings.HasPrefix(lines[len(lines)-3], "solo ") {
+		t.Errorf("line %q, want the member's row", lines[len(lines)-3])
+	}
+	bad := DefaultSimOptions
+	bad.StepS = 0
+	if _, err := PredictServing(f, col, bad); err == nil || !strings.Contains(err.Error(), "StepS") {
+		t.Errorf("StepS 0: %v, want an error naming StepS", err)
 	}
 }

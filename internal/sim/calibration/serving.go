@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/hetsev/hetsev/internal/sim/modelserver"
+	"github.com/hetsev/hetsev/internal/sim/replay"
 	"github.com/hetsev/hetsev/pkg/interference"
 )
 
@@ -173,10 +174,26 @@ type SimOptions struct {
 	Runs int
 	// Seed of the arrival processes.
 	Seed uint64
+	// StepS is the length, in seconds of trace time, of the replay
+	// engine's steps (replay.Engine.Step): the evaluator's 1 s by
+	// default. The demo's steps are its tick times its time compression,
+	// usually shorter. Interference is set once per step from the one
+	// before, so a coarse step is the worse case.
+	StepS float64
 }
 
-// DefaultSimOptions: 20 runs.
-var DefaultSimOptions = SimOptions{Runs: 20, Seed: 1}
+// DefaultSimOptions: 20 runs, 1 s steps.
+var DefaultSimOptions = SimOptions{Runs: 20, Seed: 1, StepS: 1}
+
+func (opt SimOptions) validate() error {
+	if opt.Runs < 1 {
+		return fmt.Errorf("serving simulation: Runs %d must be >= 1", opt.Runs)
+	}
+	if !(opt.StepS > 0) || math.IsInf(opt.StepS, 0) {
+		return fmt.Errorf("serving simulation: StepS %g s must be finite and > 0", opt.StepS)
+	}
+	return nil
+}
 
 // poisson returns the arrival times of a Poisson process at rate in
 // [0, dur).
@@ -194,39 +211,165 @@ func percentile(xs []float64, q float64) float64 {
 	return xs[int(math.Min(float64(len(xs)-1), math.Floor(q*float64(len(xs)-1)+0.5)))]
 }
 
-// PredictServing simulates every scenario of f with the servers of the
-// scenario sharing one GPU (modelserver.SharedGPU: each server's batch
-// latency table, Poisson arrivals at its rate, the GPU's sharing mode with
-// model's coefficients and the servers' solo occupancies), opt.Runs runs of
-// dur_s each. Members at or above OverrunLimit are left out of the result
-// but still run (they load the GPU).
-func PredictServing(f *ServingFile, model interference.Sharing, occupancies interference.OccupancyTable, opt SimOptions) ([]ServingPrediction, error) {
+// servingConfig is the simulated server of member m of f: the file's
+// batch latency per batch size, dynamic batching without delay (whenever
+// the server is idle and requests wait, one batch of all waiting requests
+// up to max_batch), as serving.py's servers batch.
+func (f *ServingFile) servingConfig(m ServingMember) modelserver.Config {
+	lat := f.Servers[m.Server].BatchLatencies()
+	return modelserver.Config{Name: m.Server, Model: m.Model(), BatchSize: len(lat), BatchLatency: lat[len(lat)-1], BatchLatencies: lat}
+}
+
+// checkServable refuses files the simulated servers do not model.
+func (f *ServingFile) checkServable() error {
+	if _, exec := f.Mode(); exec != interference.ExecutionCUDAGraph {
+		return fmt.Errorf("%s: field graph is false: the simulated servers model CUDA-graph/TensorRT execution only", f.Path)
+	}
+	return nil
+}
+
+// memberStats accumulates one member's percentiles and busy share over
+// the runs.
+type memberStats struct{ p50, p98, busy float64 }
+
+// addRun adds one run's latencies (ms, any order; sorted in place) and
+// busy share, each weighted 1/runs.
+func (ms *memberStats) addRun(lats []float64, busy float64, runs int) {
+	sort.Float64s(lats)
+	ms.p50 += percentile(lats, 0.5) / float64(runs)
+	ms.p98 += percentile(lats, 0.98) / float64(runs)
+	ms.busy += busy / float64(runs)
+}
+
+// predictions returns the members of s not overloaded with their
+// simulated stats.
+func predictions(s ServingScenario, stats []memberStats) []ServingPrediction {
+	var out []ServingPrediction
+	for i, m := range s.Members {
+		if *m.OverrunS >= OverrunLimit {
+			continue
+		}
+		out = append(out, ServingPrediction{Scenario: s.Label, Server: m.Server, RateRPS: *m.RateRPS,
+			MeasuredBusy: *m.BusyShare, PredictedBusy: stats[i].busy,
+			MeasuredP50: *m.LatMsP50, PredictedP50: stats[i].p50,
+			MeasuredP98: *m.LatMsP98, PredictedP98: stats[i].p98})
+	}
+	return out
+}
+
+// memberSeed is the seed stream of member i of scenario si in run r.
+func memberSeed(si, i, r int) uint64 { return uint64(si)<<32 | uint64(i)<<16 | uint64(r) }
+
+// PredictServing simulates every scenario of f as the demo and the
+// evaluator simulate model servers: a replay.Engine with the co-location
+// model col and the file's sharing mode, one replay.Service per member at
+// its rate_rps (each with its own arrivals and router), every member's
+// modelserver.Server (servingConfig) on one replay.GPU, stepped over the
+// file's dur_s in steps of opt.StepS, then drained; opt.Runs runs. The
+// engine sets each server's latency factor every step from the members'
+// busy shares in the step before (replay.Engine.Step). Members at or above
+// OverrunLimit are left out of the result but still run (they load the
+// GPU).
+func PredictServing(f *ServingFile, col interference.Colocation, opt SimOptions) ([]ServingPrediction, error) {
+	if err := f.checkServable(); err != nil {
+		return nil, err
+	}
+	if err := opt.validate(); err != nil {
+		return nil, err
+	}
+	mode, _ := f.Mode()
+	dur := *f.DurS
+	var out []ServingPrediction
+	for si, s := range f.Scenarios {
+		n := len(s.Members)
+		// The engine's trace is the scenario's summed rate in every second;
+		// each member's service is its share of it.
+		total := 0.0
+		for _, m := range s.Members {
+			total += *m.RateRPS
+		}
+		rates := make([]float64, int(math.Ceil(dur)))
+		for i := range rates {
+			rates[i] = total
+		}
+		stats := make([]memberStats, n)
+		for r := 0; r < opt.Runs; r++ {
+			eng := replay.New(rates, col, mode)
+			gpu := new(replay.GPU)
+			lats := make([][]float64, n)
+			insts := make([]*replay.Instance, n)
+			for i, m := range s.Members {
+				srv, err := modelserver.NewServer(f.servingConfig(m))
+				if err != nil {
+					return nil, fmt.Errorf("%s: scenario %q: %w", f.Path, s.Label, err)
+				}
+				seed := memberSeed(si, i, r)
+				share := 0.0
+				if total > 0 {
+					share = *m.RateRPS / total
+				}
+				svc := eng.AddService(&replay.Service{Share: share, Arrivals: rand.New(rand.NewPCG(opt.Seed, seed)), Router: modelserver.NewRouter(opt.Seed ^ seed)})
+				insts[i] = eng.Add(svc, gpu, srv, func(cs []modelserver.Completion) {
+					for _, c := range cs {
+						lats[i] = append(lats[i], (c.Done-c.Arrival)*1000)
+					}
+				})
+			}
+			busy := make([]float64, n)
+			for k := 0; float64(k)*opt.StepS < dur; k++ {
+				eng.Step(float64(k)*opt.StepS, math.Min(float64(k+1)*opt.StepS, dur))
+				for i, in := range insts {
+					busy[i] += in.Busy()
+				}
+			}
+			eng.Drain()
+			for i := range s.Members {
+				if len(lats[i]) == 0 {
+					return nil, fmt.Errorf("%s: scenario %q: %s served no request in run %d", f.Path, s.Label, s.Members[i].Server, r)
+				}
+				stats[i].addRun(lats[i], busy[i]/dur, opt.Runs)
+			}
+		}
+		out = append(out, predictions(s, stats)...)
+	}
+	return out, nil
+}
+
+// PredictServingCoSim simulates every scenario of f with the servers of
+// the scenario sharing one GPU in modelserver.SharedGPU, a co-simulation
+// in virtual time that the demo and the evaluator do not run (each
+// server's batch latency table, Poisson arrivals at its rate, the GPU's
+// sharing mode with col's coefficients and the servers' solo occupancies,
+// moment by moment rather than a factor per step), opt.Runs runs of dur_s
+// each. serving-check prints it for comparison with PredictServing.
+// Members at or above OverrunLimit are left out of the result but still
+// run (they load the GPU).
+func PredictServingCoSim(f *ServingFile, col interference.Colocation, opt SimOptions) ([]ServingPrediction, error) {
+	if err := f.checkServable(); err != nil {
+		return nil, err
+	}
+	if err := opt.validate(); err != nil {
+		return nil, err
+	}
 	mode, exec := f.Mode()
-	if exec != interference.ExecutionCUDAGraph {
-		return nil, fmt.Errorf("%s: field graph is false: the simulated servers model CUDA-graph/TensorRT execution only", f.Path)
-	}
-	if opt.Runs < 1 {
-		return nil, fmt.Errorf("serving simulation: Runs %d must be >= 1", opt.Runs)
-	}
 	dur := *f.DurS
 	var out []ServingPrediction
 	for si, s := range f.Scenarios {
 		n := len(s.Members)
 		servers := make([]modelserver.SharedServer, n)
 		for i, m := range s.Members {
-			lat := f.Servers[m.Server].BatchLatencies()
-			o, _ := occupancies.Lookup(mode, exec, m.Model())
-			servers[i] = modelserver.SharedServer{Config: modelserver.Config{Name: m.Server, Model: m.Model(), BatchSize: len(lat), BatchLatency: lat[len(lat)-1], BatchLatencies: lat}, Occupancy: o}
+			o, _ := col.Occupancy.Lookup(mode, exec, m.Model())
+			servers[i] = modelserver.SharedServer{Config: f.servingConfig(m), Occupancy: o}
 		}
-		gpu, err := modelserver.NewSharedGPU(mode, model, servers)
+		gpu, err := modelserver.NewSharedGPU(mode, col.Sharing, servers)
 		if err != nil {
 			return nil, fmt.Errorf("%s: scenario %q: %w", f.Path, s.Label, err)
 		}
-		p50, p98, busy := make([]float64, n), make([]float64, n), make([]float64, n)
+		stats := make([]memberStats, n)
 		for r := 0; r < opt.Runs; r++ {
 			arrivals := make([][]float64, n)
 			for i, m := range s.Members {
-				rng := rand.New(rand.NewPCG(opt.Seed, uint64(si)<<32|uint64(i)<<16|uint64(r)))
+				rng := rand.New(rand.NewPCG(opt.Seed, memberSeed(si, i, r)))
 				arrivals[i] = poisson(rng, *m.RateRPS, dur)
 			}
 			res, err := gpu.Run(arrivals)
@@ -241,21 +384,10 @@ func PredictServing(f *ServingFile, model interference.Sharing, occupancies inte
 				for k, c := range rs.Completions {
 					lats[k] = (c.Done - c.Arrival) * 1000
 				}
-				sort.Float64s(lats)
-				p50[i] += percentile(lats, 0.5) / float64(opt.Runs)
-				p98[i] += percentile(lats, 0.98) / float64(opt.Runs)
-				busy[i] += rs.Busy / math.Max(dur, rs.End) / float64(opt.Runs)
+				stats[i].addRun(lats, rs.Busy/math.Max(dur, rs.End), opt.Runs)
 			}
 		}
-		for i, m := range s.Members {
-			if *m.OverrunS >= OverrunLimit {
-				continue
-			}
-			out = append(out, ServingPrediction{Scenario: s.Label, Server: m.Server, RateRPS: *m.RateRPS,
-				MeasuredBusy: *m.BusyShare, PredictedBusy: busy[i],
-				MeasuredP50: *m.LatMsP50, PredictedP50: p50[i],
-				MeasuredP98: *m.LatMsP98, PredictedP98: p98[i]})
-		}
+		out = append(out, predictions(s, stats)...)
 	}
 	return out, nil
 }
@@ -273,29 +405,39 @@ func P98MAPE(ps []ServingPrediction) float64 {
 	return s / float64(len(ps))
 }
 
-// WriteServingReport prints the table and the RESULT line.
-func WriteServingReport(w io.Writer, f *ServingFile, ps []ServingPrediction, opt SimOptions) {
+// WriteServingReport prints the replay engine's predictions per member
+// (ps, from PredictServing), the co-simulation's MAPE (cosim, from
+// PredictServingCoSim) on a line of its own, and last the RESULT line, of
+// ps: what the demo and the evaluator run.
+func WriteServingReport(w io.Writer, f *ServingFile, ps, cosim []ServingPrediction, opt SimOptions) {
 	mode, exec := f.Mode()
-	fmt.Fprintf(w, "%s: %s, %s, %s; simulated servers: internal/sim/modelserver SharedGPU, dynamic batching without delay, %d runs of %gs\n", f.Path, f.GPU, mode, exec, opt.Runs, *f.DurS)
-	fmt.Fprintf(w, "%-32s %-20s %7s %11s %15s %15s %7s\n", "scenario", "server", "rate", "busy m/p", "p50 ms m/p", "p98 ms m/p", "p98 err")
+	fmt.Fprintf(w, "%s: %s, %s, %s; %d runs of %gs\n", f.Path, f.GPU, mode, exec, opt.Runs, *f.DurS)
+	fmt.Fprintf(w, "simulated servers: internal/sim/replay Engine with internal/sim/modelserver Server, as the demo and the evaluator run them (%gs steps, interference from the step before), dynamic batching without delay\n", opt.StepS)
+	fmt.Fprintf(w, "%-33s %-20s %7s %11s %15s %15s %7s\n", "scenario", "server", "rate", "busy m/p", "p50 ms m/p", "p98 ms m/p", "p98 err")
 	for _, p := range ps {
-		fmt.Fprintf(w, "%-32s %-20s %7.0f %5.2f/%5.2f %7.2f/%7.2f %7.2f/%7.2f %+6.1f%%\n", p.Scenario, p.Server, p.RateRPS,
+		fmt.Fprintf(w, "%-33s %-20s %7.0f %5.2f/%5.2f %7.2f/%7.2f %7.2f/%7.2f %+6.1f%%\n", p.Scenario, p.Server, p.RateRPS,
 			p.MeasuredBusy, p.PredictedBusy, p.MeasuredP50, p.PredictedP50, p.MeasuredP98, p.PredictedP98, 100*(p.PredictedP98-p.MeasuredP98)/p.MeasuredP98)
 	}
+	fmt.Fprintf(w, "co-simulation (SharedGPU, virtual time; for comparison, not what the demo runs): serving_p98_mape=%.4f members=%d\n", P98MAPE(cosim), len(cosim))
 	fmt.Fprintf(w, "RESULT serving_p98_mape=%.4f members=%d\n", P98MAPE(ps), len(ps))
 }
 
-// RunServingCheck reads the serving file at path, simulates it and writes
+// RunServingCheck reads the serving file at path, simulates it through
+// the replay engine and, for comparison, the co-simulation, and writes
 // the report to w.
-func RunServingCheck(w io.Writer, path string, model interference.Sharing, occupancies interference.OccupancyTable, opt SimOptions) error {
-	f, err := ReadServing(path, occupancies)
+func RunServingCheck(w io.Writer, path string, col interference.Colocation, opt SimOptions) error {
+	f, err := ReadServing(path, col.Occupancy)
 	if err != nil {
 		return err
 	}
-	ps, err := PredictServing(f, model, occupancies, opt)
+	ps, err := PredictServing(f, col, opt)
 	if err != nil {
 		return err
 	}
-	WriteServingReport(w, f, ps, opt)
+	cosim, err := PredictServingCoSim(f, col, opt)
+	if err != nil {
+		return err
+	}
+	WriteServingReport(w, f, ps, cosim, opt)
 	return nil
 }
