@@ -17,7 +17,6 @@ type Engine struct {
 	step       uint64 // Step count, to visit each GPU once per step
 
 	// scratch, reused every second
-	times   []float64
 	ready   []*modelserver.Server
 	members []interference.Instance
 	factors []float64
@@ -130,23 +129,24 @@ func (e *Engine) batchFactors(ms []interference.Instance, i int, lat []float64) 
 	return e.factors
 }
 
-// offer draws s's arrivals in [t0, t1), second by second, and routes each
-// like Envoy's LEAST_REQUEST balancer among the instances ready at its
-// arrival; one that finds none is unserved.
+// offer routes s's arrivals in [t0, t1), second by second, each like
+// Envoy's LEAST_REQUEST balancer among the instances ready at its arrival;
+// one that finds none is unserved. A second's arrivals are drawn once, for
+// the whole second, at the first step that reaches it (Service.second), and
+// each step takes those in its part: the arrivals do not depend on how
+// steps cut the seconds. (Drawn per part, a part's count was its share of
+// the second's mean rounded, so short steps made arrivals more regular
+// than the trace's seconds and shortened the tails of servers near
+// capacity.)
 func (e *Engine) offer(s *Service, t0, t1 float64) {
 	for sec := math.Floor(t0); sec < t1; sec++ {
 		lo, hi := math.Max(sec, t0), math.Min(sec+1, t1)
 		if hi <= lo || sec < 0 || int(sec) >= len(e.rates) {
 			continue
 		}
-		mean := e.rates[int(sec)] * s.Share * (hi - lo)
-		n := int(mean)
-		if s.Arrivals.Float64() < mean-float64(n) {
-			n++
-		}
-		e.times = modelserver.AppendPoissonArrivals(e.times[:0], s.Arrivals, n, lo, hi)
+		at := s.second(int(sec), e.rates[int(sec)], lo, hi)
 		if s.Offered != nil {
-			s.Offered(int(sec), e.times)
+			s.Offered(int(sec), at)
 		}
 		// The router skips servers not ready at each arrival; leaving out
 		// those not ready within the second only saves it the work.
@@ -156,15 +156,15 @@ func (e *Engine) offer(s *Service, t0, t1 float64) {
 				e.ready = append(e.ready, in.Server)
 			}
 		}
-		for _, at := range e.times {
-			srv := s.Router.Pick(at, e.ready)
+		for _, a := range at {
+			srv := s.Router.Pick(a, e.ready)
 			if srv == nil {
 				if s.Unserved != nil {
-					s.Unserved(at)
+					s.Unserved(a)
 				}
 				continue
 			}
-			srv.Submit(at)
+			srv.Submit(a)
 		}
 	}
 	clear(e.ready) // do not retain servers between steps

@@ -61,7 +61,8 @@ func TestStepServesOfferedLoad(t *testing.T) {
 	}
 }
 
-// TestPartialSteps: steps of half a second offer half a second's mean each.
+// TestPartialSteps: steps of half a second offer each second's arrivals
+// in two parts.
 func TestPartialSteps(t *testing.T) {
 	e := New(constant(4, 10), interference.FittedColocation(), "")
 	s := e.AddService(service(2))
@@ -74,6 +75,37 @@ func TestPartialSteps(t *testing.T) {
 	e.Step(4, 5) // past the trace: nothing
 	if n != 40 || len(secs) != 8 || secs[0] != 0 || secs[1] != 0 || secs[7] != 3 {
 		t.Errorf("%d arrivals in seconds %v; want 40, two parts of each of 0..3", n, secs)
+	}
+}
+
+// TestArrivalsDoNotDependOnSteps: the same seed gives the same arrival
+// times whether the engine steps whole seconds (the evaluator) or parts of
+// them (the demo, its tick times its time compression), including a rate
+// whose mean is not a whole count.
+func TestArrivalsDoNotDependOnSteps(t *testing.T) {
+	arrivals := func(step float64) []float64 {
+		e := New([]float64{10.5, 7.25, 30, 0.4}, interference.FittedColocation(), "")
+		s := e.AddService(service(8))
+		var out []float64
+		s.Offered = func(sec int, at []float64) { out = append(out, at...) }
+		for k := 0; float64(k)*step < 4; k++ {
+			e.Step(float64(k)*step, math.Min(float64(k+1)*step, 4))
+		}
+		return out
+	}
+	whole := arrivals(1)
+	for _, step := range []float64{0.3, 0.25, 0.05} {
+		got := arrivals(step)
+		if len(got) != len(whole) {
+			t.Errorf("steps of %g s: %d arrivals, steps of 1 s: %d", step, len(got), len(whole))
+			continue
+		}
+		for i := range got {
+			if got[i] != whole[i] {
+				t.Errorf("steps of %g s: arrival %d at %v, steps of 1 s: at %v", step, i, got[i], whole[i])
+				break
+			}
+		}
 	}
 }
 

@@ -26,6 +26,40 @@ type Service struct {
 	Unserved func(at float64)
 
 	insts []*Instance
+	// The arrivals of trace second sec, sorted; next is the first not yet
+	// offered. drawn is false before the first second is drawn.
+	drawn bool
+	sec   int
+	times []float64
+	next  int
+}
+
+// second returns s's arrivals in [lo, hi), a part of trace second sec whose
+// total rate is rate (requests/s), sorted; the slice is reused by the next
+// call. The second's arrivals are drawn at its first call: s.Share·rate
+// rounded at random to a count, at Poisson times within the second. Parts
+// must follow each other; arrivals before lo (in a part no step offered)
+// are dropped.
+func (s *Service) second(sec int, rate, lo, hi float64) []float64 {
+	if !s.drawn || s.sec != sec {
+		mean := rate * s.Share
+		n := int(mean)
+		if s.Arrivals.Float64() < mean-float64(n) {
+			n++
+		}
+		s.times = modelserver.AppendPoissonArrivals(s.times[:0], s.Arrivals, n, float64(sec), float64(sec+1))
+		s.drawn, s.sec, s.next = true, sec, 0
+	}
+	for s.next < len(s.times) && s.times[s.next] < lo {
+		s.next++
+	}
+	end := s.next
+	for end < len(s.times) && s.times[end] < hi {
+		end++
+	}
+	out := s.times[s.next:end]
+	s.next = end
+	return out
 }
 
 // Instances are the service's instances, oldest first. The slice is the
