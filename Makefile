@@ -47,9 +47,11 @@ MEASUREMENTS ?= data/measurements/gpu-colocation-h100/timeslice-cudagraph.json
 interference-check:
 	$(GO) run ./cmd/interference-check $(MEASUREMENTS)
 
-# The simulated model server with the co-location model against an
-# open-loop file of data/measurements/gpu-serving-h100 (pass it as
-# MEASUREMENTS): p50 and p98 per member, and a RESULT line.
+# The simulated model servers with the co-location model, run by the replay
+# engine as the demo and the evaluator run them, against an open-loop file
+# of data/measurements/gpu-serving-h100 (pass it as MEASUREMENTS): p50 and
+# p98 per member, the SharedGPU co-simulation's MAPE for comparison, and
+# the engine's RESULT line.
 serving-check:
 	$(GO) run ./cmd/serving-check $(MEASUREMENTS)
 

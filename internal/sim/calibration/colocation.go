@@ -1,9 +1,11 @@
 // Package calibration checks hetsev's models of GPU sharing against the
 // measurements in data/measurements: the co-location model of
 // pkg/interference against the closed-loop co-location files
-// (gpu-colocation-h100) and the simulated model server of
-// internal/sim/modelserver, with that model, against the open-loop serving
-// files (gpu-serving-h100). It also holds the fit of pkg/interference's
+// (gpu-colocation-h100) and the simulated model servers of
+// internal/sim/modelserver, with that model and driven by internal/sim/
+// replay as the demo and the evaluator drive them, against the open-loop
+// serving files (gpu-serving-h100; the SharedGPU co-simulation is printed
+// beside them for comparison). It also holds the fit of pkg/interference's
 // coefficients (Fit), so that the fit and the checks read the files the
 // same way.
 package calibration
