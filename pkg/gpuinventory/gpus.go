@@ -29,6 +29,14 @@ type InstanceShare struct {
 // must fit a cap of 1).
 const busyShareSlack = 1e-9
 
+// DefaultMaxBusyShare caps a GPU's summed declared busy share at 1, for
+// hetsev-scheduler (plugin argument maxBusyShare) and hetsev-scaler's free
+// slots (--max-busy-share) alike: a GPU is busy at most all the time, and
+// the co-location measurements (data/measurements) show summed throughput
+// does not grow under time-slicing, so instances whose shares sum past 1
+// only queue.
+const DefaultMaxBusyShare = 1.0
+
 // FitsBusyShare reports whether d's busy share fits on g under cap (the
 // most summed declared busy share a GPU may carry); cap <= 0 is no cap.
 // Until hetsev-scaler writes hetsev.io/busy-share into its templates,
@@ -96,15 +104,17 @@ func Candidates(gpus []GPU, d Demand, c Choice) (fit []GPU, clash bool) {
 }
 
 // SlotsOnNode is how many more instances of d fit one node (HetSev 4.1
-// constraint 2): one per GPU that fits d (free GPU memory, anti-affinity),
-// bounded by the node's free CPU and memory. freeCPU and cpu are millicores,
-// freeMem and mem any one unit (bytes, MiB); a request <= 0 does not bound.
-// hetsev-scaler counts its MaxAdditional with it and so does the
-// trace-driven evaluator.
-func SlotsOnNode(gpus []GPU, d Demand, freeCPU, cpu, freeMem, mem int64) int {
+// constraint 2): one per GPU that fits d (free GPU memory, anti-affinity,
+// and d's busy share under busyShareCap as FitsBusyShare counts it; <= 0:
+// no cap), bounded by the node's free CPU and memory. freeCPU and cpu are
+// millicores, freeMem and mem any one unit (bytes, MiB); a request <= 0
+// does not bound. hetsev-scaler counts its MaxAdditional with it and so
+// does the trace-driven evaluator. It does not apply hetsev.io/max-inflation
+// (that needs the co-location model): a GPU it counts may still refuse d.
+func SlotsOnNode(gpus []GPU, d Demand, busyShareCap float64, freeCPU, cpu, freeMem, mem int64) int {
 	n := 0
 	for _, g := range gpus {
-		if g.Fits(d) {
+		if g.Fits(d) && g.FitsBusyShare(d, busyShareCap) {
 			n++
 		}
 	}

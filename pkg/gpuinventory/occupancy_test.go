@@ -152,11 +152,11 @@ func TestOccupancySums(t *testing.T) {
 	}
 	o := occupancy(t, t4("a"), pods, nil)
 	checkGPUs(t, o, gpuWant{5120, 2, map[string]int{"resnet50": 1, "ssd": 1}}, gpuWant{6144, 1, map[string]int{"ssd": 1}})
-	if n := SlotsOnNode(o.GPUs, Demand{Model: "bert", MemoryMiB: 1024}, 0, 0, 0, 0); n != 2 {
+	if n := SlotsOnNode(o.GPUs, Demand{Model: "bert", MemoryMiB: 1024}, 0, 0, 0, 0, 0); n != 2 {
 		t.Errorf("bert fits %d GPUs, want 2", n)
 	}
 	o.AddPod(gpuPod("bad", "a", "-", "lots", "0"), nil)
-	if n := SlotsOnNode(o.GPUs, Demand{Model: "bert", MemoryMiB: 1}, 0, 0, 0, 0); n != 1 || o.GPUs[0].Fits(Demand{MemoryMiB: 1}) {
+	if n := SlotsOnNode(o.GPUs, Demand{Model: "bert", MemoryMiB: 1}, 0, 0, 0, 0, 0); n != 1 || o.GPUs[0].Fits(Demand{MemoryMiB: 1}) {
 		t.Errorf("with a malformed pod on GPU 0, bert fits %d GPUs, want 1 (GPU 1)", n)
 	}
 }

@@ -170,6 +170,38 @@ func (pl Placer) Admits(g gpuinventory.GPU, d gpuinventory.Demand) bool {
 	return !(d.MaxInflation > 0 && after[len(after)-1] > d.MaxInflation)
 }
 
+// Inflation is the latency inflation (>= 1) the model predicts for the
+// instance of model on g, from the busy shares recorded on g (as
+// AddedInflation reads them): 1 when g hosts no other instance, and when
+// g hosts no instance of model (nothing to predict). hetsev-scaler divides
+// an instance's throughput by it.
+func (pl Placer) Inflation(g gpuinventory.GPU, model string) float64 {
+	if g.Instances < 2 {
+		return 1
+	}
+	mode := pl.Mode
+	if mode == "" {
+		mode = interference.SharingTimeSlicing
+	}
+	nb := neighbours(g)
+	members := make([]interference.Instance, len(nb))
+	at := -1
+	for i, s := range nb {
+		members[i] = pl.instance(mode, s.Model, s.BusyShare)
+		if at < 0 && s.Model == model {
+			at = i
+		}
+	}
+	if at < 0 {
+		return 1
+	}
+	f, err := pl.Colocation.Sharing.Inflations(mode, members)
+	if err != nil {
+		return 1
+	}
+	return math.Max(1, f[at])
+}
+
 // predict is the model's inflation of g's instances (nb, in that order)
 // before d joins, and of them and d (last) after.
 func (pl Placer) predict(g gpuinventory.GPU, d gpuinventory.Demand) (nb []gpuinventory.InstanceShare, before, after []float64, err error) {

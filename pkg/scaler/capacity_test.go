@@ -28,7 +28,7 @@ func TestCapacityInflationIsFitted(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got := s.typeState(i, 1, 1, s.capacityInflation(i, m, interference.SharingTimeSlicing)).LatencyInflation
+		got := s.typeState(i, 1, 1, s.capacityInflation(i, m, interference.SharingTimeSlicing), 1).LatencyInflation
 		if math.Abs(got-f[0]) > 1e-12 || got < 1.7 || got > 2 {
 			t.Errorf("%s: LatencyInflation %.4f, want the fitted %.4f (about 1.8)", s.types[i].gpuType.Name, got, f[0])
 		}

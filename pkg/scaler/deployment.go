@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -31,7 +32,8 @@ func DeploymentName(ms, gpuType string) string {
 
 // desiredDeployment builds the Deployment of one GPU type: the service's pod
 // template, pinned to the type's nodes by GFD's product label, scheduled by
-// hetsev-scheduler, with the hetsev annotations the scheduler needs,
+// hetsev-scheduler, with the hetsev annotations the scheduler needs (model,
+// GPU memory, busy share and inflation limit: service.demand),
 // NVIDIA_VISIBLE_DEVICES read from the GPU index the scheduler writes in
 // every container and init container, and the NVIDIA runtime class
 // (Defaults.RuntimeClassName) unless the template names one.
@@ -49,8 +51,11 @@ func desiredDeployment(s *service, p gpuProfile, replicas int32) *appsv1.Deploym
 	if tpl.Annotations == nil {
 		tpl.Annotations = map[string]string{}
 	}
-	tpl.Annotations[v1alpha1.AnnotationModel] = ms.Spec.Model
-	tpl.Annotations[v1alpha1.AnnotationGPUMemory] = fmt.Sprintf("%dMi", p.gpuMemMiB)
+	d := s.demand(p)
+	tpl.Annotations[v1alpha1.AnnotationModel] = d.Model
+	tpl.Annotations[v1alpha1.AnnotationGPUMemory] = fmt.Sprintf("%dMi", d.MemoryMiB)
+	tpl.Annotations[v1alpha1.AnnotationBusyShare] = strconv.FormatFloat(d.BusyShare, 'f', -1, 64)
+	tpl.Annotations[v1alpha1.AnnotationMaxInflation] = strconv.FormatFloat(d.MaxInflation, 'f', -1, 64)
 	tpl.Spec.SchedulerName = v1alpha1.SchedulerName
 	if tpl.Spec.NodeSelector == nil {
 		tpl.Spec.NodeSelector = map[string]string{}

@@ -107,8 +107,9 @@ func (o *Options) NewManager(cfg *rest.Config) (manager.Manager, error) {
 		Catalog:    cat,
 		// core/v1 Events, aggregated with a count, as kubectl and the demo
 		// read them.
-		Recorder: mgr.GetEventRecorderFor(v1alpha1.ScalerName), //nolint:staticcheck
-		Defaults: o.Defaults,
+		Recorder:     mgr.GetEventRecorderFor(v1alpha1.ScalerName), //nolint:staticcheck
+		Defaults:     o.Defaults,
+		MaxBusyShare: o.MaxBusyShare,
 	}
 	if o.TrafficSplit {
 		ic, err := istioclient.NewForConfig(cfg)

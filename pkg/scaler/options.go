@@ -3,7 +3,9 @@ package scaler
 import (
 	"flag"
 	"fmt"
+	"math"
 
+	"github.com/hetsev/hetsev/pkg/gpuinventory"
 	"github.com/hetsev/hetsev/pkg/heterogeneity"
 	"github.com/hetsev/hetsev/pkg/interference"
 )
@@ -35,6 +37,9 @@ type Options struct {
 	// interference.ColocationFile) for the capacity factor; empty: the
 	// model fitted to the H100 measurements.
 	InterferenceModel string
+	// MaxBusyShare is hetsev-scheduler's cap on a GPU's summed busy share
+	// (its maxBusyShare), for the free slots the scaler counts.
+	MaxBusyShare float64
 	// KubeAPIQPS and KubeAPIBurst limit queries to the API server.
 	KubeAPIQPS   float64
 	KubeAPIBurst int
@@ -50,6 +55,7 @@ func NewOptions() *Options {
 		HealthProbeBindAddress: ":8081",
 		Defaults:               DefaultDefaults,
 		TrafficSplit:           true,
+		MaxBusyShare:           gpuinventory.DefaultMaxBusyShare,
 		KubeAPIQPS:             50,
 		KubeAPIBurst:           100,
 	}
@@ -71,6 +77,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.Defaults.RuntimeClassName, "gpu-runtime-class", o.Defaults.RuntimeClassName, "RuntimeClass given to GPU pods that name none: the scaler's Deployments and pods the webhook opts in. The NVIDIA runtime reads NVIDIA_VISIBLE_DEVICES, and is not the node's default with the GPU Operator's CDI mode (v25.10 and later); empty leaves runtimeClassName alone (nodes whose default runtime is NVIDIA's)")
 	fs.BoolVar(&o.TrafficSplit, "traffic-split", o.TrafficSplit, "write Istio VirtualServices and DestinationRules that split each ModelService's traffic across GPU types by capacity")
 	fs.StringVar(&o.InterferenceModel, "interference-model", o.InterferenceModel, "co-location model file (YAML/JSON: version hetsev.io/interference/v1, time-slicing and MPS coefficients, occupancy table) for the latency a neighbour adds in the SLO check; empty: the model fitted to the H100 measurements in data/measurements")
+	fs.Float64Var(&o.MaxBusyShare, "max-busy-share", o.MaxBusyShare, "hetsev-scheduler's cap on a GPU's summed hetsev.io/busy-share (its HetsevGPUShare maxBusyShare argument; 0: no cap), used to count the instances that still fit")
 	fs.Float64Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS, "queries per second to the API server (client-go's default of 5 throttles a decision every few seconds per ModelService)")
 	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst, "burst of queries to the API server")
 }
@@ -85,6 +92,9 @@ func (o *Options) Validate() error {
 	}
 	if o.Defaults.SLOCheck != heterogeneity.SLOCheckModel && o.Defaults.SLOCheck != heterogeneity.SLOCheckPaper {
 		return fmt.Errorf("--slo-check=%q: want model or paper", o.Defaults.SLOCheck)
+	}
+	if math.IsNaN(o.MaxBusyShare) || math.IsInf(o.MaxBusyShare, 0) || o.MaxBusyShare < 0 {
+		return fmt.Errorf("--max-busy-share=%v: want a finite number >= 0 (0: no cap)", o.MaxBusyShare)
 	}
 	if o.Workers < 1 {
 		return fmt.Errorf("--workers=%d: want at least 1", o.Workers)

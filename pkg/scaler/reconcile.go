@@ -22,6 +22,7 @@ import (
 	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
 	"github.com/hetsev/hetsev/pkg/gpuinventory"
 	"github.com/hetsev/hetsev/pkg/heterogeneity"
+	"github.com/hetsev/hetsev/pkg/placement"
 )
 
 // Reconcile implements reconcile.Reconciler for one ModelService: a
@@ -173,13 +174,15 @@ func (r *Reconciler) decide(ctx context.Context, ms *v1alpha1.ModelService, st *
 		if p.spec.Memory != "" {
 			mem = resource.MustParse(p.spec.Memory)
 		}
-		slots, err := r.freeSlotsFor(ctx, ms, p, cpu, mem)
+		c, err := r.capacityFor(ctx, svc, p, cpu, mem)
 		if err != nil {
 			return 0, err
 		}
-		// Expected co-location: one neighbour as busy as the service's
-		// instances at its saturation threshold, by the fitted model.
-		obs.Types = append(obs.Types, svc.typeState(i, int(replicasOf(deps[i])), slots, svc.capacityInflation(i, r.colocation(), r.gpuSharing())))
+		// Expected co-location for the SLO check: one neighbour as busy as
+		// the service's instances at its saturation threshold, by the
+		// fitted model. Throughput: T_i over the inflation the instances
+		// get where they run now.
+		obs.Types = append(obs.Types, svc.typeState(i, int(replicasOf(deps[i])), c.slots, svc.capacityInflation(i, r.colocation(), r.gpuSharing()), c.inflation))
 	}
 	solveStart := time.Now()
 	act := as.Decide(obs)
@@ -264,18 +267,20 @@ func recordDecision(st *v1alpha1.ModelServiceStatus, d v1alpha1.Decision) {
 	st.LastDecision = &d
 }
 
-// freeSlotsFor counts the instances of ms that fit on free GPUs of p's
-// type (cached nodes and pods; read only, so not copied).
-func (r *Reconciler) freeSlotsFor(ctx context.Context, ms *v1alpha1.ModelService, p gpuProfile, cpu, mem resource.Quantity) (int, error) {
+// capacityFor counts the instances of svc that fit on free GPUs of p's
+// type and their instances' mean co-location inflation (capacityOf;
+// cached nodes and pods, read only, so not copied).
+func (r *Reconciler) capacityFor(ctx context.Context, svc *service, p gpuProfile, cpu, mem resource.Quantity) (typeCapacity, error) {
 	var nodes v1.NodeList
 	if err := r.Client.List(ctx, &nodes, client.MatchingLabels{gpuinventory.LabelGPUProduct: p.gpuType.ProductLabel}, client.UnsafeDisableDeepCopy); err != nil {
-		return 0, err
+		return typeCapacity{}, err
 	}
 	var pods v1.PodList
 	if err := r.Client.List(ctx, &pods, client.UnsafeDisableDeepCopy); err != nil {
-		return 0, err
+		return typeCapacity{}, err
 	}
-	return freeSlots(pointers(nodes.Items), pointers(pods.Items), p.gpuType.ProductLabel, gpuinventory.Demand{Model: ms.Spec.Model, MemoryMiB: p.gpuMemMiB}, cpu, mem), nil
+	pl := placement.Placer{Colocation: r.colocation(), Mode: r.gpuSharing()}
+	return capacityOf(pointers(nodes.Items), pointers(pods.Items), svc.obj.Name, p.gpuType.ProductLabel, svc.demand(p), r.MaxBusyShare, pl, cpu, mem), nil
 }
 
 func pointers[T any](items []T) []*T {

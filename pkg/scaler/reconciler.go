@@ -54,6 +54,10 @@ type Reconciler struct {
 	// time-slicing, CUDA's default and the costlier mode for saturating
 	// servers; the scaler does not look at the nodes' GFD labels).
 	GPUSharing interference.SharingMode
+	// MaxBusyShare caps a GPU's summed declared busy share when free slots
+	// are counted; it should be hetsev-scheduler's maxBusyShare (<= 0: no
+	// cap; --max-busy-share, default gpuinventory.DefaultMaxBusyShare).
+	MaxBusyShare float64
 
 	mu    sync.Mutex
 	state map[types.NamespacedName]*msState

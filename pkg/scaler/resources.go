@@ -4,22 +4,40 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
 	"github.com/hetsev/hetsev/pkg/gpuinventory"
+	"github.com/hetsev/hetsev/pkg/placement"
 )
 
-// freeSlots counts how many more instances of model, each needing demand,
-// fit on nodes of one GPU product right now (HetSev 4.1 constraint 2): GPUs
-// with enough free GPU memory and no instance of the model, on nodes with
-// the CPU and memory the pod requests. Pods of the model that are still
-// Pending (not yet placed) take slots first.
+// typeCapacity is what the GPUs of one product offer one GPU type of a
+// ModelService now.
+type typeCapacity struct {
+	// slots is MaxAdditional: how many more instances fit (freeSlots).
+	slots int
+	// inflation is the mean latency inflation (>= 1) its bound instances
+	// get from their GPU neighbours, by the co-location model at the busy
+	// shares the pods declare; 1 when none is bound.
+	inflation float64
+}
+
+// capacityOf counts, for the instances of ModelService ms (label
+// hetsev.io/modelservice) on nodes of one GPU product, each needing demand
+// and cpu/mem, the free slots (HetSev 4.1 constraint 2) and the mean
+// co-location inflation of its bound instances.
+//
+// Free slots are GPUs with enough free GPU memory, no instance of the model
+// and room for demand's busy share under busyShareCap (<= 0: no cap), on
+// nodes with the CPU and memory the pod requests. Pods of the model that are
+// still Pending (not yet placed) take slots first.
 //
 // A node's GPUs are counted by gpuinventory's occupancy rule, the
 // scheduler's: every pod bound to the node until it is terminal, a
 // terminating one included (it holds its GPU, CPU and memory until it
 // finishes). The scheduler's in-flight reservations are not in the API;
 // such a pod is still Pending here and counts as pending if it is of the
-// model.
-func freeSlots(nodes []*v1.Node, pods []*v1.Pod, product string, demand gpuinventory.Demand, cpu, mem resource.Quantity) int {
+// model. Inflation is predicted with pl on the node's sharing mode (GFD's
+// nvidia.com/gpu.sharing-strategy), as the scheduler rates GPUs.
+func capacityOf(nodes []*v1.Node, pods []*v1.Pod, ms, product string, demand gpuinventory.Demand, busyShareCap float64, pl placement.Placer, cpu, mem resource.Quantity) typeCapacity {
 	byNode := map[string][]*v1.Pod{}
 	pendingSame := 0
 	for _, p := range pods {
@@ -38,9 +56,9 @@ func freeSlots(nodes []*v1.Node, pods []*v1.Pod, product string, demand gpuinven
 		}
 		byNode[p.Spec.NodeName] = append(byNode[p.Spec.NodeName], p)
 	}
-	slots := 0
+	slots, bound, inflation := 0, 0, 0.0
 	for _, n := range nodes {
-		if n.Labels[gpuinventory.LabelGPUProduct] != product || n.Spec.Unschedulable {
+		if n.Labels[gpuinventory.LabelGPUProduct] != product {
 			continue
 		}
 		inv, err := gpuinventory.NodeGPUsOf(n)
@@ -56,9 +74,25 @@ func freeSlots(nodes []*v1.Node, pods []*v1.Pod, product string, demand gpuinven
 			}
 			occ.AddPod(p, nil)
 		}
+		onNode := pl.OnNode(n.Labels)
+		for _, p := range byNode[n.Name] {
+			idx, has, err := gpuinventory.ParseGPUIndex(p.Annotations)
+			if p.Labels[v1alpha1.LabelModelService] != ms || !has || err != nil || idx < 0 || idx >= len(occ.GPUs) {
+				continue
+			}
+			bound++
+			inflation += onNode.Inflation(occ.GPUs[idx], demand.Model)
+		}
+		if n.Spec.Unschedulable {
+			continue
+		}
 		freeCPU := n.Status.Allocatable.Cpu().MilliValue() - usedCPU.MilliValue()
 		freeMem := n.Status.Allocatable.Memory().Value() - usedMem.Value()
-		slots += gpuinventory.SlotsOnNode(occ.GPUs, demand, freeCPU, cpu.MilliValue(), freeMem, mem.Value())
+		slots += gpuinventory.SlotsOnNode(occ.GPUs, demand, busyShareCap, freeCPU, cpu.MilliValue(), freeMem, mem.Value())
 	}
-	return max(slots-pendingSame, 0)
+	c := typeCapacity{slots: max(slots-pendingSame, 0), inflation: 1}
+	if bound > 0 {
+		c.inflation = inflation / float64(bound)
+	}
+	return c
 }

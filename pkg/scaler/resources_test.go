@@ -8,7 +8,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/hetsev/hetsev/pkg/gpuinventory"
+	"github.com/hetsev/hetsev/pkg/placement"
 )
+
+// freeSlots is capacityOf's slot count without a busy-share cap.
+func freeSlots(nodes []*v1.Node, pods []*v1.Pod, product string, d gpuinventory.Demand, cpu, mem resource.Quantity) int {
+	return capacityOf(nodes, pods, "", product, d, 0, placement.Placer{}, cpu, mem).slots
+}
 
 // TestFreeSlotsCountsWhatTheSchedulerCounts: free slots follow
 // gpuinventory's occupancy rule, the scheduler's. On one T4 node with two

@@ -68,6 +68,54 @@ type gpuProfile struct {
 	gpuType   catalog.GPUType
 	gpuMemMiB int64
 	price     float64
+	// busyShare is the busy share one instance declares
+	// (hetsev.io/busy-share) and throughputRPS the throughput the scaler
+	// counts it at alone on its GPU (see instanceShare).
+	busyShare     float64
+	throughputRPS float64
+	// maxInflation is the co-location latency inflation its SLO allows
+	// (hetsev.io/max-inflation, see maxInflation).
+	maxInflation float64
+}
+
+// instanceShare is the busy share one instance of a type keeps on its GPU
+// and the throughput, in requests/s, the scaler counts it at, for a
+// profile of throughput T_i (requests/s) and batch latency L_i (ms), a
+// saturation threshold and the ModelService's spec.scaling.busyShare
+// (0: unset).
+//
+// A server that batches dynamically without delay and whose batch latency
+// hardly depends on the batch size (the profiles' ResNet-50 on a V100:
+// 10.4 ms at batch 1, 11.5 ms at 8) is busy about min(1, λ L_i) at λ
+// requests/s: one request at a time while λ L_i < 1, then batches that
+// grow with the queue and keep the GPU busy. The measurements agree
+// (data/measurements/gpu-serving-h100: ResNet-50 at 30 % of its
+// throughput busy 81 % of the time). So:
+//   - unset: the busy share at the saturation threshold, min(1, thr T_i
+//     L_i), which is 1 for every profile in data/profiles, and T_i;
+//   - busyShare s with s / L_i < T_i: s, and s / L_i requests/s, the rate
+//     at which an instance reaches s (the scaler keeps it below thr times
+//     that), so its GPU has 1 - s of its time for others;
+//   - otherwise min(s, thr T_i L_i) and T_i.
+func instanceShare(throughputRPS, latencyMs, threshold, busyShare float64) (share, counted float64) {
+	l := latencyMs / 1000
+	atThreshold := math.Min(1, threshold*throughputRPS*l)
+	if busyShare > 0 && busyShare/l < throughputRPS {
+		return busyShare, busyShare / l
+	}
+	if busyShare > 0 {
+		return math.Min(busyShare, atThreshold), throughputRPS
+	}
+	return atThreshold, throughputRPS
+}
+
+// maxInflation is the co-location latency inflation an instance of batch
+// latency latencyMs tolerates within RT_max rtMaxMs: below saturation a
+// request waits at most for the batch in progress and then runs in the
+// next one, 2 L_i f <= RT_max, so f = RT_max / (2 L_i), at least 1 (1: no
+// neighbour that slows it at all; a GPU of its own in practice).
+func maxInflation(rtMaxMs, latencyMs float64) float64 {
+	return math.Max(1, rtMaxMs/(2*latencyMs))
 }
 
 // validate checks what CRD validation cannot (catalog membership, SLO
@@ -130,7 +178,8 @@ func validate(ms *v1alpha1.ModelService, cat catalog.Catalog, d Defaults) (*serv
 		if !(price > 0) {
 			return nil, fmt.Errorf("%s.priceUSDPerHour: no price for %s in the spec or the catalog", field, p.GPUType)
 		}
-		out.types = append(out.types, gpuProfile{spec: p, gpuType: g, gpuMemMiB: mem, price: price})
+		out.types = append(out.types, gpuProfile{spec: p, gpuType: g, gpuMemMiB: mem, price: price,
+			maxInflation: maxInflation(s.SLO.ResponseTimeMs, p.LatencyMs)})
 	}
 	sc := s.Scaling
 	pol := heterogeneity.DefaultPolicy()
@@ -170,6 +219,13 @@ func validate(ms *v1alpha1.ModelService, cat catalog.Catalog, d Defaults) (*serv
 	if err := pol.Validate(); err != nil {
 		return nil, fmt.Errorf("spec.scaling: %w", err)
 	}
+	if b := s.Scaling.BusyShare; b != 0 && !(b > 0 && b <= 1) {
+		return nil, fmt.Errorf("spec.scaling.busyShare: must be in (0, 1], got %v", b)
+	}
+	for i := range out.types {
+		p := &out.types[i]
+		p.busyShare, p.throughputRPS = instanceShare(p.spec.ThroughputRPS, p.spec.LatencyMs, pol.SaturationThreshold, s.Scaling.BusyShare)
+	}
 	out.policy = pol
 	out.interval = seconds(orDefault(sc.IntervalSeconds, DefaultIntervalSeconds))
 	return out, nil
@@ -194,13 +250,17 @@ func catalogNames(cat catalog.Catalog) string {
 
 // typeState is the heterogeneity.TypeState of svc's i-th GPU type with
 // running instances, maxAdditional more that fit on free GPUs, and batch
-// latency inflated by latencyInflation (>= 1) for co-location.
-func (s *service) typeState(i, running, maxAdditional int, latencyInflation float64) heterogeneity.TypeState {
+// latency inflated by latencyInflation (>= 1) for co-location. T_i is the
+// throughput counted for one instance (instanceShare) divided by
+// sharedInflation (>= 1; 0 counts as 1), the mean latency inflation its
+// instances get from their GPU neighbours: on a time-sliced GPU an
+// instance whose batches take f times longer serves 1/f as much.
+func (s *service) typeState(i, running, maxAdditional int, latencyInflation, sharedInflation float64) heterogeneity.TypeState {
 	p := s.types[i]
 	return heterogeneity.TypeState{
 		GPUType:          p.gpuType.Name,
 		Running:          running,
-		ThroughputRPS:    p.spec.ThroughputRPS,
+		ThroughputRPS:    p.throughputRPS / math.Max(1, sharedInflation),
 		LatencyMs:        p.spec.LatencyMs,
 		PriceUSDPerHour:  p.price,
 		LaunchSeconds:    p.spec.LaunchSeconds,
@@ -257,11 +317,42 @@ func (r *Resolved) Policy() heterogeneity.Policy { return r.s.policy }
 // TypeState is the heterogeneity.TypeState of the ModelService's profile for
 // gpuType (catalog name) with running instances, maxAdditional more that fit,
 // and latencyInflation (>= 1); false when spec.profiles lacks gpuType.
-func (r *Resolved) TypeState(gpuType string, running, maxAdditional int, latencyInflation float64) (heterogeneity.TypeState, bool) {
+func (r *Resolved) TypeState(gpuType string, running, maxAdditional int, latencyInflation, sharedInflation float64) (heterogeneity.TypeState, bool) {
 	for i, p := range r.s.types {
 		if p.gpuType.Name == gpuType {
-			return r.s.typeState(i, running, maxAdditional, latencyInflation), true
+			return r.s.typeState(i, running, maxAdditional, latencyInflation, sharedInflation), true
 		}
 	}
 	return heterogeneity.TypeState{}, false
+}
+
+// Demand is what one instance of the ModelService on gpuType asks of its
+// GPU, as its pods declare it (hetsev.io/model, gpu-memory, busy-share,
+// max-inflation); false if the service has no such type.
+func (r *Resolved) Demand(gpuType string) (gpuinventory.Demand, bool) {
+	for _, p := range r.s.types {
+		if p.gpuType.Name == gpuType {
+			return r.s.demand(p), true
+		}
+	}
+	return gpuinventory.Demand{}, false
+}
+
+// demand is the GPU demand of one instance of type p, with the busy share
+// and inflation limit rounded as its pods' annotations carry them.
+func (s *service) demand(p gpuProfile) gpuinventory.Demand {
+	return gpuinventory.Demand{Model: s.obj.Spec.Model, MemoryMiB: p.gpuMemMiB,
+		BusyShare: roundBusyShare(p.busyShare), MaxInflation: roundMaxInflation(p.maxInflation)}
+}
+
+// roundBusyShare rounds a busy share up to 3 decimals (a declared share
+// never understates), within (0, 1].
+func roundBusyShare(v float64) float64 {
+	return math.Min(1, math.Max(0.001, math.Ceil(v*1000-1e-9)/1000))
+}
+
+// roundMaxInflation rounds an inflation limit down to 2 decimals (never
+// more lenient), at least 1.
+func roundMaxInflation(v float64) float64 {
+	return math.Max(1, math.Floor(v*100+1e-9)/100)
 }

@@ -13,10 +13,14 @@ type instance struct {
 	node, gpu int
 	model     string
 	memMiB    int64 // GPU memory claimed: the profile's, or the whole GPU
-	cpuMilli  int64
-	hostMiB   int64
-	created   float64          // trace second it was created (billed from then)
-	run       *replay.Instance // its server in the replay
+	// demand is what its pod declares: the model, memMiB, and for
+	// hetsev's policies the busy share and inflation limit
+	// (scaler.Resolved.Demand).
+	demand   gpuinventory.Demand
+	cpuMilli int64
+	hostMiB  int64
+	created  float64          // trace second it was created (billed from then)
+	run      *replay.Instance // its server in the replay
 }
 
 // node is one GPU server and what runs on it: the simulated pods by GPU
@@ -50,8 +54,8 @@ func newCluster(cfg *Config, pl placement.Placer) *cluster {
 }
 
 // gpus is the node's per-GPU occupancy, as the scheduler keeps it: each
-// instance placed on its GPU with gpuinventory.Occupancy.Place (its model,
-// its GPU memory in MiB). Kept until the node changes; callers must not
+// instance placed on its GPU with gpuinventory.Occupancy.Place (its
+// declared demand: model, GPU memory in MiB, busy share). Kept until the node changes; callers must not
 // modify it.
 func (n *node) gpus() []gpuinventory.GPU {
 	if n.occ != nil {
@@ -60,7 +64,7 @@ func (n *node) gpus() []gpuinventory.GPU {
 	o := gpuinventory.NewOccupancy("", n.inv)
 	for i, on := range n.onGPU {
 		for _, in := range on {
-			o.Place(gpuinventory.Placement{Index: i, Demand: gpuinventory.Demand{Model: in.model, MemoryMiB: in.memMiB}})
+			o.Place(gpuinventory.Placement{Index: i, Demand: in.demand})
 		}
 	}
 	n.occ = o.GPUs
@@ -73,7 +77,7 @@ func (c *cluster) slots(t string, d gpuinventory.Demand, cpu, mem int64) int {
 	n := 0
 	for _, nd := range c.nodes {
 		if nd.gpuType.Name == t {
-			n += gpuinventory.SlotsOnNode(nd.gpus(), d, nd.freeCPU, cpu, nd.freeMiB, mem)
+			n += gpuinventory.SlotsOnNode(nd.gpus(), d, c.placer.Choice.MaxBusyShare, nd.freeCPU, cpu, nd.freeMiB, mem)
 		}
 	}
 	return n
@@ -103,7 +107,7 @@ func (c *cluster) freeWholeGPUs(t string, cpu, mem int64) int {
 // placement.Placer rating (worst fit, anti-affinity, interference); ties go
 // to the first node, where the scheduler picks one of them at random.
 func (c *cluster) place(in *instance, t string) bool {
-	d := gpuinventory.Demand{Model: in.model, MemoryMiB: in.memMiB}
+	d := in.demand
 	best, bestGPU, bestRating := -1, 0, 0.0
 	for i, nd := range c.nodes {
 		if nd.gpuType.Name != t || nd.freeCPU < in.cpuMilli || nd.freeMiB < in.hostMiB {
@@ -183,4 +187,18 @@ func (c *cluster) gpusOfType(t string) int {
 		}
 	}
 	return n
+}
+
+// inflation is the mean latency inflation (>= 1) the co-location model
+// predicts for ins where they run, at their GPUs' declared busy shares
+// (placement.Placer.Inflation, as hetsev-scaler counts it); 1 for none.
+func (c *cluster) inflation(ins []*instance) float64 {
+	if len(ins) == 0 {
+		return 1
+	}
+	var sum float64
+	for _, in := range ins {
+		sum += c.placer.Inflation(c.nodes[in.node].gpus()[in.gpu], in.model)
+	}
+	return sum / float64(len(ins))
 }

@@ -29,6 +29,10 @@ type Service struct {
 	// SaturationThreshold overrides heterogeneity.DefaultPolicy's 0.8 when
 	// > 0 (HetSev 4.1 calls it tunable per service).
 	SaturationThreshold float64
+	// BusyShare is the ModelService's spec.scaling.busyShare, in (0, 1]
+	// (0: unset): the share of its GPU's time each hetsev instance may
+	// keep busy.
+	BusyShare float64
 }
 
 // NodeGroup is Nodes identical GPU servers.
@@ -141,6 +145,9 @@ func (c Config) Validate() error {
 		if s.SaturationThreshold < 0 || s.SaturationThreshold > 1 {
 			bad("%s: SaturationThreshold %v must be in (0, 1] (0: default)", f, s.SaturationThreshold)
 		}
+		if !(s.BusyShare >= 0 && s.BusyShare <= 1) {
+			bad("%s: BusyShare %v must be in (0, 1] (0: unset)", f, s.BusyShare)
+		}
 	}
 	if share > 1+1e-9 {
 		bad("service shares add up to %v > 1", share)
@@ -194,6 +201,7 @@ func (c Config) resolve(s Service, solver string) (*scaler.Resolved, error) {
 	lambda, hysteresis := k.Lambda, k.ScaleInHysteresis
 	ms, err := modelservice.For(s.Name, "default", s.Model, s.RTMaxMs, c.Profiles, modelservice.Knobs{
 		SaturationThreshold:    s.SaturationThreshold,
+		BusyShare:              s.BusyShare,
 		IntervalSeconds:        k.Interval.Seconds(),
 		ScaleOutPeriodSeconds:  k.ScaleOutPeriod.Seconds(),
 		ScaleInIntervalSeconds: k.ScaleInInterval.Seconds(),

@@ -11,6 +11,7 @@ import (
 	"github.com/hetsev/hetsev/pkg/catalog"
 
 	"github.com/hetsev/hetsev/internal/sim/hpa"
+	"github.com/hetsev/hetsev/pkg/gpuinventory"
 	"github.com/hetsev/hetsev/pkg/heterogeneity"
 	"github.com/hetsev/hetsev/pkg/heterogeneity/ilp"
 	"github.com/hetsev/hetsev/pkg/interference"
@@ -50,6 +51,9 @@ type typeView struct {
 	// slotsEmpty is how many instances of the model the type's GPUs hold
 	// (one per GPU, anti-affinity): the bound's MaxAdditional.
 	slotsEmpty int
+	// inflation is the mean co-location latency inflation of the
+	// running instances where they run (1 for none).
+	inflation float64
 }
 
 // view is what a policy sees of one service at a decision.
@@ -69,6 +73,9 @@ type policy interface {
 	// instant: instances serve as soon as they are created.
 	instant() bool
 	placer() placement.Placer
+	// demand is what a pod of service svc on gpuType declares, given base
+	// (its model and the profile's GPU memory).
+	demand(svc int, gpuType string, base gpuinventory.Demand) gpuinventory.Demand
 }
 
 // epoch anchors trace seconds for the time-based decision code.
@@ -91,7 +98,8 @@ func newHetsevPolicy(cfg *Config, solver string, weight float64) (*hetsevPolicy,
 	p := &hetsevPolicy{
 		// hetsev-scaler's LatencyInflation (Resolved.CapacityInflation).
 		colocation: cfg.Colocation, mode: cfg.GPUSharing,
-		pl: placement.Placer{InterferenceWeight: weight, Colocation: cfg.Colocation, Mode: cfg.GPUSharing},
+		pl: placement.Placer{InterferenceWeight: weight, Colocation: cfg.Colocation, Mode: cfg.GPUSharing,
+			Choice: gpuinventory.Choice{MaxBusyShare: gpuinventory.DefaultMaxBusyShare}},
 	}
 	for _, s := range cfg.Services {
 		r, err := cfg.resolve(s, solver)
@@ -108,10 +116,18 @@ func (p *hetsevPolicy) decide(svc int, v view) []int {
 	obs := heterogeneity.Observation{Now: at(v.now), ArrivalRate: v.arrival}
 	for _, t := range v.types {
 		inflat, _ := p.svc[svc].CapacityInflation(t.gpu.Name, p.colocation, p.mode)
-		ts, _ := p.svc[svc].TypeState(t.gpu.Name, t.running, t.slots, inflat)
+		ts, _ := p.svc[svc].TypeState(t.gpu.Name, t.running, t.slots, inflat, t.inflation)
 		obs.Types = append(obs.Types, ts)
 	}
 	return p.as[svc].Decide(obs).Delta
+}
+
+// demand is what hetsev-scaler's pods declare (scaler.Resolved.Demand).
+func (p *hetsevPolicy) demand(svc int, gpuType string, base gpuinventory.Demand) gpuinventory.Demand {
+	if d, ok := p.svc[svc].Demand(gpuType); ok {
+		return d
+	}
+	return base
 }
 
 func (p *hetsevPolicy) wholeGPU() bool           { return false }
@@ -198,6 +214,9 @@ func (p *defaultPolicy) decide(svc int, v view) []int {
 func (p *defaultPolicy) wholeGPU() bool           { return true }
 func (p *defaultPolicy) instant() bool            { return false }
 func (p *defaultPolicy) placer() placement.Placer { return placement.Placer{} }
+func (p *defaultPolicy) demand(_ int, _ string, base gpuinventory.Demand) gpuinventory.Demand {
+	return base
+}
 
 // boundPolicy solves the ILP of HetSev 4.1 exactly every interval for the
 // peak arrival rate of the coming interval, from no instances (N_i = 0,
@@ -227,7 +246,7 @@ func newBoundPolicy(cfg *Config) (*boundPolicy, error) {
 func (p *boundPolicy) decide(svc int, v view) []int {
 	obs := heterogeneity.Observation{Now: at(v.now), ArrivalRate: v.peak}
 	for _, t := range v.types {
-		ts, _ := p.svc[svc].TypeState(t.gpu.Name, 0, t.slotsEmpty, 0)
+		ts, _ := p.svc[svc].TypeState(t.gpu.Name, 0, t.slotsEmpty, 0, 0)
 		obs.Types = append(obs.Types, ts)
 	}
 	delta := make([]int, len(v.types))
@@ -249,6 +268,9 @@ func (p *boundPolicy) decide(svc int, v view) []int {
 func (p *boundPolicy) wholeGPU() bool           { return false }
 func (p *boundPolicy) instant() bool            { return true }
 func (p *boundPolicy) placer() placement.Placer { return p.pl }
+func (p *boundPolicy) demand(_ int, _ string, base gpuinventory.Demand) gpuinventory.Demand {
+	return base
+}
 
 // newPolicy builds the named policy for cfg.
 func newPolicy(cfg *Config, name string) (policy, error) {

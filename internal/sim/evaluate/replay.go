@@ -18,6 +18,8 @@ import (
 type serviceType struct {
 	prof catalog.Profile
 	gpu  catalog.GPUType
+	// demand is what one instance's pod declares (policy.demand).
+	demand gpuinventory.Demand
 }
 
 // serviceRun is one service's state in one policy's replay.
@@ -103,7 +105,7 @@ func newPolicyRun(cfg *Config, name string) (*policyRun, error) {
 			if !ok || typeIndex(sr.types, gt.Name) >= 0 {
 				continue
 			}
-			sr.types = append(sr.types, serviceType{prof: prof, gpu: gt})
+			sr.types = append(sr.types, serviceType{prof: prof, gpu: gt, demand: pol.demand(i, gt.Name, gpuinventory.Demand{Model: s.Model, MemoryMiB: prof.GPUMemoryMiB})})
 			sr.queueTO = append(sr.queueTO, modelserver.DeadlineQueueTimeout(s.RTMaxMs, prof.LatencyMs*cfg.Colocation.PairInflation(cfg.GPUSharing, s.Model, 1, prof.LatencyMs/1000), cfg.NetworkMs))
 		}
 		if len(sr.types) == 0 {
@@ -187,16 +189,19 @@ func (r *policyRun) decide(s *serviceRun, t int) {
 	for i, st := range s.types {
 		tv := &v.types[i]
 		tv.prof, tv.gpu = st.prof, st.gpu
+		var ofType []*instance
 		for _, in := range s.insts {
 			if in.typ == i {
 				tv.running++
 				tv.starts = append(tv.starts, in.created)
+				ofType = append(ofType, in)
 			}
 		}
+		tv.inflation = r.cl.inflation(ofType)
 		if r.pol.wholeGPU() {
 			tv.slots = r.cl.freeWholeGPUs(st.gpu.Name, st.prof.CPUMilli, st.prof.MemoryMiB)
 		} else {
-			tv.slots = r.cl.slots(st.gpu.Name, demandOf(s, st), st.prof.CPUMilli, st.prof.MemoryMiB)
+			tv.slots = r.cl.slots(st.gpu.Name, st.demand, st.prof.CPUMilli, st.prof.MemoryMiB)
 		}
 		tv.slotsEmpty = r.cl.gpusOfType(st.gpu.Name)
 	}
@@ -231,16 +236,12 @@ func (r *policyRun) decide(s *serviceRun, t int) {
 	}
 }
 
-func demandOf(s *serviceRun, st serviceType) gpuinventory.Demand {
-	return gpuinventory.Demand{Model: s.Model, MemoryMiB: st.prof.GPUMemoryMiB}
-}
-
 // start creates an instance of s on type i at trace second now and places
 // it; it serves from now plus the profile's launch time (at once for an
 // instant policy).
 func (r *policyRun) start(s *serviceRun, i int, now float64) error {
 	st := s.types[i]
-	in := &instance{svc: s.idx, typ: i, model: s.Model, memMiB: st.prof.GPUMemoryMiB,
+	in := &instance{svc: s.idx, typ: i, model: s.Model, memMiB: st.prof.GPUMemoryMiB, demand: st.demand,
 		cpuMilli: st.prof.CPUMilli, hostMiB: st.prof.MemoryMiB, created: now}
 	ready := now + st.prof.LaunchSeconds
 	if r.pol.instant() || now < 0 {
@@ -250,6 +251,7 @@ func (r *policyRun) start(s *serviceRun, i int, now float64) error {
 	var ok bool
 	if r.pol.wholeGPU() {
 		in.memMiB = st.gpu.MemoryMiB
+		in.demand = gpuinventory.Demand{Model: s.Model, MemoryMiB: st.gpu.MemoryMiB}
 		ok = r.cl.placeWhole(in, st.gpu.Name)
 	} else {
 		ok = r.cl.place(in, st.gpu.Name)

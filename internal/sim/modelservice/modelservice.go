@@ -22,7 +22,9 @@ import (
 // wall clock, acts at the same trace times.
 type Knobs struct {
 	// SaturationThreshold of HetSev 4.1; 0 means 0.8.
-	SaturationThreshold    float64
+	SaturationThreshold float64
+	// BusyShare is spec.scaling.busyShare; 0 leaves it unset.
+	BusyShare              float64
 	IntervalSeconds        float64
 	ScaleOutPeriodSeconds  float64
 	ScaleInIntervalSeconds float64
@@ -79,6 +81,7 @@ func For(name, ns, model string, rtMaxMs float64, profiles catalog.Profiles, k K
 		MaxReplicas:            k.MaxReplicas,
 		Lambda:                 k.Lambda,
 		ScaleInHysteresis:      k.ScaleInHysteresis,
+		BusyShare:              k.BusyShare,
 	}
 	return ms, nil
 }

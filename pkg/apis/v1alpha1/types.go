@@ -221,6 +221,18 @@ type Scaling struct {
 	//
 	// +kubebuilder:validation:Minimum=0
 	MaxReplicas int `json:"maxReplicas,omitempty"`
+	// BusyShare, in (0, 1], is the share of time each instance may keep its
+	// GPU busy, so that others can share the GPU's time. The scaler counts
+	// an instance at the arrival rate that keeps it busy that share
+	// (busyShare / L_i requests/s, dynamic batching without delay, at most
+	// T_i) and declares it in hetsev.io/busy-share, which hetsev-scheduler
+	// caps per GPU. Unset: the busy share at the saturation threshold, about
+	// 1 for a batching server (a GPU's time of its own when busy).
+	//
+	// +kubebuilder:validation:ExclusiveMinimum=true
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=1
+	BusyShare float64 `json:"busyShare,omitempty"`
 }
 
 // ModelServiceStatus is what the scaler observed and decided. The scaler

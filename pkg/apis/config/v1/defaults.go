@@ -24,11 +24,7 @@ const (
 	DefaultGPUShareAntiAffinity       = config.AntiAffinityHard
 	DefaultGPUShareFit                = string(gpuinventory.FitWorst)
 	DefaultGPUShareInterferenceWeight = placement.DefaultInterferenceWeight
-	// DefaultGPUShareMaxBusyShare caps a GPU's summed busy share at 1: a
-	// GPU is busy at most all the time, and the co-location measurements
-	// (data/measurements) show summed throughput does not grow under
-	// time-slicing, so instances whose shares sum past 1 only queue.
-	DefaultGPUShareMaxBusyShare = 1.0
+	DefaultGPUShareMaxBusyShare       = gpuinventory.DefaultMaxBusyShare
 )
 
 // SetDefaults_HetsevFairQueueArgs fills zero fields.

@@ -1,0 +1,122 @@
+package scaler
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
+	"github.com/hetsev/hetsev/pkg/gpuinventory"
+	"github.com/hetsev/hetsev/pkg/interference"
+	"github.com/hetsev/hetsev/pkg/placement"
+)
+
+// TestTemplateDeclaresBusyShare: the scaler's pod templates declare the
+// busy share an instance keeps at the service's target load and the
+// inflation its SLO allows. ResNet-50 on a T4 (T_i 363 requests/s, L_i
+// 22.41 ms) is busy min(1, 0.8 x 363 x 0.02241) = 1 at the threshold and
+// allows 400 / (2 x 22.41) = 8.92; with spec.scaling.busyShare 0.3 it
+// declares 0.3 and is counted at 0.3 / 0.02241 = 13.39 requests/s, the
+// rate that keeps it busy 30 % of the time.
+func TestTemplateDeclaresBusyShare(t *testing.T) {
+	for _, c := range []struct {
+		busyShare        float64
+		share, inflation string
+		throughput       float64
+	}{
+		{0, "1", "8.92", 363},
+		{0.3, "0.3", "8.92", 0.3 / 0.02241},
+	} {
+		ms := resnet()
+		ms.Spec.Scaling.BusyShare = c.busyShare
+		s, err := validate(ms, defaultCatalog(t), DefaultDefaults)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a := desiredDeployment(s, s.types[0], 1).Spec.Template.Annotations
+		if a[v1alpha1.AnnotationBusyShare] != c.share || a[v1alpha1.AnnotationMaxInflation] != c.inflation {
+			t.Errorf("busyShare %g: template declares busy share %q, max inflation %q; want %q, %q", c.busyShare, a[v1alpha1.AnnotationBusyShare], a[v1alpha1.AnnotationMaxInflation], c.share, c.inflation)
+		}
+		d, ok, err := gpuinventory.ParseDemand(a)
+		if !ok || err != nil || d != s.demand(s.types[0]) {
+			t.Errorf("busyShare %g: template's annotations parse to %+v (%v), want the demand %+v", c.busyShare, d, err, s.demand(s.types[0]))
+		}
+		if got := s.typeState(0, 1, 1, 0, 1).ThroughputRPS; math.Abs(got-c.throughput) > 1e-9 {
+			t.Errorf("busyShare %g: T_i counted %.4f requests/s, want %.4f", c.busyShare, got, c.throughput)
+		}
+	}
+	ms := resnet()
+	ms.Spec.Scaling.BusyShare = 1.5
+	if _, err := validate(ms, defaultCatalog(t), DefaultDefaults); err == nil {
+		t.Error("spec.scaling.busyShare 1.5 accepted, want an error naming the field")
+	}
+}
+
+// TestFreeSlotsHonourBusyShareCap: on eight T4s, three hosting resnet50
+// and one hosting a neighbour busy 0.9, an instance declaring busy share 1
+// fits the four idle GPUs under the cap 1, and five without a cap.
+func TestFreeSlotsHonourBusyShareCap(t *testing.T) {
+	nodes := []*v1.Node{node("a", 8, 16384, "64")}
+	var pods []*v1.Pod
+	for i := range 3 {
+		pods = append(pods, pod(fmt.Sprintf("r%d", i), "a", "resnet50", "2Gi", fmt.Sprint(i), "2"))
+	}
+	ssd := pod("ssd", "a", "ssd", "3Gi", "3", "2")
+	ssd.Annotations[v1alpha1.AnnotationBusyShare] = "0.9"
+	pods = append(pods, ssd)
+	d := gpuinventory.Demand{Model: "resnet50", MemoryMiB: 2048, BusyShare: 1}
+	for _, c := range []struct {
+		cap  float64
+		want int
+	}{{1, 4}, {0, 5}} {
+		if got := capacityOf(nodes, pods, "resnet50", "Tesla-T4", d, c.cap, placement.Placer{}, resource.MustParse("2"), resource.Quantity{}).slots; got != c.want {
+			t.Errorf("cap %g: %d free slots, want %d", c.cap, got, c.want)
+		}
+	}
+}
+
+// TestScalerCountsSharedInstancesAtTheirThroughput: three T4 instances of
+// resnet50 carry 762 requests/s, saturation 0.7 of their solo 1,089, below
+// the threshold 0.8. Alone on their GPUs they hold. Each beside a
+// neighbour busy 0.9 of the time, a time-sliced GPU stretches their batches
+// by about 1.9 (the fitted model; issue 17's measurements), so they serve
+// about half as much and the scaler must scale out (it used to count T_i
+// as if alone, and held).
+func TestScalerCountsSharedThroughput(t *testing.T) {
+	for _, shared := range []bool{false, true} {
+		t.Run(map[bool]string{false: "alone", true: "shared"}[shared], func(t *testing.T) {
+			r, c, m, req, _ := partialBed(t)
+			r.Colocation, r.GPUSharing = interference.FittedColocation(), interference.SharingTimeSlicing
+			for i := range 3 {
+				m.rps[fmt.Sprintf("%s-t4-%d", req.Name, i)] = 254
+				if !shared {
+					continue
+				}
+				nb := pod(fmt.Sprintf("ssd-%d", i), "t4-node", "ssd", "3Gi", fmt.Sprint(i), "1")
+				nb.Namespace = req.Namespace
+				nb.Annotations[v1alpha1.AnnotationBusyShare] = "0.9"
+				if err := c.Create(context.Background(), nb); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, err := r.Reconcile(context.Background(), req); err != nil {
+				t.Fatal(err)
+			}
+			ms := &v1alpha1.ModelService{}
+			if err := c.Get(context.Background(), req.NamespacedName, ms); err != nil {
+				t.Fatal(err)
+			}
+			got := t4Replicas(t, c, req)
+			if shared && got <= 3 {
+				t.Errorf("T4 replicas %d with every instance beside a neighbour busy 0.9, want > 3 (last decision %+v)", got, ms.Status.LastDecision)
+			}
+			if !shared && got != 3 {
+				t.Errorf("T4 replicas %d with every instance alone at saturation 0.7, want 3 (last decision %+v)", got, ms.Status.LastDecision)
+			}
+		})
+	}
+}
