@@ -78,17 +78,25 @@ func startAdmission(t *testing.T) *admissionStack {
 // TestGPUAnnotationsImmutableOnceBound: once hetsev-scheduler has bound a
 // pod to a GPU, the annotations every program counts the GPU from cannot be
 // edited (directly or through pods/status), not even by the scheduler for
-// hetsev.io/gpu-index; init containers and native sidecars of a GPU pod get
-// NVIDIA_VISIBLE_DEVICES from the webhook, and without the webhook the
-// policy refuses a GPU pod with a container lacking it.
+// hetsev.io/gpu-index: its model and GPU memory, and its declared GPU time
+// (hetsev.io/busy-share, hetsev.io/max-inflation), which can be neither
+// added, changed nor removed; init containers and native sidecars of a GPU
+// pod get NVIDIA_VISIBLE_DEVICES from the webhook, and without the webhook
+// the policy refuses a GPU pod with a container lacking it.
 func TestGPUAnnotationsImmutableOnceBound(t *testing.T) {
 	s := startAdmission(t)
 	ctx, c := s.ctx, s.c
 	always := v1.ContainerRestartPolicyAlways
 	p := userPod("bound", true, "")
+	p.Annotations[v1alpha1.AnnotationBusyShare] = "0.5"
+	p.Annotations[v1alpha1.AnnotationMaxInflation] = "2"
 	p.Spec.InitContainers = []v1.Container{{Name: "fetch-model", Image: "x"}, {Name: "proxy", Image: "y", RestartPolicy: &always}}
 	created, err := c.CoreV1().Pods("default").Create(ctx, p, metav1.CreateOptions{})
 	if err != nil {
+		t.Fatal(err)
+	}
+	// A pod that declares no GPU time: it cannot declare it later either.
+	if _, err := c.CoreV1().Pods("default").Create(ctx, userPod("undeclared", true, ""), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	for _, ctr := range append(append([]v1.Container{}, created.Spec.InitContainers...), created.Spec.Containers...) {
@@ -96,7 +104,7 @@ func TestGPUAnnotationsImmutableOnceBound(t *testing.T) {
 			t.Errorf("container %s: env %+v, want %s from %s", ctr.Name, ctr.Env, gpuinventory.EnvVisibleDevices, gpuinventory.GPUIndexFieldPath)
 		}
 	}
-	waitRunning(ctx, t, c, "app=bound", 1)
+	waitRunning(ctx, t, c, "app in (bound, undeclared)", 2)
 	bound, err := c.CoreV1().Pods("default").Get(ctx, "bound", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -126,20 +134,33 @@ func TestGPUAnnotationsImmutableOnceBound(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		what        string
+		pod         string
 		client      kubernetes.Interface
 		subresource []string
 		patch       []byte
 		msg         string
 	}{
-		{"lowering hetsev.io/gpu-memory", c, nil, annotate(v1alpha1.AnnotationGPUMemory, "1Mi"), "hetsev.io/gpu-memory cannot change once the pod exists"},
-		{"removing hetsev.io/gpu-memory", c, nil, annotate(v1alpha1.AnnotationGPUMemory, ""), "hetsev.io/gpu-memory cannot change"},
-		{"changing hetsev.io/model", c, nil, annotate(v1alpha1.AnnotationModel, "another-model"), "hetsev.io/model cannot change"},
-		{"lowering hetsev.io/gpu-memory through pods/status", c, []string{"status"}, annotate(v1alpha1.AnnotationGPUMemory, "1Mi"), "hetsev.io/gpu-memory cannot change"},
-		{"removing hetsev.io/gpu-index", c, nil, annotate(v1alpha1.AnnotationGPUIndex, ""), "is fixed once set"},
-		{"changing hetsev.io/gpu-index through pods/status", c, []string{"status"}, annotate(v1alpha1.AnnotationGPUIndex, fmt.Sprint(1-idx)), "is fixed once set"},
-		{"the scheduler changing hetsev.io/gpu-index", scheduler, []string{"status"}, annotate(v1alpha1.AnnotationGPUIndex, fmt.Sprint(1-idx)), "is fixed once set"},
+		{"lowering hetsev.io/gpu-memory", "bound", c, nil, annotate(v1alpha1.AnnotationGPUMemory, "1Mi"), "hetsev.io/gpu-memory cannot change once the pod exists"},
+		{"removing hetsev.io/gpu-memory", "bound", c, nil, annotate(v1alpha1.AnnotationGPUMemory, ""), "hetsev.io/gpu-memory cannot change"},
+		{"changing hetsev.io/model", "bound", c, nil, annotate(v1alpha1.AnnotationModel, "another-model"), "hetsev.io/model cannot change"},
+		{"lowering hetsev.io/gpu-memory through pods/status", "bound", c, []string{"status"}, annotate(v1alpha1.AnnotationGPUMemory, "1Mi"), "hetsev.io/gpu-memory cannot change"},
+		{"removing hetsev.io/gpu-index", "bound", c, nil, annotate(v1alpha1.AnnotationGPUIndex, ""), "is fixed once set"},
+		{"changing hetsev.io/gpu-index through pods/status", "bound", c, []string{"status"}, annotate(v1alpha1.AnnotationGPUIndex, fmt.Sprint(1-idx)), "is fixed once set"},
+		{"the scheduler changing hetsev.io/gpu-index", "bound", scheduler, []string{"status"}, annotate(v1alpha1.AnnotationGPUIndex, fmt.Sprint(1-idx)), "is fixed once set"},
+		// Lowering a busy share after binding would over-commit the GPU's
+		// time as lowering gpu-memory would its memory; raising max-inflation
+		// would let a neighbour inflate the pod's latency past its SLO.
+		{"lowering hetsev.io/busy-share", "bound", c, nil, annotate(v1alpha1.AnnotationBusyShare, "0.1"), "hetsev.io/busy-share cannot change once the pod exists"},
+		{"raising hetsev.io/busy-share", "bound", c, nil, annotate(v1alpha1.AnnotationBusyShare, "0.9"), "hetsev.io/busy-share cannot change"},
+		{"removing hetsev.io/busy-share", "bound", c, nil, annotate(v1alpha1.AnnotationBusyShare, ""), "hetsev.io/busy-share cannot change"},
+		{"lowering hetsev.io/busy-share through pods/status", "bound", c, []string{"status"}, annotate(v1alpha1.AnnotationBusyShare, "0.1"), "hetsev.io/busy-share cannot change"},
+		{"adding hetsev.io/busy-share", "undeclared", c, nil, annotate(v1alpha1.AnnotationBusyShare, "0.1"), "hetsev.io/busy-share cannot change"},
+		{"changing hetsev.io/max-inflation", "bound", c, nil, annotate(v1alpha1.AnnotationMaxInflation, "5"), "hetsev.io/max-inflation cannot change once the pod exists"},
+		{"removing hetsev.io/max-inflation", "bound", c, nil, annotate(v1alpha1.AnnotationMaxInflation, ""), "hetsev.io/max-inflation cannot change"},
+		{"changing hetsev.io/max-inflation through pods/status", "bound", c, []string{"status"}, annotate(v1alpha1.AnnotationMaxInflation, "5"), "hetsev.io/max-inflation cannot change"},
+		{"adding hetsev.io/max-inflation", "undeclared", c, nil, annotate(v1alpha1.AnnotationMaxInflation, "1.5"), "hetsev.io/max-inflation cannot change"},
 	} {
-		_, err := tc.client.CoreV1().Pods("default").Patch(ctx, "bound", types.MergePatchType, tc.patch, metav1.PatchOptions{}, tc.subresource...)
+		_, err := tc.client.CoreV1().Pods("default").Patch(ctx, tc.pod, types.MergePatchType, tc.patch, metav1.PatchOptions{}, tc.subresource...)
 		expectDenied(t, tc.what, err, tc.msg)
 	}
 	// Other annotations stay editable.
@@ -150,9 +171,18 @@ func TestGPUAnnotationsImmutableOnceBound(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, k := range []string{v1alpha1.AnnotationModel, v1alpha1.AnnotationGPUMemory, v1alpha1.AnnotationGPUIndex} {
+	for _, k := range []string{v1alpha1.AnnotationModel, v1alpha1.AnnotationGPUMemory, v1alpha1.AnnotationGPUIndex, v1alpha1.AnnotationBusyShare, v1alpha1.AnnotationMaxInflation} {
 		if after.Annotations[k] != bound.Annotations[k] {
 			t.Errorf("%s = %q after the refused edits, was %q", k, after.Annotations[k], bound.Annotations[k])
+		}
+	}
+	undeclared, err := c.CoreV1().Pods("default").Get(ctx, "undeclared", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{v1alpha1.AnnotationBusyShare, v1alpha1.AnnotationMaxInflation} {
+		if v, ok := undeclared.Annotations[k]; ok {
+			t.Errorf("pod undeclared has %s=%q after the refused edits, want none", k, v)
 		}
 	}
 

@@ -198,7 +198,7 @@ func TestManifestConfigLoads(t *testing.T) {
 		t.Errorf("HetsevFairQueue: %+v %v", fq, err)
 	}
 	gs, err := gpushare.ParseArgs(args(prof, gpushare.Name))
-	if err != nil || gs.AntiAffinity != "Hard" || gs.Fit != "WorstFit" || *gs.InterferenceWeight != 0.5 {
+	if err != nil || gs.AntiAffinity != "Hard" || gs.Fit != "WorstFit" || *gs.InterferenceWeight != 0.5 || gs.MaxBusyShare == nil || *gs.MaxBusyShare != 1 {
 		t.Errorf("HetsevGPUShare: %+v %v", gs, err)
 	}
 }
