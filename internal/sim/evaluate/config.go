@@ -29,10 +29,24 @@ type Service struct {
 	// SaturationThreshold overrides heterogeneity.DefaultPolicy's 0.8 when
 	// > 0 (HetSev 4.1 calls it tunable per service).
 	SaturationThreshold float64
+	// ServiceLevel is SL_min, the share of requests that must be answered
+	// within RT_max, in (0, 1]; 0 is DefaultServiceLevel.
+	ServiceLevel float64
 	// BusyShare is the ModelService's spec.scaling.busyShare, in (0, 1]
 	// (0: unset): the share of its GPU's time each hetsev instance may
 	// keep busy.
 	BusyShare float64
+}
+
+// DefaultServiceLevel is SL_min when a Service gives none: 98 %, HetSev 6's.
+const DefaultServiceLevel = 0.98
+
+// serviceLevel is s's SL_min.
+func (s Service) serviceLevel() float64 {
+	if s.ServiceLevel > 0 {
+		return s.ServiceLevel
+	}
+	return DefaultServiceLevel
 }
 
 // NodeGroup is Nodes identical GPU servers.
@@ -141,6 +155,9 @@ func (c Config) Validate() error {
 		share += s.Share
 		if !(s.RTMaxMs > 0) || math.IsInf(s.RTMaxMs, 0) {
 			bad("%s: RTMaxMs %v must be a finite number > 0", f, s.RTMaxMs)
+		}
+		if !(s.ServiceLevel >= 0 && s.ServiceLevel <= 1) {
+			bad("%s: ServiceLevel %v must be in (0, 1] (0: %g)", f, s.ServiceLevel, DefaultServiceLevel)
 		}
 		if s.SaturationThreshold < 0 || s.SaturationThreshold > 1 {
 			bad("%s: SaturationThreshold %v must be in (0, 1] (0: default)", f, s.SaturationThreshold)

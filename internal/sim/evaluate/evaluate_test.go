@@ -2,6 +2,7 @@ package evaluate
 
 import (
 	"encoding/json"
+	"github.com/hetsev/hetsev/pkg/interference"
 	"math"
 	"os"
 	"path/filepath"
@@ -107,9 +108,11 @@ func TestSLOAttainmentCounts(t *testing.T) {
 
 // TestBoundAndHPASizing: ResNet-50 at 600 requests/s on T4s (363
 // requests/s each) for an hour.
-//   - lower bound: capacity 600/0.8 = 750 requests/s needs ceil(750/363) =
-//     3 instances from second 0, one per GPU (anti-affinity): 3 GPU-hours,
-//     1.578 USD billed, memory cost 3 x 0.526 x 2048/16384 = 0.19725 USD.
+//   - lower bound (bound.go): of R requests 98 % must be answered; a T4
+//     (0.526 USD/h) serves at most max(363, 8 / 0.02241 s = 357) = 363
+//     ResNet-50 requests per second, and time-slicing adds no throughput
+//     (G = 1): 0.98 R x 0.526 / 3600 / 363 USD, about 0.852 USD for R =
+//     2.16 million, with 0.98 R / 363 / 3600 = 1.62 fractional T4-hours.
 //   - default Kubernetes: the HPA's target is 0.8 x 363 = 290.4 requests/s
 //     per pod; its first decision sets ceil(1 x 600/290.4) = 3 replicas,
 //     then 600/3 = 200 per pod gives ceil(3 x 0.689) = 3 again: one scaling
@@ -118,29 +121,70 @@ func TestSLOAttainmentCounts(t *testing.T) {
 func TestBoundAndHPASizing(t *testing.T) {
 	svc := Service{Name: "r", Model: "resnet50", Share: 1, RTMaxMs: 400}
 	b := run(t, constant(600, 3600), t4Only(4), PolicyBound, svc)
-	if !near(b.CostUSD, 3*t4Price) || !near(b.MemoryCostUSD, 3*t4Price*2048/16384) || b.PeakGPUs["T4"] != 3 {
-		t.Errorf("bound: billed %v, memory %v, peak %d GPUs; want 1.578, 0.19725, 3", b.CostUSD, b.MemoryCostUSD, b.PeakGPUs["T4"])
+	r := float64(b.Services[0].Requests)
+	if want := 0.98 * r * t4Price / 3600 / 363; !b.Bound || !near(b.CostUSD, want) || math.Abs(r-600*3600) > 0.01*600*3600 || !near(b.GPUHours["T4"], 0.98*r/363/3600) {
+		t.Errorf("bound: %v billed for %v requests, %v T4-hours; want %v (about 0.852), about 2.16e6 requests, %v", b.CostUSD, r, b.GPUHours["T4"], want, 0.98*r/363/3600)
 	}
 	d := run(t, constant(600, 3600), t4Only(4), PolicyDefault, svc)
 	if !near(d.CostUSD, 3*t4Price) || !near(d.MemoryCostUSD, 3*t4Price) || d.ScalingActions != 1 {
 		t.Errorf("default: billed %v, memory %v, %d actions; want 1.578, 1.578, 1", d.CostUSD, d.MemoryCostUSD, d.ScalingActions)
 	}
+	if d.CostUSD < b.CostUSD {
+		t.Errorf("default Kubernetes costs %v, below the bound's %v", d.CostUSD, b.CostUSD)
+	}
 }
 
+// TestBoundCheckFailsLoudly: a policy billed less than the requests it
+// answered within RT_max must cost is refused, naming it.
+func TestBoundCheckFailsLoudly(t *testing.T) {
+	bound := PolicyResult{Policy: PolicyBound, Bound: true, SharingGain: 1, CostUSD: 1,
+		Services: []ServiceResult{{Service: "r", Requests: 1000, SLOAttainment: 0.98, CostUSD: 1}}}
+	ok := PolicyResult{Policy: "fair", CostUSD: 1.01, Services: []ServiceResult{{Service: "r", Requests: 1000, WithinSLO: 990}}}
+	// 990 answered at 1 / 980 USD each: at least 1.0102 USD.
+	cheat := PolicyResult{Policy: "too-cheap", CostUSD: 1.0, Services: []ServiceResult{{Service: "r", Requests: 1000, WithinSLO: 990}}}
+	if err := checkBound(RunResult{Name: "x", Policies: []PolicyResult{bound, {Policy: "fair", CostUSD: 1.02, Services: ok.Services}}}, bound); err != nil {
+		t.Errorf("a policy above the bound refused: %v", err)
+	}
+	err := checkBound(RunResult{Name: "x", Policies: []PolicyResult{bound, cheat}}, bound)
+	if err == nil || !strings.Contains(err.Error(), "too-cheap") || !strings.Contains(err.Error(), "1.0102") {
+		t.Errorf("a policy below what its answered requests cost: err %v, want one naming too-cheap and 1.0102 USD", err)
+	}
+}
+
+// TestSharingGain: the fitted time-slicing model lets no GPU serve more
+// than its busiest instance alone (G = 1: the measurements' 0.94x); under
+// MPS, G is at least 1/γ, the limit of n identical busy instances.
+func TestSharingGain(t *testing.T) {
+	c := interference.FittedColocation()
+	lat := map[string]float64{"resnet50": 0.02241, "ssd-resnet50": 0.10621, "bert-large": 0.0395}
+	if g := sharingGain(c, interference.SharingTimeSlicing, lat); g != 1 {
+		t.Errorf("time-slicing: G = %v, want 1", g)
+	}
+	if g := sharingGain(c, interference.SharingMPS, lat); g < 1/interference.FittedMPSContention-1e-9 || g <= 1 {
+		t.Errorf("MPS: G = %v, want >= 1/γ = %v", g, 1/interference.FittedMPSContention)
+	}
+}
+
+// TestSummarize: two runs. Peers: default-k8s-random (meets every SLO,
+// 30 + 6 USD) and a cheaper peer that misses one SLO in run b (12 + 3 USD,
+// not a win); hetsev-exact 10 + 2 USD, bound 8 + 2 USD.
+// cost_ratio_vs_best_peer = 36 / 12 = 3 (the cheaper peer does not count);
+// gap_to_bound = 12 / 10 - 1 = 0.2; lowest attainment 0.97.
 func TestSummarize(t *testing.T) {
-	mk := func(name string, def, exact, bound, att float64) RunResult {
+	mk := func(name string, def, cheap, exact, bound, att float64, cheapMeets bool) RunResult {
 		return RunResult{Name: name, Policies: []PolicyResult{
-			{Policy: PolicyDefault, CostUSD: def, MemoryCostUSD: def},
-			{Policy: PolicyExact, CostUSD: exact, MemoryCostUSD: exact / 4, LowestSLOAttainment: att},
-			{Policy: PolicyBound, CostUSD: bound},
+			{Policy: PolicyDefault, CostUSD: def, MemoryCostUSD: def, MeetsSLOs: true},
+			{Policy: "cheap-peer", CostUSD: cheap, MemoryCostUSD: cheap, MeetsSLOs: cheapMeets},
+			{Policy: PolicyExact, CostUSD: exact, MemoryCostUSD: exact / 4, LowestSLOAttainment: att, MeetsSLOs: true},
+			{Policy: PolicyBound, CostUSD: bound, Bound: true},
 		}}
 	}
-	// (30 + 6) / (10 + 2) = 3; (10 + 2) / (8 + 2) - 1 = 0.2; lowest 0.97.
-	s := Summarize([]RunResult{mk("a", 30, 10, 8, 0.99), mk("b", 6, 2, 2, 0.97)})
-	if !near(s.CostRatioVsDefault, 3) || !near(s.GapToBound, 0.2) || s.SLOAttainment != 0.97 || !near(s.MemoryCostRatioVsDefault, 12) {
+	s := Summarize([]RunResult{mk("a", 30, 12, 10, 8, 0.99, true), mk("b", 6, 3, 2, 2, 0.97, false)})
+	if s.BestPeer != PolicyDefault || !near(s.CostRatioVsBestPeer, 3) || !near(s.CostRatioVsDefault, 3) || !near(s.GapToBound, 0.2) ||
+		s.SLOAttainmentMin != 0.97 || !near(s.MemoryCostRatioVsDefault, 12) || !s.HetsevMeetsSLOs {
 		t.Errorf("summary %+v", s)
 	}
-	if got := s.ResultLine(); got != "RESULT cost_ratio_vs_default=3.000 gap_to_bound=0.200 slo_attainment=0.9700" {
+	if got := s.ResultLine(); got != "RESULT cost_ratio_vs_best_peer=3.000 slo_attainment_min=0.9700 gap_to_bound=0.200" {
 		t.Errorf("result line %q", got)
 	}
 }
@@ -150,7 +194,7 @@ func TestSummarize(t *testing.T) {
 func TestSummaryWithoutPolicies(t *testing.T) {
 	s := Summarize([]RunResult{{Policies: []PolicyResult{{Policy: PolicyExact, CostUSD: 1, LowestSLOAttainment: 0.99}}}})
 	b, err := json.Marshal(s)
-	if err != nil || !strings.Contains(string(b), `"cost_ratio_vs_default":null`) || !strings.Contains(string(b), `"slo_attainment":0.99`) {
+	if err != nil || !strings.Contains(string(b), `"cost_ratio_vs_best_peer":null`) || !strings.Contains(string(b), `"slo_attainment_min":0.99`) {
 		t.Errorf("json %s, %v", b, err)
 	}
 }
@@ -230,5 +274,49 @@ func TestBusyInstancesGetAGPUOfTheirOwn(t *testing.T) {
 	p = run(t, constant(0, 600), t4Only(2), PolicyExact, DemoServices()...)
 	if p.PeakGPUs["T4"] != 2 {
 		t.Errorf("two T4s: %d used, want 2 (one each)", p.PeakGPUs["T4"])
+	}
+}
+
+// TestLatencyQuantile: of 100 requests, 98 answered in 10 ms, one in 500
+// ms and one shed: p99 is the 99th, 500 ms (to the 1 % bucket); with two
+// shed it falls on a shed request (+Inf).
+func TestLatencyQuantile(t *testing.T) {
+	var h latencyHist
+	for range 98 {
+		h.add(10)
+	}
+	h.add(500)
+	h.add(math.Inf(1))
+	if q := h.quantile(0.99); q < 500 || q > 505 {
+		t.Errorf("p99 = %v ms, want 500 (to 1 %%)", q)
+	}
+	if q := h.quantile(0.5); q < 10 || q > 10.1 {
+		t.Errorf("p50 = %v ms, want 10", q)
+	}
+	h.add(math.Inf(1))
+	if q := h.quantile(0.99); !math.IsInf(q, 1) {
+		t.Errorf("p99 with 2 of 101 shed = %v, want +Inf", q)
+	}
+}
+
+// TestNodeCostAndSLOMarks: on one node of four T4s, hetsev keeps each
+// idle demo service on a T4 of its own: 2 GPU-hours billed (1.052 USD), the
+// node billed whole (4 x 0.526 = 2.104 USD). A ResNet-50 service whose
+// RT_max (10 ms) is below the T4's batch latency (22.41 ms) answers nothing
+// in time: it misses its SL_min and is marked so.
+func TestNodeCostAndSLOMarks(t *testing.T) {
+	p := run(t, constant(0, 3600), t4Only(4), PolicyExact, DemoServices()...)
+	if !near(p.CostUSD, 2*t4Price) || !near(p.NodeCostUSD, 4*t4Price) || !p.MeetsSLOs || p.SLOsMet != 2 {
+		t.Errorf("billed %v, node %v USD, SLOs met %d (all %v); want 1.052, 2.104, 2 (true)", p.CostUSD, p.NodeCostUSD, p.SLOsMet, p.MeetsSLOs)
+	}
+	svcs := []Service{{Name: "fast", Model: "resnet50", Share: 0.5, RTMaxMs: 10}, {Name: "ok", Model: "resnet50", Share: 0.5, RTMaxMs: 400, ServiceLevel: 0.9}}
+	p = run(t, constant(100, 600), t4Only(4), PolicyExact, svcs...)
+	f, ok := p.Services[0], p.Services[1]
+	if f.MeetsSLO || f.SLOAttainment != 0 || !ok.MeetsSLO || ok.ServiceLevel != 0.9 || p.MeetsSLOs || p.SLOsMet != 1 {
+		t.Errorf("fast: attainment %v meets %v; ok: SL_min %v meets %v; policy %d met (all %v); want 0 false, 0.9 true, 1 false",
+			f.SLOAttainment, f.MeetsSLO, ok.ServiceLevel, ok.MeetsSLO, p.SLOsMet, p.MeetsSLOs)
+	}
+	if !(ok.P99Ms > 22 && ok.P99Ms < 400) || !(p.GoodputPerGPU > 0) {
+		t.Errorf("ok: p99 %v ms, goodput %v requests/s per GPU; want between the batch latency and RT_max, > 0", ok.P99Ms, p.GoodputPerGPU)
 	}
 }

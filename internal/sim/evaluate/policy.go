@@ -1,6 +1,7 @@
 package evaluate
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -13,7 +14,6 @@ import (
 	"github.com/hetsev/hetsev/internal/sim/hpa"
 	"github.com/hetsev/hetsev/pkg/gpuinventory"
 	"github.com/hetsev/hetsev/pkg/heterogeneity"
-	"github.com/hetsev/hetsev/pkg/heterogeneity/ilp"
 	"github.com/hetsev/hetsev/pkg/interference"
 	"github.com/hetsev/hetsev/pkg/placement"
 )
@@ -30,9 +30,9 @@ const (
 	// PolicyExact is hetsev-scaler with the exact ILP solver and
 	// hetsev-scheduler's interference-aware placement (its default weight).
 	PolicyExact = "hetsev-exact"
-	// PolicyBound solves the ILP exactly every interval for the interval's
-	// peak arrival rate, known in advance, from no instances, and its
-	// instances serve at once (no launch latency).
+	// PolicyBound is the lower bound of bound.go: the least billed cost any
+	// policy can have on the same arrivals at the same SLOs. It is computed,
+	// not replayed.
 	PolicyBound = "lower-bound"
 )
 
@@ -218,60 +218,6 @@ func (p *defaultPolicy) demand(_ int, _ string, base gpuinventory.Demand) gpuinv
 	return base
 }
 
-// boundPolicy solves the ILP of HetSev 4.1 exactly every interval for the
-// peak arrival rate of the coming interval, from no instances (N_i = 0,
-// X_i up to one per GPU of the type), with lambda 0: the cheapest instances
-// that meet the interval's load at the saturation threshold, had they no
-// launch latency. Its instances are placed like hetsev-exact's.
-type boundPolicy struct {
-	svc []*scaler.Resolved
-	pol []heterogeneity.Policy
-	pl  placement.Placer
-}
-
-func newBoundPolicy(cfg *Config) (*boundPolicy, error) {
-	p := &boundPolicy{pl: placement.Placer{InterferenceWeight: placement.DefaultInterferenceWeight, Colocation: cfg.Colocation, Mode: cfg.GPUSharing}}
-	for _, s := range cfg.Services {
-		r, err := cfg.resolve(s, heterogeneity.SolverExact)
-		if err != nil {
-			return nil, err
-		}
-		pol := r.Policy()
-		pol.Lambda = 0
-		p.svc, p.pol = append(p.svc, r), append(p.pol, pol)
-	}
-	return p, nil
-}
-
-func (p *boundPolicy) decide(svc int, v view) []int {
-	obs := heterogeneity.Observation{Now: at(v.now), ArrivalRate: v.peak}
-	for _, t := range v.types {
-		ts, _ := p.svc[svc].TypeState(t.gpu.Name, 0, t.slotsEmpty, 0, 0)
-		obs.Types = append(obs.Types, ts)
-	}
-	delta := make([]int, len(v.types))
-	pr, err := heterogeneity.NewProblem(obs, p.pol[svc])
-	if err != nil {
-		return delta
-	}
-	x, ok := ilp.SolveExact(pr)
-	if !ok {
-		// Not even every GPU covers the peak: take them all.
-		x = pr.Upper
-	}
-	for i, t := range v.types {
-		delta[i] = x[i] - t.running
-	}
-	return delta
-}
-
-func (p *boundPolicy) wholeGPU() bool           { return false }
-func (p *boundPolicy) instant() bool            { return true }
-func (p *boundPolicy) placer() placement.Placer { return p.pl }
-func (p *boundPolicy) demand(_ int, _ string, base gpuinventory.Demand) gpuinventory.Demand {
-	return base
-}
-
 // newPolicy builds the named policy for cfg.
 func newPolicy(cfg *Config, name string) (policy, error) {
 	switch name {
@@ -281,7 +227,9 @@ func newPolicy(cfg *Config, name string) (policy, error) {
 		return newHetsevPolicy(cfg, heterogeneity.SolverHeuristic, 0)
 	case PolicyExact:
 		return newHetsevPolicy(cfg, heterogeneity.SolverExact, placement.DefaultInterferenceWeight)
+	case policyIdle:
+		return idlePolicy{}, nil
 	default:
-		return newBoundPolicy(cfg)
+		return nil, fmt.Errorf("policy %q is not replayed", name)
 	}
 }

@@ -43,6 +43,7 @@ type serviceTally struct {
 	actions, decisions         int
 	decideTime                 time.Duration
 	unplaced                   int
+	latency                    latencyHist // response times of the measured requests
 }
 
 // policyRun is one policy's run over the trace.
@@ -59,6 +60,7 @@ type policyRun struct {
 	step   int // series step, seconds
 
 	gpuSecs, gpuBusy map[string]float64 // billed GPU-seconds and busy GPU-seconds per type
+	nodeCostUSD      float64            // every node hosting an instance billed whole, USD
 	peakGPUs         map[string]int
 	series           Series
 	costSoFar        float64
@@ -307,6 +309,7 @@ func (r *policyRun) unserved(s *serviceRun, at float64) {
 	if at >= float64(r.cfg.MeasureFrom) {
 		s.tally.requests++
 		s.tally.unserved++
+		s.tally.latency.add(math.Inf(1))
 	}
 }
 
@@ -322,9 +325,12 @@ func (r *policyRun) tallyDone(s *serviceRun, done []modelserver.Completion) {
 		s.tally.requests++
 		if c.Rejected {
 			s.tally.unserved++
+			s.tally.latency.add(math.Inf(1))
 			continue
 		}
-		if (c.Done-c.Arrival)*1000+r.cfg.NetworkMs <= s.RTMaxMs {
+		ms := (c.Done-c.Arrival)*1000 + r.cfg.NetworkMs
+		s.tally.latency.add(ms)
+		if ms <= s.RTMaxMs {
 			s.tally.within++
 		}
 	}
@@ -338,10 +344,12 @@ func (r *policyRun) account() {
 	inUse := map[string]int{}
 	for n, nd := range r.cl.nodes {
 		price := nd.gpuType.PriceUSDPerHour / 3600
+		nodeUsed := false
 		for g, on := range nd.onGPU {
 			if len(on) == 0 {
 				continue
 			}
+			nodeUsed = true
 			inUse[nd.gpuType.Name]++
 			var mem int64
 			for _, in := range on {
@@ -356,6 +364,9 @@ func (r *policyRun) account() {
 				t.memoryCostUSD += price * float64(in.memMiB) / float64(nd.inv.MemoryMiB)
 			}
 		}
+		if nodeUsed {
+			r.nodeCostUSD += price * float64(len(nd.onGPU))
+		}
 	}
 	for k, n := range inUse {
 		r.peakGPUs[k] = max(r.peakGPUs[k], n)
@@ -368,11 +379,22 @@ func (r *policyRun) sample(t int) {
 	r.series.LoadRPS = append(r.series.LoadRPS, r.cfg.Rates[t])
 	r.series.CostUSD = append(r.series.CostUSD, r.costSoFar)
 	count := map[string]int{}
+	instances := 0
 	for _, s := range r.svcs {
 		for _, in := range s.insts {
 			count[s.types[in.typ].gpu.Name]++
+			instances++
 		}
 	}
+	gpus := 0
+	for _, nd := range r.cl.nodes {
+		for _, on := range nd.onGPU {
+			if len(on) > 0 {
+				gpus++
+			}
+		}
+	}
+	r.series.InstancesPerGPU = append(r.series.InstancesPerGPU, ratio(float64(instances), float64(gpus)))
 	for _, name := range r.cfg.gpuTypes() {
 		r.series.Instances[name] = append(r.series.Instances[name], float64(count[name]))
 	}

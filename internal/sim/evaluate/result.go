@@ -3,6 +3,7 @@ package evaluate
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sync"
 	"time"
 )
@@ -17,8 +18,16 @@ type ServiceResult struct {
 	Requests  int64 `json:"requests"`
 	WithinSLO int64 `json:"within_slo"`
 	Unserved  int64 `json:"unserved"`
-	// SLOAttainment is WithinSLO / Requests.
+	// SLOAttainment is WithinSLO / Requests; ServiceLevel is the
+	// service's SL_min and MeetsSLO says SLOAttainment >= ServiceLevel.
 	SLOAttainment float64 `json:"slo_attainment"`
+	ServiceLevel  float64 `json:"service_level"`
+	MeetsSLO      bool    `json:"meets_slo"`
+	// P99Ms is the 99th percentile of response time, ms (network
+	// included; to 1 %); P99Shed says it falls on a request that was not
+	// answered (unserved or rejected), P99Ms then 0.
+	P99Ms   float64 `json:"p99_ms"`
+	P99Shed bool    `json:"p99_shed,omitempty"`
 	// CostUSD is the service's part of the billed cost: every second a GPU
 	// hosts instances its price is split over them in proportion to their
 	// GPU memory. USD.
@@ -50,6 +59,17 @@ type PolicyResult struct {
 	// memory-proportional cost. USD.
 	CostUSD       float64 `json:"cost_usd"`
 	MemoryCostUSD float64 `json:"memory_cost"`
+	// NodeCostUSD bills every node hosting at least one instance for all
+	// its GPUs, as a cloud bills a multi-GPU instance. USD.
+	NodeCostUSD float64 `json:"node_cost_usd"`
+	// GoodputPerGPU is the requests answered within RT_max per second of
+	// billed GPU time, requests/s per GPU.
+	GoodputPerGPU float64 `json:"goodput_per_gpu"`
+	// SLOsMet counts the services whose attainment reached their SL_min;
+	// MeetsSLOs says all did. A policy that misses one does not count as
+	// cheaper than one that meets all (Summary).
+	SLOsMet   int  `json:"slos_met"`
+	MeetsSLOs bool `json:"meets_slos"`
 	// SLOAttainment is over all requests of all services;
 	// LowestSLOAttainment is the lowest service's.
 	SLOAttainment       float64 `json:"slo_attainment"`
@@ -62,6 +82,10 @@ type PolicyResult struct {
 	ScalingActions int                `json:"scaling_actions"`
 	DecisionTimeUs float64            `json:"decision_time_us"`
 	Services       []ServiceResult    `json:"services"`
+	// Bound marks the lower bound (bound.go): not a replayed policy; only
+	// its cost, GPU-hours, requests and SharingGain (G) are meaningful.
+	Bound       bool    `json:"bound,omitempty"`
+	SharingGain float64 `json:"sharing_gain,omitempty"`
 	// Series is sampled over the whole trace, warm-up included.
 	Series Series `json:"-"`
 }
@@ -72,6 +96,9 @@ type Series struct {
 	LoadRPS   []float64            // total arrival rate, requests/s
 	Instances map[string][]float64 // instances per GPU type
 	CostUSD   []float64            // billed cost so far, USD
+	// InstancesPerGPU is instances over GPUs hosting one (packing; 0 when
+	// none runs).
+	InstancesPerGPU []float64
 }
 
 // RunResult is one replay of every policy.
@@ -108,7 +135,9 @@ func (r RunResult) Policy(name string) (PolicyResult, bool) {
 }
 
 // Evaluate replays cfg's trace under each policy, in parallel, on the same
-// arrivals. It returns an error for an invalid Config.
+// arrivals, and computes the lower bound (bound.go) from those arrivals. It
+// returns an error for an invalid Config, and when a policy's billed cost
+// is below the bound's (the bound's premise would be broken).
 func Evaluate(cfg Config) (RunResult, error) {
 	cfg.defaultSharing()
 	if err := cfg.Validate(); err != nil {
@@ -118,12 +147,23 @@ func Evaluate(cfg Config) (RunResult, error) {
 	if len(names) == 0 {
 		names = PolicyNames
 	}
+	var replayed []string
+	for _, n := range names {
+		if n != PolicyBound {
+			replayed = append(replayed, n)
+		}
+	}
+	wantBound := len(replayed) < len(names)
+	arrivalsOnly := wantBound && len(replayed) == 0
+	if arrivalsOnly {
+		replayed = []string{policyIdle} // the bound needs the arrivals
+	}
 	start := time.Now()
 	out := RunResult{Name: cfg.Name, Trace: cfg.Trace, Seconds: len(cfg.Rates), MeasuredSeconds: len(cfg.Rates) - cfg.MeasureFrom,
-		Services: cfg.Services, Cluster: cfg.Cluster, Policies: make([]PolicyResult, len(names))}
-	errs := make([]error, len(names))
+		Services: cfg.Services, Cluster: cfg.Cluster, Policies: make([]PolicyResult, len(replayed))}
+	errs := make([]error, len(replayed))
 	var wg sync.WaitGroup
-	for i, name := range names {
+	for i, name := range replayed {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -137,8 +177,35 @@ func Evaluate(cfg Config) (RunResult, error) {
 	wg.Wait()
 	for i, err := range errs {
 		if err != nil {
-			return RunResult{}, fmt.Errorf("evaluate: %s: %w", names[i], err)
+			return RunResult{}, fmt.Errorf("evaluate: %s: %w", replayed[i], err)
 		}
+	}
+	if wantBound {
+		// Every policy saw the same arrivals; the fewest counted keeps the
+		// bound valid for all of them should that ever change.
+		requests := make([]int64, len(cfg.Services))
+		for k := range requests {
+			requests[k] = math.MaxInt64
+			for _, p := range out.Policies {
+				requests[k] = min(requests[k], p.Services[k].Requests)
+			}
+		}
+		b, err := lowerBound(&cfg, requests)
+		if err != nil {
+			return RunResult{}, err
+		}
+		if err := checkBound(out, b); err != nil {
+			return RunResult{}, err
+		}
+		if arrivalsOnly {
+			out.Policies = nil
+		}
+		// In the order asked for.
+		at := slices.Index(names, PolicyBound)
+		if at > len(out.Policies) {
+			at = len(out.Policies)
+		}
+		out.Policies = slices.Insert(out.Policies, at, b)
 	}
 	out.Recommendation = recommend(out)
 	out.WallSeconds = time.Since(start).Seconds()
@@ -164,12 +231,22 @@ func (r *policyRun) result() PolicyResult {
 	for _, s := range r.svcs {
 		t := s.tally
 		sr := ServiceResult{Service: s.Name, Requests: t.requests, WithinSLO: t.within, Unserved: t.unserved,
-			SLOAttainment: ratio(float64(t.within), float64(t.requests)), CostUSD: t.costUSD, MemoryCostUSD: t.memoryCostUSD,
+			SLOAttainment: ratio(float64(t.within), float64(t.requests)), ServiceLevel: s.serviceLevel(),
+			CostUSD: t.costUSD, MemoryCostUSD: t.memoryCostUSD,
 			GPUUtilization: ratio(t.busySecs, t.instanceSecs), InstanceHours: map[string]float64{},
 			ScalingActions: t.actions, Decisions: t.decisions, Unplaced: t.unplaced,
 			DecisionTimeUs: ratio(float64(t.decideTime.Microseconds()), float64(t.decisions))}
 		for k, v := range t.typeSecs {
 			sr.InstanceHours[k] = v / 3600
+		}
+		sr.MeetsSLO = t.requests == 0 || sr.SLOAttainment >= sr.ServiceLevel
+		if sr.MeetsSLO {
+			out.SLOsMet++
+		}
+		p99 := t.latency.quantile(0.99)
+		sr.P99Shed = math.IsInf(p99, 1)
+		if !sr.P99Shed {
+			sr.P99Ms = p99
 		}
 		out.Services = append(out.Services, sr)
 		out.CostUSD += t.costUSD
@@ -187,6 +264,9 @@ func (r *policyRun) result() PolicyResult {
 		busy += r.gpuBusy[k]
 	}
 	out.SLOAttainment = ratio(float64(within), float64(req))
+	out.MeetsSLOs = out.SLOsMet == len(out.Services)
+	out.NodeCostUSD = r.nodeCostUSD
+	out.GoodputPerGPU = ratio(float64(within), gpuSecs)
 	out.GPUUtilization = ratio(busy, gpuSecs)
 	out.DecisionTimeUs = ratio(float64(decideTime.Microseconds()), float64(decisions))
 	return out
