@@ -23,7 +23,7 @@ const (
 	// PolicyDefault is default Kubernetes: one instance per whole GPU
 	// (nvidia.com/gpu: 1) of a type chosen at random, replicas by the HPA
 	// rule (internal/sim/hpa) on requests/s per pod.
-	PolicyDefault = "default-k8s"
+	PolicyDefault = "default-k8s-random"
 	// PolicyHeuristic is hetsev-scaler with the paper's heuristic and
 	// hetsev-scheduler with the paper's worst fit (interference weight 0).
 	PolicyHeuristic = "hetsev-heuristic"
