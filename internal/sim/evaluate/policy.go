@@ -37,8 +37,10 @@ const (
 	PolicyBound = "lower-bound"
 )
 
-// PolicyNames lists the policies in report order.
-var PolicyNames = []string{PolicyDefault, PolicyHeuristic, PolicyExact, PolicyBound}
+// PolicyNames lists the policies in report order: the baseline, the
+// peers (policy_*.go), hetsev and the bound.
+var PolicyNames = []string{PolicyDefault, PolicyHPABestType, PolicyKnativeKPA, PolicyMelange, PolicyINFaaS,
+	PolicyHeuristic, PolicyExact, PolicyBound}
 
 func knownPolicy(name string) bool { return slices.Contains(PolicyNames, name) }
 
@@ -404,6 +406,14 @@ func newPolicy(cfg *Config, name string) (policy, error) {
 		return newHetsevPolicy(cfg, heterogeneity.SolverHeuristic, 0)
 	case PolicyExact:
 		return newHetsevPolicy(cfg, heterogeneity.SolverExact, placement.DefaultInterferenceWeight)
+	case PolicyHPABestType:
+		return newHPABestTypePolicy(cfg)
+	case PolicyKnativeKPA:
+		return newKnativeKPAPolicy(cfg)
+	case PolicyMelange:
+		return newMelangePolicy(cfg)
+	case PolicyINFaaS:
+		return newINFaaSPolicy(cfg)
 	default:
 		return newBoundPolicy(cfg)
 	}
