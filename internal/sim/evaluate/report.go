@@ -19,7 +19,7 @@ type Report struct {
 // Summary compares hetsev-exact with default Kubernetes and the bound over
 // all runs (costs summed over the runs).
 type Summary struct {
-	// CostRatioVsDefault is default-k8s's billed cost / hetsev-exact's.
+	// CostRatioVsDefault is default-k8s-random's billed cost / hetsev-exact's.
 	CostRatioVsDefault float64 `json:"cost_ratio_vs_default"`
 	// MemoryCostRatioVsDefault is the same for HetSev 6.3's memory cost.
 	MemoryCostRatioVsDefault float64 `json:"memory_cost_ratio_vs_default"`
