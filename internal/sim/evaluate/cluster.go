@@ -20,6 +20,7 @@ type instance struct {
 	cpuMilli int64
 	hostMiB  int64
 	created  float64          // trace second it was created (billed from then)
+	readyAt  float64          // trace second it serves from (created plus the launch time)
 	run      *replay.Instance // its server in the replay
 }
 

@@ -137,7 +137,11 @@ func Run(o Options, w io.Writer) error {
 		if err := WritePlot(plot, r); err != nil {
 			return err
 		}
-		fmt.Fprintf(w, "plot: %s\n", plot)
+		slo := filepath.Join(o.Out, "evaluation-"+r.Name+"-slo.png")
+		if err := WriteSLOPlot(slo, r); err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "plots: %s, %s\n", plot, slo)
 		rep.Runs = append(rep.Runs, r)
 	}
 	rep.Result = Summarize(rep.Runs)

@@ -21,9 +21,17 @@
 //   - hetsev-scheduler: placement.Placer over each node of the type, the best
 //     rating wins (worst fit with hard anti-affinity; interference weight 0
 //     for the paper's heuristic, the plugin's default 0.5 for hetsev-exact);
-//   - default Kubernetes: internal/sim/hpa's replica rule (tolerance 0.1, 300 s
-//     scale-down stabilisation, scale-up max(4 pods, +100 %) per 15 s) on
-//     requests/s per pod, and whole GPUs of a random type.
+//   - default Kubernetes (default-k8s-random): internal/sim/hpa's replica
+//     rule (tolerance 0.1, 300 s scale-down stabilisation, scale-up max(4
+//     pods, +100 %) per 15 s) on requests/s per pod, and whole GPUs of a
+//     random type;
+//   - the peers, each in its policy_<name>.go with its source and where it
+//     simplifies: k8s-hpa-best-type (the same HPA on the single cheapest
+//     GPU type that meets RT_max), knative-kpa (Knative's KPA, stable and
+//     panic windows, every 2 s, on that type), melange-ilp (the cheapest
+//     whole-GPU type mix every interval, Mélange as AIBrix runs it) and
+//     infaas-packing (hetsev's heuristic and worst fit with GPUs shared by
+//     memory only, no interference awareness).
 //
 // Accounting, over the measured seconds (after Config.MeasureFrom):
 //

@@ -2,7 +2,10 @@ package evaluate
 
 import (
 	"fmt"
+	"image/color"
+	"math"
 	"os"
+	"sort"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -12,18 +15,25 @@ import (
 	"gonum.org/v1/plot/vg/vgimg"
 )
 
-// WritePlot draws r's time series into a PNG at path, three panels over
+// WritePlot draws r's time series into a PNG at path, four panels over
 // trace time: the total arrival rate; the instances per GPU type of each
-// policy (one colour per policy, one dash pattern per GPU type); and each
-// policy's billed cost so far.
+// policy (one colour per policy, one dash pattern per GPU type); each
+// policy's instances per GPU in use (packing); and each policy's billed
+// cost so far. The bound, which is not replayed, has no series.
 func WritePlot(path string, r RunResult) error {
-	if len(r.Policies) == 0 {
+	var replayed []PolicyResult
+	for _, p := range r.Policies {
+		if !p.Bound {
+			replayed = append(replayed, p)
+		}
+	}
+	if len(replayed) == 0 {
 		return fmt.Errorf("evaluate: %s: nothing to plot", r.Name)
 	}
 	load := plot.New()
 	load.Title.Text = r.Name + ": arrival rate"
 	load.Y.Label.Text = "requests/s"
-	first := r.Policies[0].Series
+	first := replayed[0].Series
 	if err := addLine(load, "", first.Hours, first.LoadRPS, 0, 0); err != nil {
 		return err
 	}
@@ -31,30 +41,100 @@ func WritePlot(path string, r RunResult) error {
 	inst := plot.New()
 	inst.Title.Text = "instances per GPU type"
 	inst.Y.Label.Text = "instances"
+	pack := plot.New()
+	pack.Title.Text = "instances per GPU in use (packing)"
+	pack.Y.Label.Text = "instances / GPU"
 	cost := plot.New()
 	cost.Title.Text = "billed cost so far"
 	cost.Y.Label.Text = "USD"
 	cost.X.Label.Text = "trace time (h)"
-	for i, p := range r.Policies {
+	for i, p := range replayed {
 		for j, t := range gpuTypesOf(r.Cluster) {
 			if err := addLine(inst, p.Policy+" "+t, p.Series.Hours, p.Series.Instances[t], i, j); err != nil {
 				return err
 			}
 		}
+		if err := addLine(pack, p.Policy, p.Series.Hours, p.Series.InstancesPerGPU, i, 0); err != nil {
+			return err
+		}
 		if err := addLine(cost, p.Policy, p.Series.Hours, p.Series.CostUSD, i, 0); err != nil {
 			return err
 		}
 	}
-	for _, p := range []*plot.Plot{load, inst, cost} {
-		p.Legend.Top, p.Legend.Left = true, true
-		p.Add(plotter.NewGrid())
+	plots := [][]*plot.Plot{{load}, {inst}, {pack}, {cost}}
+	for _, p := range plots {
+		p[0].Legend.Top, p[0].Legend.Left = true, true
+		p[0].Add(plotter.NewGrid())
 	}
+	return writePNG(path, 22*vg.Centimeter, 34*vg.Centimeter, plots)
+}
 
-	const w, h = 22 * vg.Centimeter, 27 * vg.Centimeter
+// WriteSLOPlot draws each service's SLO attainment under each replayed
+// policy (one colour per policy) into a PNG at path, services sorted by
+// their requests (busiest first), with each service's SL_min in black: a
+// point below the black one is a missed SLO.
+func WriteSLOPlot(path string, r RunResult) error {
+	var replayed []PolicyResult
+	for _, p := range r.Policies {
+		if !p.Bound && len(p.Services) > 0 {
+			replayed = append(replayed, p)
+		}
+	}
+	if len(replayed) == 0 {
+		return fmt.Errorf("evaluate: %s: nothing to plot", r.Name)
+	}
+	order := make([]int, len(replayed[0].Services))
+	for k := range order {
+		order[k] = k
+	}
+	svc := replayed[0].Services
+	sort.SliceStable(order, func(a, b int) bool { return svc[order[a]].Requests > svc[order[b]].Requests })
+	pl := plot.New()
+	pl.Title.Text = r.Name + ": SLO attainment per service (busiest first)"
+	pl.X.Label.Text = "service rank by requests"
+	pl.Y.Label.Text = "requests within RT_max"
+	lowest := 1.0
+	slo := make(plotter.XYs, len(order))
+	for x, k := range order {
+		slo[x].X, slo[x].Y = float64(x), svc[k].ServiceLevel
+		lowest = math.Min(lowest, svc[k].ServiceLevel)
+	}
+	for i, p := range replayed {
+		pts := make(plotter.XYs, len(order))
+		for x, k := range order {
+			pts[x].X, pts[x].Y = float64(x), p.Services[k].SLOAttainment
+			lowest = math.Min(lowest, p.Services[k].SLOAttainment)
+		}
+		sc, err := plotter.NewScatter(pts)
+		if err != nil {
+			return err
+		}
+		sc.GlyphStyle.Color = plotutil.Color(i)
+		sc.GlyphStyle.Shape = plotutil.Shape(i)
+		sc.GlyphStyle.Radius = vg.Points(2.5)
+		pl.Add(sc)
+		pl.Legend.Add(p.Policy, sc)
+	}
+	sl, err := plotter.NewScatter(slo)
+	if err != nil {
+		return err
+	}
+	sl.GlyphStyle.Color = color.Black
+	sl.GlyphStyle.Shape = draw.BoxGlyph{}
+	sl.GlyphStyle.Radius = vg.Points(1.5)
+	pl.Add(sl)
+	pl.Legend.Add("SL_min", sl)
+	pl.Y.Min, pl.Y.Max = math.Max(0, math.Min(lowest, 0.95)-0.01), 1.002
+	pl.Legend.Top, pl.Legend.Left = false, true
+	pl.Add(plotter.NewGrid())
+	return writePNG(path, 22*vg.Centimeter, 12*vg.Centimeter, [][]*plot.Plot{{pl}})
+}
+
+// writePNG lays plots out in one column and writes them as a PNG.
+func writePNG(path string, w, h vg.Length, plots [][]*plot.Plot) error {
 	img := vgimg.New(w, h)
 	dc := draw.New(img)
-	tiles := draw.Tiles{Rows: 3, Cols: 1, PadX: vg.Millimeter, PadY: 4 * vg.Millimeter, PadTop: 2 * vg.Millimeter, PadBottom: 2 * vg.Millimeter, PadLeft: 2 * vg.Millimeter, PadRight: 4 * vg.Millimeter}
-	plots := [][]*plot.Plot{{load}, {inst}, {cost}}
+	tiles := draw.Tiles{Rows: len(plots), Cols: 1, PadX: vg.Millimeter, PadY: 4 * vg.Millimeter, PadTop: 2 * vg.Millimeter, PadBottom: 2 * vg.Millimeter, PadLeft: 2 * vg.Millimeter, PadRight: 4 * vg.Millimeter}
 	canvases := plot.Align(plots, tiles, dc)
 	for i := range plots {
 		plots[i][0].Draw(canvases[i][0])

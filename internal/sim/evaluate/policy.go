@@ -23,7 +23,7 @@ const (
 	// PolicyDefault is default Kubernetes: one instance per whole GPU
 	// (nvidia.com/gpu: 1) of a type chosen at random, replicas by the HPA
 	// rule (internal/sim/hpa) on requests/s per pod.
-	PolicyDefault = "default-k8s"
+	PolicyDefault = "default-k8s-random"
 	// PolicyHeuristic is hetsev-scaler with the paper's heuristic and
 	// hetsev-scheduler with the paper's worst fit (interference weight 0).
 	PolicyHeuristic = "hetsev-heuristic"
@@ -36,8 +36,10 @@ const (
 	PolicyBound = "lower-bound"
 )
 
-// PolicyNames lists the policies in report order.
-var PolicyNames = []string{PolicyDefault, PolicyHeuristic, PolicyExact, PolicyBound}
+// PolicyNames lists the policies in report order: the baseline, the
+// peers (policy_*.go), hetsev and the bound.
+var PolicyNames = []string{PolicyDefault, PolicyHPABestType, PolicyKnativeKPA, PolicyMelange, PolicyINFaaS,
+	PolicyHeuristic, PolicyExact, PolicyBound}
 
 func knownPolicy(name string) bool { return slices.Contains(PolicyNames, name) }
 
@@ -46,6 +48,7 @@ type typeView struct {
 	prof    catalog.Profile
 	gpu     catalog.GPUType
 	running int       // instances, launching ones included
+	ready   int       // of them, those that serve (launched)
 	starts  []float64 // creation time of each, trace seconds, oldest first
 	slots   int       // MaxAdditional: more instances that fit now
 	// slotsEmpty is how many instances of the model the type's GPUs hold
@@ -61,7 +64,26 @@ type view struct {
 	now     float64 // trace seconds
 	arrival float64 // W: requests/s over the rate window, as the metrics adapter reports it
 	peak    float64 // the peak rate of the next interval (perfect knowledge), requests/s
+	// offered is the requests offered in each of the last seconds,
+	// oldest first, for a historyPolicy: as many as it asks for, fewer
+	// at the start of the trace; nil for other policies.
+	offered []int64
 	types   []typeView
+}
+
+// meanRate is the mean of the last n seconds of v.offered, requests/s,
+// over the seconds there are (fewer than n at the start of the trace, as
+// a window average over the buckets it holds); 0 when there are none.
+func (v view) meanRate(n int) float64 {
+	k := min(n, len(v.offered))
+	if k <= 0 {
+		return 0
+	}
+	var sum int64
+	for _, c := range v.offered[len(v.offered)-k:] {
+		sum += c
+	}
+	return float64(sum) / float64(k)
 }
 
 // policy decides the change of instances per GPU type (aligned with
@@ -76,6 +98,108 @@ type policy interface {
 	// demand is what a pod of service svc on gpuType declares, given base
 	// (its model and the profile's GPU memory).
 	demand(svc int, gpuType string, base gpuinventory.Demand) gpuinventory.Demand
+}
+
+// Optional behaviour of a policy, found by type assertion.
+type (
+	// pacedPolicy decides at its own interval instead of
+	// Config.Knobs.Interval.
+	pacedPolicy interface {
+		// decisionInterval is the seconds between two decisions, >= 1.
+		decisionInterval() int
+	}
+	// historyPolicy needs the per-second counts of the last seconds
+	// (view.offered).
+	historyPolicy interface {
+		// history is how many seconds view.offered should cover.
+		history() int
+	}
+	// singleTypePolicy runs each service on one GPU type, its first
+	// instance included.
+	singleTypePolicy interface {
+		// serviceType is the GPU type (catalog name) of service svc.
+		serviceType(svc int) string
+	}
+)
+
+// typeOffer is what a peer that picks one GPU type per service compares:
+// one GPU type's price and its profile for the service's model.
+type typeOffer struct {
+	gpuType         string
+	priceUSDPerHour float64 // C_i, one GPU
+	throughputRPS   float64 // T_i, one instance
+	latencyMs       float64 // L_i, one batch
+}
+
+// cheapestSuitable is the index of the offer that serves a request most
+// cheaply (least USD/h per request/s, C_i / T_i) among those whose batch
+// latency meets RT_max (L_i <= rtMaxMs, HetSev's SLO check): the single
+// GPU type a platform team would run a service on, by cost per request
+// served rather than price per GPU (a dearer GPU that serves more than its
+// price's worth more requests is the cheaper choice). Ties go to the
+// cheaper GPU, then to the first. With no offer meeting RT_max, the
+// fastest (least L_i); -1 for no offers.
+func cheapestSuitable(offers []typeOffer, rtMaxMs float64) int {
+	best := -1
+	for i, o := range offers {
+		if o.latencyMs > rtMaxMs || !(o.throughputRPS > 0) {
+			continue
+		}
+		if best < 0 {
+			best = i
+			continue
+		}
+		b := offers[best]
+		perReq, bestPerReq := o.priceUSDPerHour/o.throughputRPS, b.priceUSDPerHour/b.throughputRPS
+		if perReq < bestPerReq || (perReq == bestPerReq && o.priceUSDPerHour < b.priceUSDPerHour) {
+			best = i
+		}
+	}
+	if best >= 0 {
+		return best
+	}
+	for i, o := range offers {
+		if best < 0 || o.latencyMs < offers[best].latencyMs {
+			best = i
+		}
+	}
+	return best
+}
+
+// singleType is the GPU type a single-type peer runs service s on
+// (cheapestSuitable over the cluster's types with a profile for its
+// model), that type's T_i in requests/s, and how many GPUs of it the
+// cluster has.
+func singleType(cfg *Config, s Service) (gpuType string, throughputRPS float64, gpus int, err error) {
+	var offers []typeOffer
+	for _, name := range cfg.gpuTypes() {
+		g, ok := cfg.Catalog.ByName(name)
+		prof, okp := cfg.Profiles.Get(s.Model, name)
+		if !ok || !okp {
+			continue
+		}
+		offers = append(offers, typeOffer{gpuType: name, priceUSDPerHour: g.PriceUSDPerHour, throughputRPS: prof.ThroughputRPS, latencyMs: prof.LatencyMs})
+	}
+	i := cheapestSuitable(offers, s.RTMaxMs)
+	if i < 0 {
+		return "", 0, 0, fmt.Errorf("service %s: no GPU type of the cluster has a profile for %s", s.Name, s.Model)
+	}
+	for _, g := range cfg.Cluster {
+		if g.GPUType == offers[i].gpuType {
+			gpus += g.Nodes * g.GPUsPerNode
+		}
+	}
+	return offers[i].gpuType, offers[i].throughputRPS, gpus, nil
+}
+
+// typeIndexOf is the index of gpuType in v.types, -1 if absent.
+func typeIndexOf(v view, gpuType string) int {
+	for i, t := range v.types {
+		if t.gpu.Name == gpuType {
+			return i
+		}
+	}
+	return -1
 }
 
 // epoch anchors trace seconds for the time-based decision code.
@@ -229,6 +353,14 @@ func newPolicy(cfg *Config, name string) (policy, error) {
 		return newHetsevPolicy(cfg, heterogeneity.SolverExact, placement.DefaultInterferenceWeight)
 	case policyIdle:
 		return idlePolicy{}, nil
+	case PolicyHPABestType:
+		return newHPABestTypePolicy(cfg)
+	case PolicyKnativeKPA:
+		return newKnativeKPAPolicy(cfg)
+	case PolicyMelange:
+		return newMelangePolicy(cfg)
+	case PolicyINFaaS:
+		return newINFaaSPolicy(cfg)
 	default:
 		return nil, fmt.Errorf("policy %q is not replayed", name)
 	}

@@ -25,11 +25,13 @@ type serviceType struct {
 // serviceRun is one service's state in one policy's replay.
 type serviceRun struct {
 	Service
-	idx     int
-	types   []serviceType
-	insts   []*instance     // oldest first
-	run     *replay.Service // its arrivals: the same seed in every policy
-	offered []int64         // requests offered per second, a ring over the rate window
+	idx   int
+	types []serviceType
+	insts []*instance     // oldest first
+	run   *replay.Service // its arrivals: the same seed in every policy
+	// offered is the requests offered per second, a ring over the rate
+	// window or the policy's history (historyPolicy), whichever is longer.
+	offered []int64
 	queueTO []float64
 	tally   serviceTally
 }
@@ -56,8 +58,11 @@ type policyRun struct {
 	gpus   [][]*replay.GPU // the engine's GPUs by node and index, as cl.nodes
 	svcs   []*serviceRun
 	window int // rate window, seconds
-	every  int // decision interval, seconds
-	step   int // series step, seconds
+	every  int // decision interval, seconds (Knobs.Interval, or the policy's: pacedPolicy)
+	// history is how many seconds of offered requests a view carries
+	// (historyPolicy; 0: none).
+	history int
+	step    int // series step, seconds
 
 	gpuSecs, gpuBusy map[string]float64 // billed GPU-seconds and busy GPU-seconds per type
 	nodeCostUSD      float64            // every node hosting an instance billed whole, USD
@@ -81,6 +86,12 @@ func newPolicyRun(cfg *Config, name string) (*policyRun, error) {
 	if r.step == 0 {
 		r.step = max(1, len(cfg.Rates)/2000)
 	}
+	if p, ok := pol.(pacedPolicy); ok {
+		r.every = max(1, p.decisionInterval())
+	}
+	if p, ok := pol.(historyPolicy); ok {
+		r.history = max(0, p.history())
+	}
 	for _, nd := range r.cl.nodes {
 		gs := make([]*replay.GPU, len(nd.onGPU))
 		for g := range gs {
@@ -91,14 +102,14 @@ func newPolicyRun(cfg *Config, name string) (*policyRun, error) {
 	for i, s := range cfg.Services {
 		sr := &serviceRun{
 			Service: s, idx: i,
-			offered: make([]int64, r.window),
+			offered: make([]int64, max(r.window, r.history)),
 			tally:   serviceTally{typeSecs: map[string]float64{}},
 		}
 		sr.run = r.eng.AddService(&replay.Service{
 			Share:    s.Share,
 			Arrivals: rand.New(rand.NewPCG(cfg.Seed, uint64(i)+1)),
 			Router:   modelserver.NewRouter(cfg.Seed + 100 + uint64(i)),
-			Offered:  func(sec int, at []float64) { sr.offered[sec%r.window] = int64(len(at)) },
+			Offered:  func(sec int, at []float64) { sr.offered[sec%len(sr.offered)] = int64(len(at)) },
 			Unserved: func(at float64) { r.unserved(sr, at) },
 		})
 		for _, g := range cfg.Cluster {
@@ -163,8 +174,14 @@ func (r *policyRun) run() PolicyResult {
 // firstType is the type of the instances every policy starts with: the
 // cheapest that meets RT_max (what hetsev's first scale-out picks; for
 // default Kubernetes, whose later pods get a random type, it fixes the
-// first pod's).
+// first pod's), or the type a single-type policy runs the service on
+// (singleTypePolicy).
 func (r *policyRun) firstType(s *serviceRun) int {
+	if p, ok := r.pol.(singleTypePolicy); ok {
+		if i := typeIndex(s.types, p.serviceType(s.idx)); i >= 0 {
+			return i
+		}
+	}
 	best := 0
 	for i, t := range s.types {
 		if t.prof.LatencyMs <= s.RTMaxMs && t.gpu.PriceUSDPerHour < s.types[best].gpu.PriceUSDPerHour {
@@ -177,13 +194,22 @@ func (r *policyRun) firstType(s *serviceRun) int {
 // decide runs the policy for s at second t and applies its action.
 func (r *policyRun) decide(s *serviceRun, t int) {
 	v := view{now: float64(t), types: make([]typeView, len(s.types))}
+	// The seconds before t, newest last; the ring holds the last
+	// len(s.offered) of them.
+	ring := len(s.offered)
 	var sum int64
-	for _, c := range s.offered {
-		sum += c
+	for k := max(t-r.window, 0); k < t; k++ {
+		sum += s.offered[k%ring]
 	}
 	v.arrival = float64(sum) / float64(min(r.window, max(t, 1)))
 	if t == 0 {
 		v.arrival = r.cfg.Rates[0] * s.Share
+	}
+	if r.history > 0 {
+		v.offered = make([]int64, 0, min(r.history, t))
+		for k := max(t-r.history, 0); k < t; k++ {
+			v.offered = append(v.offered, s.offered[k%ring])
+		}
 	}
 	for k := t; k < min(t+r.every, len(r.cfg.Rates)); k++ {
 		v.peak = max(v.peak, r.cfg.Rates[k]*s.Share)
@@ -195,6 +221,9 @@ func (r *policyRun) decide(s *serviceRun, t int) {
 		for _, in := range s.insts {
 			if in.typ == i {
 				tv.running++
+				if in.readyAt <= float64(t) {
+					tv.ready++
+				}
 				tv.starts = append(tv.starts, in.created)
 				ofType = append(ofType, in)
 			}
@@ -250,6 +279,7 @@ func (r *policyRun) start(s *serviceRun, i int, now float64) error {
 		ready = max(now, 0)
 		in.created = max(now, 0)
 	}
+	in.readyAt = ready
 	var ok bool
 	if r.pol.wholeGPU() {
 		in.memMiB = st.gpu.MemoryMiB
