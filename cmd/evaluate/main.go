@@ -1,9 +1,11 @@
-// Command hetsev-evaluate is `make evaluate`: it replays days of a real
-// trace in simulated time under default Kubernetes, hetsev (heuristic and
-// exact) and a lower bound, and reports cost, SLO attainment, GPU
-// utilisation and scaling per policy and service (internal/sim/evaluate). With
-// --trace it is the what-if mode for a user's own trace, profiles and
-// prices.
+// Command hetsev-evaluate is `make evaluate`: it replays real traces (the
+// Twitter trace, the Azure LLM code trace and 64 Azure Functions as 64
+// services) in simulated time under default Kubernetes, hetsev (heuristic
+// and exact) and a lower bound, and reports cost, SLO attainment, GPU
+// utilisation and scaling per policy and service (internal/sim/evaluate).
+// With --trace (one series shared by services) or --functions (a
+// per-function, per-minute trace, one service per function) it is the
+// what-if mode for a user's own workload, profiles and prices.
 package main
 
 import (

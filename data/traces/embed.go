@@ -11,7 +11,7 @@ import (
 
 // Files holds the traces exactly as committed.
 //
-//go:embed twitter_rps_days01-07.txt AzureLLMInferenceTrace_code.csv
+//go:embed twitter_rps_days01-07.txt AzureLLMInferenceTrace_code.csv azure2019_invitro_500func_8h.csv
 var Files embed.FS
 
 // Names of the embedded files as data/README.md names them (relative to
@@ -19,6 +19,9 @@ var Files embed.FS
 const (
 	TwitterTrace   = "traces/twitter_rps_days01-07.txt"
 	AzureCodeTrace = "traces/AzureLLMInferenceTrace_code.csv"
+	// AzureFunctionsTrace is per-function, per-minute invocations of 500
+	// Azure Functions over 8 hours (README-azure2019_invitro_500func_8h.md).
+	AzureFunctionsTrace = "traces/azure2019_invitro_500func_8h.csv"
 )
 
 // Open opens one of the files named above.

@@ -123,7 +123,7 @@ func lowerBound(cfg *Config, requests []int64) (PolicyResult, error) {
 	out := PolicyResult{Policy: PolicyBound, Bound: true, SharingGain: g, GPUHours: map[string]float64{}, PeakGPUs: map[string]int{}}
 	var req, within float64
 	for k, s := range cfg.Services {
-		sl := s.serviceLevel()
+		sl := s.SLMinOrDefault()
 		best, bestType, bestPerReq := math.Inf(1), "", 0.0
 		for _, name := range cfg.gpuTypes() {
 			prof, ok := cfg.Profiles.Get(s.Model, name)

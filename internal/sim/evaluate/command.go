@@ -12,8 +12,9 @@ import (
 	"github.com/hetsev/hetsev/pkg/interference"
 )
 
-// Options are `make evaluate`'s flags: the two shipped traces by default, or
-// the what-if mode for a user's trace with --trace.
+// Options are `make evaluate`'s flags: the three shipped traces by
+// default, or the what-if mode for a user's trace with --trace or a user's
+// per-function trace with --functions.
 type Options struct {
 	Out          string // directory for evaluation.json and the plots
 	NodesPerType int    // servers per GPU type, 2 GPUs each
@@ -27,8 +28,12 @@ type Options struct {
 	GPUSharing        string
 	InterferenceModel string
 
+	// Functions configures the AzureFunctions replay and --functions.
+	Functions FunctionWorkload
+
 	// What-if mode.
 	Trace                        string
+	FunctionsFile                string // a per-function, per-minute trace
 	Services                     []Service
 	Preparation                  Preparation
 	Catalog, Profiles, Estimates string // CSV files; empty: data/profiles
@@ -70,6 +75,9 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.GPUSharing, "gpu-sharing", o.GPUSharing, "how co-located instances share a simulated GPU: time-slicing (CUDA's default) or mps (the fitted co-location model's modes)")
 	fs.StringVar(&o.InterferenceModel, "interference-model", o.InterferenceModel, "co-location model file (YAML/JSON, pkg/interference ColocationFile; default: the model fitted to the H100 measurements)")
 	fs.StringVar(&o.Trace, "trace", o.Trace, "what-if mode: a trace file, per-second counts or one timestamp per request (RFC 3339 or the Azure traces' format)")
+	fs.StringVar(&o.FunctionsFile, "functions", o.FunctionsFile, "what-if mode: a per-function, per-minute trace (CSV: HashOwner,HashApp,HashFunction,Trigger,<minute>,...; the Azure Functions trace's format), one service per function by the AzureFunctions replay's rules (models, SLOs, scale, cluster)")
+	fs.IntVar(&o.Functions.Services, "function-services", o.Functions.Services, "services of the Azure Functions replay and --functions: the busiest this many functions (0: 64)")
+	fs.Float64Var(&o.Functions.Scale, "function-scale", o.Functions.Scale, "factor on every function's rate in the Azure Functions replay and --functions (0: so the total mean load needs as many GPUs as half the services; 1: as recorded)")
 	fs.Var(serviceFlags{&o.Services}, "service", "what-if mode: NAME=MODEL,SHARE,RT_MAX_MS[,SATURATION_THRESHOLD], repeatable (default: the demo's resnet50 and ssd)")
 	fs.Float64Var(&o.Preparation.PeakRPS, "peak", o.Preparation.PeakRPS, "what-if mode: scale the trace to this peak, requests/s (0: as recorded)")
 	fs.BoolVar(&o.Preparation.FillGaps, "fill-gaps", o.Preparation.FillGaps, "what-if mode: treat runs of zero seconds as data gaps and hold the last rate")
@@ -82,6 +90,19 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 
 // configs are the replays o asks for.
 func (o Options) configs() ([]Config, error) {
+	if o.Trace != "" && o.FunctionsFile != "" {
+		return nil, fmt.Errorf("--trace and --functions: give one trace")
+	}
+	if o.FunctionsFile != "" {
+		if len(o.Services) > 0 {
+			return nil, fmt.Errorf("--service does not apply to --functions: each function is a service")
+		}
+		c, err := WhatIfFunctions(o.FunctionsFile, o.Functions, o.Catalog, o.Profiles, o.Estimates)
+		if err != nil {
+			return nil, err
+		}
+		return []Config{c}, nil
+	}
 	if o.Trace != "" {
 		services := o.Services
 		if len(services) == 0 {
@@ -101,7 +122,11 @@ func (o Options) configs() ([]Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	return []Config{tw, az}, nil
+	fn, err := AzureFunctions(o.Functions)
+	if err != nil {
+		return nil, err
+	}
+	return []Config{tw, az, fn}, nil
 }
 
 // Run replays what o asks for, prints a table per replay and the RESULT line

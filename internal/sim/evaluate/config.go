@@ -21,32 +21,52 @@ import (
 type Service struct {
 	Name  string
 	Model string // profiles' model name, e.g. "resnet50"
-	// Share is the fraction of the trace's requests that go to this
-	// service, in (0, 1].
+	// Share is the fraction of the trace's requests (Config.Rates) that
+	// go to this service, in (0, 1]; 0 when the service has Rates of its
+	// own.
 	Share float64
+	// Rates, when not nil, is the service's own arrival rate per trace
+	// second, requests/s (as long as Config.Rates), in place of a Share
+	// of the trace's: each function of a per-function trace drives one
+	// service (AzureFunctions). Not written to evaluation.json.
+	Rates trace.Rates `json:"-"`
 	// RTMaxMs is the SLO's response-time threshold RT_max, ms.
 	RTMaxMs float64
+	// SLMin is the SLO's least share of requests within RT_max, in (0, 1]
+	// (0: DefaultSLMin).
+	SLMin float64 `json:",omitempty"`
+	// Trigger is the trigger group of the function behind the service
+	// (per-function traces only), which set its RT_max and SL_min.
+	Trigger string `json:",omitempty"`
 	// SaturationThreshold overrides heterogeneity.DefaultPolicy's 0.8 when
 	// > 0 (HetSev 4.1 calls it tunable per service).
 	SaturationThreshold float64
-	// ServiceLevel is SL_min, the share of requests that must be answered
-	// within RT_max, in (0, 1]; 0 is DefaultServiceLevel.
-	ServiceLevel float64
 	// BusyShare is the ModelService's spec.scaling.busyShare, in (0, 1]
 	// (0: unset): the share of its GPU's time each hetsev instance may
 	// keep busy.
 	BusyShare float64
 }
 
-// DefaultServiceLevel is SL_min when a Service gives none: 98 %, HetSev 6's.
-const DefaultServiceLevel = 0.98
+// DefaultSLMin is a service's SL_min when it names none: 98 % of requests
+// within RT_max, HetSev 6's and the demo's ModelServices' SLO.
+const DefaultSLMin = heterogeneity.DefaultServiceLevel
 
-// serviceLevel is s's SL_min.
-func (s Service) serviceLevel() float64 {
-	if s.ServiceLevel > 0 {
-		return s.ServiceLevel
+// SLMinOrDefault is s's SL_min: SLMin, or DefaultSLMin when unset.
+func (s Service) SLMinOrDefault() float64 {
+	if s.SLMin == 0 {
+		return DefaultSLMin
 	}
-	return DefaultServiceLevel
+	return s.SLMin
+}
+
+// rate is service s's arrival rate in trace second sec of c, requests/s:
+// its own Rates, or its Share of the trace's. Every use of a service's
+// rate outside the replay engine goes through it.
+func (c *Config) rate(s *Service, sec int) float64 {
+	if s.Rates != nil {
+		return s.Rates[sec]
+	}
+	return c.Rates[sec] * s.Share
 }
 
 // NodeGroup is Nodes identical GPU servers.
@@ -149,15 +169,28 @@ func (c Config) Validate() error {
 		if len(c.Profiles.ForModel(s.Model)) == 0 {
 			bad("%s: no profile for model %q", f, s.Model)
 		}
-		if !(s.Share > 0 && s.Share <= 1) {
+		if s.Rates != nil {
+			if s.Share != 0 {
+				bad("%s: Share %v with rates of its own (want 0: the rates replace a share)", f, s.Share)
+			}
+			if len(s.Rates) != len(c.Rates) {
+				bad("%s: %d s of rates of its own, the trace has %d", f, len(s.Rates), len(c.Rates))
+			}
+			for i, r := range s.Rates {
+				if !(r >= 0) || math.IsInf(r, 0) {
+					bad("%s: trace second %d: rate %v is not a finite number >= 0", f, i, r)
+					break
+				}
+			}
+		} else if !(s.Share > 0 && s.Share <= 1) {
 			bad("%s: Share %v must be in (0, 1]", f, s.Share)
 		}
 		share += s.Share
+		if !(s.SLMin >= 0 && s.SLMin <= 1) {
+			bad("%s: SLMin %v must be in (0, 1] (0: %v)", f, s.SLMin, DefaultSLMin)
+		}
 		if !(s.RTMaxMs > 0) || math.IsInf(s.RTMaxMs, 0) {
 			bad("%s: RTMaxMs %v must be a finite number > 0", f, s.RTMaxMs)
-		}
-		if !(s.ServiceLevel >= 0 && s.ServiceLevel <= 1) {
-			bad("%s: ServiceLevel %v must be in (0, 1] (0: %g)", f, s.ServiceLevel, DefaultServiceLevel)
 		}
 		if s.SaturationThreshold < 0 || s.SaturationThreshold > 1 {
 			bad("%s: SaturationThreshold %v must be in (0, 1] (0: default)", f, s.SaturationThreshold)

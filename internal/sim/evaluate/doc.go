@@ -7,9 +7,13 @@
 //
 //   - the per-second loop: internal/sim/replay, the one the demo's world
 //     (internal/sim/simulator) runs too;
-//   - arrivals: Poisson within each trace second at the trace's rate times
-//     the service's share, the same arrivals for every policy; routing like
-//     Envoy's LEAST_REQUEST (modelserver.Router);
+//   - arrivals: Poisson within each trace second at the service's rate,
+//     the same arrivals for every policy; routing like Envoy's
+//     LEAST_REQUEST (modelserver.Router). A service's rate is the trace's
+//     times its share (Service.Share: the Twitter and Azure code replays,
+//     whose services split one series), or its own series
+//     (Service.Rates: the Azure Functions replay, one function per
+//     service, see below);
 //   - model servers: internal/sim/modelserver (dynamic batching, the profile's batch
 //     latency, deadline-aware queues as in the demo), slowed by their GPU
 //     neighbours' busy share with pkg/interference;
@@ -59,6 +63,21 @@
 // load at the saturation threshold. It bounds the scaling, not the packing:
 // its instances are placed like hetsev-exact's and billed per GPU the same
 // way.
+//
+// The Azure Functions replay (AzureFunctions, and --functions for a
+// user's trace in the same format) is the multi-tenant workload: the 64
+// busiest of 500 real functions, each its own service with its own
+// arrivals (FunctionWorkload has every rule: models by a hash of the
+// function, RT_max by model and trigger, SL_min 0.99 for http and 0.98
+// otherwise, one scale factor for all so that the mean load needs as many
+// GPUs as half the services, a cluster that holds every service at its
+// peak on one GPU type alone). The trace counts invocations per minute and
+// has no finer timestamps: a minute's count c becomes c/60 requests/s in
+// each of its 60 seconds (trace.Function.Rates), and the engine draws each
+// second's arrivals from that rate as for the other traces (a count of
+// c/60 rounded at random, at Poisson times), so a minute's arrivals are
+// spread evenly on average and a change of rate happens at the minute's
+// boundary. Config.Rates is then the services' sum, for reports.
 //
 // Zero runs in the Twitter trace are gaps in the data, not idle time
 // (data/README.md): Preparation.FillGaps holds the last non-zero rate over

@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -201,7 +202,7 @@ func TestSummaryWithoutPolicies(t *testing.T) {
 
 func TestParseService(t *testing.T) {
 	s, err := ParseService("ssd=ssd-resnet50,0.4,900,0.7")
-	if err != nil || s != (Service{Name: "ssd", Model: "ssd-resnet50", Share: 0.4, RTMaxMs: 900, SaturationThreshold: 0.7}) {
+	if err != nil || !reflect.DeepEqual(s, Service{Name: "ssd", Model: "ssd-resnet50", Share: 0.4, RTMaxMs: 900, SaturationThreshold: 0.7}) {
 		t.Errorf("ParseService = %+v, %v", s, err)
 	}
 	for in, want := range map[string]string{
@@ -309,7 +310,7 @@ func TestNodeCostAndSLOMarks(t *testing.T) {
 	if !near(p.CostUSD, 2*t4Price) || !near(p.NodeCostUSD, 4*t4Price) || !p.MeetsSLOs || p.SLOsMet != 2 {
 		t.Errorf("billed %v, node %v USD, SLOs met %d (all %v); want 1.052, 2.104, 2 (true)", p.CostUSD, p.NodeCostUSD, p.SLOsMet, p.MeetsSLOs)
 	}
-	svcs := []Service{{Name: "fast", Model: "resnet50", Share: 0.5, RTMaxMs: 10}, {Name: "ok", Model: "resnet50", Share: 0.5, RTMaxMs: 400, ServiceLevel: 0.9}}
+	svcs := []Service{{Name: "fast", Model: "resnet50", Share: 0.5, RTMaxMs: 10}, {Name: "ok", Model: "resnet50", Share: 0.5, RTMaxMs: 400, SLMin: 0.9}}
 	p = run(t, constant(100, 600), t4Only(4), PolicyExact, svcs...)
 	f, ok := p.Services[0], p.Services[1]
 	if f.MeetsSLO || f.SLOAttainment != 0 || !ok.MeetsSLO || ok.ServiceLevel != 0.9 || p.MeetsSLOs || p.SLOsMet != 1 {
@@ -318,5 +319,69 @@ func TestNodeCostAndSLOMarks(t *testing.T) {
 	}
 	if !(ok.P99Ms > 22 && ok.P99Ms < 400) || !(p.GoodputPerGPU > 0) {
 		t.Errorf("ok: p99 %v ms, goodput %v requests/s per GPU; want between the batch latency and RT_max, > 0", ok.P99Ms, p.GoodputPerGPU)
+	}
+}
+
+// TestServiceOwnRates: two services with rates of their own get exactly
+// their requests (whole rates are whole counts): 10/s for 100 s is 1,000,
+// and 0/s for 50 s then 20/s for 50 s is 1,000 too; the Config's total is
+// only for reports. A Share beside own rates, or rates of another length,
+// is refused.
+func TestServiceOwnRates(t *testing.T) {
+	a, b := constant(10, 100), constant(0, 100)
+	for i := 50; i < 100; i++ {
+		b[i] = 20
+	}
+	svcs := []Service{
+		{Name: "a", Model: "resnet50", Rates: a, RTMaxMs: 1000},
+		{Name: "b", Model: "resnet50", Rates: b, RTMaxMs: 1000},
+	}
+	p := run(t, constant(30, 100), t4Only(2), PolicyHeuristic, svcs...)
+	for _, s := range p.Services {
+		if s.Requests != 1000 {
+			t.Errorf("%s: %d requests, want 1000 from its own rates", s.Service, s.Requests)
+		}
+	}
+	cfg, err := Base("test", "test", constant(30, 100), t4Only(2),
+		Service{Name: "a", Model: "resnet50", Rates: a, Share: 0.5, RTMaxMs: 1000},
+		Service{Name: "b", Model: "resnet50", Rates: b[:99], RTMaxMs: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = cfg.Validate()
+	for _, want := range []string{"Services[0] (a): Share 0.5 with rates of its own", "Services[1] (b): 99 s of rates of its own, the trace has 100"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Validate = %v, want %q", err, want)
+		}
+	}
+}
+
+// TestOwnRatesEqualShare: a service whose own rates are the trace's rates
+// times its share is replayed exactly as the service with that share: same
+// arrivals, same decisions, same results.
+func TestOwnRatesEqualShare(t *testing.T) {
+	rates := constant(0, 1800)
+	for i := range rates {
+		rates[i] = 150 + 100*math.Sin(float64(i)/200)
+	}
+	shared := DemoServices()
+	own := DemoServices()
+	for i := range own {
+		own[i].Rates = make([]float64, len(rates))
+		for k, r := range rates {
+			own[i].Rates[k] = r * own[i].Share
+		}
+		own[i].Share = 0
+	}
+	for _, pol := range []string{PolicyDefault, PolicyExact} {
+		ps := run(t, rates, t4Only(8), pol, shared...)
+		po := run(t, rates, t4Only(8), pol, own...)
+		for i := range ps.Services {
+			s, o := ps.Services[i], po.Services[i]
+			if s.Requests != o.Requests || s.WithinSLO != o.WithinSLO || s.CostUSD != o.CostUSD || s.ScalingActions != o.ScalingActions {
+				t.Errorf("%s %s: share %d requests, %d within, %v USD, %d actions; own rates %d, %d, %v, %d",
+					pol, s.Service, s.Requests, s.WithinSLO, s.CostUSD, s.ScalingActions, o.Requests, o.WithinSLO, o.CostUSD, o.ScalingActions)
+			}
+		}
 	}
 }

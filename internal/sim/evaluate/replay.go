@@ -107,6 +107,7 @@ func newPolicyRun(cfg *Config, name string) (*policyRun, error) {
 		}
 		sr.run = r.eng.AddService(&replay.Service{
 			Share:    s.Share,
+			Rates:    s.Rates,
 			Arrivals: rand.New(rand.NewPCG(cfg.Seed, uint64(i)+1)),
 			Router:   modelserver.NewRouter(cfg.Seed + 100 + uint64(i)),
 			Offered:  func(sec int, at []float64) { sr.offered[sec%len(sr.offered)] = int64(len(at)) },
@@ -203,7 +204,7 @@ func (r *policyRun) decide(s *serviceRun, t int) {
 	}
 	v.arrival = float64(sum) / float64(min(r.window, max(t, 1)))
 	if t == 0 {
-		v.arrival = r.cfg.Rates[0] * s.Share
+		v.arrival = r.cfg.rate(&s.Service, 0)
 	}
 	if r.history > 0 {
 		v.offered = make([]int64, 0, min(r.history, t))
@@ -212,7 +213,7 @@ func (r *policyRun) decide(s *serviceRun, t int) {
 		}
 	}
 	for k := t; k < min(t+r.every, len(r.cfg.Rates)); k++ {
-		v.peak = max(v.peak, r.cfg.Rates[k]*s.Share)
+		v.peak = max(v.peak, r.cfg.rate(&s.Service, k))
 	}
 	for i, st := range s.types {
 		tv := &v.types[i]

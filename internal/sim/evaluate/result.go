@@ -231,7 +231,7 @@ func (r *policyRun) result() PolicyResult {
 	for _, s := range r.svcs {
 		t := s.tally
 		sr := ServiceResult{Service: s.Name, Requests: t.requests, WithinSLO: t.within, Unserved: t.unserved,
-			SLOAttainment: ratio(float64(t.within), float64(t.requests)), ServiceLevel: s.serviceLevel(),
+			SLOAttainment: ratio(float64(t.within), float64(t.requests)), ServiceLevel: s.SLMinOrDefault(),
 			CostUSD: t.costUSD, MemoryCostUSD: t.memoryCostUSD,
 			GPUUtilization: ratio(t.busySecs, t.instanceSecs), InstanceHours: map[string]float64{},
 			ScalingActions: t.actions, Decisions: t.decisions, Unplaced: t.unplaced,

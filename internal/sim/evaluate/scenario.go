@@ -116,3 +116,21 @@ func AzureCode(peakRPS float64, nodesPerType int) (Config, error) {
 	c.MeasureFrom = 120 // the first smoothing window
 	return c, err
 }
+
+// AzureFunctions is `make evaluate`'s third replay, the multi-tenant one:
+// the repo's 8 hours of 500 Azure Functions (per-minute invocations,
+// data/traces/azure2019_invitro_500func_8h.csv), the busiest w.Services of
+// them (64 by default) as one inference service each, with models, SLOs,
+// the scale of the load and the cluster chosen by FunctionWorkload's
+// rules.
+func AzureFunctions(w FunctionWorkload) (Config, error) {
+	fs, err := trace.AzureFunctions()
+	if err != nil {
+		return Config{}, err
+	}
+	base, err := Base("azure-functions", "", nil, nil)
+	if err != nil {
+		return Config{}, err
+	}
+	return functionsConfig("azure-functions", fs, w, base)
+}

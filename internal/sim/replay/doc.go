@@ -11,13 +11,14 @@
 //     solo latency per batch size, one factor per batch size, with its
 //     neighbours' mean batch of that step;
 //  2. offers each service its arrivals, service by service in the order
-//     they were added and trace second by trace second: the service's share
-//     of the second's rate, rounded at random to a count, at Poisson times
-//     within the second, drawn once for the whole second so that a step
-//     that covers part of it offers the arrivals in that part (the
-//     arrivals do not depend on how steps cut the seconds), each routed
-//     like Envoy's LEAST_REQUEST balancer (modelserver.Router) among the
-//     instances ready when it arrives;
+//     they were added and trace second by trace second: the service's own
+//     rate in that second (Service.Rates, for a trace of one series per
+//     service) or its share of the trace's rate, rounded at random to a
+//     count, at Poisson times within the second, drawn once for the whole
+//     second so that a step that covers part of it offers the arrivals in
+//     that part (the arrivals do not depend on how steps cut the seconds),
+//     each routed like Envoy's LEAST_REQUEST balancer (modelserver.Router)
+//     among the instances ready when it arrives;
 //  3. advances every server to t1 and hands each instance's completions to
 //     its callback;
 //  4. records each instance's busy time and share of the step; a GPU's

@@ -23,7 +23,8 @@ type Engine struct {
 }
 
 // New returns an engine without services for a trace of rates (total
-// requests/s per trace second) whose co-located instances slow each other
+// requests/s per trace second, which services without rates of their own
+// share: Service.Share and Service.Rates) whose co-located instances slow each other
 // down by the co-location model m on GPUs shared in mode ("" is
 // time-slicing).
 func New(rates []float64, m interference.Colocation, mode interference.SharingMode) *Engine {
@@ -141,10 +142,11 @@ func (e *Engine) batchFactors(ms []interference.Instance, i int, lat []float64) 
 func (e *Engine) offer(s *Service, t0, t1 float64) {
 	for sec := math.Floor(t0); sec < t1; sec++ {
 		lo, hi := math.Max(sec, t0), math.Min(sec+1, t1)
-		if hi <= lo || sec < 0 || int(sec) >= len(e.rates) {
+		rate, ok := s.rate(e.rates, int(sec))
+		if hi <= lo || sec < 0 || !ok {
 			continue
 		}
-		at := s.second(int(sec), e.rates[int(sec)], lo, hi)
+		at := s.second(int(sec), rate, lo, hi)
 		if s.Offered != nil {
 			s.Offered(int(sec), at)
 		}

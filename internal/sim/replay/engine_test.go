@@ -278,3 +278,47 @@ func TestInterferenceByBatchSize(t *testing.T) {
 		}
 	}
 }
+
+// TestServiceOwnRates: a service with rates of its own is offered them,
+// second by second, and not its share of the engine's trace; a service
+// without them still gets its share; seconds past a service's own rates
+// offer nothing. With the Azure Functions trace's 3 per minute (0.05/s in
+// each second) the count over a minute is 3 on average.
+func TestServiceOwnRates(t *testing.T) {
+	e := New(constant(4, 100), interference.FittedColocation(), "")
+	own := service(9)
+	own.Share = 0
+	own.Rates = []float64{0, 7, 2}
+	shared := service(10)
+	shared.Share = 0.25
+	got := map[*Service][]int{}
+	for _, s := range []*Service{own, shared} {
+		s.Offered = func(sec int, at []float64) { got[s] = append(got[s], len(at)) }
+		e.AddService(s)
+	}
+	for sec := range 4 {
+		e.Step(float64(sec), float64(sec+1))
+	}
+	if g := got[own]; len(g) != 3 || g[0] != 0 || g[1] != 7 || g[2] != 2 {
+		t.Errorf("own rates 0, 7, 2 offered %v arrivals per second, want [0 7 2] (nothing past them)", g)
+	}
+	if g := got[shared]; len(g) != 4 || g[0] != 25 || g[3] != 25 {
+		t.Errorf("a quarter of 100/s offered %v per second, want 25 in each of 4", g)
+	}
+
+	const minutes = 2000
+	rates := make([]float64, 60*minutes)
+	for i := range rates {
+		rates[i] = 3.0 / 60
+	}
+	e = New(nil, interference.FittedColocation(), "")
+	s := service(11)
+	s.Rates = rates
+	n := 0
+	s.Offered = func(_ int, at []float64) { n += len(at) }
+	e.AddService(s)
+	e.Step(0, float64(len(rates)))
+	if mean := float64(n) / minutes; math.Abs(mean-3) > 0.15 {
+		t.Errorf("%.3f arrivals per minute at 3/60 requests/s, want 3", mean)
+	}
+}

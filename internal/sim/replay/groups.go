@@ -8,8 +8,14 @@ import (
 
 // Service is one service's load and its instances.
 type Service struct {
-	// Share is the service's fraction of the trace's rate.
+	// Share is the service's fraction of the trace's rate (the rates the
+	// engine was made with), when Rates is nil.
 	Share float64
+	// Rates, when not nil, is the service's own arrival rate per trace
+	// second, requests/s, in place of Share of the trace's rate: each
+	// service of a multi-tenant trace has its own. Seconds past its end
+	// offer nothing.
+	Rates []float64
 	// Arrivals draws each second's number of arrivals and their times;
 	// Router picks the instance of each. Services may share them (the
 	// demo's world does): the engine draws service by service, in the
@@ -34,15 +40,30 @@ type Service struct {
 	next  int
 }
 
-// second returns s's arrivals in [lo, hi), a part of trace second sec whose
-// total rate is rate (requests/s), sorted; the slice is reused by the next
-// call. The second's arrivals are drawn at its first call: s.Share·rate
+// rate is s's arrival rate in trace second sec, requests/s, given the
+// trace's total rates: its own (Rates) or its Share of the trace's; ok is
+// false past the end of the series it reads.
+func (s *Service) rate(total []float64, sec int) (r float64, ok bool) {
+	if s.Rates != nil {
+		if sec < 0 || sec >= len(s.Rates) {
+			return 0, false
+		}
+		return s.Rates[sec], true
+	}
+	if sec < 0 || sec >= len(total) {
+		return 0, false
+	}
+	return total[sec] * s.Share, true
+}
+
+// second returns s's arrivals in [lo, hi), a part of trace second sec in
+// which its arrival rate is mean (requests/s), sorted; the slice is reused
+// by the next call. The second's arrivals are drawn at its first call: mean
 // rounded at random to a count, at Poisson times within the second. Parts
 // must follow each other; arrivals before lo (in a part no step offered)
 // are dropped.
-func (s *Service) second(sec int, rate, lo, hi float64) []float64 {
+func (s *Service) second(sec int, mean, lo, hi float64) []float64 {
 	if !s.drawn || s.sec != sec {
-		mean := rate * s.Share
 		n := int(mean)
 		if s.Arrivals.Float64() < mean-float64(n) {
 			n++

@@ -48,12 +48,12 @@ func ReadTimestamps(r io.Reader, file string) (Rates, error) {
 			if line == 1 && n == 0 {
 				continue // a header
 			}
-			return nil, fmt.Errorf("%s:%d: want a timestamp (RFC 3339 or 2006-01-02 15:04:05.999), got %q", file, line, field)
+			return nil, fmt.Errorf("%s:%d: want a timestamp (RFC 3339 or 2006-01-02 15:04:05.999), got %s", file, line, Quote(field))
 		}
 		if n == 0 {
 			first = t.Truncate(time.Second)
 		} else if t.Before(prev) {
-			return nil, fmt.Errorf("%s:%d: timestamps out of order: %s is before the previous line's %s", file, line, field, prev.Format(time.RFC3339Nano))
+			return nil, fmt.Errorf("%s:%d: timestamps out of order: %s is before the previous line's %s", file, line, Quote(field), prev.Format(time.RFC3339Nano))
 		}
 		sec := int(t.Sub(first) / time.Second)
 		for len(out) <= sec {
@@ -97,7 +97,7 @@ func Read(r io.Reader, file string) (Rates, error) {
 		if _, ok := parseTimestamp(strings.TrimSpace(field)); ok {
 			return ReadTimestamps(bytes.NewReader(raw), file) // header, then timestamps
 		}
-		return nil, fmt.Errorf("%s:1: unknown trace format: want one request count per line (per-second counts) or one timestamp per line (RFC 3339 or 2006-01-02 15:04:05.999), got %q", file, head)
+		return nil, fmt.Errorf("%s:1: unknown trace format: want one request count per line (per-second counts) or one timestamp per line (RFC 3339 or 2006-01-02 15:04:05.999), got %s", file, Quote(head))
 	}
 }
 

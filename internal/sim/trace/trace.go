@@ -3,7 +3,10 @@
 // inference-autoscaling papers use, with HetSev section 6's preparation
 // (averages over a 120 s window in 15 s steps, scaled to a target peak), and
 // traces of one timestamp per request such as the Azure LLM inference
-// traces (ReadTimestamps, Read tells the two formats apart).
+// traces (ReadTimestamps, Read tells the two formats apart), and
+// per-function, per-minute invocation counts such as the Azure Functions
+// trace's (ReadFunctions), one rate series per function. Errors give the
+// file and line, and quote at most 80 characters of the input (Quote).
 package trace
 
 import (
@@ -31,7 +34,7 @@ func ReadCounts(r io.Reader, file string) (Rates, error) {
 		s := strings.TrimSpace(sc.Text())
 		v, err := strconv.ParseInt(s, 10, 64)
 		if err != nil {
-			return nil, fmt.Errorf("%s:%d: want a request count, got %q", file, line, s)
+			return nil, fmt.Errorf("%s:%d: want a request count, got %s", file, line, Quote(s))
 		}
 		if v < 0 {
 			return nil, fmt.Errorf("%s:%d: negative request count %d", file, line, v)

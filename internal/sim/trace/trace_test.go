@@ -1,6 +1,7 @@
 package trace
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -53,5 +54,39 @@ func TestTwitterEmbedded(t *testing.T) {
 	// data/README.md: every day has a 1,739 s run of zeros at offset 84,661.
 	if r[84661] != 0 || r[84661+1738] != 0 || r.FillGaps()[84661] == 0 {
 		t.Fatal("expected the documented gap and its filling")
+	}
+}
+
+// TestQuote: short input quoted whole; longer input by its first 80
+// characters (not bytes), with its length.
+func TestQuote(t *testing.T) {
+	if got := Quote("a\"b"); got != `"a\"b"` {
+		t.Errorf("Quote(a\"b) = %s", got)
+	}
+	s := strings.Repeat("é", 100) // 2 bytes each
+	want := `"` + strings.Repeat("é", 80) + `"... (200 bytes)`
+	if got := Quote(s); got != want {
+		t.Errorf("Quote of 100 é = %s, want %s", got, want)
+	}
+	if got := Quote(strings.Repeat("a", 80)); got != `"`+strings.Repeat("a", 80)+`"` {
+		t.Errorf("80 characters cut: %s", got)
+	}
+}
+
+// TestReadUnknownFormatQuotesAtMost80: a 2 kB header line of an unknown
+// format (a per-function trace given as --trace) is quoted by its first 80
+// characters, not echoed whole.
+func TestReadUnknownFormatQuotesAtMost80(t *testing.T) {
+	head := "HashOwner,HashApp,HashFunction,Trigger"
+	for m := 480; len(head) < 2000; m++ {
+		head += "," + strconv.Itoa(m)
+	}
+	_, err := Read(strings.NewReader(head+"\no,a,f,http,1\n"), "f.csv")
+	if err == nil {
+		t.Fatal("a per-function trace read as a per-second one")
+	}
+	msg := err.Error()
+	if !strings.HasPrefix(msg, "f.csv:1: unknown trace format") || !strings.Contains(msg, `"`+head[:80]+`"...`) || len(msg) > 400 {
+		t.Errorf("err (%d characters) = %s; want file:1, the reason and the header's first 80 characters", len(msg), msg)
 	}
 }

@@ -1,0 +1,239 @@
+package evaluate
+
+import (
+	"cmp"
+	"fmt"
+	"hash/fnv"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/hetsev/hetsev/internal/sim/trace"
+	"github.com/hetsev/hetsev/pkg/catalog"
+	"github.com/hetsev/hetsev/pkg/heterogeneity"
+)
+
+// DefaultFunctionServices is how many functions of a per-function trace
+// become services unless told otherwise: the 64 busiest.
+const DefaultFunctionServices = 64
+
+// FunctionWorkload is how a per-function, per-minute trace
+// (trace.Functions) becomes the services of a multi-tenant replay, for the
+// AzureFunctions scenario and the what-if mode's --functions alike. Every
+// rule is fixed in advance and none looks at a function's load except the
+// choice of functions and the one scale factor:
+//
+//   - services: the Services busiest functions by total invocations (ties
+//     by HashFunction), functions never invoked left out; each function's
+//     arrivals drive one service, at count/60 requests/s in each second of
+//     a minute (trace.Function.Rates);
+//   - model: the profiles' models (catalog.Profiles.Models, sorted, those
+//     with a profile on a GPU type of the catalog), the one at FNV-1a
+//     32-bit of HashFunction modulo their number (FunctionModel);
+//   - RT_max: the model's base (resnet50 400 ms and ssd-resnet50 900 ms as
+//     HetSev 6 and the demo, bert-large 1,200 ms as the AzureCode replay;
+//     another model 10 x its slowest profiled batch latency, rounded up to
+//     100 ms) times the trigger's factor: 0.5 for http (a caller waits),
+//     2 for timer, queue and storage (background work), 1 otherwise
+//     (event, orchestration, others); SL_min 0.99 for http, 0.98 otherwise
+//     (FunctionSLO);
+//   - scale: every function's rates times one factor (Scale, else
+//     FunctionScale's: the total mean load needs as many GPUs as half the
+//     number of services);
+//   - cluster: FunctionCluster's rule.
+type FunctionWorkload struct {
+	// Services is how many functions become services (0:
+	// DefaultFunctionServices); fewer where the trace has fewer invoked.
+	Services int
+	// Scale multiplies every function's rate; 0 chooses it by
+	// FunctionScale's rule, 1 replays the trace as recorded.
+	Scale float64
+}
+
+// modelRTMaxMs are the base RT_max, ms, of the repo's models: HetSev 6's
+// (and the demo's) for ResNet-50 and SSD, the AzureCode replay's for
+// BERT-large.
+var modelRTMaxMs = map[string]float64{"resnet50": 400, "ssd-resnet50": 900, "bert-large": 1200}
+
+// FunctionModel is the model of the function with HashFunction hash:
+// models[FNV-1a 32-bit(hash) mod len(models)]. It does not look at the
+// function's load; models must not be empty.
+func FunctionModel(hash string, models []string) string {
+	h := fnv.New32a()
+	h.Write([]byte(hash))
+	return models[h.Sum32()%uint32(len(models))]
+}
+
+// FunctionSLO is the RT_max (ms) and SL_min of a service running model for
+// a function of trigger group trigger (FunctionWorkload's rule).
+func FunctionSLO(model, trigger string, prof catalog.Profiles) (rtMaxMs, slMin float64) {
+	base, ok := modelRTMaxMs[model]
+	if !ok {
+		slowest := 0.0
+		for _, p := range prof.ForModel(model) {
+			slowest = max(slowest, p.LatencyMs)
+		}
+		base = math.Ceil(10*slowest/100) * 100
+	}
+	switch strings.ToLower(trigger) {
+	case "http":
+		return base * 0.5, 0.99
+	case "timer", "queue", "storage":
+		return base * 2, DefaultSLMin
+	default:
+		return base, DefaultSLMin
+	}
+}
+
+// cheapestPerRequest is the profile of model on the catalog GPU type with
+// the lowest price per request (USD/h over throughput).
+func cheapestPerRequest(model string, prof catalog.Profiles, cat catalog.Catalog) (catalog.Profile, bool) {
+	var best catalog.Profile
+	bestCost := math.Inf(1)
+	for _, p := range prof.ForModel(model) {
+		gt, ok := cat.ByName(p.GPUType)
+		if !ok {
+			continue
+		}
+		if c := gt.PriceUSDPerHour / p.ThroughputRPS; c < bestCost {
+			best, bestCost = p, c
+		}
+	}
+	return best, !math.IsInf(bestCost, 1)
+}
+
+// FunctionScale is the one factor every function's rates are multiplied
+// by: the total mean load then needs as many GPUs as half the number of
+// services, each service's at its model's throughput on the GPU type with
+// the lowest price per request, at the saturation threshold (0.8,
+// heterogeneity.DefaultPolicy): the mean service needs half a GPU, so the
+// cluster is neither idle nor saturated, while the long tail stays the
+// trace's (most services need a small fraction of a GPU, the busiest
+// several GPUs).
+func FunctionScale(services []Service, prof catalog.Profiles, cat catalog.Catalog) (float64, error) {
+	theta := heterogeneity.DefaultPolicy().SaturationThreshold
+	gpus := 0.0
+	for _, s := range services {
+		p, ok := cheapestPerRequest(s.Model, prof, cat)
+		if !ok {
+			return 0, fmt.Errorf("evaluate: service %s: no GPU type of the catalog has a profile for %s", s.Name, s.Model)
+		}
+		gpus += s.Rates.Mean() / (theta * p.ThroughputRPS)
+	}
+	if gpus == 0 {
+		return 0, fmt.Errorf("evaluate: the functions have no invocations")
+	}
+	return float64(len(services)) / 2 / gpus, nil
+}
+
+// FunctionCluster is the cluster of a per-function replay: servers shaped
+// like the demo's HetSev testbed (2 GPUs, 40 CPUs, 62 GiB; HetSevNodes) of
+// each GPU type of the catalog on which some service's model is profiled,
+// as many as hold every service at its own peak rate, one instance per
+// GPU at the saturation threshold, on that type alone: per type,
+// sum over services of max(1, ceil(peak / (0.8 x throughput))) GPUs,
+// rounded up to whole servers. No policy, one instance per GPU included,
+// runs out of GPUs, so costs compare policies rather than a full cluster.
+func FunctionCluster(services []Service, prof catalog.Profiles, cat catalog.Catalog) []NodeGroup {
+	theta := heterogeneity.DefaultPolicy().SaturationThreshold
+	var out []NodeGroup
+	for _, g := range HetSevNodes(1) {
+		if _, ok := cat.ByName(g.GPUType); !ok {
+			continue
+		}
+		gpus := 0
+		for _, s := range services {
+			if p, ok := prof.Get(s.Model, g.GPUType); ok {
+				gpus += max(1, int(math.Ceil(s.Rates.Peak()/(theta*p.ThroughputRPS))))
+			}
+		}
+		if gpus > 0 {
+			g.Nodes = (gpus + g.GPUsPerNode - 1) / g.GPUsPerNode
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
+// FunctionServices turns fs into services by w's rules (FunctionWorkload)
+// with models from prof that cat prices. It returns the services, their
+// total rate per trace second, the scale factor used, and a description
+// for reports.
+func FunctionServices(fs trace.Functions, w FunctionWorkload, prof catalog.Profiles, cat catalog.Catalog) ([]Service, trace.Rates, float64, string, error) {
+	var models []string
+	for _, m := range prof.Models() {
+		if _, ok := cheapestPerRequest(m, prof, cat); ok {
+			models = append(models, m)
+		}
+	}
+	if len(models) == 0 {
+		return nil, nil, 0, "", fmt.Errorf("evaluate: %s: no profiled model runs on a GPU type of the catalog", fs.File)
+	}
+	n := w.Services
+	if n == 0 {
+		n = DefaultFunctionServices
+	}
+	if n < 0 {
+		return nil, nil, 0, "", fmt.Errorf("evaluate: %s: %d services: want at least 1", fs.File, n)
+	}
+	var busy []trace.Function
+	for _, f := range fs.Functions {
+		if f.Total() > 0 {
+			busy = append(busy, f)
+		}
+	}
+	if len(busy) == 0 {
+		return nil, nil, 0, "", fmt.Errorf("evaluate: %s: no function is ever invoked", fs.File)
+	}
+	slices.SortStableFunc(busy, func(a, b trace.Function) int {
+		return cmp.Or(cmp.Compare(b.Total(), a.Total()), cmp.Compare(a.Hash, b.Hash))
+	})
+	busy = busy[:min(n, len(busy))]
+	services := make([]Service, len(busy))
+	perModel := map[string]int{}
+	for i, f := range busy {
+		m := FunctionModel(f.Hash, models)
+		rt, sl := FunctionSLO(m, f.Trigger, prof)
+		services[i] = Service{Name: "fn-" + f.Name, Model: m, Rates: f.Rates(), RTMaxMs: rt, SLMin: sl, Trigger: f.Trigger}
+		perModel[m]++
+	}
+	scale := w.Scale
+	if scale == 0 {
+		var err error
+		if scale, err = FunctionScale(services, prof, cat); err != nil {
+			return nil, nil, 0, "", err
+		}
+	}
+	if !(scale > 0) || math.IsInf(scale, 0) {
+		return nil, nil, 0, "", fmt.Errorf("evaluate: scale %v: want a finite number > 0", scale)
+	}
+	total := make(trace.Rates, 60*fs.Minutes)
+	for i := range services {
+		for k, r := range services[i].Rates {
+			services[i].Rates[k] = r * scale
+			total[k] += r * scale
+		}
+	}
+	var mix []string
+	for _, m := range models {
+		mix = append(mix, fmt.Sprintf("%d %s", perModel[m], m))
+	}
+	desc := fmt.Sprintf("%d min from minute %d, the %d busiest of %d functions (%s), rates x%.3g (mean %.1f requests/s, peak %.1f)",
+		fs.Minutes, fs.FirstMinute, len(services), len(fs.Functions), strings.Join(mix, ", "), scale, total.Mean(), total.Peak())
+	return services, total, scale, desc, nil
+}
+
+// functionsConfig is the replay of fs by w's rules on the catalog and
+// profiles of base (a Config from Base), with FunctionCluster's cluster
+// and a warm-up of 300 s (the demo's) before the measured seconds.
+func functionsConfig(name string, fs trace.Functions, w FunctionWorkload, base Config) (Config, error) {
+	services, total, _, desc, err := FunctionServices(fs, w, base.Profiles, base.Catalog)
+	if err != nil {
+		return Config{}, err
+	}
+	c := base
+	c.Name, c.Trace, c.Rates, c.Services = name, fs.File+": "+desc, total, services
+	c.Cluster = FunctionCluster(services, c.Profiles, c.Catalog)
+	c.MeasureFrom = min(300, len(total)-1)
+	return c, nil
+}
