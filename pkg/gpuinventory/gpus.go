@@ -81,6 +81,13 @@ type Choice struct {
 	// MaxBusyShare is the most summed busy share (Demand.Busy) a GPU may
 	// carry with the new instance; <= 0 is no cap (memory only).
 	MaxBusyShare float64
+	// Consolidate rates every GPU already in use above every empty one for
+	// an instance that declares its busy share (placement.Placer.Rate):
+	// GPUs are billed while they host an instance, and a declared share
+	// lets the cap and the co-location model keep the packing within what
+	// the instances allow. Worst fit still orders the GPUs in use, and the
+	// empty ones. Instances that declare none are placed as before.
+	Consolidate bool
 }
 
 // Candidates returns the GPUs that fit d: enough free GPU memory, busy

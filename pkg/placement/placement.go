@@ -99,8 +99,23 @@ func (pl Placer) Pick(gpus []gpuinventory.GPU, d gpuinventory.Demand) (idx int, 
 	return idx, rating, clash, ok
 }
 
-// Rate is the rating of placing d on g, which must fit.
+// Rate is the rating of placing d on g, which must fit. With
+// Choice.Consolidate and a declared busy share (d.BusyShare > 0), the
+// rating r is mapped to 0.5 + r/2 on a GPU in use and r/2 on an empty
+// one, so that a new GPU is opened only when none in use admits d.
 func (pl Placer) Rate(g gpuinventory.GPU, d gpuinventory.Demand) float64 {
+	r := pl.rate(g, d)
+	if !pl.Choice.Consolidate || !(d.BusyShare > 0) {
+		return r
+	}
+	if g.Instances > 0 {
+		return 0.5 + r/2
+	}
+	return r / 2
+}
+
+// rate is the rating of worst fit weighed against interference.
+func (pl Placer) rate(g gpuinventory.GPU, d gpuinventory.Demand) float64 {
 	var fit float64
 	if g.TotalMiB > 0 {
 		fit = float64(g.FreeMiB()-d.MemoryMiB) / float64(g.TotalMiB)

@@ -232,3 +232,30 @@ func TestInflationOfPlacedInstance(t *testing.T) {
 		t.Errorf("inflation of a model not on the GPU: %.3f, want 1", f)
 	}
 }
+
+// TestConsolidateDeclared: with Consolidate, an instance that declares a
+// busy share goes to a GPU in use where its share fits (worst fit among
+// those), not to the emptier idle GPU; once the GPU in use is full under
+// the cap, to an idle one. Without a declared share, or without
+// Consolidate, worst fit picks the idle GPU.
+func TestConsolidateDeclared(t *testing.T) {
+	node := gpuinventory.NodeGPUs{Count: 2, MemoryMiB: 16384}
+	gpus, _ := gpuinventory.Account(node, []gpuinventory.Placement{
+		{Index: 0, Demand: gpuinventory.Demand{Model: "bert", MemoryMiB: 6144, BusyShare: 0.6}},
+	})
+	pl := Placer{Choice: gpuinventory.Choice{MaxBusyShare: 1, Consolidate: true}, InterferenceWeight: DefaultInterferenceWeight, Colocation: interference.FittedColocation()}
+	light := gpuinventory.Demand{Model: "resnet50", MemoryMiB: 2048, BusyShare: 0.1}
+	if idx, _, _, ok := pl.Pick(gpus, light); !ok || idx != 0 {
+		t.Errorf("light declared instance: GPU %d (ok %v), want 0 (in use, 0.7 of 1)", idx, ok)
+	}
+	if idx, _, _, ok := pl.Pick(gpus, gpuinventory.Demand{Model: "ssd", MemoryMiB: 2048, BusyShare: 0.5}); !ok || idx != 1 {
+		t.Errorf("instance of 0.5: GPU %d (ok %v), want 1 (0.6 + 0.5 > 1 on GPU 0)", idx, ok)
+	}
+	if idx, _, _, ok := pl.Pick(gpus, gpuinventory.Demand{Model: "resnet50", MemoryMiB: 2048}); !ok || idx != 1 {
+		t.Errorf("undeclared instance: GPU %d (ok %v), want 1 (worst fit)", idx, ok)
+	}
+	pl.Choice.Consolidate = false
+	if idx, _, _, ok := pl.Pick(gpus, light); !ok || idx != 1 {
+		t.Errorf("without Consolidate: GPU %d (ok %v), want 1 (worst fit)", idx, ok)
+	}
+}

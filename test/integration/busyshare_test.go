@@ -89,13 +89,14 @@ func waitBoundGPU(ctx context.Context, t *testing.T, c kubernetes.Interface, nam
 
 // placeHeavyThenLights places heavy-a (busy share 0.7) and then three light
 // instances of three other models (0.1 each): heavy-a takes GPU 0 (both
-// empty, ties go to the lower index), and the lights share GPU 1, where
-// their summed busy share stays at 0.3.
+// empty, ties go to the lower index), and the lights join it there
+// (consolidate: a GPU in use where their share fits comes before an empty
+// one), filling its busy share to 1.0 and leaving GPU 1 empty.
 func placeHeavyThenLights(ctx context.Context, t *testing.T, c kubernetes.Interface) {
 	t.Helper()
 	placeOn(ctx, t, c, busySharePod("heavy-a", "0.7"), busyGPU0, "both GPUs are empty")
 	for _, m := range []string{"light-c", "light-d", "light-e"} {
-		placeOn(ctx, t, c, busySharePod(m, "0.1"), busyGPU1, "beside the lights less latency is predicted than beside heavy-a")
+		placeOn(ctx, t, c, busySharePod(m, "0.1"), busyGPU0, "GPU 0 is in use and the light share fits beside heavy-a (consolidate)")
 	}
 }
 
@@ -134,12 +135,11 @@ func checkBusyShares(t *testing.T, byGPU map[gpuKey][]v1.Pod, want map[string]gp
 // TestBusyShareSeparatesHeavyInstances (issue 17, item 6): hetsev-scheduler
 // keeps the summed hetsev.io/busy-share per GPU within maxBusyShare (1).
 // On t4-0's two GPUs heavy-a (0.7) takes GPU 0 and three light instances of
-// other models (0.1 each) share GPU 1. heavy-b (0.7) must go to GPU 1
-// (0.3 + 0.7 = 1), not beside heavy-a (1.4): without the cap the rating
-// would put it there, since on GPU 0 more memory is free and the co-location
-// model predicts less summed inflation than beside three neighbours it would
-// slow. A pod of busy share 0.5 then fits neither GPU (1.2, 1.5) and stays
-// Pending with a reason naming the annotation.
+// other models (0.1 each) share it (1.0). heavy-b (0.7) must go to the
+// empty GPU 1, not beside them (1.7): without the cap the rating would put
+// it there, as consolidation prefers a GPU in use. A pod of busy share 0.5
+// then fits neither GPU (1.5, 1.2) and stays Pending with a reason naming
+// the annotation.
 func TestBusyShareSeparatesHeavyInstances(t *testing.T) {
 	cp, ctx := controlPlane(t)
 	busyShareNode(ctx, t, cp)
@@ -151,11 +151,11 @@ func TestBusyShareSeparatesHeavyInstances(t *testing.T) {
 	c := cp.Client
 
 	placeHeavyThenLights(ctx, t, c)
-	placeOn(ctx, t, c, busySharePod("heavy-b", "0.7"), busyGPU1, "beside heavy-a the summed busy share would be 1.4 > maxBusyShare 1")
+	placeOn(ctx, t, c, busySharePod("heavy-b", "0.7"), busyGPU1, "beside heavy-a and the lights the summed busy share would be 1.7 > maxBusyShare 1")
 
 	byGPU := checkPlacements(ctx, t, c) // memory, anti-affinity, GPU index
 	sums := checkBusyShares(t, byGPU, map[string]gpuKey{
-		"heavy-a": busyGPU0, "heavy-b": busyGPU1, "light-c": busyGPU1, "light-d": busyGPU1, "light-e": busyGPU1,
+		"heavy-a": busyGPU0, "heavy-b": busyGPU1, "light-c": busyGPU0, "light-d": busyGPU0, "light-e": busyGPU0,
 	})
 	t.Logf("summed busy share: GPU 0 %.2f, GPU 1 %.2f", sums[busyGPU0], sums[busyGPU1])
 
@@ -182,8 +182,9 @@ func TestBusyShareSeparatesHeavyInstances(t *testing.T) {
 // rebuilds GPU time from the bound pods' hetsev.io/busy-share, as it does
 // GPU memory. heavy-a (0.7) and three lights (0.1 each) are bound by one
 // scheduler, which is then killed; heavy-b (0.7), created while no
-// scheduler runs, must be placed by the next one beside the lights (summed
-// 1.0), not beside heavy-a (1.4), where the rating alone would put it.
+// scheduler runs, must be placed by the next one on the empty GPU 1, not
+// beside heavy-a and the lights (1.7), where consolidation alone would put
+// it.
 func TestBusySharesCountedAfterSchedulerRestart(t *testing.T) {
 	cp, ctx := controlPlane(t)
 	busyShareNode(ctx, t, cp)
@@ -203,10 +204,10 @@ func TestBusySharesCountedAfterSchedulerRestart(t *testing.T) {
 	}
 	stopOnCleanup(t, second)
 	if got := waitBoundGPU(ctx, t, c, "heavy-b"); got != busyGPU1 {
-		t.Errorf("heavy-b (busy share 0.7) bound to %s GPU %d after the restart, want %s GPU %d: beside heavy-a the summed busy share would be 1.4 > 1",
+		t.Errorf("heavy-b (busy share 0.7) bound to %s GPU %d after the restart, want %s GPU %d: beside heavy-a and the lights the summed busy share would be 1.7 > 1",
 			got.node, got.index, busyGPU1.node, busyGPU1.index)
 	}
 	checkBusyShares(t, checkPlacements(ctx, t, c), map[string]gpuKey{
-		"heavy-a": busyGPU0, "heavy-b": busyGPU1, "light-c": busyGPU1, "light-d": busyGPU1, "light-e": busyGPU1,
+		"heavy-a": busyGPU0, "heavy-b": busyGPU1, "light-c": busyGPU0, "light-d": busyGPU0, "light-e": busyGPU0,
 	})
 }

@@ -21,7 +21,8 @@ const DefaultFunctionServices = 64
 // (trace.Functions) becomes the services of a multi-tenant replay, for the
 // AzureFunctions scenario and the what-if mode's --functions alike. Every
 // rule is fixed in advance and none looks at a function's load except the
-// choice of functions and the one scale factor:
+// choice of functions, the one scale factor and the busy share (from the
+// mean rate only):
 //
 //   - services: the Services busiest functions by total invocations (ties
 //     by HashFunction), functions never invoked left out; each function's
@@ -37,6 +38,9 @@ const DefaultFunctionServices = 64
 //     2 for timer, queue and storage (background work), 1 otherwise
 //     (event, orchestration, others); SL_min 0.99 for http, 0.98 otherwise
 //     (FunctionSLO);
+//   - busy share (the ModelService's spec.scaling.busyShare, hetsev's
+//     policies only): what an operator who knows the service's mean rate
+//     declares (FunctionBusyShare);
 //   - scale: every function's rates times one factor (Scale, else
 //     FunctionScale's: the total mean load needs as many GPUs as half the
 //     number of services);
@@ -214,6 +218,9 @@ func FunctionServices(fs trace.Functions, w FunctionWorkload, prof catalog.Profi
 			total[k] += r * scale
 		}
 	}
+	for i := range services {
+		services[i].BusyShare = FunctionBusyShare(services[i].Rates.Mean(), services[i].Model, prof, cat)
+	}
 	var mix []string
 	for _, m := range models {
 		mix = append(mix, fmt.Sprintf("%d %s", perModel[m], m))
@@ -236,4 +243,32 @@ func functionsConfig(name string, fs trace.Functions, w FunctionWorkload, base C
 	c.Cluster = FunctionCluster(services, c.Profiles, c.Catalog)
 	c.MeasureFrom = min(300, len(total)-1)
 	return c, nil
+}
+
+// busyShareSteps are the busy shares FunctionBusyShare declares.
+var busyShareSteps = []float64{0.05, 0.1, 0.2, 0.3, 0.5}
+
+// FunctionBusyShare is the spec.scaling.busyShare an operator declares for
+// a service of model whose mean rate is meanRPS requests/s: one instance on
+// the GPU type with the lowest price per request (batch latency L) that
+// batches dynamically without delay is busy about λ L at λ requests/s while
+// λ L < 1 (pkg/scaler instanceShare); at the saturation threshold 0.8 the
+// mean load needs u = meanRPS x L / 0.8 of a GPU's time. Twice u, for the
+// load's swings, rounded up to the next of 0.05, 0.1, 0.2, 0.3 and 0.5, is
+// the declared share; from u >= 0.25 on, 0 (unset: the scaler's default,
+// about 1, a GPU of its own when busy, where batching pays). The scaler
+// scales out whenever an instance would pass its share, so a share set too
+// low costs instances, not the SLO.
+func FunctionBusyShare(meanRPS float64, model string, prof catalog.Profiles, cat catalog.Catalog) float64 {
+	p, ok := cheapestPerRequest(model, prof, cat)
+	if !ok {
+		return 0
+	}
+	need := 2 * meanRPS * p.LatencyMs / 1000 / heterogeneity.DefaultPolicy().SaturationThreshold
+	for _, s := range busyShareSteps {
+		if need <= s {
+			return s
+		}
+	}
+	return 0
 }

@@ -186,3 +186,21 @@ func TestWhatIfFunctions(t *testing.T) {
 		t.Errorf("both traces: err = %v", err)
 	}
 }
+
+// TestFunctionBusyShare works the rule by hand for ResNet-50, cheapest per
+// request on a T4 (0.526 USD/h / 363 requests/s against the V100's 3.90 /
+// 709), batch latency 22.41 ms: twice the mean load's share at the
+// threshold 0.8 is 2 x λ x 0.02241 / 0.8 = 0.056 λ. At 0.5 requests/s that
+// is 0.028: 0.05; at 1, 0.056: 0.1; at 4, 0.224: 0.3; at 10, 0.56: unset
+// (0, a GPU of its own when busy).
+func TestFunctionBusyShare(t *testing.T) {
+	cfg, err := Base("t", "t", constant(0, 10), t4Only(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ rps, want float64 }{{0.5, 0.05}, {1, 0.1}, {4, 0.3}, {10, 0}} {
+		if got := FunctionBusyShare(c.rps, "resnet50", cfg.Profiles, cfg.Catalog); got != c.want {
+			t.Errorf("mean %g requests/s: busy share %g, want %g", c.rps, got, c.want)
+		}
+	}
+}

@@ -223,7 +223,9 @@ func newHetsevPolicy(cfg *Config, solver string, weight float64) (*hetsevPolicy,
 		// hetsev-scaler's LatencyInflation (Resolved.CapacityInflation).
 		colocation: cfg.Colocation, mode: cfg.GPUSharing,
 		pl: placement.Placer{InterferenceWeight: weight, Colocation: cfg.Colocation, Mode: cfg.GPUSharing,
-			Choice: gpuinventory.Choice{MaxBusyShare: gpuinventory.DefaultMaxBusyShare}},
+			// hetsev-scheduler's defaults (configv1): the busy-share cap, and
+			// GPUs in use first for instances that declare a busy share.
+			Choice: gpuinventory.Choice{MaxBusyShare: gpuinventory.DefaultMaxBusyShare, Consolidate: true}},
 	}
 	for _, s := range cfg.Services {
 		r, err := cfg.resolve(s, solver)

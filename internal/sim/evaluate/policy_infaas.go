@@ -33,8 +33,10 @@ const PolicyINFaaS = "infaas-packing"
 //   - what a pod declares: its model and GPU memory only (no busy share, no
 //     inflation limit), and free slots count GPU memory and anti-affinity
 //     only (no busy-share cap);
-//   - placement: worst fit by GPU memory with hard anti-affinity
-//     (interference weight 0), as hetsev-heuristic.
+//   - placement: best fit by GPU memory with hard anti-affinity
+//     (interference weight 0): GPUs in use fill up before an empty one is
+//     taken, as INFaaS starts a worker VM only when no running one has the
+//     memory.
 //
 // Co-located instances are then slowed in the replay by the co-location
 // model at their measured busy shares, as every policy's are.
@@ -42,9 +44,11 @@ const PolicyINFaaS = "infaas-packing"
 // Where it simplifies: INFaaS also picks a model variant and hardware per
 // query and scales VMs; here each service has one model, its GPU types
 // are the cluster's, and the VMs are the fixed node groups. INFaaS loads
-// a variant on the least-loaded worker that has the memory; worst fit by
-// memory is the nearest rule of hetsev's placer, and like it spreads new
-// instances over empty GPUs before it shares one.
+// a variant on the least-loaded running worker that has the memory, and a
+// new worker only when none has; on a fixed cluster whose idle GPUs cost
+// nothing, best fit by memory is the nearest rule of hetsev's placer (it
+// packs a GPU in use before it opens an empty one, though by least rather
+// than most free memory).
 type infaasPolicy struct {
 	*hetsevPolicy
 }
@@ -62,6 +66,7 @@ func newINFaaSPolicy(cfg *Config) (*infaasPolicy, error) {
 		return nil, err
 	}
 	h.pl.Choice.MaxBusyShare = 0 // memory only
+	h.pl.Choice.Fit = gpuinventory.FitBest
 	return &infaasPolicy{h}, nil
 }
 

@@ -50,6 +50,10 @@ type HetsevGPUShareArgs struct {
 	// carry; 0 is no cap (GPU memory alone decides). A pointer, so that an
 	// explicit 0 is told apart from unset; after defaulting it is never nil.
 	MaxBusyShare *float64
+	// Consolidate puts an instance that declares hetsev.io/busy-share on a
+	// GPU already in use where it fits before an empty one
+	// (gpuinventory.Choice.Consolidate). After defaulting never nil.
+	Consolidate *bool
 }
 
 // Anti-affinity modes of HetsevGPUShareArgs.AntiAffinity.

@@ -28,6 +28,7 @@ import (
 //	      interferenceWeight: 0.5
 //	      interferenceModelFile: /etc/hetsev/interference.yaml  # default "": fitted
 //	      maxBusyShare: 1.0    # summed hetsev.io/busy-share per GPU; 0: no cap
+//	      consolidate: true    # declared busy share: a GPU in use first
 //
 // The scheduler decodes them (unknown fields are errors), fills missing
 // fields with the defaults of pkg/apis/config/v1 (the paper's behaviour, and
@@ -82,13 +83,18 @@ func ParseArgs(obj runtime.Object) (Args, error) {
 }
 
 // Choice is what the arguments mean for choosing a GPU.
-// MaxBusyShare unset (nil) is configv1.DefaultGPUShareMaxBusyShare.
+// MaxBusyShare unset (nil) is configv1.DefaultGPUShareMaxBusyShare and
+// Consolidate unset configv1.DefaultGPUShareConsolidate.
 func (a Args) Choice() gpuinventory.Choice {
 	c := configv1.DefaultGPUShareMaxBusyShare
 	if a.MaxBusyShare != nil {
 		c = *a.MaxBusyShare
 	}
-	return gpuinventory.Choice{Fit: gpuinventory.Fit(a.Fit), SoftAntiAffinity: a.AntiAffinity == config.AntiAffinitySoft, MaxBusyShare: c}
+	consolidate := configv1.DefaultGPUShareConsolidate
+	if a.Consolidate != nil {
+		consolidate = *a.Consolidate
+	}
+	return gpuinventory.Choice{Fit: gpuinventory.Fit(a.Fit), SoftAntiAffinity: a.AntiAffinity == config.AntiAffinitySoft, MaxBusyShare: c, Consolidate: consolidate}
 }
 
 func (a Args) placer() placement.Placer {

@@ -187,19 +187,23 @@ func parseArgs(raw string) (Args, error) {
 // unknown fields are refused rather than ignored.
 func TestArgs(t *testing.T) {
 	a, err := ParseArgs(nil)
-	if err != nil || a.Choice() != (gpuinventory.Choice{Fit: gpuinventory.FitWorst, MaxBusyShare: 1}) || *a.InterferenceWeight != DefaultInterferenceWeight {
+	if err != nil || a.Choice() != (gpuinventory.Choice{Fit: gpuinventory.FitWorst, MaxBusyShare: 1, Consolidate: true}) || *a.InterferenceWeight != DefaultInterferenceWeight {
 		t.Errorf("defaults: %+v %v", a, err)
 	}
 	a, err = parseArgs(`interferenceWeight: 0`)
 	if err != nil || *a.InterferenceWeight != 0 {
 		t.Errorf("explicit weight 0: %+v %v", a, err)
 	}
+	a, err = parseArgs(`consolidate: false`)
+	if err != nil || a.Choice().Consolidate {
+		t.Errorf("explicit consolidate false: %+v %v", a, err)
+	}
 	a, err = parseArgs(`maxBusyShare: 0`)
 	if err != nil || a.Choice().MaxBusyShare != 0 {
 		t.Errorf("explicit maxBusyShare 0 (no cap): %+v %v", a, err)
 	}
 	a, err = parseArgs(`{"apiVersion":"kubescheduler.config.k8s.io/v1","kind":"HetsevGPUShareArgs","antiAffinity":"Soft","fit":"BestFit"}`)
-	if err != nil || a.Choice() != (gpuinventory.Choice{Fit: gpuinventory.FitBest, SoftAntiAffinity: true, MaxBusyShare: 1}) {
+	if err != nil || a.Choice() != (gpuinventory.Choice{Fit: gpuinventory.FitBest, SoftAntiAffinity: true, MaxBusyShare: 1, Consolidate: true}) {
 		t.Errorf("soft best fit: %+v %v", a, err)
 	}
 	for raw, want := range map[string][]string{

@@ -198,7 +198,7 @@ func TestManifestConfigLoads(t *testing.T) {
 		t.Errorf("HetsevFairQueue: %+v %v", fq, err)
 	}
 	gs, err := gpushare.ParseArgs(args(prof, gpushare.Name))
-	if err != nil || gs.AntiAffinity != "Hard" || gs.Fit != "WorstFit" || *gs.InterferenceWeight != 0.5 || gs.MaxBusyShare == nil || *gs.MaxBusyShare != 1 {
+	if err != nil || gs.AntiAffinity != "Hard" || gs.Fit != "WorstFit" || *gs.InterferenceWeight != 0.5 || gs.MaxBusyShare == nil || *gs.MaxBusyShare != 1 || gs.Consolidate == nil || !*gs.Consolidate {
 		t.Errorf("HetsevGPUShare: %+v %v", gs, err)
 	}
 }
@@ -225,7 +225,7 @@ func TestConfigzShowsArgs(t *testing.T) {
 	}
 	for name, want := range map[string]string{
 		fairqueue.Name: `{"kind":"HetsevFairQueueArgs","apiVersion":"kubescheduler.config.k8s.io/v1","k":3,"beta":16}`,
-		gpushare.Name:  `{"kind":"HetsevGPUShareArgs","apiVersion":"kubescheduler.config.k8s.io/v1","antiAffinity":"Hard","fit":"WorstFit","interferenceWeight":0.5,"maxBusyShare":1}`,
+		gpushare.Name:  `{"kind":"HetsevGPUShareArgs","apiVersion":"kubescheduler.config.k8s.io/v1","antiAffinity":"Hard","fit":"WorstFit","interferenceWeight":0.5,"maxBusyShare":1,"consolidate":true}`,
 	} {
 		if got[name] != want {
 			t.Errorf("%s args on /configz: %s, want %s", name, got[name], want)

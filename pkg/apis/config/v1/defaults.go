@@ -25,6 +25,9 @@ const (
 	DefaultGPUShareFit                = string(gpuinventory.FitWorst)
 	DefaultGPUShareInterferenceWeight = placement.DefaultInterferenceWeight
 	DefaultGPUShareMaxBusyShare       = gpuinventory.DefaultMaxBusyShare
+	// DefaultGPUShareConsolidate: GPUs in use first for instances that
+	// declare their busy share (ours, not the paper's).
+	DefaultGPUShareConsolidate = true
 )
 
 // SetDefaults_HetsevFairQueueArgs fills zero fields.
@@ -49,6 +52,10 @@ func SetDefaults_HetsevGPUShareArgs(obj *HetsevGPUShareArgs) {
 	if obj.InterferenceWeight == nil {
 		w := float64(DefaultGPUShareInterferenceWeight) // dimensionless, 0..1
 		obj.InterferenceWeight = &w
+	}
+	if obj.Consolidate == nil {
+		c := DefaultGPUShareConsolidate
+		obj.Consolidate = &c
 	}
 	if obj.MaxBusyShare == nil {
 		c := DefaultGPUShareMaxBusyShare // dimensionless

@@ -39,6 +39,7 @@ type HetsevFairQueueArgs struct {
 //	      interferenceWeight: 0.5
 //	      interferenceModelFile: /etc/hetsev/interference.yaml  # default: fitted
 //	      maxBusyShare: 1.0    # summed hetsev.io/busy-share per GPU; 0: no cap
+//	      consolidate: true    # declared busy share: a GPU in use first
 //
 // A missing field takes its default (SetDefaults_HetsevGPUShareArgs), which
 // is the paper's behaviour except for interferenceWeight.
@@ -71,4 +72,12 @@ type HetsevGPUShareArgs struct {
 	// summing past 1 queue. 0 is no cap (GPU memory alone decides, as
 	// before busy shares). A pointer, so an explicit 0 is kept.
 	MaxBusyShare *float64 `json:"maxBusyShare,omitempty"`
+	// Consolidate (default DefaultGPUShareConsolidate, true) puts an
+	// instance that declares hetsev.io/busy-share on a GPU already in use
+	// where its share fits under maxBusyShare and every instance's
+	// hetsev.io/max-inflation holds, before an empty GPU (worst fit within
+	// each group): GPUs cost while they host an instance. Instances that
+	// declare no busy share are placed by worst fit over all GPUs, as in
+	// HetSev 4.2. A pointer, so an explicit false is kept.
+	Consolidate *bool `json:"consolidate,omitempty"`
 }

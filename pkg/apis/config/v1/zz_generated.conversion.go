@@ -71,6 +71,7 @@ func autoConvert_v1_HetsevGPUShareArgs_To_config_HetsevGPUShareArgs(in *HetsevGP
 	out.InterferenceWeight = (*float64)(unsafe.Pointer(in.InterferenceWeight))
 	out.InterferenceModelFile = in.InterferenceModelFile
 	out.MaxBusyShare = (*float64)(unsafe.Pointer(in.MaxBusyShare))
+	out.Consolidate = (*bool)(unsafe.Pointer(in.Consolidate))
 	return nil
 }
 
@@ -85,6 +86,7 @@ func autoConvert_config_HetsevGPUShareArgs_To_v1_HetsevGPUShareArgs(in *config.H
 	out.InterferenceWeight = (*float64)(unsafe.Pointer(in.InterferenceWeight))
 	out.InterferenceModelFile = in.InterferenceModelFile
 	out.MaxBusyShare = (*float64)(unsafe.Pointer(in.MaxBusyShare))
+	out.Consolidate = (*bool)(unsafe.Pointer(in.Consolidate))
 	return nil
 }
 

@@ -48,6 +48,11 @@ func (in *HetsevGPUShareArgs) DeepCopyInto(out *HetsevGPUShareArgs) {
 		*out = new(float64)
 		**out = **in
 	}
+	if in.Consolidate != nil {
+		in, out := &in.Consolidate, &out.Consolidate
+		*out = new(bool)
+		**out = **in
+	}
 	return
 }
 
