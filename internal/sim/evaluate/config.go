@@ -35,6 +35,11 @@ type Service struct {
 	// SLMin is the SLO's least share of requests within RT_max, in (0, 1]
 	// (0: DefaultSLMin).
 	SLMin float64 `json:",omitempty"`
+	// Identity is the model identity its pods declare (hetsev.io/model:
+	// no two instances of one identity on a GPU); empty: Model. Different
+	// tenants' models of one architecture are different weights, so the
+	// multi-function workload gives each service its own.
+	Identity string `json:",omitempty"`
 	// Trigger is the trigger group of the function behind the service
 	// (per-function traces only), which set its RT_max and SL_min.
 	Trigger string `json:",omitempty"`
@@ -57,6 +62,14 @@ func (s Service) SLMinOrDefault() float64 {
 		return DefaultSLMin
 	}
 	return s.SLMin
+}
+
+// identity is the model identity s's pods declare: Identity, else Model.
+func (s Service) identity() string {
+	if s.Identity != "" {
+		return s.Identity
+	}
+	return s.Model
 }
 
 // rate is service s's arrival rate in trace second sec of c, requests/s:
@@ -260,6 +273,9 @@ func (c Config) resolve(s Service, solver string) (*scaler.Resolved, error) {
 		Lambda:                 &lambda,
 		ScaleInHysteresis:      &hysteresis,
 	}, 1)
+	if err == nil {
+		ms.Spec.Model = s.identity() // profiles are the architecture's
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -385,3 +385,23 @@ func TestOwnRatesEqualShare(t *testing.T) {
 		}
 	}
 }
+
+// TestIdentityScopesAntiAffinity: two idle ResNet-50 services that may
+// each keep a GPU busy 0.3 of the time share the only T4 when each has its
+// own model identity; with the architecture's name as both identities,
+// anti-affinity leaves the second unplaced.
+func TestIdentityScopesAntiAffinity(t *testing.T) {
+	svcs := []Service{
+		{Name: "a", Model: "resnet50", Identity: "tenant-a", Share: 0.5, RTMaxMs: 400, BusyShare: 0.3},
+		{Name: "b", Model: "resnet50", Identity: "tenant-b", Share: 0.5, RTMaxMs: 400, BusyShare: 0.3},
+	}
+	p := run(t, constant(0, 600), t4Only(1), PolicyExact, svcs...)
+	if p.Services[0].Unplaced+p.Services[1].Unplaced != 0 || p.PeakGPUs["T4"] != 1 {
+		t.Errorf("own identities: unplaced %d + %d on %d T4s, want both on the one T4", p.Services[0].Unplaced, p.Services[1].Unplaced, p.PeakGPUs["T4"])
+	}
+	svcs[0].Identity, svcs[1].Identity = "", ""
+	p = run(t, constant(0, 600), t4Only(1), PolicyExact, svcs...)
+	if p.Services[1].Unplaced == 0 {
+		t.Errorf("one identity: the second service was placed beside the first, want it unplaced (anti-affinity)")
+	}
+}

@@ -38,6 +38,9 @@ const DefaultFunctionServices = 64
 //     2 for timer, queue and storage (background work), 1 otherwise
 //     (event, orchestration, others); SL_min 0.99 for http, 0.98 otherwise
 //     (FunctionSLO);
+//   - identity: the service's name (hetsev.io/model; each tenant's model
+//     is its own weights, so anti-affinity is per service, not per
+//     architecture);
 //   - busy share (the ModelService's spec.scaling.busyShare, hetsev's
 //     policies only): what an operator who knows the service's mean rate
 //     declares (FunctionBusyShare);
@@ -198,7 +201,7 @@ func FunctionServices(fs trace.Functions, w FunctionWorkload, prof catalog.Profi
 	for i, f := range busy {
 		m := FunctionModel(f.Hash, models)
 		rt, sl := FunctionSLO(m, f.Trigger, prof)
-		services[i] = Service{Name: "fn-" + f.Name, Model: m, Rates: f.Rates(), RTMaxMs: rt, SLMin: sl, Trigger: f.Trigger}
+		services[i] = Service{Name: "fn-" + f.Name, Identity: "fn-" + f.Name, Model: m, Rates: f.Rates(), RTMaxMs: rt, SLMin: sl, Trigger: f.Trigger}
 		perModel[m]++
 	}
 	scale := w.Scale

@@ -119,7 +119,7 @@ func newPolicyRun(cfg *Config, name string) (*policyRun, error) {
 			if !ok || typeIndex(sr.types, gt.Name) >= 0 {
 				continue
 			}
-			sr.types = append(sr.types, serviceType{prof: prof, gpu: gt, demand: pol.demand(i, gt.Name, gpuinventory.Demand{Model: s.Model, MemoryMiB: prof.GPUMemoryMiB})})
+			sr.types = append(sr.types, serviceType{prof: prof, gpu: gt, demand: pol.demand(i, gt.Name, gpuinventory.Demand{Model: s.identity(), MemoryMiB: prof.GPUMemoryMiB})})
 			sr.queueTO = append(sr.queueTO, modelserver.DeadlineQueueTimeout(s.RTMaxMs, prof.LatencyMs*cfg.Colocation.PairInflation(cfg.GPUSharing, s.Model, 1, prof.LatencyMs/1000), cfg.NetworkMs))
 		}
 		if len(sr.types) == 0 {
@@ -284,7 +284,7 @@ func (r *policyRun) start(s *serviceRun, i int, now float64) error {
 	var ok bool
 	if r.pol.wholeGPU() {
 		in.memMiB = st.gpu.MemoryMiB
-		in.demand = gpuinventory.Demand{Model: s.Model, MemoryMiB: st.gpu.MemoryMiB}
+		in.demand = gpuinventory.Demand{Model: s.identity(), MemoryMiB: st.gpu.MemoryMiB}
 		ok = r.cl.placeWhole(in, st.gpu.Name)
 	} else {
 		ok = r.cl.place(in, st.gpu.Name)
