@@ -19,11 +19,15 @@
 //     neighbours' busy share with pkg/interference;
 //   - hetsev-scaler: heterogeneity.Autoscaler.Decide every interval, on the
 //     Observation pkg/scaler builds (W over the rate window, replicas
-//     including launching ones, MaxAdditional from gpuinventory.SlotsOnNode,
-//     +18 % expected co-location); new instances serve after the profile's
-//     launch time (an estimate, data/profiles/instance_estimates.csv);
+//     including launching ones, MaxAdditional from gpuinventory.SlotsOnNode
+//     under the busy-share cap, T_i over the co-location inflation its
+//     instances get where they run); pods declare the busy share and
+//     inflation limit the scaler writes (scaler.Resolved.Demand); new
+//     instances serve after the profile's launch time (an estimate,
+//     data/profiles/instance_estimates.csv);
 //   - hetsev-scheduler: placement.Placer over each node of the type, the best
-//     rating wins (worst fit with hard anti-affinity; interference weight 0
+//     rating wins (worst fit with hard anti-affinity, the busy-share cap 1,
+//     GPUs in use first for a declared busy share; interference weight 0
 //     for the paper's heuristic, the plugin's default 0.5 for hetsev-exact);
 //   - default Kubernetes (default-k8s-random): internal/sim/hpa's replica
 //     rule (tolerance 0.1, 300 s scale-down stabilisation, scale-up max(4
@@ -34,8 +38,8 @@
 //     GPU type that meets RT_max), knative-kpa (Knative's KPA, stable and
 //     panic windows, every 2 s, on that type), melange-ilp (the cheapest
 //     whole-GPU type mix every interval, Mélange as AIBrix runs it) and
-//     infaas-packing (hetsev's heuristic and worst fit with GPUs shared by
-//     memory only, no interference awareness).
+//     infaas-packing (hetsev's heuristic with GPUs packed by memory only,
+//     best fit, no interference awareness).
 //
 // Accounting, over the measured seconds (after Config.MeasureFrom):
 //
@@ -54,15 +58,20 @@
 //   - GPU utilisation: per policy, the busy share of billed GPU time (a GPU
 //     is busy while any of its instances runs a batch, and a partial batch
 //     runs as long as a full one); per service, its instances' busy share;
+//   - node cost: every node hosting an instance billed for all its GPUs;
+//   - p99: the 99th percentile of a service's response times, "shed" when
+//     it falls on a request never answered; goodput per GPU: requests
+//     answered within RT_max per second of billed GPU time;
+//   - SLOs met: services whose attainment reached their SL_min; a policy
+//     that misses one is marked, and its cost is no win (Summary);
 //   - scaling actions: decisions that changed the instances; decision
 //     time: the mean wall time of one decision.
 //
-// The lower bound solves the exact ILP of HetSev 4.1 every interval for the
-// peak rate of the coming interval (known in advance), from no instances,
-// with instances that serve at once: the cheapest instances that carry the
-// load at the saturation threshold. It bounds the scaling, not the packing:
-// its instances are placed like hetsev-exact's and billed per GPU the same
-// way.
+// The lower bound (bound.go, with its proof) is computed, not replayed:
+// SL_min of each service's requests, each at the least GPU time any
+// feasible type can serve it in (batch size over batch latency, times the
+// co-location model's largest summed throughput gain G), at that type's
+// price. Every policy's billed cost is checked against it.
 //
 // The Azure Functions replay (AzureFunctions, and --functions for a
 // user's trace in the same format) is the multi-tenant workload: the 64
