@@ -18,6 +18,7 @@ type Autoscaler struct {
 	aboveSince   time.Time // first observation of the current run above the threshold
 	lastScaleOut time.Time // zero: never
 	lastScaleIn  time.Time // zero: never
+	rates        rates     // the arrival rates observed (burst.go)
 }
 
 // NewAutoscaler returns an Autoscaler with policy p and no history. Decide
@@ -50,16 +51,20 @@ func (a *Autoscaler) SetState(s State) {
 	a.lastScaleIn = s.LastScaleIn
 }
 
-// Decide returns the scaling action for obs and updates the timing state.
+// Decide returns the scaling action for obs and updates the timing state
+// and the memory of arrival rates.
 //
-// Scale out (HetSev 4.1, "scaling-out algorithm") when the saturation s = W /
-// sum T_i N_i has stayed above Policy.SaturationThreshold for at least
+// Scale out (HetSev 4.1, "scaling-out algorithm") when the saturation s_f =
+// W_f / sum T_i N_i has stayed above Policy.SaturationThreshold for at least
 // Policy.ScaleOutPeriod, or at once when fewer than Policy.MinReplicas run or
-// requests arrive and nothing runs. The eligible types are those that pass
-// the SLO check (Policy.MeetsSLO: L_i <= RT_max by default) and have
-// MaxAdditional > 0. The amount covers the deficit W/threshold - sum T_i N_i
-// (and the shortfall to MinReplicas), with the total after a scale-out capped
-// at Policy.MaxReplicas:
+// requests arrive and nothing runs. W_f is the launch-time forecast of the
+// arrival rate (burst.go, rule 1): W plus its rise per second since the
+// previous observation times the launch time O_i of the eligible types, W
+// itself when W did not rise. The eligible types are those that pass the
+// SLO check (Policy.MeetsSLO: L_i <= RT_max by default) and have
+// MaxAdditional > 0. The amount covers the deficit W_f/threshold - sum T_i
+// N_i (and the shortfall to MinReplicas), with the total after a scale-out
+// capped at Policy.MaxReplicas:
 //
 //   - SolverHeuristic: with the eligible types that minimise the objective: a
 //     single type that covers it if any, else greedily the cheapest per
@@ -74,23 +79,30 @@ func (a *Autoscaler) SetState(s State) {
 //
 // Otherwise scale in (HetSev 4.1, "scaling-in algorithm") at most once per
 // Policy.ScaleInInterval and not within Policy.ScaleInCoolDown of the last
-// scale-out, leaving at least MinReplicas:
+// scale-out, leaving at least MinReplicas. The amount is the solver's for
+// the highest arrival rate W_s observed within the last ScaleInCoolDown (W_f
+// included), the stabilization of burst.go's rule 2:
 //
 //   - SolverHeuristic: remove one instance of the most expensive type (ties:
-//     the lower throughput) whose removal keeps W / (capacity - T_i) <=
+//     the lower throughput) whose removal keeps W_s / (capacity - T_i) <=
 //     threshold - ScaleInHysteresis;
 //   - SolverExact: remove the set of running instances that saves the most
-//     while the rest keeps W / capacity <= threshold - ScaleInHysteresis: the
-//     optimum of the ILP restricted to X_i <= 0 (DecisionProblem with
+//     while the rest keeps W_s / capacity <= threshold - ScaleInHysteresis:
+//     the optimum of the ILP restricted to X_i <= 0 (DecisionProblem with
 //     ilp.ScaleInOnly), possibly more than one instance and of several types.
+//
+// When W_s allows no removal but the current rate (W_f) does, one instance
+// goes, chosen as the heuristic chooses it on W_f: below the window's peak
+// the service scales in one instance per interval, whatever the solver.
 //
 // Neither solver switches the type of a running instance: an action only
 // adds or only removes.
 //
 // When obs.ArrivalRateIsLowerBound is set (W was measured on part of the
-// serving instances), Decide scales out as above on that lower bound but
-// never scales in: the scale-in branch returns ActionNone saying so, with
-// the timing state of the scale-in untouched.
+// serving instances), Decide scales out as above on that lower bound (with
+// no forecast: a rise of a lower bound may be coverage, not load) but never
+// scales in: the scale-in branch returns ActionNone saying so, with the
+// timing state of the scale-in untouched.
 //
 // Decide never panics on input: an invalid policy or observation yields
 // ActionNone with the problem in Reason and leaves the state untouched.
@@ -110,15 +122,17 @@ func (a *Autoscaler) Decide(obs Observation) Action {
 	}
 	solver, _ := a.Policy.solver() // known: the policy is valid
 	act.Saturation = Saturation(obs.ArrivalRate, obs.Types)
-	trigger, wait := a.scaleOutTrigger(obs, act.Saturation)
+	a.rates.observe(obs, max(a.Policy.ScaleInCoolDown, a.Policy.DecisionInterval))
+	f := a.rates.forecastOf(obs, a.Policy)
+	trigger, wait := a.scaleOutTrigger(obs, f)
 	switch {
 	case wait != "":
 		act.Reason = wait
 		return act
 	case trigger != "":
-		return a.scaleOut(solver, obs, act, trigger)
+		return a.scaleOut(solver, obs, f, act, trigger)
 	default:
-		return a.scaleIn(solver, obs, act)
+		return a.scaleIn(solver, obs, f, act)
 	}
 }
 

@@ -19,7 +19,10 @@
 //     in, at regular intervals, after a cool-down, when the load fits under
 //     the threshold minus a hysteresis; never switch the type of a running
 //     instance. Its input is an [Observation] of [TypeState]s, its output an
-//     [Action];
+//     [Action]. For bursts (burst.go) it remembers recent arrival rates: a
+//     scale-out is triggered and sized for W extrapolated over the launch
+//     time O_i, and a scale-in removes at once only what the highest W of
+//     the cool-down window leaves spare, one instance per interval below it;
 //   - the [Solver] that computes the amount once the triggers have fixed the
 //     direction, named by Policy.Solver ([LookupSolver]): "heuristic", the
 //     instance selection of HetSev 4.1 (one instance at a time in a

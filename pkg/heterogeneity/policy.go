@@ -27,6 +27,13 @@ type Policy struct {
 	// ScaleInCoolDown is the least time from the last scale-out to the next
 	// scale-in ("a predefined cool-down period", HetSev 4.1).
 	ScaleInCoolDown time.Duration
+	// DecisionInterval is how often the caller decides (hetsev-scaler:
+	// spec.scaling.intervalSeconds). The launch-time forecast (burst.go)
+	// measures the rise of W since the latest observation at least half of
+	// it old, so that an extra decision soon after another (a spec edit, a
+	// retry) does not extrapolate a rise measured over seconds; 0 measures
+	// it since the previous observation. It decides nothing else.
+	DecisionInterval time.Duration
 	// ScaleInHysteresis lowers the bar for scale-in: an instance is removed
 	// only if the load then fits under SaturationThreshold minus this
 	// margin. 0 is the paper's rule; a margin stops a scale-in that lands
@@ -178,6 +185,9 @@ func (p Policy) Validate() error {
 	}
 	if p.ScaleOutPeriod < 0 {
 		bad("ScaleOutPeriod must be >= 0, got %v", p.ScaleOutPeriod)
+	}
+	if p.DecisionInterval < 0 {
+		bad("DecisionInterval must be >= 0, got %v", p.DecisionInterval)
 	}
 	if p.ScaleInInterval < 0 {
 		bad("ScaleInInterval must be >= 0, got %v", p.ScaleInInterval)

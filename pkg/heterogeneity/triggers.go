@@ -6,13 +6,18 @@ import (
 	"time"
 )
 
-// scaleOutTrigger updates the timer of the saturation s above the threshold
-// and returns what calls for a scale-out now (trigger), or, while the
-// saturation has not yet stayed above the threshold for
-// Policy.ScaleOutPeriod, why the decision waits (wait). Both are empty when
-// no scale-out is due.
-func (a *Autoscaler) scaleOutTrigger(obs Observation, s float64) (trigger, wait string) {
+// scaleOutTrigger updates the timer of the saturation s_f = W_f / capacity
+// (f: the launch-time forecast) above the threshold and returns what calls
+// for a scale-out now (trigger), or, while the saturation has not yet stayed
+// above the threshold for Policy.ScaleOutPeriod, why the decision waits
+// (wait). Both are empty when no scale-out is due.
+func (a *Autoscaler) scaleOutTrigger(obs Observation, f forecast) (trigger, wait string) {
 	p := a.Policy
+	s := Saturation(f.w, obs.Types)
+	sat := fmt.Sprintf("saturation %.2f", s)
+	if f.rising() {
+		sat = fmt.Sprintf("saturation %.2f at the forecast (%s)", s, f.describe(obs.ArrivalRate))
+	}
 	if s > p.SaturationThreshold {
 		if !a.above {
 			a.above, a.aboveSince = true, obs.Now
@@ -31,18 +36,18 @@ func (a *Autoscaler) scaleOutTrigger(obs Observation, s float64) (trigger, wait 
 	if len(triggers) == 0 && a.above {
 		held := obs.Now.Sub(a.aboveSince)
 		if held < p.ScaleOutPeriod {
-			return "", fmt.Sprintf("saturation %.2f > %.2f for %v of %v: waiting before scaling out",
-				s, p.SaturationThreshold, held, p.ScaleOutPeriod)
+			return "", fmt.Sprintf("%s > %.2f for %v of %v: waiting before scaling out",
+				sat, p.SaturationThreshold, held, p.ScaleOutPeriod)
 		}
-		triggers = append(triggers, fmt.Sprintf("saturation %.2f > %.2f for %v", s, p.SaturationThreshold, held))
+		triggers = append(triggers, fmt.Sprintf("%s > %.2f for %v", sat, p.SaturationThreshold, held))
 	}
 	return strings.Join(triggers, "; "), ""
 }
 
 // scaleOut fills act with the scale-out that solver computes for the given
-// trigger, or with NoFeasibleType when no GPU type passes the SLO check and
-// has room, or None at MaxReplicas.
-func (a *Autoscaler) scaleOut(solver Solver, obs Observation, act Action, trigger string) Action {
+// trigger and the forecast arrival rate f.w, or with NoFeasibleType when no
+// GPU type passes the SLO check and has room, or None at MaxReplicas.
+func (a *Autoscaler) scaleOut(solver Solver, obs Observation, f forecast, act Action, trigger string) Action {
 	p := a.Policy
 	types := obs.Types
 	if total := totalRunning(types); p.MaxReplicas > 0 && p.MaxReplicas-total <= 0 {
@@ -92,7 +97,7 @@ func (a *Autoscaler) scaleOut(solver Solver, obs Observation, act Action, trigge
 		return act
 	}
 
-	amount := solver.ScaleOut(Request{Observation: obs, Policy: p, Reason: trigger})
+	amount := solver.ScaleOut(Request{Observation: withRate(obs, f.w), Policy: p, Reason: trigger})
 	act.Reason = amount.Reason
 	if isZero(amount.Delta) {
 		return act
@@ -107,14 +112,25 @@ func (a *Autoscaler) scaleOut(solver Solver, obs Observation, act Action, trigge
 	return act
 }
 
-// scaleIn fills act with the scale-in that solver computes, or None with
-// the reason none is due: an arrival rate that is only a lower bound
+// withRate is obs with the arrival rate w.
+func withRate(obs Observation, w float64) Observation {
+	obs.ArrivalRate = w
+	return obs
+}
+
+// scaleIn fills act with the scale-in that solver computes for the highest
+// arrival rate of the stabilization window (burst.go, rule 2), or one
+// instance on the current rate f.w when that allows none; or None with the
+// reason none is due: an arrival rate that is only a lower bound
 // (Observation.ArrivalRateIsLowerBound), the cool-down after a scale-out,
 // the interval since the last scale-in, MinReplicas, or no instance that
 // may go.
-func (a *Autoscaler) scaleIn(solver Solver, obs Observation, act Action) Action {
+func (a *Autoscaler) scaleIn(solver Solver, obs Observation, f forecast, act Action) Action {
 	p := a.Policy
 	within := fmt.Sprintf("saturation %.2f within threshold %.2f", act.Saturation, p.SaturationThreshold)
+	if f.rising() {
+		within += fmt.Sprintf(" (%s, saturation %.2f)", f.describe(obs.ArrivalRate), Saturation(f.w, obs.Types))
+	}
 	if obs.ArrivalRateIsLowerBound {
 		act.Reason = fmt.Sprintf("saturation >= %.2f within threshold %.2f; the arrival rate %.4g requests/s is only a lower bound: scale-in held",
 			act.Saturation, p.SaturationThreshold, obs.ArrivalRate)
@@ -137,7 +153,23 @@ func (a *Autoscaler) scaleIn(solver Solver, obs Observation, act Action) Action 
 		return act
 	}
 
-	amount := solver.ScaleIn(Request{Observation: obs, Policy: p, Reason: within})
+	req := Request{Observation: withRate(obs, f.w), Policy: p, Reason: within}
+	var amount Amount
+	if peak := a.rates.peak(p.ScaleInCoolDown); peak > f.w {
+		// Rule 2: remove in one action only what the window's peak leaves
+		// spare; below it, one instance per interval on the current rate.
+		stable := req
+		stable.Observation.ArrivalRate = peak
+		stable.Reason = fmt.Sprintf("%s; stabilized at %.4g requests/s, the highest W of the last %v", within, peak, p.ScaleInCoolDown)
+		amount = solver.ScaleIn(stable)
+		if isZero(amount.Delta) {
+			req.Reason += fmt.Sprintf("; none may go at %.4g requests/s, the highest W of the last %v: one instance at a time on the current rate",
+				peak, p.ScaleInCoolDown)
+			amount = removeOne(req, solver.Name())
+		}
+	} else {
+		amount = solver.ScaleIn(req)
+	}
 	act.Reason = amount.Reason
 	if isZero(amount.Delta) {
 		return act

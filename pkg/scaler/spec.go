@@ -197,6 +197,9 @@ func validate(ms *v1alpha1.ModelService, cat catalog.Catalog, d Defaults) (*serv
 		pol.ScaleOutPeriod = seconds(*sc.ScaleOutPeriodSeconds)
 	}
 	pol.ScaleInInterval = seconds(orDefault(sc.ScaleInIntervalSeconds, DefaultScaleInIntervalSeconds))
+	// The decision interval: the span the launch-time forecast measures the
+	// rise of W over (heterogeneity.Policy.DecisionInterval).
+	pol.DecisionInterval = seconds(orDefault(sc.IntervalSeconds, DefaultIntervalSeconds))
 	pol.ScaleInCoolDown = seconds(orDefault(sc.ScaleInCoolDownSeconds, DefaultScaleInCoolDownSeconds))
 	pol.ScaleInHysteresis = DefaultScaleInHysteresis
 	if sc.ScaleInHysteresis != nil {
@@ -227,7 +230,7 @@ func validate(ms *v1alpha1.ModelService, cat catalog.Catalog, d Defaults) (*serv
 		p.busyShare, p.throughputRPS = instanceShare(p.spec.ThroughputRPS, p.spec.LatencyMs, pol.SaturationThreshold, s.Scaling.BusyShare)
 	}
 	out.policy = pol
-	out.interval = seconds(orDefault(sc.IntervalSeconds, DefaultIntervalSeconds))
+	out.interval = pol.DecisionInterval
 	return out, nil
 }
 

@@ -50,6 +50,11 @@ func TestValidateAppliesDefaultsAndCatalogPrices(t *testing.T) {
 	if s.interval != DefaultIntervalSeconds*time.Second || s.policy.ScaleInCoolDown != DefaultScaleInCoolDownSeconds*time.Second {
 		t.Errorf("interval %v, cool-down %v", s.interval, s.policy.ScaleInCoolDown)
 	}
+	// The launch-time forecast measures the rise of W over the decision
+	// interval (heterogeneity.Policy.DecisionInterval).
+	if s.policy.DecisionInterval != s.interval {
+		t.Errorf("policy decision interval %v, want the interval %v", s.policy.DecisionInterval, s.interval)
+	}
 	// Prices come from data/profiles/gpu_catalog.csv when the spec has none.
 	if s.types[0].price != 0.526 || s.types[1].price != 3.9015 || s.types[0].gpuMemMiB != 2048 {
 		t.Errorf("types = %+v", s.types)

@@ -32,7 +32,7 @@ func TestScalerHoldsOnPartialMetrics(t *testing.T) {
 	ms := s.modelService(t, "resnet50", "resnet50", 400)
 	// 1500 requests/s need 5 or 6 T4 instances; 100 requests/s need one.
 	const quietAt, drop = 300.0, 450.0 // trace seconds
-	w := s.world(t, []simulator.Service{demo.SimService(ms, 1, s.cat)}, steps(drop, 1500, 1500, 100), factor)
+	w := s.world(t, []simulator.Service{demo.SimService(ms, 1, s.cat, factor)}, steps(drop, 1500, 1500, 100), factor)
 	waitFor(ctx, t, 30*time.Second, "first instance", func(context.Context) (bool, error) {
 		w.SyncPods()
 		return w.Instances("resnet50") > 0, nil

@@ -30,7 +30,7 @@ func TestScalerFollowsLoadStep(t *testing.T) {
 	s := startStack(t, true)
 	ctx := s.ctx
 	ms := s.modelService(t, "resnet50", "resnet50", 400)
-	w := s.world(t, []simulator.Service{demo.SimService(ms, 1, s.cat)}, steps(600, 100, 900, 1500, 1500, 100), factor)
+	w := s.world(t, []simulator.Service{demo.SimService(ms, 1, s.cat, factor)}, steps(600, 100, 900, 1500, 1500, 100), factor)
 	waitFor(ctx, t, 30*time.Second, "first instance", func(context.Context) (bool, error) {
 		w.SyncPods()
 		return w.Instances("resnet50") > 0, nil

@@ -229,7 +229,7 @@ func RunDemo(ctx context.Context, tb ktesting.TB, cfg DemoConfig) (*Summary, err
 		if err := CreateModelService(ctx, dyn, ms); err != nil {
 			return nil, fmt.Errorf("creating ModelService %s: %w", s.Name, err)
 		}
-		simServices = append(simServices, SimService(ms, s.Share, cat))
+		simServices = append(simServices, SimService(ms, s.Share, cat, factor))
 	}
 	world, err := simulator.New(cp.Client, simulator.Config{
 		Services: simServices, Rates: rates, Factor: factor, GPUSharing: cfg.GPUSharing,

@@ -34,8 +34,9 @@ func CreateModelService(ctx context.Context, dyn dynamic.Interface, ms *v1alpha1
 	return err
 }
 
-// SimService describes ms to the simulator.
-func SimService(ms *v1alpha1.ModelService, share float64, cat catalog.Catalog) simulator.Service {
+// SimService describes ms, built by modelservice.For with time compression
+// compression, to the simulator (launch times back in trace seconds).
+func SimService(ms *v1alpha1.ModelService, share float64, cat catalog.Catalog, compression float64) simulator.Service {
 	s := simulator.Service{Namespace: ms.Namespace, Name: ms.Name, Model: ms.Spec.Model, Share: share,
 		RTMaxMs: ms.Spec.SLO.ResponseTimeMs, DeadlineAware: true, BatchSize: ms.Spec.BatchSize, PerProduct: map[string]simulator.InstanceProfile{}}
 	for _, p := range ms.Spec.Profiles {
@@ -43,7 +44,7 @@ func SimService(ms *v1alpha1.ModelService, share float64, cat catalog.Catalog) s
 		if !ok {
 			continue
 		}
-		s.PerProduct[g.ProductLabel] = simulator.InstanceProfile{GPUType: g.Name, LatencyMs: p.LatencyMs, LaunchSeconds: p.LaunchSeconds, PriceUSDPerH: g.PriceUSDPerHour}
+		s.PerProduct[g.ProductLabel] = simulator.InstanceProfile{GPUType: g.Name, LatencyMs: p.LatencyMs, LaunchSeconds: p.LaunchSeconds * compression, PriceUSDPerH: g.PriceUSDPerHour}
 	}
 	return s
 }

@@ -38,6 +38,9 @@ type Knobs struct {
 
 // For builds a ModelService for model from the repo's profiles
 // (every GPU type profiled), with RT_max rtMaxMs and SL_min 0.98 (HetSev 6).
+// Times the scaler reads on the wall clock, the knobs and the profiles'
+// launch times, are divided by compression (trace seconds per wall second)
+// and lambda, per second, multiplied by it.
 func For(name, ns, model string, rtMaxMs float64, profiles catalog.Profiles, k Knobs, compression float64) (*v1alpha1.ModelService, error) {
 	ps := profiles.ForModel(model)
 	if len(ps) == 0 {
@@ -58,18 +61,32 @@ func For(name, ns, model string, rtMaxMs float64, profiles catalog.Profiles, k K
 			},
 		},
 	}
+	c := compression
 	for _, p := range ps {
 		ms.Spec.Profiles = append(ms.Spec.Profiles, v1alpha1.GPUProfile{
 			GPUType: p.GPUType, ThroughputRPS: p.ThroughputRPS, LatencyMs: p.LatencyMs,
 			GPUMemory: fmt.Sprintf("%dMi", p.GPUMemoryMiB), CPU: fmt.Sprintf("%dm", p.CPUMilli), Memory: fmt.Sprintf("%dMi", p.MemoryMiB),
-			LaunchSeconds: p.LaunchSeconds,
+			// The scaler reads O_i on the wall clock (the horizon of its
+			// launch-time forecast); SimService converts it back to trace
+			// seconds for the simulated servers.
+			LaunchSeconds: p.LaunchSeconds / c,
 		})
 	}
-	c := compression
 	period := k.ScaleOutPeriodSeconds / c
 	threshold := k.SaturationThreshold
 	if threshold == 0 {
 		threshold = 0.8
+	}
+	// lambda is per second: per wall second c times the trace's, so that
+	// lambda O_i, and the objective, are those of the uncompressed trace.
+	lambda := k.Lambda
+	if c != 1 {
+		l := v1alpha1.DefaultLambda
+		if k.Lambda != nil {
+			l = *k.Lambda
+		}
+		l *= c
+		lambda = &l
 	}
 	ms.Spec.Scaling = v1alpha1.Scaling{
 		SaturationThreshold:    threshold,
@@ -79,7 +96,7 @@ func For(name, ns, model string, rtMaxMs float64, profiles catalog.Profiles, k K
 		ScaleInCoolDownSeconds: k.ScaleInCoolDownSeconds / c,
 		MinReplicas:            k.MinReplicas,
 		MaxReplicas:            k.MaxReplicas,
-		Lambda:                 k.Lambda,
+		Lambda:                 lambda,
 		ScaleInHysteresis:      k.ScaleInHysteresis,
 		BusyShare:              k.BusyShare,
 	}

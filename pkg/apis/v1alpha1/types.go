@@ -170,7 +170,9 @@ type Scaling struct {
 	// +kubebuilder:validation:Maximum=1
 	// +kubebuilder:default=0.8
 	SaturationThreshold float64 `json:"saturationThreshold,omitempty"`
-	// IntervalSeconds between decisions (default 15).
+	// IntervalSeconds between decisions (default 15). The launch-time
+	// forecast of a scale-out measures the rise of the arrival rate over at
+	// least half of it.
 	//
 	// +kubebuilder:validation:ExclusiveMinimum=true
 	// +kubebuilder:validation:Minimum=0
@@ -188,7 +190,9 @@ type Scaling struct {
 	// +kubebuilder:default=60
 	ScaleInIntervalSeconds float64 `json:"scaleInIntervalSeconds,omitempty"`
 	// ScaleInCoolDownSeconds after a scale-out before any scale-in
-	// (default 300).
+	// (default 300). Also the scale-in stabilization window: one scale-in
+	// removes only what the highest arrival rate of this window leaves
+	// spare; below that, one instance per scaleInIntervalSeconds.
 	//
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:default=300

@@ -1,0 +1,107 @@
+package heterogeneity
+
+import (
+	"testing"
+	"time"
+)
+
+// TestDecideLaunchTimeForecast: rule 1 of burst.go, hand-worked on the
+// burst of the Azure code trace at t = 225..240 s (make evaluate):
+// BERT-large on T4 (T_i 69.3 requests/s, O_i 40 s), 2 running (138.6
+// requests/s), MinReplicas 2 so that nothing scales in.
+//
+// W goes 39.1 -> 84.3 requests/s in 15 s: saturation 0.61, within the
+// threshold, so HetSev 4.1 waits. The rise is 45.2/15 = 3.0133 requests/s
+// per second; in the 40 s a new instance takes to launch W reaches 84.3 +
+// 3.0133 x 40 = 204.83 requests/s, saturation 1.48 > 0.8: the target
+// 204.83 / 0.8 = 256.04 needs (256.04 - 138.6) / 69.3 = 1.69 -> 2 more T4,
+// objective 0.526 x (2 + 0.01 x 40 x 2) = 1.4728 USD/h. Both solvers agree
+// (one type).
+func TestDecideLaunchTimeForecast(t *testing.T) {
+	rising := func() []step {
+		return []step{
+			{at: 0, w: 39.1, types: ts(bertT4(2, 10)), kind: ActionNone, delta: []int{0}, reason: "at min replicas 2"},
+			{at: 15 * time.Second, w: 84.3, types: ts(bertT4(2, 10)), kind: ActionScaleOut, delta: []int{2}, objective: 1.4728,
+				reason: "saturation 1.48 at the forecast (W 84.3 requests/s rising 3.01/s: 204.8 requests/s forecast in 40s) > 0.80 for 0s: +2 T4"},
+		}
+	}
+	minTwo := func(p *Policy) { p.MinReplicas = 2 }
+	runDecisionCases(t, []decisionCase{
+		{name: "heuristic scales out for the load at launch", policy: testPolicy(minTwo), steps: rising()},
+		{name: "exact scales out for the load at launch", policy: exactPolicy(minTwo), steps: rising()},
+		{
+			// Decisions every 15 s; an extra one 1 s after a regular one (a
+			// spec edit) measures the rise since t = 0, at least half an
+			// interval back: (45 - 39.1) / 16 s = 0.369/s, 59.75 requests/s
+			// in 40 s, saturation 0.43. The rise since t = 15 s, 5
+			// requests/s in 1 s, would forecast 245 requests/s.
+			name:   "an extra decision measures the rise over half an interval at least",
+			policy: testPolicy(minTwo, func(p *Policy) { p.DecisionInterval = 15 * time.Second }),
+			steps: []step{
+				{at: 0, w: 39.1, types: ts(bertT4(2, 10)), kind: ActionNone, delta: []int{0}, reason: "at min replicas 2"},
+				{at: 15 * time.Second, w: 40, types: ts(bertT4(2, 10)), kind: ActionNone, delta: []int{0}, reason: "at min replicas 2"},
+				{at: 16 * time.Second, w: 45, types: ts(bertT4(2, 10)), kind: ActionNone, delta: []int{0},
+					reason: "saturation 0.32 within threshold 0.80 (W 45 requests/s rising 0.369/s: 59.75 requests/s forecast in 40s, saturation 0.43); 2 running, at min replicas 2"},
+			},
+		},
+		{
+			// A falling W is never extrapolated, nor a rise to or from a
+			// lower bound (its rise may be coverage: more pods measured).
+			name:   "no forecast for a fall or a lower bound",
+			policy: testPolicy(minTwo),
+			steps: []step{
+				{at: 0, w: 84.3, types: ts(bertT4(2, 10)), kind: ActionNone, delta: []int{0}, reason: "saturation 0.61 within threshold 0.80; 2 running"},
+				{at: 15 * time.Second, w: 39.1, types: ts(bertT4(2, 10)), kind: ActionNone, delta: []int{0}, reason: "saturation 0.28 within threshold 0.80; 2 running"},
+				{at: 30 * time.Second, w: 84.3, types: ts(bertT4(2, 10)), lowerBound: true, kind: ActionNone, delta: []int{0}, reason: "is only a lower bound: scale-in held"},
+				{at: 45 * time.Second, w: 84.3, types: ts(bertT4(2, 10)), kind: ActionNone, delta: []int{0}, reason: "saturation 0.61 within threshold 0.80; 2 running"},
+			},
+		},
+	})
+}
+
+// TestDecideStabilizedScaleIn: rule 2 of burst.go, hand-worked on the
+// scale-in the exact solver made 45 s into a lull of the Azure code trace
+// (t = 1065 s: 5 T4 -> 1 at W 39 requests/s; the load was back at 130
+// requests/s 75 s later). BERT-large on T4 (69.3 requests/s), hysteresis
+// 0.1 (bar 0.7), scale-in interval 60 s, cool-down and stabilization
+// window 5 min.
+//
+//   - t = 0, W 205 on 8 T4: the window's peak is W itself; 205 / 0.7 =
+//     292.9 requests/s needs 5 T4: the exact solver removes 3 at once.
+//   - t = 60 s, W 39.3 on 5 T4: 39.3 alone needs one T4 (56.1 requests/s),
+//     so HetSev's exact scale-in would remove 4. At the window's peak, 205
+//     requests/s, none may go (205 / 277.2 = 0.74 > 0.7): one instance at a
+//     time on the current W, 39.3 / 277.2 = 0.14 without it.
+//   - t = 120 s: the same, one more.
+//   - t = 300 s: the peak left the window (300 s old): the rest of the
+//     surplus goes at once, 3 -> 1.
+func TestDecideStabilizedScaleIn(t *testing.T) {
+	hyst := func(p *Policy) { p.ScaleInHysteresis = 0.1 }
+	runDecisionCases(t, []decisionCase{
+		{
+			name:   "exact removes in bulk only down to the window's peak",
+			policy: exactPolicy(hyst),
+			steps: []step{
+				{at: 0, w: 205, types: ts(bertT4(8, 10)), kind: ActionScaleIn, delta: []int{-3}, objective: -1.578,
+					reason: "0.59 after the action (bar 0.70): -3 T4"},
+				{at: time.Minute, w: 39.3, types: ts(bertT4(5, 10)), kind: ActionScaleIn, delta: []int{-1}, objective: -0.526,
+					reason: "none may go at 205 requests/s, the highest W of the last 5m0s: one instance at a time on the current rate, 0.14 without one T4: -1 T4 (objective -0.53 USD/h); solver exact"},
+				{at: 2 * time.Minute, w: 39.3, types: ts(bertT4(4, 10)), kind: ActionScaleIn, delta: []int{-1}, objective: -0.526,
+					reason: "one instance at a time on the current rate"},
+				{at: 5 * time.Minute, w: 39.3, types: ts(bertT4(3, 10)), kind: ActionScaleIn, delta: []int{-2}, objective: -1.052,
+					reason: "0.57 after the action (bar 0.70): -2 T4"},
+			},
+		},
+		{
+			// The heuristic removes one instance per interval anyway; where
+			// the peak allows it, it is chosen at the peak.
+			name:   "heuristic unchanged",
+			policy: testPolicy(hyst),
+			steps: []step{
+				{at: 0, w: 205, types: ts(bertT4(8, 10)), kind: ActionScaleIn, delta: []int{-1}, objective: -0.526},
+				{at: time.Minute, w: 39.3, types: ts(bertT4(7, 10)), kind: ActionScaleIn, delta: []int{-1}, objective: -0.526,
+					reason: "stabilized at 205 requests/s, the highest W of the last 5m0s, 0.49 without one T4"},
+			},
+		},
+	})
+}
