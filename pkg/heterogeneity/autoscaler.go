@@ -79,21 +79,20 @@ func (a *Autoscaler) SetState(s State) {
 //
 // Otherwise scale in (HetSev 4.1, "scaling-in algorithm") at most once per
 // Policy.ScaleInInterval and not within Policy.ScaleInCoolDown of the last
-// scale-out, leaving at least MinReplicas. The amount is the solver's for
-// the highest arrival rate W_s observed within the last ScaleInCoolDown (W_f
-// included), the stabilization of burst.go's rule 2:
+// scale-out, leaving at least MinReplicas, on the arrival rate W_f:
 //
 //   - SolverHeuristic: remove one instance of the most expensive type (ties:
-//     the lower throughput) whose removal keeps W_s / (capacity - T_i) <=
+//     the lower throughput) whose removal keeps W_f / (capacity - T_i) <=
 //     threshold - ScaleInHysteresis;
 //   - SolverExact: remove the set of running instances that saves the most
-//     while the rest keeps W_s / capacity <= threshold - ScaleInHysteresis:
+//     while the rest keeps W_f / capacity <= threshold - ScaleInHysteresis:
 //     the optimum of the ILP restricted to X_i <= 0 (DecisionProblem with
 //     ilp.ScaleInOnly), possibly more than one instance and of several types.
 //
-// When W_s allows no removal but the current rate (W_f) does, one instance
-// goes, chosen as the heuristic chooses it on W_f: below the window's peak
-// the service scales in one instance per interval, whatever the solver.
+// While the highest W of the last ScaleInCoolDown is above W_f, the removal
+// is stabilized (burst.go, rule 2): of it, only what the solver's removal
+// at that peak also takes, per type; when that is nothing, one instance of
+// its most expensive type. The heuristic's single removal is kept as it is.
 //
 // Neither solver switches the type of a running instance: an action only
 // adds or only removes.

@@ -1,6 +1,7 @@
 package heterogeneity
 
 import (
+	"strings"
 	"testing"
 	"time"
 )
@@ -71,7 +72,7 @@ func TestDecideLaunchTimeForecast(t *testing.T) {
 //   - t = 60 s, W 39.3 on 5 T4: 39.3 alone needs one T4 (56.1 requests/s),
 //     so HetSev's exact scale-in would remove 4. At the window's peak, 205
 //     requests/s, none may go (205 / 277.2 = 0.74 > 0.7): one instance at a
-//     time on the current W, 39.3 / 277.2 = 0.14 without it.
+//     time, 39.3 / 277.2 = 0.14 after it.
 //   - t = 120 s: the same, one more.
 //   - t = 300 s: the peak left the window (300 s old): the rest of the
 //     surplus goes at once, 3 -> 1.
@@ -85,23 +86,51 @@ func TestDecideStabilizedScaleIn(t *testing.T) {
 				{at: 0, w: 205, types: ts(bertT4(8, 10)), kind: ActionScaleIn, delta: []int{-3}, objective: -1.578,
 					reason: "0.59 after the action (bar 0.70): -3 T4"},
 				{at: time.Minute, w: 39.3, types: ts(bertT4(5, 10)), kind: ActionScaleIn, delta: []int{-1}, objective: -0.526,
-					reason: "none may go at 205 requests/s, the highest W of the last 5m0s: one instance at a time on the current rate, 0.14 without one T4: -1 T4 (objective -0.53 USD/h); solver exact"},
+					reason: "on the current rate the solver removes -4 T4, of which 205 requests/s, the highest W of the last 5m0s, allows none: one instance at a time, -1 T4 (objective -0.53 USD/h), 0.14 after the action; solver exact"},
 				{at: 2 * time.Minute, w: 39.3, types: ts(bertT4(4, 10)), kind: ActionScaleIn, delta: []int{-1}, objective: -0.526,
-					reason: "one instance at a time on the current rate"},
+					reason: "on the current rate the solver removes -3 T4, of which 205 requests/s, the highest W of the last 5m0s, allows none: one instance at a time"},
 				{at: 5 * time.Minute, w: 39.3, types: ts(bertT4(3, 10)), kind: ActionScaleIn, delta: []int{-2}, objective: -1.052,
 					reason: "0.57 after the action (bar 0.70): -2 T4"},
 			},
 		},
 		{
-			// The heuristic removes one instance per interval anyway; where
-			// the peak allows it, it is chosen at the peak.
+			// The heuristic removes one instance per interval anyway: the
+			// same one.
 			name:   "heuristic unchanged",
 			policy: testPolicy(hyst),
 			steps: []step{
 				{at: 0, w: 205, types: ts(bertT4(8, 10)), kind: ActionScaleIn, delta: []int{-1}, objective: -0.526},
 				{at: time.Minute, w: 39.3, types: ts(bertT4(7, 10)), kind: ActionScaleIn, delta: []int{-1}, objective: -0.526,
-					reason: "stabilized at 205 requests/s, the highest W of the last 5m0s, 0.49 without one T4"},
+					reason: "on the current rate the solver removes -1 T4, of which 205 requests/s, the highest W of the last 5m0s, allows -1 T4"},
 			},
 		},
 	})
+}
+
+// TestStabilizedScaleInKeepsTheTypeMix: a stabilized scale-in removes only
+// part of what the unstabilized one would, never other instances. BERT-large
+// on 4 T4 (69.3 requests/s, 0.526 USD/h) and 1 V100 (208, 3.9015), 485.2
+// requests/s, exact solver, bar 0.7; the last scale-in was 30 s before t0.
+//
+//   - t0, W 280: the scale-in interval holds.
+//   - t0 + 60 s, W 180 (needs 257.1 requests/s): the cheapest instances to
+//     keep are the 4 T4 (277.2), so the solver removes the V100. At the
+//     window's peak, 280 (400 requests/s), the V100 must stay but a T4 may go
+//     (1 V100 + 3 T4 = 415.9): removing it would leave 1 V100 + 3 T4, whose
+//     cheapest subset for 180 requests/s is the V100 with a T4 (4.43 USD/h
+//     against 2.10 for the 4 T4 kept now). So the peak allows none of the
+//     V100's removal, and one instance at a time removes the V100.
+func TestStabilizedScaleInKeepsTheTypeMix(t *testing.T) {
+	a := NewAutoscaler(exactPolicy(func(p *Policy) { p.ScaleInHysteresis = 0.1 }))
+	a.SetState(State{LastScaleIn: t0.Add(-30 * time.Second)})
+	if got := a.Decide(Observation{Now: t0, ArrivalRate: 280, Types: ts(bertT4(4, 0), bertV100(1, 0))}); got.Kind != ActionNone {
+		t.Fatalf("t0: %s %v (%s), want None within the scale-in interval", got.Kind, got.Delta, got.Reason)
+	}
+	got := a.Decide(Observation{Now: t0.Add(time.Minute), ArrivalRate: 180, Types: ts(bertT4(4, 0), bertV100(1, 0))})
+	if got.Kind != ActionScaleIn || got.Delta[0] != 0 || got.Delta[1] != -1 || !near(got.Objective, -priceV100USDh) {
+		t.Fatalf("t0+1m: %s %v objective %v (%s), want ScaleIn [0 -1] (the V100, -3.9015 USD/h)", got.Kind, got.Delta, got.Objective, got.Reason)
+	}
+	if want := "on the current rate the solver removes -1 V100-32GB, of which 280 requests/s, the highest W of the last 5m0s, allows none: one instance at a time, -1 V100-32GB"; !strings.Contains(got.Reason, want) {
+		t.Errorf("reason %q does not contain %q", got.Reason, want)
+	}
 }

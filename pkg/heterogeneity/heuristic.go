@@ -48,12 +48,7 @@ func (heuristicSolver) ScaleOut(r Request) Amount {
 // lower throughput) whose removal keeps W / (capacity - T_i) <=
 // SaturationThreshold - ScaleInHysteresis, as HetSev 4.1 scales in one
 // instance at a time.
-func (heuristicSolver) ScaleIn(r Request) Amount { return removeOne(r, SolverHeuristic) }
-
-// removeOne is the heuristic's scale-in (heuristicSolver.ScaleIn), which
-// the Autoscaler also applies, for any solver, below the peak of its
-// stabilization window; solver names the policy's solver in the reason.
-func removeOne(r Request, solver string) Amount {
+func (heuristicSolver) ScaleIn(r Request) Amount {
 	obs, p := r.Observation, r.Policy
 	types := obs.Types
 	w := obs.ArrivalRate
@@ -75,11 +70,11 @@ func removeOne(r Request, solver string) Amount {
 		}
 	}
 	if best < 0 {
-		return Amount{Reason: fmt.Sprintf("%s; without any one instance it would be %.2f > %.2f; solver %s",
-			r.Reason, lowestSat, p.SaturationThreshold-p.ScaleInHysteresis, solver)}
+		return Amount{Reason: fmt.Sprintf("%s; without any one instance it would be %.2f > %.2f; solver heuristic",
+			r.Reason, lowestSat, p.SaturationThreshold-p.ScaleInHysteresis)}
 	}
 	x := make([]int, len(types))
 	x[best] = -1
-	return Amount{Delta: x, Reason: fmt.Sprintf("%s, %.2f without one %s: %s (objective %.2f USD/h); solver %s",
-		r.Reason, bestSat, types[best].GPUType, formatDelta(types, x), objective(types, x, p.Lambda), solver)}
+	return Amount{Delta: x, Reason: fmt.Sprintf("%s, %.2f without one %s: %s (objective %.2f USD/h); solver heuristic",
+		r.Reason, bestSat, types[best].GPUType, formatDelta(types, x), objective(types, x, p.Lambda))}
 }

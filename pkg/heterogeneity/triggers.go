@@ -118,9 +118,9 @@ func withRate(obs Observation, w float64) Observation {
 	return obs
 }
 
-// scaleIn fills act with the scale-in that solver computes for the highest
-// arrival rate of the stabilization window (burst.go, rule 2), or one
-// instance on the current rate f.w when that allows none; or None with the
+// scaleIn fills act with the scale-in that solver computes for the current
+// rate f.w, stabilized by the highest rate of the window (burst.go, rule
+// 2: stabilize); or None with the
 // reason none is due: an arrival rate that is only a lower bound
 // (Observation.ArrivalRateIsLowerBound), the cool-down after a scale-out,
 // the interval since the last scale-in, MinReplicas, or no instance that
@@ -154,21 +154,9 @@ func (a *Autoscaler) scaleIn(solver Solver, obs Observation, f forecast, act Act
 	}
 
 	req := Request{Observation: withRate(obs, f.w), Policy: p, Reason: within}
-	var amount Amount
-	if peak := a.rates.peak(p.ScaleInCoolDown); peak > f.w {
-		// Rule 2: remove in one action only what the window's peak leaves
-		// spare; below it, one instance per interval on the current rate.
-		stable := req
-		stable.Observation.ArrivalRate = peak
-		stable.Reason = fmt.Sprintf("%s; stabilized at %.4g requests/s, the highest W of the last %v", within, peak, p.ScaleInCoolDown)
-		amount = solver.ScaleIn(stable)
-		if isZero(amount.Delta) {
-			req.Reason += fmt.Sprintf("; none may go at %.4g requests/s, the highest W of the last %v: one instance at a time on the current rate",
-				peak, p.ScaleInCoolDown)
-			amount = removeOne(req, solver.Name())
-		}
-	} else {
-		amount = solver.ScaleIn(req)
+	amount := solver.ScaleIn(req)
+	if peak := a.rates.peak(p.ScaleInCoolDown); peak > f.w && !isZero(amount.Delta) {
+		amount = stabilize(solver, req, amount, peak, p.ScaleInCoolDown)
 	}
 	act.Reason = amount.Reason
 	if isZero(amount.Delta) {
