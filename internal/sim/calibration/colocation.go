@@ -53,18 +53,28 @@ type ColocationMember struct {
 }
 
 // Model returns the model part of Worker ("resnet50#1" -> "resnet50").
-func (m ColocationMember) Model() string {
-	name, _, _ := strings.Cut(m.Worker, "#")
-	return name
-}
+func (m ColocationMember) Model() string { return modelOf(m.Worker) }
 
 // Mode is the file's GPU sharing mode and execution.
 func (f *ColocationFile) Mode() (interference.SharingMode, interference.Execution) {
+	return modeOf(*f.MPS, *f.Graph)
+}
+
+// modelOf is the model part of a member's name in both measurement
+// formats ("resnet50#1" -> "resnet50").
+func modelOf(member string) string {
+	name, _, _ := strings.Cut(member, "#")
+	return name
+}
+
+// modeOf is the sharing mode and execution of a measurement file from its
+// mps and graph fields.
+func modeOf(mps, graph bool) (interference.SharingMode, interference.Execution) {
 	mode, exec := interference.SharingTimeSlicing, interference.ExecutionEager
-	if *f.MPS {
+	if mps {
 		mode = interference.SharingMPS
 	}
-	if *f.Graph {
+	if graph {
 		exec = interference.ExecutionCUDAGraph
 	}
 	return mode, exec

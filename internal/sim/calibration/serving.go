@@ -52,21 +52,11 @@ type ServingMember struct {
 }
 
 // Model is the model part of Server ("resnet50#1" -> "resnet50").
-func (m ServingMember) Model() string {
-	name, _, _ := strings.Cut(m.Server, "#")
-	return name
-}
+func (m ServingMember) Model() string { return modelOf(m.Server) }
 
 // Mode is the file's sharing mode and execution.
 func (f *ServingFile) Mode() (interference.SharingMode, interference.Execution) {
-	mode, exec := interference.SharingTimeSlicing, interference.ExecutionEager
-	if *f.MPS {
-		mode = interference.SharingMPS
-	}
-	if *f.Graph {
-		exec = interference.ExecutionCUDAGraph
-	}
-	return mode, exec
+	return modeOf(*f.MPS, *f.Graph)
 }
 
 // BatchLatencies returns a server's solo batch latencies in seconds for

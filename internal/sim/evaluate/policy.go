@@ -192,6 +192,21 @@ func singleType(cfg *Config, s Service) (gpuType string, throughputRPS float64, 
 	return offers[i].gpuType, offers[i].throughputRPS, gpus, nil
 }
 
+// singleTypeTarget is singleType's type and GPU count for service s, and
+// the per-pod target of a single-type peer: hetsev's saturation threshold
+// for s (its resolved policy) times that type's T_i, requests/s.
+func singleTypeTarget(cfg *Config, s Service) (gpuType string, targetRPS float64, gpus int, err error) {
+	r, err := cfg.resolve(s, heterogeneity.SolverHeuristic)
+	if err != nil {
+		return "", 0, 0, err
+	}
+	name, tput, gpus, err := singleType(cfg, s)
+	if err != nil {
+		return "", 0, 0, err
+	}
+	return name, r.Policy().SaturationThreshold * tput, gpus, nil
+}
+
 // typeIndexOf is the index of gpuType in v.types, -1 if absent.
 func typeIndexOf(v view, gpuType string) int {
 	for i, t := range v.types {

@@ -3,7 +3,6 @@ package evaluate
 import (
 	"github.com/hetsev/hetsev/internal/sim/hpa"
 	"github.com/hetsev/hetsev/pkg/gpuinventory"
-	"github.com/hetsev/hetsev/pkg/heterogeneity"
 	"github.com/hetsev/hetsev/pkg/placement"
 )
 
@@ -46,15 +45,11 @@ type hpaBestTypePolicy struct {
 func newHPABestTypePolicy(cfg *Config) (*hpaBestTypePolicy, error) {
 	p := &hpaBestTypePolicy{}
 	for _, s := range cfg.Services {
-		r, err := cfg.resolve(s, heterogeneity.SolverHeuristic)
+		name, target, gpus, err := singleTypeTarget(cfg, s)
 		if err != nil {
 			return nil, err
 		}
-		name, tput, gpus, err := singleType(cfg, s)
-		if err != nil {
-			return nil, err
-		}
-		a, err := hpa.New(int32(cfg.Knobs.MinReplicas), int32(max(gpus, cfg.Knobs.MinReplicas)), r.Policy().SaturationThreshold*tput)
+		a, err := hpa.New(int32(cfg.Knobs.MinReplicas), int32(max(gpus, cfg.Knobs.MinReplicas)), target)
 		if err != nil {
 			return nil, err
 		}

@@ -4,7 +4,6 @@ import (
 	"math"
 
 	"github.com/hetsev/hetsev/pkg/gpuinventory"
-	"github.com/hetsev/hetsev/pkg/heterogeneity"
 	"github.com/hetsev/hetsev/pkg/placement"
 )
 
@@ -77,16 +76,12 @@ type kpaState struct {
 func newKnativeKPAPolicy(cfg *Config) (*knativeKPAPolicy, error) {
 	p := &knativeKPAPolicy{minScale: max(1, cfg.Knobs.MinReplicas)}
 	for _, s := range cfg.Services {
-		r, err := cfg.resolve(s, heterogeneity.SolverHeuristic)
-		if err != nil {
-			return nil, err
-		}
-		name, tput, gpus, err := singleType(cfg, s)
+		name, target, gpus, err := singleTypeTarget(cfg, s)
 		if err != nil {
 			return nil, err
 		}
 		p.gpuType = append(p.gpuType, name)
-		p.target = append(p.target, r.Policy().SaturationThreshold*tput)
+		p.target = append(p.target, target)
 		p.maxScale = append(p.maxScale, max(gpus, p.minScale))
 		p.state = append(p.state, kpaState{})
 	}
