@@ -52,4 +52,30 @@ const (
 	// LabelGPUType names the GPU type (catalog name, e.g. "t4") a Deployment
 	// kept by hetsev-scaler serves on.
 	LabelGPUType = GroupName + "/gpu-type"
+
+	// GPU modes: how a hetsev pod reaches its GPU, chosen per cluster
+	// (hetsev-scheduler's HetsevGPUShare arg gpuMode, hetsev-scaler's and
+	// the demo's --gpu-mode). In GPUModeAnnotations the scheduler writes
+	// AnnotationGPUIndex and the container gets NVIDIA_VISIBLE_DEVICES from
+	// it; in GPUModeDRA the pod carries a ResourceClaim of DeviceClassName
+	// that hetsev-scheduler allocates (GPU memory as consumable capacity),
+	// and the DRA driver injects the device through CDI.
+	GPUModeAnnotations = "annotations"
+	GPUModeDRA         = "dra"
+
+	// DRADriver is the DRA driver that publishes GPUs in ResourceSlices:
+	// NVIDIA's DRA driver for GPUs.
+	DRADriver = "gpu.nvidia.com"
+	// DeviceClassName is hetsev's DeviceClass: GPUs of DRADriver that allow
+	// multiple allocations (consumable capacity, KEP-5075).
+	DeviceClassName = "shared-gpu.hetsev.io"
+	// DRAMemoryCapacity is the device capacity, in bytes, that a hetsev
+	// claim consumes: the GPU memory one instance needs.
+	DRAMemoryCapacity = "memory"
+	// PodClaimName is the name of a hetsev pod's entry in
+	// spec.resourceClaims and of the container claim that refers to it.
+	PodClaimName = "gpu"
+	// ClaimRequestName is the name of the one request in a hetsev
+	// ResourceClaim.
+	ClaimRequestName = "gpu"
 )
