@@ -120,7 +120,7 @@ func newPolicyRun(cfg *Config, name string) (*policyRun, error) {
 				continue
 			}
 			sr.types = append(sr.types, serviceType{prof: prof, gpu: gt, demand: pol.demand(i, gt.Name, gpuinventory.Demand{Model: s.identity(), MemoryMiB: prof.GPUMemoryMiB})})
-			sr.queueTO = append(sr.queueTO, modelserver.DeadlineQueueTimeout(s.RTMaxMs, prof.LatencyMs*cfg.Colocation.PairInflation(cfg.GPUSharing, s.Model, 1, prof.LatencyMs/1000), cfg.NetworkMs))
+			sr.queueTO = append(sr.queueTO, modelserver.DeadlineQueueTimeout(s.RTMaxMs, prof.LatencyMs, cfg.Colocation.PairInflation(cfg.GPUSharing, s.Model, 1, prof.LatencyMs/1000), cfg.NetworkMs))
 		}
 		if len(sr.types) == 0 {
 			return nil, fmt.Errorf("evaluate: service %s: no GPU type of the cluster has a profile for %s", s.Name, s.Model)

@@ -443,15 +443,21 @@ func (s *Server) process(to float64) {
 // DeadlineQueueTimeout is a queue-policy timeout (Config.QueueTimeout), in
 // seconds, for a service whose SLO is rtMaxMs: a request that has waited
 // longer could no longer meet RT_max once its batch runs (two batch
-// latencies latencyMs, the running one and its own, plus the network's
-// networkMs; callers pass the latency inflated by the co-location they
-// allow for), so the server rejects it rather than serve it late. Under
-// overload this sheds the excess instead of making every queued request
-// late. It is 0 (wait forever) when RT_max leaves no room.
-func DeadlineQueueTimeout(rtMaxMs, latencyMs, networkMs float64) float64 {
-	t := (rtMaxMs - 2*latencyMs - networkMs) / 1000
-	if !(t > 0) {
-		return 0
+// latencies, the running one and its own, plus the network's networkMs).
+// The batch latency is soloMs inflated by the co-location the caller
+// allows for (inflation >= 1). When that leaves no room the timeout is the
+// one of the solo latency: a request that waited longer could not meet
+// RT_max even alone, and a server that never rejected would serve every
+// request behind a backlog late (an SSD service at RT_max 450 ms on a T4,
+// 106 ms solo, about twice that beside a busy neighbour, queued for two
+// minutes in make evaluate's Azure Functions replay). Under overload this
+// sheds the excess instead of making every queued request late. It is 0
+// (wait forever) when RT_max leaves no room even alone.
+func DeadlineQueueTimeout(rtMaxMs, soloMs, inflation, networkMs float64) float64 {
+	for _, l := range []float64{soloMs * max(inflation, 1), soloMs} {
+		if t := (rtMaxMs - 2*l - networkMs) / 1000; t > 0 {
+			return t
+		}
 	}
-	return t
+	return 0
 }

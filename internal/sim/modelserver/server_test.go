@@ -510,3 +510,25 @@ func TestBatchFactorsBySize(t *testing.T) {
 		t.Errorf("SoloWork %v s over %d batches, want 0.004 s over 3", s.SoloWork(), s.Batches())
 	}
 }
+
+// An SLO that co-location leaves no room for still bounds the queue: a
+// request that has waited longer than RT_max allows even alone is rejected,
+// never served late after an unbounded backlog (SSD on a T4 at RT_max
+// 450 ms: 2 x 106.21 ms solo, 2 x 234 ms inflated 2.2x).
+func TestDeadlineQueueTimeoutFallsBackToSolo(t *testing.T) {
+	cases := []struct {
+		name                         string
+		rtMaxMs, soloMs, infl, netMs float64
+		want                         float64
+	}{
+		{"room beside a neighbour", 1000, 100, 2, 10, 0.590},
+		{"room only alone", 450, 106.21, 2.2, 10, 0.22758},
+		{"no room even alone", 200, 100, 2, 10, 0},
+	}
+	for _, c := range cases {
+		got := DeadlineQueueTimeout(c.rtMaxMs, c.soloMs, c.infl, c.netMs)
+		if math.Abs(got-c.want) > 1e-9 {
+			t.Errorf("%s: timeout %.5f s, want %.5f", c.name, got, c.want)
+		}
+	}
+}

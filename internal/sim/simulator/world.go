@@ -405,14 +405,15 @@ func (w *World) addInstance(p *v1.Pod, now float64) {
 
 // queueTimeout is the instance's queue-policy timeout, seconds
 // (modelserver.DeadlineQueueTimeout with the batch latency inflated by one
-// busy neighbour of the same kind, Colocation.PairInflation), 0 unless the
+// busy neighbour of the same kind, Colocation.PairInflation, or solo when
+// that leaves no room), 0 unless the
 // service is deadline-aware.
 func (w *World) queueTimeout(s *Service, prof InstanceProfile) float64 {
 	if !s.DeadlineAware {
 		return 0
 	}
 	infl := w.cfg.Colocation.PairInflation(w.cfg.GPUSharing, s.Model, 1, prof.LatencyMs/1000)
-	return modelserver.DeadlineQueueTimeout(s.RTMaxMs, prof.LatencyMs*infl, w.cfg.NetworkMs)
+	return modelserver.DeadlineQueueTimeout(s.RTMaxMs, prof.LatencyMs, infl, w.cfg.NetworkMs)
 }
 
 func (w *World) addDCGM(p *v1.Pod) {
