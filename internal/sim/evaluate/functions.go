@@ -22,7 +22,7 @@ const DefaultFunctionServices = 64
 // AzureFunctions scenario and the what-if mode's --functions alike. Every
 // rule is fixed in advance and none looks at a function's load except the
 // choice of functions, the one scale factor and the busy share (from the
-// mean rate only):
+// mean and the highest rate):
 //
 //   - services: the Services busiest functions by total invocations (ties
 //     by HashFunction), functions never invoked left out; each function's
@@ -42,8 +42,8 @@ const DefaultFunctionServices = 64
 //     is its own weights, so anti-affinity is per service, not per
 //     architecture);
 //   - busy share (the ModelService's spec.scaling.busyShare, hetsev's
-//     policies only): what an operator who knows the service's mean rate
-//     declares (FunctionBusyShare);
+//     policies only): what an operator who knows the service's mean and
+//     highest rate declares (FunctionBusyShare);
 //   - scale: every function's rates times one factor (Scale, else
 //     FunctionScale's: the total mean load needs as many GPUs as half the
 //     number of services);
@@ -222,7 +222,7 @@ func FunctionServices(fs trace.Functions, w FunctionWorkload, prof catalog.Profi
 		}
 	}
 	for i := range services {
-		services[i].BusyShare = FunctionBusyShare(services[i].Rates.Mean(), services[i].Model, prof, cat)
+		services[i].BusyShare = FunctionBusyShare(services[i].Rates.Mean(), services[i].Rates.Peak(), services[i].Model, prof, cat)
 	}
 	var mix []string
 	for _, m := range models {
@@ -252,22 +252,28 @@ func functionsConfig(name string, fs trace.Functions, w FunctionWorkload, base C
 var busyShareSteps = []float64{0.05, 0.1, 0.2, 0.3, 0.5}
 
 // FunctionBusyShare is the spec.scaling.busyShare an operator declares for
-// a service of model whose mean rate is meanRPS requests/s: one instance on
-// the GPU type with the lowest price per request (batch latency L) that
-// batches dynamically without delay is busy about λ L at λ requests/s while
-// λ L < 1 (pkg/scaler instanceShare); at the saturation threshold 0.8 the
-// mean load needs u = meanRPS x L / 0.8 of a GPU's time. Twice u, for the
-// load's swings, rounded up to the next of 0.05, 0.1, 0.2, 0.3 and 0.5, is
-// the declared share; from u >= 0.25 on, 0 (unset: the scaler's default,
-// about 1, a GPU of its own when busy, where batching pays). The scaler
-// scales out whenever an instance would pass its share, so a share set too
-// low costs instances, not the SLO.
-func FunctionBusyShare(meanRPS float64, model string, prof catalog.Profiles, cat catalog.Catalog) float64 {
+// a service of model whose mean rate is meanRPS and highest rate peakRPS,
+// requests/s: one instance on the GPU type with the lowest price per
+// request (batch latency L) that batches dynamically without delay is busy
+// about λ L at λ requests/s while λ L < 1 (pkg/scaler instanceShare); at the
+// saturation threshold 0.8, a load λ needs u(λ) = λ x L / 0.8 of a GPU's
+// time. The larger of u(2 x meanRPS), for the load's swings, and
+// u(peakRPS), rounded up to the next of 0.05, 0.1, 0.2, 0.3 and 0.5, is the
+// declared share; above 0.5, 0 (unset: the scaler's default, about 1, a GPU
+// of its own when busy, where batching pays). The peak counts because the
+// share caps every instance at about share / L requests/s: a burst beyond
+// what one light instance carries is met by many light instances, each
+// with the GPU memory of a full one, where a few busy ones would batch (make
+// evaluate, fn-30824176, BERT-large declared 0.3 from its mean of 0.7
+// requests/s: 57 instances launched for a burst of 93 requests/s). The
+// peak is the operator's capacity plan, the one figure here taken from the
+// whole trace.
+func FunctionBusyShare(meanRPS, peakRPS float64, model string, prof catalog.Profiles, cat catalog.Catalog) float64 {
 	p, ok := cheapestPerRequest(model, prof, cat)
 	if !ok {
 		return 0
 	}
-	need := 2 * meanRPS * p.LatencyMs / 1000 / heterogeneity.DefaultPolicy().SaturationThreshold
+	need := max(2*meanRPS, peakRPS) * p.LatencyMs / 1000 / heterogeneity.DefaultPolicy().SaturationThreshold
 	for _, s := range busyShareSteps {
 		if need <= s {
 			return s

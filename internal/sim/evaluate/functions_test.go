@@ -198,9 +198,16 @@ func TestFunctionBusyShare(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, c := range []struct{ rps, want float64 }{{0.5, 0.05}, {1, 0.1}, {4, 0.3}, {10, 0}} {
-		if got := FunctionBusyShare(c.rps, "resnet50", cfg.Profiles, cfg.Catalog); got != c.want {
-			t.Errorf("mean %g requests/s: busy share %g, want %g", c.rps, got, c.want)
+	// L = 22.41 ms on a T4: u(λ) = λ x 0.02241 / 0.8.
+	for _, c := range []struct{ rps, peak, want float64 }{
+		{0.5, 0.5, 0.05}, {1, 1, 0.1}, {4, 4, 0.3}, {10, 10, 0},
+		// A burst one light instance cannot carry: u(30) = 0.84 > 0.5.
+		{0.5, 30, 0},
+		// A peak one instance carries at 0.2: u(6) = 0.168.
+		{0.5, 6, 0.2},
+	} {
+		if got := FunctionBusyShare(c.rps, c.peak, "resnet50", cfg.Profiles, cfg.Catalog); got != c.want {
+			t.Errorf("mean %g, peak %g requests/s: busy share %g, want %g", c.rps, c.peak, got, c.want)
 		}
 	}
 }

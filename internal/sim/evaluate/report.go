@@ -216,6 +216,7 @@ func PrintTable(w io.Writer, r RunResult) {
 			att(p.SLOAttainment, p.MeetsSLOs), fmt.Sprintf("%d/%d", p.SLOsMet, len(p.Services)), p.GPUUtilization, p.GoodputPerGPU,
 			p.ScalingActions, strings.Join(h, "/"), strings.Join(k, "/"))
 	}
+	printCeilings(w, r)
 	if rec := r.Recommendation; rec.Policy != "" {
 		var mix []string
 		for _, t := range types {
@@ -224,6 +225,42 @@ func PrintTable(w io.Writer, r RunResult) {
 		fmt.Fprintf(w, "recommended GPU mix (most GPUs %s held at once): %s; cost %.2f USD, lowest SLO attainment %.4f\n",
 			rec.Policy, strings.Join(mix, ", "), rec.CostUSD, rec.SLOAttainment)
 	}
+}
+
+// printCeilings names the services whose reactive ceiling (ceiling.go) is
+// below ReactiveCeilingTarget, and those hetsev-exact leaves below the
+// target although their ceiling is not: the misses a policy could fix.
+func printCeilings(w io.Writer, r RunResult) {
+	if len(r.ReactiveCeilings) != len(r.Services) {
+		return
+	}
+	var out []string
+	for k, c := range r.ReactiveCeilings {
+		if c < ReactiveCeilingTarget {
+			out = append(out, fmt.Sprintf("%s %.4f", r.Services[k].Name, c))
+		}
+	}
+	fmt.Fprintf(w, "reactive ceiling below %.3f (no policy that provisions for rates it has seen does better): %d of %d services%s\n",
+		ReactiveCeilingTarget, len(out), len(r.Services), listed(out))
+	exact, ok := r.Policy(PolicyExact)
+	if !ok || len(exact.Services) != len(r.Services) {
+		return
+	}
+	var fixable []string
+	for k, s := range exact.Services {
+		if s.SLOAttainment < ReactiveCeilingTarget && r.ReactiveCeilings[k] >= ReactiveCeilingTarget {
+			fixable = append(fixable, fmt.Sprintf("%s %.4f (ceiling %.4f)", s.Service, s.SLOAttainment, r.ReactiveCeilings[k]))
+		}
+	}
+	fmt.Fprintf(w, "%s below %.3f where the ceiling is not: %d services%s\n", PolicyExact, ReactiveCeilingTarget, len(fixable), listed(fixable))
+}
+
+// listed is ": a, b" for a non-empty list, "" otherwise.
+func listed(xs []string) string {
+	if len(xs) == 0 {
+		return ""
+	}
+	return ": " + strings.Join(xs, ", ")
 }
 
 func gpuTypesOf(cluster []NodeGroup) []string { return Config{Cluster: cluster}.gpuTypes() }

@@ -2,6 +2,7 @@ package evaluate
 
 import (
 	"fmt"
+	"github.com/hetsev/hetsev/pkg/heterogeneity"
 	"math"
 	"slices"
 	"sync"
@@ -111,7 +112,11 @@ type RunResult struct {
 	Cluster         []NodeGroup    `json:"cluster"`
 	Policies        []PolicyResult `json:"policies"`
 	Recommendation  Recommendation `json:"recommendation"`
-	WallSeconds     float64        `json:"wall_seconds"`
+	// ReactiveCeilings is each service's reactive ceiling (ceiling.go),
+	// aligned with Services: the most of its requests any policy that
+	// provisions for the rates it has measured can answer within RT_max.
+	ReactiveCeilings []float64 `json:"reactive_ceilings"`
+	WallSeconds      float64   `json:"wall_seconds"`
 }
 
 // Recommendation is the GPU mix to provision for the trace: the most GPUs
@@ -161,6 +166,14 @@ func Evaluate(cfg Config) (RunResult, error) {
 	start := time.Now()
 	out := RunResult{Name: cfg.Name, Trace: cfg.Trace, Seconds: len(cfg.Rates), MeasuredSeconds: len(cfg.Rates) - cfg.MeasureFrom,
 		Services: cfg.Services, Cluster: cfg.Cluster, Policies: make([]PolicyResult, len(replayed))}
+	for k := range cfg.Services {
+		s := &cfg.Services[k]
+		th := s.SaturationThreshold
+		if th == 0 {
+			th = heterogeneity.DefaultPolicy().SaturationThreshold
+		}
+		out.ReactiveCeilings = append(out.ReactiveCeilings, reactiveCeiling(&cfg, s, th))
+	}
 	errs := make([]error, len(replayed))
 	var wg sync.WaitGroup
 	for i, name := range replayed {
