@@ -10,11 +10,11 @@ import (
 	v1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
+	"github.com/hetsev/hetsev/pkg/gpuinventory"
 )
 
 // ProductSelector is the CEL device selector that pins a claim to GPUs
@@ -37,11 +37,10 @@ func ProductSelector(productLabel string) string {
 // hetsev's DeviceClass (v1alpha1.DeviceClassName) of the type's product
 // (ProductSelector), consuming the instance's GPU memory as the capacity
 // v1alpha1.DRAMemoryCapacity, the same quantity as the pods'
-// hetsev.io/gpu-memory annotation.
+// hetsev.io/gpu-memory annotation (gpuinventory.GPUClaimSpec).
 func desiredClaimTemplate(s *service, p gpuProfile) *resourcev1.ResourceClaimTemplate {
 	ms := s.obj
 	isController := true
-	mem := resource.MustParse(fmt.Sprintf("%dMi", s.demand(p).MemoryMiB))
 	return &resourcev1.ResourceClaimTemplate{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:      DeploymentName(ms.Name, p.gpuType.Name),
@@ -54,18 +53,7 @@ func desiredClaimTemplate(s *service, p gpuProfile) *resourcev1.ResourceClaimTem
 		},
 		Spec: resourcev1.ResourceClaimTemplateSpec{
 			ObjectMeta: metav1.ObjectMeta{Labels: deploymentLabels(ms.Name, p.gpuType.Name)},
-			Spec: resourcev1.ResourceClaimSpec{Devices: resourcev1.DeviceClaim{Requests: []resourcev1.DeviceRequest{{
-				Name: v1alpha1.ClaimRequestName,
-				Exactly: &resourcev1.ExactDeviceRequest{
-					DeviceClassName: v1alpha1.DeviceClassName,
-					Selectors:       []resourcev1.DeviceSelector{{CEL: &resourcev1.CELDeviceSelector{Expression: ProductSelector(p.gpuType.ProductLabel)}}},
-					AllocationMode:  resourcev1.DeviceAllocationModeExactCount,
-					Count:           1,
-					Capacity: &resourcev1.CapacityRequirements{Requests: map[resourcev1.QualifiedName]resource.Quantity{
-						v1alpha1.DRAMemoryCapacity: mem,
-					}},
-				},
-			}}}},
+			Spec:       gpuinventory.GPUClaimSpec(s.demand(p).MemoryMiB, ProductSelector(p.gpuType.ProductLabel)),
 		},
 	}
 }
