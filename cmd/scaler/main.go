@@ -24,7 +24,8 @@ func main() {
 	wh := webhook.NewOptions()
 	wh.AddFlags(flag.CommandLine)
 	flag.Parse()
-	wh.RuntimeClassName = o.Defaults.RuntimeClassName // one flag for the webhook and the Deployments
+	// One flag each for the webhook and the Deployments.
+	wh.RuntimeClassName, wh.GPUMode = o.Defaults.RuntimeClassName, o.Defaults.GPUMode
 	if err := run(o, wh); err != nil {
 		klog.ErrorS(err, "hetsev-scaler failed")
 		os.Exit(1)

@@ -12,6 +12,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -30,17 +31,32 @@ func DeploymentName(ms, gpuType string) string {
 	return strings.ToLower(ms + "-" + strings.NewReplacer(" ", "-", "_", "-", ".", "-").Replace(gpuType))
 }
 
+// deploymentLabels are the labels of the Deployment (its selector and its
+// pods') and of the ResourceClaimTemplate of ModelService ms on gpuType.
+func deploymentLabels(ms, gpuType string) map[string]string {
+	return map[string]string{v1alpha1.LabelModelService: ms, v1alpha1.LabelGPUType: strings.ToLower(strings.ReplaceAll(gpuType, " ", "-"))}
+}
+
 // desiredDeployment builds the Deployment of one GPU type: the service's pod
 // template, pinned to the type's nodes by GFD's product label, scheduled by
 // hetsev-scheduler, with the hetsev annotations the scheduler needs (model,
-// GPU memory, busy share and inflation limit: service.demand),
-// NVIDIA_VISIBLE_DEVICES read from the GPU index the scheduler writes in
-// every container and init container, and the NVIDIA runtime class
-// (Defaults.RuntimeClassName) unless the template names one.
+// GPU memory, busy share and inflation limit: service.demand), and its GPU:
+//   - annotation mode: NVIDIA_VISIBLE_DEVICES read from the GPU index the
+//     scheduler writes in every container and init container, and the
+//     NVIDIA runtime class (Defaults.RuntimeClassName) unless the template
+//     names one;
+//   - DRA mode: the pod claim v1alpha1.PodClaimName from the type's
+//     ResourceClaimTemplate (desiredClaimTemplate, named like the
+//     Deployment) in every container (claimPodSpec), and neither variable
+//     nor runtime class: the DRA driver injects the allocated device
+//     through CDI. The claim's selector pins the device to the type (a node
+//     may have GPUs of several types); the node selector stays, as the
+//     scaler counts free GPUs per type on nodes by that label and the GPU
+//     Operator's GFD publishes it beside the DRA driver.
 func desiredDeployment(s *service, p gpuProfile, replicas int32) *appsv1.Deployment {
 	ms := s.obj
 	name := DeploymentName(ms.Name, p.gpuType.Name)
-	sel := map[string]string{v1alpha1.LabelModelService: ms.Name, v1alpha1.LabelGPUType: strings.ToLower(strings.ReplaceAll(p.gpuType.Name, " ", "-"))}
+	sel := deploymentLabels(ms.Name, p.gpuType.Name)
 	tpl := *ms.Spec.Template.DeepCopy()
 	if tpl.Labels == nil {
 		tpl.Labels = map[string]string{}
@@ -61,7 +77,11 @@ func desiredDeployment(s *service, p gpuProfile, replicas int32) *appsv1.Deploym
 		tpl.Spec.NodeSelector = map[string]string{}
 	}
 	tpl.Spec.NodeSelector[gpuinventory.LabelGPUProduct] = p.gpuType.ProductLabel
-	gpuinventory.SetGPUAccess(&tpl.Spec, s.runtimeClass)
+	if s.dra {
+		claimPodSpec(&tpl.Spec, name)
+	} else {
+		gpuinventory.SetGPUAccess(&tpl.Spec, s.runtimeClass)
+	}
 	for i := range tpl.Spec.Containers {
 		c := &tpl.Spec.Containers[i]
 		if i == 0 {
@@ -110,13 +130,15 @@ func (r *Reconciler) ensureDeployments(ctx context.Context, svc *service) ([]*ap
 	return deps, nil
 }
 
-// NotControlledError: the Deployment a ModelService would keep for a GPU
-// type exists but is not controlled by that ModelService (someone's own
-// Deployment, or one of another owner); hetsev-scaler neither adopts nor
-// changes it.
+// NotControlledError: the Deployment (or, in DRA mode, the
+// ResourceClaimTemplate) a ModelService would keep for a GPU type exists
+// but is not controlled by that ModelService (someone's own, or one of
+// another owner); hetsev-scaler neither adopts nor changes it.
 type NotControlledError struct {
 	Deployment string // namespace/name
 	Controller string // its controller's kind/name, "" when it has none
+	// Kind is the object's kind in lower case; "" is "deployment".
+	Kind string
 }
 
 func (e *NotControlledError) Error() string {
@@ -124,16 +146,23 @@ func (e *NotControlledError) Error() string {
 	if e.Controller != "" {
 		by = "controller " + e.Controller
 	}
-	return fmt.Sprintf("deployment %s exists and is not controlled by this ModelService (%s): hetsev-scaler leaves it alone and holds the service's replicas; delete or rename it", e.Deployment, by)
+	kind := e.Kind
+	if kind == "" {
+		kind = "deployment"
+	}
+	return fmt.Sprintf("%s %s exists and is not controlled by this ModelService (%s): hetsev-scaler leaves it alone and holds the service's replicas; delete or rename it", kind, e.Deployment, by)
 }
 
-// controlledBy says whether d's controller is ms, or returns why not.
-func controlledBy(d *appsv1.Deployment, ms *v1alpha1.ModelService) error {
-	ref := metav1.GetControllerOf(d)
+// controlledBy says whether obj's controller is ms, or returns why not.
+func controlledBy(obj client.Object, ms *v1alpha1.ModelService) error {
+	ref := metav1.GetControllerOf(obj)
 	if ref != nil && ref.UID == ms.UID {
 		return nil
 	}
-	e := &NotControlledError{Deployment: d.Namespace + "/" + d.Name}
+	e := &NotControlledError{Deployment: obj.GetNamespace() + "/" + obj.GetName()}
+	if _, ok := obj.(*resourcev1.ResourceClaimTemplate); ok {
+		e.Kind = "resourceclaimtemplate"
+	}
 	if ref != nil {
 		e.Controller = ref.Kind + "/" + ref.Name
 	}
@@ -141,13 +170,20 @@ func controlledBy(d *appsv1.Deployment, ms *v1alpha1.ModelService) error {
 }
 
 // ensureDeployment creates the GPU type's Deployment with zero replicas when
-// missing (the decision then scales it) and keeps its pod template in line
+// missing (the decision then scales it; in DRA mode its
+// ResourceClaimTemplate first, ensureClaimTemplate) and keeps its pod template in line
 // with the spec without touching replicas: a hash of the desired template,
 // kept in an annotation, tells when the spec changed. A Deployment of that
 // name the ModelService does not control is a *NotControlledError. A
 // template update that fails is logged and retried by the next reconcile;
 // the decision goes on with the Deployment as it is.
 func (r *Reconciler) ensureDeployment(ctx context.Context, svc *service, p gpuProfile) (*appsv1.Deployment, error) {
+	if svc.dra {
+		// Before the pod template that names it.
+		if err := r.ensureClaimTemplate(ctx, svc, p); err != nil {
+			return nil, err
+		}
+	}
 	want := desiredDeployment(svc, p, 0)
 	key := client.ObjectKeyFromObject(want)
 	hash, err := templateHash(want)
@@ -230,6 +266,15 @@ func (r *Reconciler) retireRemoved(ctx context.Context, svc *service) error {
 	keep := map[string]bool{}
 	for _, p := range svc.types {
 		keep[DeploymentName(ms.Name, p.gpuType.Name)] = true
+	}
+	if svc.dra {
+		left := map[string]bool{}
+		for _, d := range list.Items {
+			left[d.Name] = true
+		}
+		if err := r.retireClaimTemplates(ctx, svc, left); err != nil {
+			return err
+		}
 	}
 	for i := range list.Items {
 		d := &list.Items[i]

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
 	"github.com/hetsev/hetsev/pkg/gpuinventory"
 	"github.com/hetsev/hetsev/pkg/heterogeneity"
 	"github.com/hetsev/hetsev/pkg/interference"
@@ -75,6 +76,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.Defaults.Solver, "solver", o.Defaults.Solver, "how the amount of a scaling action is computed: exact (the ILP of HetSev 4.1, solved exactly) or heuristic (the paper's greedy selection); a ModelService's spec.scaling.solver overrides it")
 	fs.StringVar(&o.Defaults.SLOCheck, "slo-check", o.Defaults.SLOCheck, "which GPU types meet the SLO: paper (profiled batch latency <= RT_max, HetSev 4.1) or model (latency model with batch formation, queueing and the fitted co-location inflation of one neighbour busy at the saturation threshold, at SL_min; conservative)")
 	fs.StringVar(&o.Defaults.RuntimeClassName, "gpu-runtime-class", o.Defaults.RuntimeClassName, "RuntimeClass given to GPU pods that name none: the scaler's Deployments and pods the webhook opts in. The NVIDIA runtime reads NVIDIA_VISIBLE_DEVICES, and is not the node's default with the GPU Operator's CDI mode (v25.10 and later); empty leaves runtimeClassName alone (nodes whose default runtime is NVIDIA's)")
+	fs.StringVar(&o.Defaults.GPUMode, "gpu-mode", o.Defaults.GPUMode, "how pods reach their GPU, as hetsev-scheduler's HetsevGPUShare gpuMode: annotations (the scheduler's hetsev.io/gpu-index read into NVIDIA_VISIBLE_DEVICES, with --gpu-runtime-class; nodes with NVIDIA's device plugin or GPU Operator) or dra (a ResourceClaimTemplate per Deployment requesting the instance's GPU memory as consumable capacity of DeviceClass "+v1alpha1.DeviceClassName+", allocated by hetsev-scheduler; NVIDIA's DRA driver injects the device through CDI; Kubernetes 1.34 or later, consumable capacity on). Also the webhook's mode")
 	fs.BoolVar(&o.TrafficSplit, "traffic-split", o.TrafficSplit, "write Istio VirtualServices and DestinationRules that split each ModelService's traffic across GPU types by capacity")
 	fs.StringVar(&o.InterferenceModel, "interference-model", o.InterferenceModel, "co-location model file (YAML/JSON: version hetsev.io/interference/v1, time-slicing and MPS coefficients, occupancy table) for the latency a neighbour adds in the SLO check; empty: the model fitted to the H100 measurements in data/measurements")
 	fs.Float64Var(&o.MaxBusyShare, "max-busy-share", o.MaxBusyShare, "hetsev-scheduler's cap on a GPU's summed hetsev.io/busy-share (its HetsevGPUShare maxBusyShare argument; 0: no cap), used to count the instances that still fit")
@@ -95,6 +97,9 @@ func (o *Options) Validate() error {
 	}
 	if math.IsNaN(o.MaxBusyShare) || math.IsInf(o.MaxBusyShare, 0) || o.MaxBusyShare < 0 {
 		return fmt.Errorf("--max-busy-share=%v: want a finite number >= 0 (0: no cap)", o.MaxBusyShare)
+	}
+	if o.Defaults.GPUMode != v1alpha1.GPUModeAnnotations && o.Defaults.GPUMode != v1alpha1.GPUModeDRA {
+		return fmt.Errorf("--gpu-mode=%q: want %s or %s", o.Defaults.GPUMode, v1alpha1.GPUModeAnnotations, v1alpha1.GPUModeDRA)
 	}
 	if o.Workers < 1 {
 		return fmt.Errorf("--workers=%d: want at least 1", o.Workers)

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
 	"github.com/hetsev/hetsev/pkg/heterogeneity"
 )
 
@@ -20,6 +21,7 @@ func TestOptionsFlagsAndValidate(t *testing.T) {
 		"metrics-bind-address": ":8080", "health-probe-bind-address": ":8081",
 		"solver": heterogeneity.SolverExact, "slo-check": heterogeneity.SLOCheckPaper,
 		"traffic-split": "true", "kube-api-qps": "50", "kube-api-burst": "100",
+		"gpu-mode": v1alpha1.GPUModeAnnotations,
 	} {
 		f := fs.Lookup(name)
 		if f == nil {
@@ -36,7 +38,7 @@ func TestOptionsFlagsAndValidate(t *testing.T) {
 	if o.Defaults != DefaultDefaults {
 		t.Errorf("defaults %+v, want DefaultDefaults %+v", o.Defaults, DefaultDefaults)
 	}
-	for _, args := range [][]string{{"--solver=ilp"}, {"--slo-check=strict"}, {"--workers=0"}} {
+	for _, args := range [][]string{{"--solver=ilp"}, {"--slo-check=strict"}, {"--workers=0"}, {"--gpu-mode=cdi"}} {
 		o := NewOptions()
 		fs := flag.NewFlagSet("hetsev-scaler", flag.ContinueOnError)
 		o.AddFlags(fs)

@@ -6,6 +6,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
@@ -79,15 +80,20 @@ type msState struct {
 // when created, deleted or their spec changes (not on status writes, which
 // the reconciler makes itself), and so does any change to a Deployment or
 // Service a ModelService owns; workers ModelServices are reconciled in
-// parallel.
+// parallel. In DRA mode, so does any change to a ResourceClaimTemplate it
+// owns.
 func (r *Reconciler) SetupWithManager(mgr manager.Manager, workers int) error {
-	return builder.ControllerManagedBy(mgr).
+	b := builder.ControllerManagedBy(mgr).
 		Named("modelservice").
 		For(&v1alpha1.ModelService{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, deletionStarted{}))).
 		Owns(&appsv1.Deployment{}).
-		Owns(&v1.Service{}).
-		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
-		Complete(r)
+		Owns(&v1.Service{})
+	if r.defaults().GPUMode == v1alpha1.GPUModeDRA {
+		// Only in DRA mode: a cluster without resource.k8s.io/v1 (or RBAC
+		// for it) runs annotation mode.
+		b = b.Owns(&resourcev1.ResourceClaimTemplate{})
+	}
+	return b.WithOptions(controller.Options{MaxConcurrentReconciles: workers}).Complete(r)
 }
 
 func (r *Reconciler) now() time.Time {

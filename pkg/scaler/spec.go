@@ -38,7 +38,15 @@ type Defaults struct {
 	// RuntimeClassName is the RuntimeClass given to the pod template of
 	// every Deployment whose ModelService template names none (the NVIDIA
 	// runtime, which reads NVIDIA_VISIBLE_DEVICES); "" leaves it unset.
+	// Annotation mode only.
 	RuntimeClassName string
+	// GPUMode is how pods reach their GPU, one per cluster (not a
+	// ModelService's to choose): v1alpha1.GPUModeAnnotations ("" too; the
+	// GPU index the scheduler writes, through NVIDIA_VISIBLE_DEVICES) or
+	// v1alpha1.GPUModeDRA (a ResourceClaim per pod from a
+	// ResourceClaimTemplate per Deployment, allocated by hetsev-scheduler;
+	// the DRA driver injects the device through CDI).
+	GPUMode string
 }
 
 // DefaultDefaults: the exact solver and the paper's SLO check. On the
@@ -50,7 +58,7 @@ type Defaults struct {
 // against RT_max 900 ms, where the demo's servers measure about 250 ms — and
 // would rule out types that do meet the SLO.
 var DefaultDefaults = Defaults{Solver: heterogeneity.SolverExact, SLOCheck: heterogeneity.SLOCheckPaper,
-	RuntimeClassName: gpuinventory.DefaultRuntimeClassName}
+	RuntimeClassName: gpuinventory.DefaultRuntimeClassName, GPUMode: v1alpha1.GPUModeAnnotations}
 
 // service is a validated ModelService with defaults applied.
 type service struct {
@@ -60,6 +68,8 @@ type service struct {
 	types    []gpuProfile
 	// runtimeClass is Defaults.RuntimeClassName.
 	runtimeClass string
+	// dra: Defaults.GPUMode is v1alpha1.GPUModeDRA.
+	dra bool
 }
 
 // gpuProfile is one GPU type of a service, resolved against the catalog.
@@ -137,7 +147,7 @@ func validate(ms *v1alpha1.ModelService, cat catalog.Catalog, d Defaults) (*serv
 	if len(s.Profiles) == 0 {
 		return nil, fmt.Errorf("spec.profiles: at least one GPU type is required")
 	}
-	out := &service{obj: ms, runtimeClass: d.RuntimeClassName}
+	out := &service{obj: ms, runtimeClass: d.RuntimeClassName, dra: d.GPUMode == v1alpha1.GPUModeDRA}
 	seen := map[string]bool{}
 	for i, p := range s.Profiles {
 		field := fmt.Sprintf("spec.profiles[%d]", i)

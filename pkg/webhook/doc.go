@@ -3,6 +3,9 @@
 // workloads instead of editing every pod template, and gives their
 // containers and init containers NVIDIA_VISIBLE_DEVICES from the GPU the
 // scheduler chooses, and the pod the NVIDIA runtime class that reads it.
+// In DRA mode (hetsev-scaler's --gpu-mode=dra, dra.go) it gives the pod a
+// ResourceClaim instead, from a per-namespace ResourceClaimTemplate of the
+// pod's GPU memory that it creates when missing.
 //
 // PodMutator is a controller-runtime admission.Handler (MutatePod is the
 // pure mutation), served by controller-runtime's webhook server, which

@@ -26,10 +26,9 @@ const maxReviewBytes = 4 << 20
 // for a body that is not an admission.k8s.io/v1 AdmissionReview with a
 // request (controller-runtime answers those with HTTP 200 and an error in
 // the review). A request without a Content-Type is taken as JSON, as
-// before; the API server always sends application/json. runtimeClass is
-// PodMutator.RuntimeClassName.
-func NewHandler(runtimeClass string) http.Handler {
-	wh := &admission.Webhook{Handler: PodMutator{RuntimeClassName: runtimeClass}}
+// before; the API server always sends application/json.
+func NewHandler(m PodMutator) http.Handler {
+	wh := &admission.Webhook{Handler: m}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost {
 			http.Error(w, "POST an admission.k8s.io/v1 AdmissionReview", http.StatusMethodNotAllowed)

@@ -45,18 +45,9 @@ type PatchOp = jsonpatch.Operation
 // later webhooks (reinvocationPolicy IfNeeded), so a sidecar injected after
 // it (Istio's) gets the variable too. The second result says why, for logs.
 func MutatePod(pod *v1.Pod, runtimeClass string) ([]PatchOp, string) {
-	if _, ok := pod.Annotations[v1alpha1.AnnotationModel]; !ok {
-		return nil, "no " + v1alpha1.AnnotationModel + " annotation"
-	}
-	var ops []PatchOp
-	switch pod.Spec.SchedulerName {
-	case "":
-		ops = append(ops, PatchOp{Operation: "add", Path: "/spec/schedulerName", Value: v1alpha1.SchedulerName})
-	case DefaultSchedulerName:
-		ops = append(ops, PatchOp{Operation: "replace", Path: "/spec/schedulerName", Value: v1alpha1.SchedulerName})
-	case v1alpha1.SchedulerName:
-	default:
-		return nil, fmt.Sprintf("names scheduler %q", pod.Spec.SchedulerName)
+	ops, why, ok := schedulerOps(pod)
+	if !ok {
+		return nil, why
 	}
 	ops = append(ops, visibleDevicesOps("initContainers", pod.Spec.InitContainers)...)
 	ops = append(ops, visibleDevicesOps("containers", pod.Spec.Containers)...)
@@ -71,6 +62,25 @@ func MutatePod(pod *v1.Pod, runtimeClass string) ([]PatchOp, string) {
 		return nil, "already opted in, with " + gpuinventory.EnvVisibleDevices + " in every container"
 	}
 	return ops, "opted into " + v1alpha1.SchedulerName
+}
+
+// schedulerOps is the patch that makes a pod annotated hetsev.io/model name
+// hetsev-scheduler; ok is false (with why) for a pod the webhook leaves
+// alone: not annotated, or naming another scheduler.
+func schedulerOps(pod *v1.Pod) (ops []PatchOp, why string, ok bool) {
+	if _, ok := pod.Annotations[v1alpha1.AnnotationModel]; !ok {
+		return nil, "no " + v1alpha1.AnnotationModel + " annotation", false
+	}
+	switch pod.Spec.SchedulerName {
+	case "":
+		ops = append(ops, PatchOp{Operation: "add", Path: "/spec/schedulerName", Value: v1alpha1.SchedulerName})
+	case DefaultSchedulerName:
+		ops = append(ops, PatchOp{Operation: "replace", Path: "/spec/schedulerName", Value: v1alpha1.SchedulerName})
+	case v1alpha1.SchedulerName:
+	default:
+		return nil, fmt.Sprintf("names scheduler %q", pod.Spec.SchedulerName), false
+	}
+	return ops, "", true
 }
 
 // visibleDevicesOps adds NVIDIA_VISIBLE_DEVICES from the GPU index to each
@@ -96,15 +106,25 @@ func visibleDevicesOps(field string, containers []v1.Container) []PatchOp {
 // decoded is refused with code 400.
 type PodMutator struct {
 	// RuntimeClassName is given to opted-in pods that name none; "" leaves
-	// runtimeClassName alone.
+	// runtimeClassName alone. Annotation mode only.
 	RuntimeClassName string
+	// GPUMode is v1alpha1.GPUModeAnnotations ("" too: MutatePod) or
+	// v1alpha1.GPUModeDRA (MutatePodDRA, with a template from Templates).
+	GPUMode string
+	// Templates makes sure the per-namespace ResourceClaimTemplate a pod is
+	// referred to exists (DRA mode; nil: refer without making sure).
+	Templates ClaimTemplateEnsurer
 }
 
 var _ admission.Handler = PodMutator{}
 
 // Handle implements admission.Handler. It needs no server: tests call it
-// directly.
-func (m PodMutator) Handle(_ context.Context, req admission.Request) admission.Response {
+// directly. In DRA mode a hetsev pod whose hetsev.io/gpu-memory cannot be
+// read is refused (code 400, naming the annotation): it could not be given
+// a claim, and without one it would run without its GPU; so is one whose
+// template cannot be made sure of (code 500: the controller creating the
+// pod retries).
+func (m PodMutator) Handle(ctx context.Context, req admission.Request) admission.Response {
 	resp := admission.Response{AdmissionResponse: admissionv1.AdmissionResponse{UID: req.UID, Allowed: true}}
 	if req.Kind.Kind != "Pod" || req.Kind.Group != "" {
 		return resp
@@ -116,12 +136,50 @@ func (m PodMutator) Handle(_ context.Context, req admission.Request) admission.R
 			Message: "hetsev admission: decoding the pod: " + err.Error()}
 		return resp
 	}
-	ops, why := MutatePod(&pod, m.RuntimeClassName)
 	name := pod.Name
 	if name == "" {
 		name = pod.GenerateName + "*"
 	}
+	var ops []PatchOp
+	var why string
+	if m.GPUMode == v1alpha1.GPUModeDRA {
+		var refuse *metav1.Status
+		ops, why, refuse = m.mutateDRA(ctx, req, &pod)
+		if refuse != nil {
+			klog.V(2).InfoS("admission review refused", "pod", klog.KRef(req.Namespace, name), "why", refuse.Message)
+			resp.Allowed, resp.Result = false, refuse
+			return resp
+		}
+	} else {
+		ops, why = MutatePod(&pod, m.RuntimeClassName)
+	}
 	klog.V(2).InfoS("admission review", "pod", klog.KRef(req.Namespace, name), "patched", len(ops) > 0, "why", why)
 	resp.Patches = ops
 	return resp
+}
+
+// mutateDRA is Handle's work in DRA mode: MutatePodDRA, after making sure
+// of the pod's template (not on a dry run, which must have no side
+// effects); refuse is the status of a refusal.
+func (m PodMutator) mutateDRA(ctx context.Context, req admission.Request, pod *v1.Pod) (ops []PatchOp, why string, refuse *metav1.Status) {
+	if _, why, ok := schedulerOps(pod); !ok {
+		return nil, why, nil
+	}
+	if hasPodClaim(pod) {
+		ops, why = MutatePodDRA(pod, 0)
+		return ops, why, nil
+	}
+	d, _, err := gpuinventory.ParseDemand(pod.Annotations)
+	if d.MemoryMiB <= 0 {
+		return nil, "", &metav1.Status{Status: metav1.StatusFailure, Code: http.StatusBadRequest, Reason: metav1.StatusReasonBadRequest,
+			Message: fmt.Sprintf("hetsev admission (GPU mode %s): %v; the pod's ResourceClaim requests that GPU memory, so it must be a positive quantity such as 2Gi", v1alpha1.GPUModeDRA, err)}
+	}
+	if m.Templates != nil && (req.DryRun == nil || !*req.DryRun) {
+		if err := m.Templates.Ensure(ctx, req.Namespace, d.MemoryMiB); err != nil {
+			return nil, "", &metav1.Status{Status: metav1.StatusFailure, Code: http.StatusInternalServerError, Reason: metav1.StatusReasonInternalError,
+				Message: "hetsev admission: the pod's GPU claim template: " + err.Error()}
+		}
+	}
+	ops, why = MutatePodDRA(pod, d.MemoryMiB)
+	return ops, why, nil
 }

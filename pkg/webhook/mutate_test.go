@@ -54,7 +54,7 @@ func reviewWith(t *testing.T, p *v1.Pod, runtimeClass string) (*admissionv1.Admi
 	}
 	body, _ := json.Marshal(in)
 	rec := httptest.NewRecorder()
-	NewHandler(runtimeClass).ServeHTTP(rec, httptest.NewRequest(http.MethodPost, Path, bytes.NewReader(body)))
+	NewHandler(PodMutator{RuntimeClassName: runtimeClass}).ServeHTTP(rec, httptest.NewRequest(http.MethodPost, Path, bytes.NewReader(body)))
 	if rec.Code != http.StatusOK {
 		t.Fatalf("HTTP %d: %s", rec.Code, rec.Body)
 	}
@@ -171,7 +171,7 @@ func TestOtherPodsAreLeftAlone(t *testing.T) {
 func TestBadReviewsAreRefusedNotCrashed(t *testing.T) {
 	for _, body := range []string{"", "{", `{"kind":"AdmissionReview"}`} {
 		rec := httptest.NewRecorder()
-		NewHandler("").ServeHTTP(rec, httptest.NewRequest(http.MethodPost, Path, bytes.NewBufferString(body)))
+		NewHandler(PodMutator{}).ServeHTTP(rec, httptest.NewRequest(http.MethodPost, Path, bytes.NewBufferString(body)))
 		if rec.Code != http.StatusBadRequest {
 			t.Errorf("body %q: HTTP %d", body, rec.Code)
 		}

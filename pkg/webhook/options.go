@@ -51,6 +51,9 @@ type Options struct {
 	// name none ("" leaves it alone). It has no flag of its own: it is
 	// hetsev-scaler's --gpu-runtime-class, which its Deployments get too.
 	RuntimeClassName string
+	// GPUMode is PodMutator.GPUMode. It has no flag of its own either: it
+	// is hetsev-scaler's --gpu-mode.
+	GPUMode string
 }
 
 // NewOptions returns the defaults of the flags.
@@ -171,7 +174,7 @@ func (o *Options) Start(ctx context.Context, kube kubernetes.Interface) error {
 		Host: host, Port: port, CertDir: o.CertDir, CertName: certName, KeyName: keyName,
 		TLSOpts: []func(*tls.Config){func(c *tls.Config) { c.MinVersion = tls.VersionTLS12 }},
 	})
-	srv.Register(Path, NewHandler(o.RuntimeClassName))
+	srv.Register(Path, NewHandler(PodMutator{RuntimeClassName: o.RuntimeClassName, GPUMode: o.GPUMode, Templates: ClaimTemplates{Client: kube}}))
 	srv.Register("/healthz", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) }))
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Start(ctx) }()

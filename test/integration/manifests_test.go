@@ -31,7 +31,14 @@ const exampleByAnnotation = "pod-opt-in-by-annotation.yaml"
 // through the machine's DNS, off loopback.
 func applyManifests(ctx context.Context, t *testing.T, cp *cluster.ControlPlane, webhookPort int) (*cluster.Applier, []string) {
 	t.Helper()
-	objs, err := cluster.BuildKustomization(filepath.Join(cluster.RepoRoot(), "manifests"))
+	return applyKustomization(ctx, t, cp, "manifests", webhookPort)
+}
+
+// applyKustomization is applyManifests for the kustomization in dir,
+// relative to the repository root (manifests, overlays/dra).
+func applyKustomization(ctx context.Context, t *testing.T, cp *cluster.ControlPlane, dir string, webhookPort int) (*cluster.Applier, []string) {
+	t.Helper()
+	objs, err := cluster.BuildKustomization(filepath.Join(cluster.RepoRoot(), dir))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +48,7 @@ func applyManifests(ctx context.Context, t *testing.T, cp *cluster.ControlPlane,
 	}
 	applied, err := a.Apply(ctx, "default", objs)
 	if err != nil {
-		t.Fatalf("applying manifests/: %v", err)
+		t.Fatalf("applying %s/: %v", dir, err)
 	}
 	whc, err := cp.Client.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, "hetsev-scheduler-selection", metav1.GetOptions{})
 	if err != nil {

@@ -1,0 +1,263 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	authorizationv1 "k8s.io/api/authorization/v1"
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/hetsev/hetsev/internal/cluster"
+	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
+	"github.com/hetsev/hetsev/pkg/gpuinventory"
+	"github.com/hetsev/hetsev/pkg/webhook"
+)
+
+// The DRA overlay (overlays/dra: manifests/ plus the Component
+// manifests/dra) is accepted by a Kubernetes 1.36 API server with strict
+// field validation (the DeviceClass's CEL included), gives the service
+// accounts the DRA permissions they need and no more, and runs for real:
+// hetsev-scaler with --gpu-mode=dra, as its service account, writes a
+// ResourceClaimTemplate per Deployment that the API server accepts, its
+// webhook gives an annotated pod a claim from a namespace template it
+// creates, and the admission policy refuses a hetsev GPU pod without a
+// claim.
+func TestDRAOverlayAppliesAndRuns(t *testing.T) {
+	cp, ctx := controlPlane(t)
+	c := cp.Client
+	port, err := cluster.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, applied := applyKustomization(ctx, t, cp, "overlays/dra", port)
+	all := strings.Join(applied, "\n") + "\n"
+	for _, want := range []string{
+		"DeviceClass " + v1alpha1.DeviceClassName,
+		"ClusterRole hetsev-scheduler-dra", "ClusterRoleBinding hetsev-scheduler-dra",
+		"ClusterRole hetsev-scaler-dra", "ClusterRoleBinding hetsev-scaler-dra",
+		"Deployment hetsev-system/hetsev-scaler", "ConfigMap hetsev-system/hetsev-scheduler-config",
+		"ValidatingAdmissionPolicy hetsev-gpu-assignment",
+	} {
+		if !strings.Contains(all, want+"\n") {
+			t.Errorf("overlays/dra does not contain %s", want)
+		}
+	}
+
+	// The scheduler's config is the base's with DynamicResources disabled
+	// in the profile and gpuMode dra, and nothing else.
+	cm, err := c.CoreV1().ConfigMaps("hetsev-system").Get(ctx, "hetsev-scheduler-config", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkDRASchedulerConfig(t, cm.Data["scheduler-config.yaml"])
+
+	dep, err := c.AppsV1().Deployments("hetsev-system").Get(ctx, "hetsev-scaler", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if args := dep.Spec.Template.Spec.Containers[0].Args; !hasArg(args, "--gpu-mode=dra") {
+		t.Errorf("hetsev-scaler args %v, want --gpu-mode=dra", args)
+	}
+	whc, err := c.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, "hetsev-scheduler-selection", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if se := whc.Webhooks[0].SideEffects; se == nil || string(*se) != "NoneOnDryRun" {
+		t.Errorf("webhook sideEffects %v, want NoneOnDryRun (it creates templates, never on a dry run)", se)
+	}
+
+	for _, ac := range []struct {
+		user string
+		attr authorizationv1.ResourceAttributes
+		want bool
+	}{
+		// hetsev-scheduler allocates claims: status.allocation and
+		// reservedFor through resourceclaims/binding in 1.36.
+		{schedulerSA, authorizationv1.ResourceAttributes{Verb: "update", Group: "resource.k8s.io", Resource: "resourceclaims", Subresource: "binding", Namespace: "default"}, true},
+		{schedulerSA, authorizationv1.ResourceAttributes{Verb: "patch", Group: "resource.k8s.io", Resource: "resourceclaims", Subresource: "status", Namespace: "default"}, true},
+		{schedulerSA, authorizationv1.ResourceAttributes{Verb: "watch", Group: "resource.k8s.io", Resource: "resourceclaims"}, true},
+		{schedulerSA, authorizationv1.ResourceAttributes{Verb: "list", Group: "resource.k8s.io", Resource: "resourceslices"}, true},
+		{schedulerSA, authorizationv1.ResourceAttributes{Verb: "watch", Group: "resource.k8s.io", Resource: "deviceclasses"}, true},
+		{schedulerSA, authorizationv1.ResourceAttributes{Verb: "update", Group: "resource.k8s.io", Resource: "resourceclaims", Subresource: "driver", Namespace: "default"}, false},
+		{schedulerSA, authorizationv1.ResourceAttributes{Verb: "create", Group: "resource.k8s.io", Resource: "resourceclaimtemplates", Namespace: "default"}, false},
+		{schedulerSA, authorizationv1.ResourceAttributes{Verb: "create", Group: "resource.k8s.io", Resource: "resourceslices"}, false},
+		// hetsev-scaler keeps templates, never claims.
+		{scalerSA, authorizationv1.ResourceAttributes{Verb: "create", Group: "resource.k8s.io", Resource: "resourceclaimtemplates", Namespace: "default"}, true},
+		{scalerSA, authorizationv1.ResourceAttributes{Verb: "delete", Group: "resource.k8s.io", Resource: "resourceclaimtemplates", Namespace: "default"}, true},
+		{scalerSA, authorizationv1.ResourceAttributes{Verb: "watch", Group: "resource.k8s.io", Resource: "resourceclaimtemplates"}, true},
+		{scalerSA, authorizationv1.ResourceAttributes{Verb: "update", Group: "resource.k8s.io", Resource: "resourceclaims", Namespace: "default"}, false},
+		{scalerSA, authorizationv1.ResourceAttributes{Verb: "update", Group: "resource.k8s.io", Resource: "resourceclaims", Subresource: "binding", Namespace: "default"}, false},
+	} {
+		sar, err := c.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{
+			Spec: authorizationv1.SubjectAccessReviewSpec{
+				User: ac.user, Groups: []string{"system:serviceaccounts", "system:serviceaccounts:hetsev-system", "system:authenticated"},
+				ResourceAttributes: &ac.attr,
+			},
+		}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sar.Status.Allowed != ac.want {
+			t.Errorf("%s %s %s/%s %s: allowed %v, want %v", ac.user, ac.attr.Verb, ac.attr.Group, ac.attr.Resource, ac.attr.Subresource, sar.Status.Allowed, ac.want)
+		}
+	}
+
+	// hetsev-scaler in DRA mode, as its service account.
+	asScaler, err := cp.KubeconfigAs(scalerSA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	scaler, err := cluster.StartScaler(ctx, cp, "--kubeconfig="+asScaler, "--gpu-mode=dra",
+		fmt.Sprintf("--webhook-bind-address=127.0.0.1:%d", port), "--webhook-cert-hosts=127.0.0.1", "--webhook-namespace=hetsev-system")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopOnCleanup(t, scaler)
+
+	// Its Deployments' templates, accepted by the API server (capacity
+	// request, CEL selector), claimed by the pod templates.
+	objs, err := cluster.ReadManifests(filepath.Join(cluster.RepoRoot(), "manifests", "examples", "modelservice-resnet50.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Apply(ctx, "default", objs); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"resnet50-t4", "resnet50-v100-32gb"} {
+		waitFor(ctx, t, 60*time.Second, "resourceclaimtemplate and deployment "+name, func(ctx context.Context) (bool, error) {
+			_, err := c.ResourceV1().ResourceClaimTemplates("default").Get(ctx, name, metav1.GetOptions{})
+			if apierrors.IsNotFound(err) {
+				return false, nil
+			}
+			if err != nil {
+				return false, err
+			}
+			_, err = c.AppsV1().Deployments("default").Get(ctx, name, metav1.GetOptions{})
+			return err == nil, nil
+		})
+		tpl, _ := c.ResourceV1().ResourceClaimTemplates("default").Get(ctx, name, metav1.GetOptions{})
+		if mib, ok := gpuinventory.ClaimMemoryMiB(tpl.Spec.Spec); !ok || mib <= 0 {
+			t.Errorf("template %s: no GPU memory request in %+v", name, tpl.Spec.Spec)
+		}
+		d, _ := c.AppsV1().Deployments("default").Get(ctx, name, metav1.GetOptions{})
+		ps := d.Spec.Template.Spec
+		if len(ps.ResourceClaims) != 1 || *ps.ResourceClaims[0].ResourceClaimTemplateName != name || len(ps.Containers[0].Resources.Claims) != 1 {
+			t.Errorf("deployment %s: resourceClaims %+v, container claims %+v", name, ps.ResourceClaims, ps.Containers[0].Resources.Claims)
+		}
+		if ps.RuntimeClassName != nil || gpuinventory.VisibleDevicesIndex(ps.Containers[0].Env) >= 0 {
+			t.Errorf("deployment %s: runtimeClassName %v, env %+v in DRA mode", name, ps.RuntimeClassName, ps.Containers[0].Env)
+		}
+	}
+
+	// The webhook: once the API server has its caBundle, an annotated pod
+	// gets the claim from the namespace's template of its GPU memory.
+	waitFor(ctx, t, 60*time.Second, "the webhook to give a dry-run pod a claim", func(ctx context.Context) (bool, error) {
+		p, err := c.CoreV1().Pods("default").Create(ctx, userPod("probe", true, ""), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		return err == nil && len(p.Spec.ResourceClaims) == 1, nil
+	})
+	if _, err := c.ResourceV1().ResourceClaimTemplates("default").Get(ctx, webhook.ClaimTemplateName(2048), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("a dry run created template %s: %v", webhook.ClaimTemplateName(2048), err)
+	}
+	p, err := c.CoreV1().Pods("default").Create(ctx, userPod("annotated", true, ""), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Spec.SchedulerName != v1alpha1.SchedulerName || len(p.Spec.ResourceClaims) != 1 || *p.Spec.ResourceClaims[0].ResourceClaimTemplateName != webhook.ClaimTemplateName(2048) ||
+		len(p.Spec.Containers[0].Resources.Claims) != 1 || p.Spec.RuntimeClassName != nil {
+		t.Errorf("annotated pod: scheduler %q, resourceClaims %+v, container claims %+v, runtimeClassName %v",
+			p.Spec.SchedulerName, p.Spec.ResourceClaims, p.Spec.Containers[0].Resources.Claims, p.Spec.RuntimeClassName)
+	}
+	tpl, err := c.ResourceV1().ResourceClaimTemplates("default").Get(ctx, webhook.ClaimTemplateName(2048), metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("the webhook's template: %v", err)
+	}
+	if mib, ok := gpuinventory.ClaimMemoryMiB(tpl.Spec.Spec); !ok || mib != 2048 {
+		t.Errorf("the webhook's template requests %d MiB (%v), want 2048", mib, ok)
+	}
+
+	// The policy refuses a hetsev GPU pod without the claim: one shaped for
+	// annotation mode, which the webhook skips.
+	if err := cluster.CreateNvidiaRuntimeClass(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(ctx, t, 30*time.Second, "the admission policy to refuse a hetsev pod without a claim", func(ctx context.Context) (bool, error) {
+		_, err := c.CoreV1().Pods("default").Create(ctx, annotationModePod("probe-no-claim"), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		return err != nil, nil
+	})
+	_, err = c.CoreV1().Pods("default").Create(ctx, annotationModePod("no-claim"), metav1.CreateOptions{})
+	expectDenied(t, "a hetsev GPU pod without a claim", err, "has no pod claim named gpu")
+}
+
+// annotationModePod is a hetsev GPU pod as annotation mode shapes it
+// (hetsev-scheduler, the runtime class, NVIDIA_VISIBLE_DEVICES from the
+// downward API), which the webhook's match conditions skip.
+func annotationModePod(name string) *v1.Pod {
+	p := userPod(name, true, v1alpha1.SchedulerName)
+	rc := gpuinventory.DefaultRuntimeClassName
+	p.Spec.RuntimeClassName = &rc
+	for i := range p.Spec.Containers {
+		p.Spec.Containers[i].Env = []v1.EnvVar{gpuinventory.VisibleDevicesEnv()}
+	}
+	return p
+}
+
+// checkDRASchedulerConfig compares the DRA overlay's scheduler config with
+// manifests/scheduler-config.yaml: equal once the profile's multiPoint
+// (DynamicResources disabled) and HetsevGPUShare's gpuMode (dra) are taken
+// out, which must be there.
+func checkDRASchedulerConfig(t *testing.T, dra string) {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(cluster.RepoRoot(), "manifests", "scheduler-config.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var base, got map[string]any
+	if err := yaml.Unmarshal(raw, &base); err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal([]byte(dra), &got); err != nil {
+		t.Fatalf("the DRA scheduler config: %v", err)
+	}
+	profile := got["profiles"].([]any)[0].(map[string]any)
+	plugins := profile["plugins"].(map[string]any)
+	want := map[string]any{"disabled": []any{map[string]any{"name": "DynamicResources"}}}
+	if !reflect.DeepEqual(plugins["multiPoint"], want) {
+		t.Errorf("profile plugins.multiPoint %v, want %v", plugins["multiPoint"], want)
+	}
+	delete(plugins, "multiPoint")
+	found := false
+	for _, pc := range profile["pluginConfig"].([]any) {
+		pc := pc.(map[string]any)
+		if pc["name"] == "HetsevGPUShare" {
+			args := pc["args"].(map[string]any)
+			found = args["gpuMode"] == v1alpha1.GPUModeDRA
+			delete(args, "gpuMode")
+		}
+	}
+	if !found {
+		t.Errorf("HetsevGPUShare args lack gpuMode: %s", v1alpha1.GPUModeDRA)
+	}
+	if !reflect.DeepEqual(base, got) {
+		b, _ := yaml.Marshal(base)
+		g, _ := yaml.Marshal(got)
+		t.Errorf("manifests/dra/scheduler-config.yaml differs from manifests/scheduler-config.yaml beyond DRA mode:\n--- base\n%s\n--- dra\n%s", b, g)
+	}
+}
+
+func hasArg(list []string, s string) bool {
+	for _, e := range list {
+		if e == s {
+			return true
+		}
+	}
+	return false
+}
