@@ -6,6 +6,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
@@ -22,6 +23,9 @@ type Issue struct {
 	Claim string // namespace/name; "" for a pod without an allocated claim
 	Pod   string // namespace/name; "" when no pod uses the claim
 	What  string
+	// Object is the claim, or the pod when there is no claim: what an
+	// event about the issue is about.
+	Object runtime.Object
 }
 
 func (i Issue) String() string {
@@ -64,7 +68,7 @@ func (n *NodeDevices) Occupancy(usages map[DeviceKey][]Usage, consumers Consumer
 			}
 			claim := u.Claim.Namespace + "/" + u.Claim.Name
 			if u.Note != "" {
-				issues = append(issues, Issue{Claim: claim, What: u.Note})
+				issues = append(issues, Issue{Claim: claim, What: u.Note, Object: u.Claim})
 			}
 			pods := consumers(u.Claim)
 			if len(pods) == 0 {
@@ -74,7 +78,7 @@ func (n *NodeDevices) Occupancy(usages map[DeviceKey][]Usage, consumers Consumer
 			for j, pod := range pods {
 				dm, err := PodShare(pod)
 				if err != nil {
-					issues = append(issues, Issue{Claim: claim, Pod: pod.Namespace + "/" + pod.Name, What: err.Error()})
+					issues = append(issues, Issue{Claim: claim, Pod: pod.Namespace + "/" + pod.Name, What: err.Error(), Object: pod})
 				}
 				if j == 0 {
 					dm.MemoryMiB = memMiB // the claim's memory, once

@@ -11,6 +11,7 @@ import (
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
@@ -142,7 +143,7 @@ func publishGPUs(ctx context.Context, t *testing.T, c kubernetes.Interface, node
 // draTestbed starts the control plane with one node of two V100 32 GiB
 // (v100-0) and one of two T4 16 GiB (t4-0), publishes their GPUs and
 // hetsev's DeviceClass, and starts hetsev-scheduler in GPU mode dra.
-func draTestbed(t *testing.T) (*cluster.ControlPlane, context.Context, func() *cluster.Process) {
+func draTestbed(t *testing.T) (*cluster.ControlPlane, context.Context, func()) {
 	t.Helper()
 	cp, ctx := controlPlane(t)
 	cat, err := catalog.DefaultCatalog()
@@ -169,13 +170,12 @@ func draTestbed(t *testing.T) (*cluster.ControlPlane, context.Context, func() *c
 		t.Fatal(err)
 	}
 	var sched *cluster.Process
-	start := func() *cluster.Process {
+	start := func() {
 		p, err := cluster.StartSchedulerWithConfig(ctx, cp, v1alpha1.SchedulerName, draSchedulerConfig(cp.Kubeconfig))
 		if err != nil {
 			t.Fatal(err)
 		}
 		sched = p
-		return p
 	}
 	start()
 	t.Cleanup(func() {
@@ -184,13 +184,19 @@ func draTestbed(t *testing.T) (*cluster.ControlPlane, context.Context, func() *c
 			t.Logf("--- last lines of hetsev-scheduler ---\n%s", sched.Tail(80))
 		}
 	})
-	return cp, ctx, start
+	// restart kills the scheduler (SIGKILL: nothing is saved) and starts
+	// a new one.
+	restart := func() {
+		sched.Kill()
+		start()
+	}
+	return cp, ctx, restart
 }
 
 // draPod creates a pod of model with a ResourceClaim asking for memory
 // of GPU memory: its own claim <name>-gpu (entry "gpu"), scheduled by
 // scheduler.
-func draPod(ctx context.Context, t *testing.T, c kubernetes.Interface, scheduler, name, model, memory string) *v1.Pod {
+func draPod(ctx context.Context, t *testing.T, c kubernetes.Interface, scheduler, name, model, memory string, opts ...func(*v1.Pod)) *v1.Pod {
 	t.Helper()
 	claim := &resourceapi.ResourceClaim{
 		ObjectMeta: metav1.ObjectMeta{Name: name + "-gpu", Namespace: "default"},
@@ -216,11 +222,19 @@ func draPod(ctx context.Context, t *testing.T, c kubernetes.Interface, scheduler
 	if model != "" {
 		pod.Annotations[v1alpha1.AnnotationModel] = model
 	}
+	for _, o := range opts {
+		o(pod)
+	}
 	p, err := c.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatalf("creating pod %s: %v", name, err)
 	}
 	return p
+}
+
+// onNode pins a pod to a node.
+func onNode(node string) func(*v1.Pod) {
+	return func(p *v1.Pod) { p.Spec.NodeSelector = map[string]string{"kubernetes.io/hostname": node} }
 }
 
 func claimSpec(memory string) resourceapi.ResourceClaimSpec {
@@ -402,5 +416,208 @@ func TestDRAWorstFitAntiAffinityNoOvercommit(t *testing.T) {
 	if pl.node != a2.Spec.NodeName {
 		t.Errorf("a-4 on %s/%s after a-2 left %s", pl.node, pl.device, a2.Spec.NodeName)
 	}
+	checkDRAAllocations(ctx, t, c)
+}
+
+// upstreamPod creates a pod for the default-scheduler profile (upstream's
+// DynamicResources allocates its claim, first fit) asking for memory of
+// GPU memory through a claim of hetsev's DeviceClass.
+func upstreamPod(ctx context.Context, t *testing.T, c kubernetes.Interface, name, memory string) {
+	t.Helper()
+	draPod(ctx, t, c, "default-scheduler", name, "", memory)
+}
+
+// waitAllocated waits until claim <name>-gpu is allocated and its pod
+// bound, and returns the allocation.
+func waitAllocated(ctx context.Context, t *testing.T, c kubernetes.Interface, name string) placed {
+	t.Helper()
+	var pl placed
+	waitFor(ctx, t, 30*time.Second, "claim "+name+"-gpu allocated and pod bound", func(ctx context.Context) (bool, error) {
+		p, err := c.CoreV1().Pods("default").Get(ctx, name, metav1.GetOptions{})
+		if err != nil || p.Spec.NodeName == "" {
+			return false, nil
+		}
+		claim, err := c.ResourceV1().ResourceClaims("default").Get(ctx, name+"-gpu", metav1.GetOptions{})
+		if err != nil || claim.Status.Allocation == nil || len(claim.Status.Allocation.Devices.Results) != 1 {
+			return false, err
+		}
+		r := claim.Status.Allocation.Devices.Results[0]
+		pl = placed{node: r.Pool, device: r.Device, consumed: r.ConsumedCapacity[v1alpha1.DRAMemoryCapacity]}
+		return true, nil
+	})
+	return pl
+}
+
+// TestDRAUpstreamAllocationsRespected: claims allocated by the upstream
+// DynamicResources plugin (the default-scheduler profile of the same
+// scheduler) and by HetsevGPUShare see each other. A 30 GiB claim
+// allocated upstream leaves its V100 2 GiB: no hetsev share goes there,
+// and model-a's fourth 10 GiB instance stays Pending. Then an upstream
+// 25 GiB claim fits no device hetsev filled (Pending), and a 20 GiB one
+// takes the V100 where hetsev left 22 GiB.
+func TestDRAUpstreamAllocationsRespected(t *testing.T) {
+	cp, ctx, _ := draTestbed(t)
+	c := cp.Client
+
+	upstreamPod(ctx, t, c, "up-0", "30Gi")
+	up0 := waitAllocated(ctx, t, c, "up-0")
+	if up0.node != "v100-0" {
+		t.Fatalf("upstream put its 30 GiB claim on %s/%s, want a V100", up0.node, up0.device)
+	}
+	var a0 placed
+	for i := range 3 {
+		name := fmt.Sprintf("a-%d", i)
+		draPod(ctx, t, c, v1alpha1.SchedulerName, name, "model-a", "10Gi")
+		pl := waitPlaced(ctx, t, c, name)
+		if pl.node == up0.node && pl.device == up0.device {
+			t.Errorf("%s on %s/%s, which upstream's claim filled to 30 of 32 GiB", name, pl.node, pl.device)
+		}
+		if i == 0 {
+			a0 = pl
+		}
+	}
+	draPod(ctx, t, c, v1alpha1.SchedulerName, "a-3", "model-a", "10Gi")
+	waitPending(ctx, t, c, "a-3", "0/2 nodes are available")
+	checkDRAAllocations(ctx, t, c)
+
+	upstreamPod(ctx, t, c, "up-1", "25Gi")
+	waitPending(ctx, t, c, "up-1", "cannot allocate all claims")
+	upstreamPod(ctx, t, c, "up-2", "20Gi")
+	up2 := waitAllocated(ctx, t, c, "up-2")
+	if up2.node != a0.node || up2.device != a0.device {
+		t.Errorf("upstream put 20 GiB on %s/%s, want %s/%s, the one device with 22 GiB left", up2.node, up2.device, a0.node, a0.device)
+	}
+	checkDRAAllocations(ctx, t, c)
+}
+
+// TestDRARestartRebuildsAccounting: after hetsev-scheduler is killed and
+// restarted, its accounting comes from the claims' allocations and the
+// pods they are reserved for: model-a, on both V100s before the restart,
+// goes to a T4 after it, and a 30 GiB claim finds no V100 with room.
+func TestDRARestartRebuildsAccounting(t *testing.T) {
+	cp, ctx, restart := draTestbed(t)
+	c := cp.Client
+	sched := v1alpha1.SchedulerName
+	for i := range 2 {
+		name := fmt.Sprintf("a-%d", i)
+		draPod(ctx, t, c, sched, name, "model-a", "10Gi")
+		if pl := waitPlaced(ctx, t, c, name); pl.node != "v100-0" {
+			t.Fatalf("%s on %s before the restart, want v100-0", name, pl.node)
+		}
+	}
+	restart()
+
+	draPod(ctx, t, c, sched, "a-2", "model-a", "10Gi")
+	if pl := waitPlaced(ctx, t, c, "a-2"); pl.node != "t4-0" {
+		t.Errorf("a-2 on %s/%s after the restart, want t4-0 (model-a is on both V100s)", pl.node, pl.device)
+	}
+	draPod(ctx, t, c, sched, "b-0", "model-b", "30Gi")
+	waitPending(ctx, t, c, "b-0", "no GPU with 30720 MiB")
+	checkDRAAllocations(ctx, t, c)
+}
+
+// TestDRABadInput: devices hetsev cannot share, and claims whose recorded
+// allocation is not what they ask for, are handled with a reason or a
+// Warning event and never over-commit a GPU:
+//
+//   - a node whose driver publishes a GPU without memory capacity and one
+//     without allowMultipleAllocations: a pod pinned there stays Pending
+//     with a message naming both devices and why;
+//   - a claim's spec and allocation cannot be edited once allocated (the
+//     API server refuses both), so its share stays what was allocated;
+//   - an allocation written by hand that consumes 1 GiB of a T4 while its
+//     claim requests 16 GiB is counted at 16 GiB (a Warning event on the
+//     claim says so): no 10 GiB share goes to that T4;
+//   - a claim deallocated by hand while its pod runs: the pod still holds
+//     its GPU, counted from its hetsev.io/gpu-index (memory and
+//     anti-affinity), with a Warning event on the pod.
+func TestDRABadInput(t *testing.T) {
+	cp, ctx, _ := draTestbed(t)
+	c := cp.Client
+	sched := v1alpha1.SchedulerName
+	cat, err := catalog.DefaultCatalog()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t4, _ := cat.ByName("T4")
+	if _, err := cluster.CreateNodes(ctx, c, []cluster.NodeGroup{{Prefix: "bad-", Count: 1, GPUType: t4, GPUsPerNode: 2, CPUs: 40, MemoryGiB: 62}}); err != nil {
+		t.Fatal(err)
+	}
+	publishGPUs(ctx, t, c, "bad-0", []draGPU{
+		{name: "gpu-0", index: 0, product: "Tesla T4", shared: true},
+		{name: "gpu-1", index: 1, product: "Tesla T4", memory: "16Gi"},
+	})
+	draPod(ctx, t, c, sched, "on-bad", "model-x", "1Gi", onNode("bad-0"))
+	msg := waitPending(ctx, t, c, "on-bad", "node bad-0 has no shareable GPU")
+	for _, want := range []string{`device bad-0/gpu-0 on node bad-0: no capacity "memory"`, "device bad-0/gpu-1 on node bad-0: allowMultipleAllocations is not true"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("on-bad Pending with %q, want it to name %q", msg, want)
+		}
+	}
+
+	// A hand-written allocation on t4-0's gpu-0 that records 1 GiB
+	// consumed for a claim requesting 16 GiB.
+	manual, err := c.ResourceV1().ResourceClaims("default").Create(ctx, &resourceapi.ResourceClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: "manual-gpu", Namespace: "default"},
+		Spec:       claimSpec("16Gi"),
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	manual.Status.Allocation = &resourceapi.AllocationResult{Devices: resourceapi.DeviceAllocationResult{Results: []resourceapi.DeviceRequestAllocationResult{{
+		Request: v1alpha1.ClaimRequestName, Driver: v1alpha1.DRADriver, Pool: "t4-0", Device: "gpu-0",
+		ShareID:          ptr.To(types.UID("0f5b2a9e-1111-4c3e-9d2a-6b1f0e7c1a01")),
+		ConsumedCapacity: map[resourceapi.QualifiedName]resource.Quantity{v1alpha1.DRAMemoryCapacity: resource.MustParse("1Gi")},
+	}}}}
+	if manual, err = c.ResourceV1().ResourceClaims("default").UpdateStatus(ctx, manual, metav1.UpdateOptions{}); err != nil {
+		t.Fatalf("writing the allocation by hand: %v", err)
+	}
+	// Edits after allocation are refused.
+	edit := manual.DeepCopy()
+	edit.Spec = claimSpec("1Gi")
+	if _, err := c.ResourceV1().ResourceClaims("default").Update(ctx, edit, metav1.UpdateOptions{}); err == nil {
+		t.Errorf("the API server accepted a spec edit of an allocated claim")
+	}
+	edit = manual.DeepCopy()
+	edit.Status.Allocation.Devices.Results[0].ConsumedCapacity[v1alpha1.DRAMemoryCapacity] = resource.MustParse("512Mi")
+	if _, err := c.ResourceV1().ResourceClaims("default").UpdateStatus(ctx, edit, metav1.UpdateOptions{}); err == nil {
+		t.Errorf("the API server accepted an edit of an allocation")
+	}
+	// t4-0: gpu-0 counts 16 GiB (full), gpu-1 is free: one 10 GiB share
+	// fits, the second does not.
+	draPod(ctx, t, c, sched, "t-0", "model-t", "10Gi", onNode("t4-0"))
+	if pl := waitPlaced(ctx, t, c, "t-0"); pl.device != "gpu-1" {
+		t.Errorf("t-0 on t4-0/%s, want gpu-1 (gpu-0 is held at its claim's 16 GiB)", pl.device)
+	}
+	draPod(ctx, t, c, sched, "t-1", "model-u", "10Gi", onNode("t4-0"))
+	waitPending(ctx, t, c, "t-1", "no GPU with 10240 MiB")
+	waitFor(ctx, t, 10*time.Second, "a Warning event on claim manual-gpu", func(ctx context.Context) (bool, error) {
+		evs, err := eventsFor(ctx, c, "default", "manual-gpu")
+		return strings.Contains(evs, "GPUShareCountedSafeSide") && strings.Contains(evs, "counted at its request"), err
+	})
+
+	// A claim deallocated by hand while its pod runs on v100-0.
+	draPod(ctx, t, c, sched, "d-0", "model-d", "16Gi", onNode("v100-0"))
+	d0 := waitPlaced(ctx, t, c, "d-0")
+	claim, err := c.ResourceV1().ResourceClaims("default").Get(ctx, "d-0-gpu", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	claim.Status = resourceapi.ResourceClaimStatus{}
+	if _, err := c.ResourceV1().ResourceClaims("default").UpdateStatus(ctx, claim, metav1.UpdateOptions{}); err != nil {
+		t.Fatalf("deallocating d-0-gpu by hand: %v", err)
+	}
+	// model-d still runs on d0's GPU: the next one takes the other V100,
+	// the third finds none without model-d.
+	draPod(ctx, t, c, sched, "d-1", "model-d", "16Gi", onNode("v100-0"))
+	if pl := waitPlaced(ctx, t, c, "d-1"); pl.device == d0.device {
+		t.Errorf("d-1 on %s, the GPU d-0 still runs on (model-d twice)", pl.device)
+	}
+	draPod(ctx, t, c, sched, "d-2", "model-d", "16Gi", onNode("v100-0"))
+	waitPending(ctx, t, c, "d-2", "anti-affinity")
+	waitFor(ctx, t, 10*time.Second, "a Warning event on pod d-0", func(ctx context.Context) (bool, error) {
+		evs, err := eventsFor(ctx, c, "default", "d-0")
+		return strings.Contains(evs, "GPUShareCountedSafeSide"), err
+	})
 	checkDRAAllocations(ctx, t, c)
 }

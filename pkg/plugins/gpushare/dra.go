@@ -252,7 +252,7 @@ func (p *GPUShare) draNodeOf(ctx context.Context, s *draState, nodeInfo fwk.Node
 			}
 		}
 		if what := dra.AddUnclaimedPod(occ, nd, pod, memMiB); what != "" {
-			issues = append(issues, dra.Issue{Pod: pod.Namespace + "/" + pod.Name, What: what})
+			issues = append(issues, dra.Issue{Pod: pod.Namespace + "/" + pod.Name, What: what, Object: pod})
 		}
 	}
 	for _, is := range issues {
@@ -262,15 +262,25 @@ func (p *GPUShare) draNodeOf(ctx context.Context, s *draState, nodeInfo fwk.Node
 	return n
 }
 
-// reportIssue logs a claim or pod counted on the safe side, once per
-// node and text.
+// reportIssue logs a claim or pod counted on the safe side and records a
+// Warning event (reason ReasonCountedSafeSide) about it, once per node and
+// text.
 func (p *GPUShare) reportIssue(ctx context.Context, node string, is dra.Issue) {
 	key := node + "\x00" + is.String()
 	if _, seen := p.reportedIssues.LoadOrStore(key, true); seen {
 		return
 	}
 	klog.FromContext(ctx).Info("GPU share counted on the safe side", "plugin", Name, "node", node, "issue", is.String())
+	if r := p.handle.EventRecorder(); r != nil && is.Object != nil {
+		r.Eventf(is.Object, nil, v1.EventTypeWarning, ReasonCountedSafeSide, "Scheduling", "%s counts it on node %s on the safe side: %s", Name, node, is.What)
+	}
 }
+
+// ReasonCountedSafeSide is the reason of the Warning event about a claim
+// (or pod) whose recorded GPU share hetsev-scheduler does not take as is:
+// an allocation consuming less than the claim requests, none of the
+// memory capacity, or a pod running on a GPU its claim no longer holds.
+const ReasonCountedSafeSide = "GPUShareCountedSafeSide"
 
 // consumers are the pods using a claim: those in its reservedFor that the
 // informer has, and the pod this plugin is allocating it for.
