@@ -493,7 +493,8 @@ func TestDRAUpstreamAllocationsRespected(t *testing.T) {
 // TestDRARestartRebuildsAccounting: after hetsev-scheduler is killed and
 // restarted, its accounting comes from the claims' allocations and the
 // pods they are reserved for: model-a, on both V100s before the restart,
-// goes to a T4 after it, and a 30 GiB claim finds no V100 with room.
+// goes to a T4 after it and finds no V100 without it, and a 30 GiB claim
+// finds no V100 with room.
 func TestDRARestartRebuildsAccounting(t *testing.T) {
 	cp, ctx, restart := draTestbed(t)
 	c := cp.Client
@@ -511,6 +512,10 @@ func TestDRARestartRebuildsAccounting(t *testing.T) {
 	if pl := waitPlaced(ctx, t, c, "a-2"); pl.node != "t4-0" {
 		t.Errorf("a-2 on %s/%s after the restart, want t4-0 (model-a is on both V100s)", pl.node, pl.device)
 	}
+	// On v100-0 alone, model-a finds no GPU without it (interference
+	// alone would not keep it off a V100 with 22 GiB free).
+	draPod(ctx, t, c, sched, "a-3", "model-a", "10Gi", onNode("v100-0"))
+	waitPending(ctx, t, c, "a-3", "anti-affinity")
 	draPod(ctx, t, c, sched, "b-0", "model-b", "30Gi")
 	waitPending(ctx, t, c, "b-0", "no GPU with 30720 MiB")
 	checkDRAAllocations(ctx, t, c)
