@@ -626,3 +626,79 @@ func TestDRABadInput(t *testing.T) {
 	})
 	checkDRAAllocations(ctx, t, c)
 }
+
+// TestDRATemplateClaims: pods whose claim comes from a
+// ResourceClaimTemplate (as hetsev-scaler's Deployments and the webhook
+// give them) wait for the resource-claim controller to create it, are
+// then placed with the same rules, and deleting one frees its share (the
+// controller deletes its generated claim) for a Pending pod.
+func TestDRATemplateClaims(t *testing.T) {
+	cp, ctx, _ := draTestbed(t)
+	c := cp.Client
+	tmpl := &resourceapi.ResourceClaimTemplate{
+		ObjectMeta: metav1.ObjectMeta{Name: "gpu-20gi", Namespace: "default"},
+		Spec:       resourceapi.ResourceClaimTemplateSpec{Spec: claimSpec("20Gi")},
+	}
+	if _, err := c.ResourceV1().ResourceClaimTemplates("default").Create(ctx, tmpl, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	create := func(name string) {
+		t.Helper()
+		pod := &v1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", Annotations: map[string]string{v1alpha1.AnnotationModel: "model-t"}},
+			Spec: v1.PodSpec{
+				SchedulerName:  v1alpha1.SchedulerName,
+				NodeSelector:   map[string]string{"kubernetes.io/hostname": "v100-0"},
+				Containers:     []v1.Container{{Name: "server", Image: "model-server:sim", Resources: v1.ResourceRequirements{Claims: []v1.ResourceClaim{{Name: v1alpha1.PodClaimName}}}}},
+				ResourceClaims: []v1.PodResourceClaim{{Name: v1alpha1.PodClaimName, ResourceClaimTemplateName: ptr.To(tmpl.Name)}},
+			},
+		}
+		if _, err := c.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// placedOn waits for the pod to be bound and returns its generated
+	// claim's device.
+	placedOn := func(name string) (claimName, device string) {
+		t.Helper()
+		waitFor(ctx, t, 30*time.Second, "pod "+name+" bound with its generated claim allocated", func(ctx context.Context) (bool, error) {
+			p, err := c.CoreV1().Pods("default").Get(ctx, name, metav1.GetOptions{})
+			if err != nil || p.Spec.NodeName == "" || len(p.Status.ResourceClaimStatuses) != 1 || p.Status.ResourceClaimStatuses[0].ResourceClaimName == nil {
+				return false, nil
+			}
+			claimName = *p.Status.ResourceClaimStatuses[0].ResourceClaimName
+			cl, err := c.ResourceV1().ResourceClaims("default").Get(ctx, claimName, metav1.GetOptions{})
+			if err != nil || cl.Status.Allocation == nil {
+				return false, err
+			}
+			if !reservedForPod(cl, p) {
+				return false, fmt.Errorf("generated claim %s not reserved for %s", claimName, name)
+			}
+			device = cl.Status.Allocation.Devices.Results[0].Device
+			return true, nil
+		})
+		return claimName, device
+	}
+	create("t-0")
+	create("t-1")
+	c0, d0 := placedOn("t-0")
+	_, d1 := placedOn("t-1")
+	if d0 == d1 {
+		t.Errorf("t-0 and t-1 (model-t) both on %s", d0)
+	}
+	create("t-2")
+	waitPending(ctx, t, c, "t-2", "0/2 nodes are available")
+
+	if err := c.CoreV1().Pods("default").Delete(ctx, "t-0", metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, d2 := placedOn("t-2"); d2 != d0 {
+		t.Errorf("t-2 on %s, want %s, which t-0 left", d2, d0)
+	}
+	if _, err := c.ResourceV1().ResourceClaims("default").Get(ctx, c0, metav1.GetOptions{}); err == nil {
+		// The controller deletes it; the share was freed before that
+		// only if the claim was deallocated.
+		t.Logf("claim %s of the deleted pod still exists", c0)
+	}
+	checkDRAAllocations(ctx, t, c)
+}
