@@ -9,10 +9,12 @@ package dra
 
 import (
 	"cmp"
+	"context"
 	"fmt"
 	"slices"
 
 	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/dynamic-resource-allocation/cel"
 
 	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
 )
@@ -173,4 +175,53 @@ func MaxMemoryBytes(nodes map[string]*NodeDevices) int64 {
 		}
 	}
 	return m
+}
+
+// SelectByClass keeps the devices that class's CEL selectors select (as
+// the allocator would) and moves the others to Unusable with the reason,
+// on every node. A selector that fails to compile or evaluate selects
+// nothing; its error is the reason.
+func SelectByClass(ctx context.Context, nodes map[string]*NodeDevices, class *resourceapi.DeviceClass, cache *cel.Cache) {
+	for _, nd := range nodes {
+		kept := nd.Devices[:0]
+		for _, d := range nd.Devices {
+			if reason := rejectedBy(ctx, class, cache, d); reason != "" {
+				nd.Unusable = append(nd.Unusable, Unusable{Node: nd.Node, Pool: d.Pool, Device: d.Name, Reason: reason})
+				continue
+			}
+			kept = append(kept, d)
+		}
+		nd.Devices = kept
+	}
+}
+
+// rejectedBy is why class does not select d, "" when it does.
+func rejectedBy(ctx context.Context, class *resourceapi.DeviceClass, cache *cel.Cache, d Device) string {
+	var dev *resourceapi.Device
+	for i := range d.Slice.Spec.Devices {
+		if d.Slice.Spec.Devices[i].Name == d.Name {
+			dev = &d.Slice.Spec.Devices[i]
+		}
+	}
+	if dev == nil {
+		return "not in its ResourceSlice"
+	}
+	in := cel.Device{Driver: d.Driver, AllowMultipleAllocations: dev.AllowMultipleAllocations, Attributes: dev.Attributes, Capacity: dev.Capacity}
+	for _, s := range class.Spec.Selectors {
+		if s.CEL == nil {
+			continue
+		}
+		expr := cache.GetOrCompile(s.CEL.Expression)
+		if expr.Error != nil {
+			return fmt.Sprintf("DeviceClass %s selector %q: %v", class.Name, s.CEL.Expression, expr.Error)
+		}
+		ok, _, err := expr.DeviceMatches(ctx, in)
+		if err != nil {
+			return fmt.Sprintf("DeviceClass %s selector %q: %v", class.Name, s.CEL.Expression, err)
+		}
+		if !ok {
+			return fmt.Sprintf("not selected by DeviceClass %s (%s)", class.Name, s.CEL.Expression)
+		}
+	}
+	return ""
 }

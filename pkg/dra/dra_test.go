@@ -188,3 +188,25 @@ func (l classList) Get(name string) (*resourceapi.DeviceClass, error) {
 	}
 	return nil, fmt.Errorf("DeviceClass %s not found", name)
 }
+
+// SelectByClass drops the devices the DeviceClass does not select, with
+// the selector as the reason, and a selector that does not compile
+// selects nothing.
+func TestSelectByClass(t *testing.T) {
+	ctx := context.Background()
+	s := slice("n1", 1, device("gpu-0", 0, "16Gi", true), device("gpu-1", 1, "32Gi", true))
+	s.Spec.Devices[1].Attributes[AttributeProductName] = resourceapi.DeviceAttribute{StringValue: ptr.To("Tesla V100")}
+	class := func(expr string) *resourceapi.DeviceClass {
+		return &resourceapi.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: "c"}, Spec: resourceapi.DeviceClassSpec{Selectors: []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{Expression: expr}}}}}
+	}
+	nodes := Inventory([]*resourceapi.ResourceSlice{s}, v1alpha1.DRADriver)
+	SelectByClass(ctx, nodes, class(`device.driver == "gpu.nvidia.com" && device.capacity["gpu.nvidia.com"].memory.compareTo(quantity("20Gi")) >= 0`), NewCELCache())
+	if n := nodes["n1"]; len(n.Devices) != 1 || n.Devices[0].Name != "gpu-1" || len(n.Unusable) != 1 || !strings.Contains(n.Unusable[0].Reason, "not selected by DeviceClass c") {
+		t.Errorf("devices %+v unusable %+v, want gpu-1 kept, gpu-0 not selected", n.Devices, n.Unusable)
+	}
+	nodes = Inventory([]*resourceapi.ResourceSlice{s}, v1alpha1.DRADriver)
+	SelectByClass(ctx, nodes, class(`device.nonsense(`), NewCELCache())
+	if n := nodes["n1"]; len(n.Devices) != 0 || len(n.Unusable) != 2 || !strings.Contains(n.Unusable[0].Reason, "selector") {
+		t.Errorf("bad selector: devices %+v unusable %+v, want none kept", n.Devices, n.Unusable)
+	}
+}

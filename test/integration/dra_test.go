@@ -702,3 +702,29 @@ func TestDRATemplateClaims(t *testing.T) {
 	}
 	checkDRAAllocations(ctx, t, c)
 }
+
+// TestDRADeviceClassSelectors: the GPUs hetsev places on are those its
+// DeviceClass selects. With the class narrowed to T4s, a pod goes to a T4
+// although worst fit alone would take a V100, and a 20 GiB claim, which
+// only a V100 could hold, stays Pending with a reason naming the class.
+func TestDRADeviceClassSelectors(t *testing.T) {
+	cp, ctx, _ := draTestbed(t)
+	c := cp.Client
+	class, err := c.ResourceV1().DeviceClasses().Get(ctx, v1alpha1.DeviceClassName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	class.Spec.Selectors = append(class.Spec.Selectors, resourceapi.DeviceSelector{CEL: &resourceapi.CELDeviceSelector{
+		Expression: `device.attributes["gpu.nvidia.com"].productName == "Tesla T4"`,
+	}})
+	if _, err := c.ResourceV1().DeviceClasses().Update(ctx, class, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	draPod(ctx, t, c, v1alpha1.SchedulerName, "s-0", "model-s", "10Gi")
+	if pl := waitPlaced(ctx, t, c, "s-0"); pl.node != "t4-0" {
+		t.Errorf("s-0 on %s/%s, want t4-0: the DeviceClass selects T4s only", pl.node, pl.device)
+	}
+	draPod(ctx, t, c, v1alpha1.SchedulerName, "s-1", "model-s", "20Gi")
+	msg := waitPending(ctx, t, c, "s-1", "not selected by DeviceClass "+v1alpha1.DeviceClassName)
+	t.Logf("s-1 Pending: %s", msg)
+}

@@ -129,7 +129,14 @@ func (p *GPUShare) preFilterDRA(ctx context.Context, state fwk.CycleState, pod *
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, err.Error())
 	}
 	d.MemoryMiB = dra.ToMiB(mem.Value())
-	view, err := p.draSnapshot()
+	class, err := p.draManager.DeviceClasses().Get(v1alpha1.DeviceClassName)
+	if err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("DeviceClass %s not found", v1alpha1.DeviceClassName))
+		}
+		return nil, fwk.AsStatus(fmt.Errorf("getting DeviceClass %s: %w", v1alpha1.DeviceClassName, err))
+	}
+	view, err := p.draSnapshot(ctx, class)
 	if err != nil {
 		return nil, fwk.AsStatus(err)
 	}
@@ -154,9 +161,10 @@ func (p *GPUShare) preFilterDRA(ctx context.Context, state fwk.CycleState, pod *
 	return nil, nil
 }
 
-// draSnapshot lists the driver's ResourceSlices and every claim, allocated
-// or in flight, from the SharedDRAManager.
-func (p *GPUShare) draSnapshot() (*draView, error) {
+// draSnapshot lists the driver's ResourceSlices, keeps the GPUs class
+// selects, and lists every claim, allocated or in flight, from the
+// SharedDRAManager.
+func (p *GPUShare) draSnapshot(ctx context.Context, class *resourceapi.DeviceClass) (*draView, error) {
 	sl, err := p.draManager.ResourceSlices().ListWithDeviceTaintRules()
 	if err != nil {
 		return nil, fmt.Errorf("listing ResourceSlices: %w", err)
@@ -165,7 +173,9 @@ func (p *GPUShare) draSnapshot() (*draView, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listing ResourceClaims: %w", err)
 	}
-	return &draView{nodes: dra.Inventory(sl, v1alpha1.DRADriver), usages: dra.Usages(claims, v1alpha1.DRADriver)}, nil
+	nodes := dra.Inventory(sl, v1alpha1.DRADriver)
+	dra.SelectByClass(ctx, nodes, class, p.celCache)
+	return &draView{nodes: nodes, usages: dra.Usages(claims, v1alpha1.DRADriver)}, nil
 }
 
 // allocatedGPU is the node and GPU index of a claim's allocation.
