@@ -7,8 +7,10 @@ import (
 	"testing"
 	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -194,15 +196,15 @@ func draTestbed(t *testing.T) (*cluster.ControlPlane, context.Context, func()) {
 }
 
 // draPod creates a pod of model with a ResourceClaim asking for memory
-// of GPU memory: its own claim <name>-gpu (entry "gpu"), scheduled by
-// scheduler.
+// of GPU memory: its own claim <name>-gpu (entry "gpu"; created unless it
+// exists), scheduled by scheduler.
 func draPod(ctx context.Context, t *testing.T, c kubernetes.Interface, scheduler, name, model, memory string, opts ...func(*v1.Pod)) *v1.Pod {
 	t.Helper()
 	claim := &resourceapi.ResourceClaim{
 		ObjectMeta: metav1.ObjectMeta{Name: name + "-gpu", Namespace: "default"},
 		Spec:       claimSpec(memory),
 	}
-	if _, err := c.ResourceV1().ResourceClaims("default").Create(ctx, claim, metav1.CreateOptions{}); err != nil {
+	if _, err := c.ResourceV1().ResourceClaims("default").Create(ctx, claim, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatalf("creating claim %s: %v", claim.Name, err)
 	}
 	pod := &v1.Pod{
@@ -727,4 +729,79 @@ func TestDRADeviceClassSelectors(t *testing.T) {
 	draPod(ctx, t, c, v1alpha1.SchedulerName, "s-1", "model-s", "20Gi")
 	msg := waitPending(ctx, t, c, "s-1", "not selected by DeviceClass "+v1alpha1.DeviceClassName)
 	t.Logf("s-1 Pending: %s", msg)
+}
+
+// TestDRAUnreserveRollsBack: when writing a claim's allocation fails in
+// PreBind (here a ValidatingAdmissionPolicy refuses the claim's status
+// update), Unreserve drops the pending allocation: the claim stays
+// unallocated, the pod Pending with the error, and the GPU it had
+// reserved takes other pods (both T4s of t4-0 get one).
+func TestDRAUnreserveRollsBack(t *testing.T) {
+	cp, ctx, _ := draTestbed(t)
+	c := cp.Client
+	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "deny-claim-status"},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+			FailurePolicy: ptr.To(admissionregistrationv1.Fail),
+			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Update},
+					Rule:       admissionregistrationv1.Rule{APIGroups: []string{"resource.k8s.io"}, APIVersions: []string{"*"}, Resources: []string{"resourceclaims/status"}},
+				},
+			}}},
+			Validations: []admissionregistrationv1.Validation{{
+				Expression: `!has(object.metadata.labels) || !("deny-status" in object.metadata.labels)`,
+				Message:    "status updates of this claim are refused (test)",
+			}},
+		},
+	}
+	if _, err := c.AdmissionregistrationV1().ValidatingAdmissionPolicies().Create(ctx, policy, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "deny-claim-status"},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
+			PolicyName:        policy.Name,
+			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
+		},
+	}
+	if _, err := c.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// The policy is in force once a probe claim's status update is refused.
+	probe, err := c.ResourceV1().ResourceClaims("default").Create(ctx, &resourceapi.ResourceClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: "probe", Namespace: "default", Labels: map[string]string{"deny-status": ""}},
+		Spec:       claimSpec("1Gi"),
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(ctx, t, 30*time.Second, "the policy refusing claim status updates", func(ctx context.Context) (bool, error) {
+		_, err := c.ResourceV1().ResourceClaims("default").UpdateStatus(ctx, probe, metav1.UpdateOptions{})
+		return err != nil && strings.Contains(err.Error(), "refused (test)"), nil
+	})
+
+	if _, err := c.ResourceV1().ResourceClaims("default").Create(ctx, &resourceapi.ResourceClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: "x-gpu", Namespace: "default", Labels: map[string]string{"deny-status": ""}},
+		Spec:       claimSpec("10Gi"),
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	draPod(ctx, t, c, v1alpha1.SchedulerName, "x", "model-x", "10Gi", onNode("t4-0"))
+	waitPending(ctx, t, c, "x", "refused (test)")
+
+	draPod(ctx, t, c, v1alpha1.SchedulerName, "y", "model-y", "10Gi", onNode("t4-0"))
+	draPod(ctx, t, c, v1alpha1.SchedulerName, "z", "model-z", "10Gi", onNode("t4-0"))
+	y, z := waitPlaced(ctx, t, c, "y"), waitPlaced(ctx, t, c, "z")
+	if y.device == z.device {
+		t.Errorf("y and z both on t4-0/%s", y.device)
+	}
+	cl, err := c.ResourceV1().ResourceClaims("default").Get(ctx, "x-gpu", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cl.Status.Allocation != nil || len(cl.Status.ReservedFor) > 0 {
+		t.Errorf("claim x-gpu status %+v after PreBind failed, want none", cl.Status)
+	}
+	checkDRAAllocations(ctx, t, c)
 }
