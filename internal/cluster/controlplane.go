@@ -41,8 +41,11 @@ type ControlPlane struct {
 // KCMControllers are the kube-controller-manager controllers hetsev needs:
 // Deployments create ReplicaSets and pods, HPA scales on custom metrics,
 // garbage collection deletes owned objects, and the service-account
-// controller creates the default service accounts pods need.
-var KCMControllers = "deployment-controller,replicaset-controller,garbage-collector-controller,horizontal-pod-autoscaler-controller,serviceaccount-controller"
+// controller creates the default service accounts pods need, and the
+// resource-claim controller creates pods' ResourceClaims from their
+// templates and frees (deallocates or deletes) those of deleted pods (GPU
+// mode dra).
+var KCMControllers = "deployment-controller,replicaset-controller,garbage-collector-controller,horizontal-pod-autoscaler-controller,serviceaccount-controller,resourceclaim-controller"
 
 // StartControlPlane starts etcd, kube-apiserver (with the aggregation layer's
 // front-proxy certificates, for the metrics adapter) and

@@ -54,6 +54,11 @@ type HetsevGPUShareArgs struct {
 	// GPU already in use where it fits before an empty one
 	// (gpuinventory.Choice.Consolidate). After defaulting never nil.
 	Consolidate *bool
+	// GPUMode is how pods reach their GPU: v1alpha1.GPUModeAnnotations
+	// (hetsev.io/gpu-index and NVIDIA_VISIBLE_DEVICES) or
+	// v1alpha1.GPUModeDRA (the plugin allocates the pod's ResourceClaim of
+	// v1alpha1.DeviceClassName on a shared GPU's memory capacity).
+	GPUMode string
 }
 
 // Anti-affinity modes of HetsevGPUShareArgs.AntiAffinity.

@@ -10,6 +10,7 @@ import (
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 
+	"github.com/hetsev/hetsev/pkg/dra"
 	"github.com/hetsev/hetsev/pkg/gpuinventory"
 )
 
@@ -35,12 +36,27 @@ var (
 //   - a node with readable GPU labels is added, or a node's GFD labels
 //     (nvidia.com/gpu.count, nvidia.com/gpu.memory) become readable or
 //     grow.
+//
+// In DRA mode, also: a ResourceClaim is added, changes or is deleted (a
+// pod's claim was generated, a share was deallocated or freed), a
+// ResourceSlice is added or changes (GPUs published, capacity grown), a
+// DeviceClass is added or changes, and a pod's generated claims are
+// recorded in its status.
 func (p *GPUShare) EventsToRegister(context.Context) ([]fwk.ClusterEventWithHint, error) {
-	return []fwk.ClusterEventWithHint{
+	events := []fwk.ClusterEventWithHint{
 		{Event: fwk.ClusterEvent{Resource: fwk.Pod, ActionType: fwk.Delete}, QueueingHintFn: isSchedulableAfterPodDeleted},
 		{Event: fwk.ClusterEvent{Resource: fwk.Pod, ActionType: fwk.Update}, QueueingHintFn: isSchedulableAfterPodUpdated},
 		{Event: fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.Add | fwk.UpdateNodeLabel}, QueueingHintFn: isSchedulableAfterNodeChange},
-	}, nil
+	}
+	if p.draMode {
+		events = append(events,
+			fwk.ClusterEventWithHint{Event: fwk.ClusterEvent{Resource: fwk.ResourceClaim, ActionType: fwk.Add | fwk.Update | fwk.Delete}},
+			fwk.ClusterEventWithHint{Event: fwk.ClusterEvent{Resource: fwk.ResourceSlice, ActionType: fwk.Add | fwk.Update}},
+			fwk.ClusterEventWithHint{Event: fwk.ClusterEvent{Resource: fwk.DeviceClass, ActionType: fwk.Add | fwk.Update}},
+			fwk.ClusterEventWithHint{Event: fwk.ClusterEvent{Resource: fwk.Pod, ActionType: fwk.UpdatePodGeneratedResourceClaim}},
+		)
+	}
+	return events, nil
 }
 
 // isSchedulableAfterPodDeleted queues the pod when the deleted pod held, or
@@ -152,7 +168,13 @@ const signKey = "v1.Pod.Annotations[hetsev.io/model,hetsev.io/gpu-memory,hetsev.
 // (model, GPU memory in MiB, busy share, inflation limit) are filtered and scored alike on every node.
 // Pods without a GPU share sign as such; a pod with malformed annotations
 // is not signed (PreFilter rejects it anyway).
+//
+// In DRA mode pods with a hetsev claim are not signed: their GPU memory is
+// in the claim.
 func (p *GPUShare) SignPod(_ context.Context, pod *v1.Pod) ([]fwk.SignFragment, *fwk.Status) {
+	if p.draMode && dra.HasHetsevClaim(pod) {
+		return nil, fwk.NewStatus(fwk.Unschedulable, errUnsigned.Error())
+	}
 	d, ok, err := gpuinventory.DemandOf(pod)
 	if err != nil {
 		return nil, fwk.NewStatus(fwk.Unschedulable, err.Error())

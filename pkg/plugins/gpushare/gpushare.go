@@ -19,10 +19,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/dynamic-resource-allocation/cel"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 
+	"github.com/hetsev/hetsev/pkg/dra"
 	"github.com/hetsev/hetsev/pkg/gpuinventory"
 	"github.com/hetsev/hetsev/pkg/placement"
 )
@@ -38,6 +41,7 @@ var (
 	_ fwk.ScorePlugin     = &GPUShare{}
 	_ fwk.ReservePlugin   = &GPUShare{}
 	_ fwk.BindPlugin      = &GPUShare{}
+	_ fwk.PreBindPlugin   = &GPUShare{}
 )
 
 // GPUShare places model instances on individual GPUs.
@@ -57,6 +61,19 @@ type GPUShare struct {
 	// nodeCache holds each node's accounting by name.
 	cacheMu   sync.RWMutex
 	nodeCache map[string]*cachedNode
+
+	// DRA mode (gpuMode: dra; dra.go). draManager is the scheduler's
+	// SharedDRAManager, shared by all its profiles.
+	draMode     bool
+	draManager  fwk.SharedDRAManager
+	podLister   corelisters.PodLister
+	celCache    *cel.Cache
+	draReserved map[types.UID]*draReservation // by pod, guarded by mu
+	// inFlight is the pod each claim is being allocated for, between
+	// Reserve and the moment its reservedFor names the pod; guarded by mu.
+	inFlight map[types.UID]*v1.Pod
+	// reportedIssues remembers the safe-side counts already logged.
+	reportedIssues sync.Map
 }
 
 type reservation struct {
@@ -72,8 +89,18 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 	if err != nil {
 		return nil, err
 	}
-	p := &GPUShare{handle: h, placer: args.placer(), reserved: map[types.UID]reservation{}}
+	p := &GPUShare{handle: h, placer: args.placer(), reserved: map[types.UID]reservation{},
+		draReserved: map[types.UID]*draReservation{}, inFlight: map[types.UID]*v1.Pod{}}
+	if args.GPUMode == v1alpha1.GPUModeDRA {
+		p.draMode = true
+		p.draManager = h.SharedDRAManager()
+		if p.draManager == nil {
+			return nil, fmt.Errorf("%s: gpuMode %s needs the scheduler's DRA manager (feature DynamicResourceAllocation)", Name, v1alpha1.GPUModeDRA)
+		}
+		p.celCache = dra.NewCELCache()
+	}
 	if f := h.SharedInformerFactory(); f != nil {
+		p.podLister = f.Core().V1().Pods().Lister()
 		_, err := f.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 			DeleteFunc: func(obj interface{}) {
 				if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
@@ -88,7 +115,7 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 			return nil, fmt.Errorf("%s: watching pods: %w", Name, err)
 		}
 	}
-	klog.FromContext(ctx).V(2).Info("plugin initialised", "plugin", Name, "fit", args.Fit, "antiAffinity", args.AntiAffinity, "interferenceWeight", *args.InterferenceWeight, "interferenceModel", args.Colocation.Source)
+	klog.FromContext(ctx).V(2).Info("plugin initialised", "plugin", Name, "gpuMode", args.GPUMode, "fit", args.Fit, "antiAffinity", args.AntiAffinity, "interferenceWeight", *args.InterferenceWeight, "interferenceModel", args.Colocation.Source)
 	return p, nil
 }
 
@@ -98,6 +125,7 @@ func (p *GPUShare) Name() string { return Name }
 type demandState struct {
 	demand gpuinventory.Demand
 	model  unique.Handle[string] // demand.Model, compared by pointer in pickOn
+	dra    *draState             // DRA mode only
 }
 
 func (s *demandState) Clone() fwk.StateData { return s }
@@ -108,6 +136,9 @@ func (s *demandState) Clone() fwk.StateData { return s }
 // naming the annotation, so it stays Pending with a FailedScheduling event
 // that says why.
 func (p *GPUShare) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, _ []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
+	if p.draMode {
+		return p.preFilterDRA(ctx, state, pod)
+	}
 	d, ok, err := gpuinventory.DemandOf(pod)
 	if !ok {
 		return nil, fwk.NewStatus(fwk.Skip)
@@ -147,6 +178,9 @@ func (p *GPUShare) Filter(ctx context.Context, state fwk.CycleState, pod *v1.Pod
 	ds, ok := demandStateFrom(state)
 	if !ok {
 		return nil
+	}
+	if ds.dra != nil {
+		return p.filterDRA(ctx, ds, nodeInfo)
 	}
 	d := ds.demand
 	gpus, r, err := p.pickOn(ctx, nodeInfo, ds)
@@ -195,6 +229,9 @@ func (p *GPUShare) Score(ctx context.Context, state fwk.CycleState, pod *v1.Pod,
 	if !ok {
 		return 0, nil
 	}
+	if ds.dra != nil {
+		return p.scoreDRA(ctx, ds, nodeInfo), nil
+	}
 	_, r, err := p.pickOn(ctx, nodeInfo, ds)
 	if err != nil || !r.ok {
 		return 0, nil
@@ -239,6 +276,9 @@ func (p *GPUShare) Reserve(ctx context.Context, state fwk.CycleState, pod *v1.Po
 	if !ok {
 		return nil
 	}
+	if ds.dra != nil {
+		return p.reserveDRA(ctx, ds, pod, nodeName)
+	}
 	d := ds.demand
 	nodeInfo, err := p.handle.SnapshotSharedLister().NodeInfos().Get(nodeName)
 	if err != nil {
@@ -260,13 +300,20 @@ func (p *GPUShare) Reserve(ctx context.Context, state fwk.CycleState, pod *v1.Po
 }
 
 // Unreserve releases the GPU when binding fails.
-func (p *GPUShare) Unreserve(_ context.Context, _ fwk.CycleState, pod *v1.Pod, _ string) {
+func (p *GPUShare) Unreserve(ctx context.Context, _ fwk.CycleState, pod *v1.Pod, _ string) {
+	if p.draMode {
+		p.unreserveDRA(ctx, pod)
+	}
 	p.forget(pod.UID)
 }
 
 func (p *GPUShare) forget(uid types.UID) {
 	p.mu.Lock()
 	delete(p.reserved, uid)
+	if res, ok := p.draReserved[uid]; ok {
+		delete(p.inFlight, res.claim.UID)
+		delete(p.draReserved, uid)
+	}
 	p.mu.Unlock()
 }
 
@@ -278,7 +325,8 @@ func (p *GPUShare) reservationOf(uid types.UID) (reservation, bool) {
 }
 
 // Bind binds the pod to the node and writes hetsev.io/gpu-index in the same
-// call: the API server's binding subresource merges the Binding's
+// call (in DRA mode too, where it is the allocated GPU's index attribute:
+// the metrics adapter joins DCGM's per-GPU series to pods with it): the API server's binding subresource merges the Binding's
 // annotations into the pod as it sets spec.nodeName. The pod is therefore
 // never bound without its GPU (the container's NVIDIA_VISIBLE_DEVICES comes
 // from the annotation through the downward API), nor left Pending with an

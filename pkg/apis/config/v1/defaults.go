@@ -2,6 +2,7 @@ package v1
 
 import (
 	"github.com/hetsev/hetsev/pkg/apis/config"
+	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
 	"github.com/hetsev/hetsev/pkg/gpuinventory"
 	"github.com/hetsev/hetsev/pkg/placement"
 )
@@ -28,6 +29,9 @@ const (
 	// DefaultGPUShareConsolidate: GPUs in use first for instances that
 	// declare their busy share (ours, not the paper's).
 	DefaultGPUShareConsolidate = true
+	// DefaultGPUShareGPUMode: annotations, for clusters without a DRA GPU
+	// driver.
+	DefaultGPUShareGPUMode = v1alpha1.GPUModeAnnotations
 )
 
 // SetDefaults_HetsevFairQueueArgs fills zero fields.
@@ -56,6 +60,9 @@ func SetDefaults_HetsevGPUShareArgs(obj *HetsevGPUShareArgs) {
 	if obj.Consolidate == nil {
 		c := DefaultGPUShareConsolidate
 		obj.Consolidate = &c
+	}
+	if obj.GPUMode == "" {
+		obj.GPUMode = DefaultGPUShareGPUMode
 	}
 	if obj.MaxBusyShare == nil {
 		c := DefaultGPUShareMaxBusyShare // dimensionless

@@ -40,6 +40,7 @@ type HetsevFairQueueArgs struct {
 //	      interferenceModelFile: /etc/hetsev/interference.yaml  # default: fitted
 //	      maxBusyShare: 1.0    # summed hetsev.io/busy-share per GPU; 0: no cap
 //	      consolidate: true    # declared busy share: a GPU in use first
+//	      gpuMode: annotations # or dra: allocate ResourceClaims
 //
 // A missing field takes its default (SetDefaults_HetsevGPUShareArgs), which
 // is the paper's behaviour except for interferenceWeight.
@@ -80,4 +81,14 @@ type HetsevGPUShareArgs struct {
 	// declare no busy share are placed by worst fit over all GPUs, as in
 	// HetSev 4.2. A pointer, so an explicit false is kept.
 	Consolidate *bool `json:"consolidate,omitempty"`
+	// GPUMode (default "annotations") is how pods reach their GPU:
+	// "annotations" (the plugin writes hetsev.io/gpu-index, the container
+	// reads NVIDIA_VISIBLE_DEVICES from it) or "dra" (every hetsev pod
+	// carries a ResourceClaim of DeviceClass shared-gpu.hetsev.io, entry
+	// "gpu" of spec.resourceClaims; the plugin allocates it on one GPU's
+	// memory capacity, published by the DRA driver gpu.nvidia.com in
+	// ResourceSlices, and the driver injects the device). In "dra" the
+	// profile must disable the upstream DynamicResources plugin and enable
+	// HetsevGPUShare at preBind.
+	GPUMode string `json:"gpuMode,omitempty"`
 }

@@ -72,6 +72,7 @@ func autoConvert_v1_HetsevGPUShareArgs_To_config_HetsevGPUShareArgs(in *HetsevGP
 	out.InterferenceModelFile = in.InterferenceModelFile
 	out.MaxBusyShare = (*float64)(unsafe.Pointer(in.MaxBusyShare))
 	out.Consolidate = (*bool)(unsafe.Pointer(in.Consolidate))
+	out.GPUMode = in.GPUMode
 	return nil
 }
 
@@ -87,6 +88,7 @@ func autoConvert_config_HetsevGPUShareArgs_To_v1_HetsevGPUShareArgs(in *config.H
 	out.InterferenceModelFile = in.InterferenceModelFile
 	out.MaxBusyShare = (*float64)(unsafe.Pointer(in.MaxBusyShare))
 	out.Consolidate = (*bool)(unsafe.Pointer(in.Consolidate))
+	out.GPUMode = in.GPUMode
 	return nil
 }
 

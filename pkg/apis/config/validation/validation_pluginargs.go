@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/hetsev/hetsev/pkg/apis/config"
+	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
 	"github.com/hetsev/hetsev/pkg/gpuinventory"
 	"github.com/hetsev/hetsev/pkg/interference"
 )
@@ -38,7 +39,7 @@ func ValidateHetsevFairQueueArgs(path *field.Path, args *config.HetsevFairQueueA
 // ValidateHetsevGPUShareArgs returns every invalid field of args under path
 // (e.g. pluginConfig[HetsevGPUShare].args): AntiAffinity must be Hard or
 // Soft, Fit WorstFit or BestFit, InterferenceWeight, when set, in 0..1,
-// MaxBusyShare, when set, finite and >= 0, and
+// MaxBusyShare, when set, finite and >= 0, GPUMode annotations or dra, and
 // InterferenceModelFile, when set, a file interference.LoadColocation
 // accepts (its error names the file's field).
 func ValidateHetsevGPUShareArgs(path *field.Path, args *config.HetsevGPUShareArgs) field.ErrorList {
@@ -54,6 +55,9 @@ func ValidateHetsevGPUShareArgs(path *field.Path, args *config.HetsevGPUShareArg
 	}
 	if c := args.MaxBusyShare; c != nil && !(*c >= 0 && !math.IsInf(*c, 1)) {
 		errs = append(errs, field.Invalid(path.Child("maxBusyShare"), *c, "must be a finite number >= 0 (0: no cap)"))
+	}
+	if modes := []string{v1alpha1.GPUModeAnnotations, v1alpha1.GPUModeDRA}; args.GPUMode != modes[0] && args.GPUMode != modes[1] {
+		errs = append(errs, field.NotSupported(path.Child("gpuMode"), args.GPUMode, modes))
 	}
 	if f := args.InterferenceModelFile; f != "" {
 		if _, err := interference.LoadColocation(f); err != nil {

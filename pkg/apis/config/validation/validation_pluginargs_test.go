@@ -72,7 +72,15 @@ func TestValidateHetsevGPUShareArgs(t *testing.T) {
 		{config.HetsevGPUShareArgs{AntiAffinity: "Hard", Fit: "WorstFit", MaxBusyShare: w(math.Inf(1))}, []string{"pluginConfig[HetsevGPUShare].args.maxBusyShare"}},
 		{config.HetsevGPUShareArgs{AntiAffinity: "Hard", Fit: "WorstFit", InterferenceModelFile: bad}, []string{"pluginConfig[HetsevGPUShare].args.interferenceModelFile"}},
 		{config.HetsevGPUShareArgs{AntiAffinity: "Hard", Fit: "WorstFit", InterferenceModelFile: filepath.Join(dir, "absent.yaml")}, []string{"pluginConfig[HetsevGPUShare].args.interferenceModelFile"}},
+		{config.HetsevGPUShareArgs{AntiAffinity: "Hard", Fit: "WorstFit", GPUMode: "dra"}, nil},
+		{config.HetsevGPUShareArgs{AntiAffinity: "Hard", Fit: "WorstFit", GPUMode: "DRA"}, []string{"pluginConfig[HetsevGPUShare].args.gpuMode"}},
+		{config.HetsevGPUShareArgs{AntiAffinity: "Hard", Fit: "WorstFit", GPUMode: "-"}, []string{"pluginConfig[HetsevGPUShare].args.gpuMode"}},
 	} {
+		if c.args.GPUMode == "" {
+			c.args.GPUMode = "annotations" // as defaulted
+		} else if c.args.GPUMode == "-" {
+			c.args.GPUMode = "" // not defaulted: refused
+		}
 		errs := ValidateHetsevGPUShareArgs(path, &c.args)
 		if len(errs) != len(c.want) {
 			t.Errorf("%+v: %v, want errors at %v", c.args, errs, c.want)

@@ -1,0 +1,227 @@
+// Package dra is hetsev's view of GPUs shared through Dynamic Resource
+// Allocation (resource.k8s.io/v1 with consumable capacity, KEP-5075): the
+// GPUs a DRA driver publishes in ResourceSlices, the GPU memory each
+// allocated ResourceClaim consumes on them, and the per-GPU occupancy built
+// from both through pkg/gpuinventory, so that hetsev-scheduler's DRA mode
+// applies the same rules (memory, busy share, identical-model
+// anti-affinity, interference) as its annotation mode.
+package dra
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+
+	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/dynamic-resource-allocation/cel"
+
+	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
+)
+
+// Device attributes of NVIDIA's DRA driver that hetsev reads.
+const (
+	// AttributeIndex is the GPU's index on its node (an int), the one
+	// nvidia-smi and dcgm-exporter's "gpu" label use.
+	AttributeIndex resourceapi.QualifiedName = "index"
+	// AttributeProductName is the GPU's product name (a string, e.g.
+	// "Tesla V100-SXM2-32GB").
+	AttributeProductName resourceapi.QualifiedName = "productName"
+)
+
+// mib is one MiB in bytes.
+const mib = 1024 * 1024
+
+// Device is one shareable GPU a DRA driver publishes for a node.
+type Device struct {
+	// Driver, Pool and Name identify the device in an allocation result.
+	Driver, Pool, Name string
+	// Index is the GPU's AttributeIndex, or its position among the node's
+	// devices (ordered by name) when the driver publishes none. hetsev
+	// writes it as hetsev.io/gpu-index on the pod.
+	Index int
+	// Product is AttributeProductName; may be empty.
+	Product string
+	// MemoryBytes is the device's DRAMemoryCapacity, bytes.
+	MemoryBytes int64
+	// Slice is the ResourceSlice that published the device.
+	Slice *resourceapi.ResourceSlice
+}
+
+// MemoryMiB is the device's memory in whole MiB (rounded down: never more
+// than it has).
+func (d Device) MemoryMiB() int64 { return d.MemoryBytes / mib }
+
+// Key is the device's driver/pool/name, as allocation results name it.
+func (d Device) Key() DeviceKey { return DeviceKey{Driver: d.Driver, Pool: d.Pool, Device: d.Name} }
+
+// DeviceKey names a device as an allocation result does.
+type DeviceKey struct{ Driver, Pool, Device string }
+
+func (k DeviceKey) String() string { return k.Driver + "/" + k.Pool + "/" + k.Device }
+
+// Unusable is a device of the driver that hetsev does not share, and why.
+type Unusable struct {
+	Node, Pool, Device string
+	Reason             string
+}
+
+func (u Unusable) String() string {
+	return fmt.Sprintf("device %s/%s on node %s: %s", u.Pool, u.Device, u.Node, u.Reason)
+}
+
+// NodeDevices are the shareable GPUs of one node, ordered by Index, and
+// the devices of the driver that hetsev does not share.
+type NodeDevices struct {
+	Node     string
+	Devices  []Device
+	Unusable []Unusable
+}
+
+// Inventory reads the GPUs that driver publishes per node from slices:
+// the slices of driver with spec.nodeName set, the newest generation of
+// each pool only (older ones are being replaced). A device is shareable
+// when it allows multiple allocations and has a positive
+// DRAMemoryCapacity; any other device of the driver is listed in
+// NodeDevices.Unusable with the reason. Slices of other drivers, and
+// slices not bound to one node (nodeSelector, allNodes), are ignored.
+func Inventory(all []*resourceapi.ResourceSlice, driver string) map[string]*NodeDevices {
+	newest := map[string]int64{} // pool -> generation
+	for _, s := range all {
+		if s == nil || s.Spec.Driver != driver || s.Spec.NodeName == nil {
+			continue
+		}
+		if g, ok := newest[s.Spec.Pool.Name]; !ok || s.Spec.Pool.Generation > g {
+			newest[s.Spec.Pool.Name] = s.Spec.Pool.Generation
+		}
+	}
+	nodes := map[string]*NodeDevices{}
+	for _, s := range all {
+		if s == nil || s.Spec.Driver != driver || s.Spec.NodeName == nil || s.Spec.Pool.Generation != newest[s.Spec.Pool.Name] {
+			continue
+		}
+		node := *s.Spec.NodeName
+		nd := nodes[node]
+		if nd == nil {
+			nd = &NodeDevices{Node: node}
+			nodes[node] = nd
+		}
+		for i := range s.Spec.Devices {
+			dev := &s.Spec.Devices[i]
+			d, reason := deviceOf(s, dev)
+			if reason != "" {
+				nd.Unusable = append(nd.Unusable, Unusable{Node: node, Pool: s.Spec.Pool.Name, Device: dev.Name, Reason: reason})
+				continue
+			}
+			nd.Devices = append(nd.Devices, d)
+		}
+	}
+	for _, nd := range nodes {
+		slices.SortFunc(nd.Devices, func(a, b Device) int {
+			return cmp.Or(cmp.Compare(a.Pool, b.Pool), cmp.Compare(a.Name, b.Name))
+		})
+		// Devices without an index attribute take their position.
+		for i := range nd.Devices {
+			if nd.Devices[i].Index < 0 {
+				nd.Devices[i].Index = i
+			}
+		}
+		slices.SortStableFunc(nd.Devices, func(a, b Device) int { return cmp.Compare(a.Index, b.Index) })
+	}
+	return nodes
+}
+
+// deviceOf reads one published device; reason says why hetsev does not
+// share it ("" when it does). Index is -1 when the device has no index
+// attribute.
+func deviceOf(s *resourceapi.ResourceSlice, dev *resourceapi.Device) (Device, string) {
+	if dev.AllowMultipleAllocations == nil || !*dev.AllowMultipleAllocations {
+		return Device{}, "allowMultipleAllocations is not true: the device cannot be shared"
+	}
+	c, ok := dev.Capacity[v1alpha1.DRAMemoryCapacity]
+	if !ok {
+		return Device{}, fmt.Sprintf("no capacity %q: its GPU memory cannot be accounted", v1alpha1.DRAMemoryCapacity)
+	}
+	if c.Value.Sign() <= 0 {
+		return Device{}, fmt.Sprintf("capacity %q is %s, not positive", v1alpha1.DRAMemoryCapacity, c.Value.String())
+	}
+	d := Device{Driver: s.Spec.Driver, Pool: s.Spec.Pool.Name, Name: dev.Name, Index: -1, MemoryBytes: c.Value.Value(), Slice: s}
+	if a, ok := dev.Attributes[AttributeIndex]; ok && a.IntValue != nil && *a.IntValue >= 0 && *a.IntValue < 1<<20 {
+		d.Index = int(*a.IntValue)
+	}
+	if a, ok := dev.Attributes[AttributeProductName]; ok && a.StringValue != nil {
+		d.Product = *a.StringValue
+	}
+	return d, ""
+}
+
+// ByIndex is the node's device with GPU index idx.
+func (n *NodeDevices) ByIndex(idx int) (Device, bool) {
+	for _, d := range n.Devices {
+		if d.Index == idx {
+			return d, true
+		}
+	}
+	return Device{}, false
+}
+
+// MaxMemoryBytes is the largest device memory over all nodes, bytes; 0
+// when there is no shareable device.
+func MaxMemoryBytes(nodes map[string]*NodeDevices) int64 {
+	var m int64
+	for _, nd := range nodes {
+		for _, d := range nd.Devices {
+			m = max(m, d.MemoryBytes)
+		}
+	}
+	return m
+}
+
+// SelectByClass keeps the devices that class's CEL selectors select (as
+// the allocator would) and moves the others to Unusable with the reason,
+// on every node. A selector that fails to compile or evaluate selects
+// nothing; its error is the reason.
+func SelectByClass(ctx context.Context, nodes map[string]*NodeDevices, class *resourceapi.DeviceClass, cache *cel.Cache) {
+	for _, nd := range nodes {
+		kept := nd.Devices[:0]
+		for _, d := range nd.Devices {
+			if reason := rejectedBy(ctx, class, cache, d); reason != "" {
+				nd.Unusable = append(nd.Unusable, Unusable{Node: nd.Node, Pool: d.Pool, Device: d.Name, Reason: reason})
+				continue
+			}
+			kept = append(kept, d)
+		}
+		nd.Devices = kept
+	}
+}
+
+// rejectedBy is why class does not select d, "" when it does.
+func rejectedBy(ctx context.Context, class *resourceapi.DeviceClass, cache *cel.Cache, d Device) string {
+	var dev *resourceapi.Device
+	for i := range d.Slice.Spec.Devices {
+		if d.Slice.Spec.Devices[i].Name == d.Name {
+			dev = &d.Slice.Spec.Devices[i]
+		}
+	}
+	if dev == nil {
+		return "not in its ResourceSlice"
+	}
+	in := cel.Device{Driver: d.Driver, AllowMultipleAllocations: dev.AllowMultipleAllocations, Attributes: dev.Attributes, Capacity: dev.Capacity}
+	for _, s := range class.Spec.Selectors {
+		if s.CEL == nil {
+			continue
+		}
+		expr := cache.GetOrCompile(s.CEL.Expression)
+		if expr.Error != nil {
+			return fmt.Sprintf("DeviceClass %s selector %q: %v", class.Name, s.CEL.Expression, expr.Error)
+		}
+		ok, _, err := expr.DeviceMatches(ctx, in)
+		if err != nil {
+			return fmt.Sprintf("DeviceClass %s selector %q: %v", class.Name, s.CEL.Expression, err)
+		}
+		if !ok {
+			return fmt.Sprintf("not selected by DeviceClass %s (%s)", class.Name, s.CEL.Expression)
+		}
+	}
+	return ""
+}

@@ -1,0 +1,555 @@
+package gpushare
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+
+	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/dynamic-resource-allocation/structured"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
+	"github.com/hetsev/hetsev/pkg/dra"
+	"github.com/hetsev/hetsev/pkg/gpuinventory"
+)
+
+// DRA mode (args gpuMode: dra). A hetsev pod carries spec.resourceClaims
+// entry v1alpha1.PodClaimName: a ResourceClaim (its own, or generated from
+// a ResourceClaimTemplate) whose request of DeviceClass
+// v1alpha1.DeviceClassName asks for GPU memory as consumable capacity.
+// The plugin allocates that claim itself, with annotation mode's rules:
+//
+//   - PreFilter finds the claim and its memory request, and takes one
+//     snapshot of the GPUs the DRA driver publishes (ResourceSlices) and of
+//     every allocated claim, from the scheduler's SharedDRAManager, which
+//     includes allocations in flight in any profile of this scheduler
+//     (the upstream DynamicResources plugin's and this plugin's);
+//   - Filter, Score and Reserve build each node's per-GPU occupancy from
+//     that snapshot (pkg/dra: every claim's consumedCapacity, each using
+//     pod's model, busy share and inflation limit) and pick a GPU with
+//     pkg/placement, as annotation mode does from pods;
+//   - Reserve allocates the claim on the chosen GPU with the upstream
+//     structured allocator offered that device alone (dra.Allocate) and
+//     signals it to the ResourceClaimTracker as pending, so other pods and
+//     profiles count it at once;
+//   - PreBind writes the allocation and the pod in reservedFor to the
+//     claim's status, as upstream does, before the pod is bound;
+//   - Unreserve drops the pending allocation or, once written, takes the
+//     pod out of reservedFor and the allocation it wrote off the claim;
+//   - Bind still writes hetsev.io/gpu-index (the GPU's index attribute):
+//     the metrics adapter joins DCGM's per-GPU series to pods with it.
+//
+// Nothing is kept in memory across restarts but in-flight allocations:
+// the accounting is the claims' allocations, read through informers.
+
+// draState is a DRA-mode pod's part of the cycle state.
+type draState struct {
+	claim   *resourceapi.ResourceClaim
+	request string // the claim's request of v1alpha1.DeviceClassName
+	view    *draView
+	// allocatedNode is set when the claim was already allocated (an
+	// earlier attempt of this pod wrote it): the pod goes where it is.
+	allocatedNode  string
+	allocatedIndex int
+
+	occMu sync.Mutex
+	occ   map[string]*draNode // per node, built once per cycle
+}
+
+// draView is the cycle's snapshot: shareable GPUs per node and what every
+// allocated claim holds.
+type draView struct {
+	nodes  map[string]*dra.NodeDevices
+	usages map[dra.DeviceKey][]dra.Usage
+}
+
+// draNode is one node's accounting in a cycle.
+type draNode struct {
+	devices *dra.NodeDevices
+	gpus    []gpuinventory.GPU
+	err     error
+}
+
+// draReservation is what Reserve allocated for a pod, until PreBind wrote
+// it or Unreserve dropped it.
+type draReservation struct {
+	claim *resourceapi.ResourceClaim // with the allocation, as signalled
+	// allocation is nil when the claim was allocated before (nothing to
+	// write but reservedFor).
+	allocation *resourceapi.AllocationResult
+	written    bool // PreBind stored the claim status
+}
+
+// Pods in DRA mode are never signed for the scheduler's batching: their
+// demand is in their claim, not in the pod.
+var errUnsigned = errors.New("pods with a hetsev ResourceClaim are not signed (their demand is in the claim)")
+
+// preFilterDRA reads the pod's claim: see the DRA mode comment above.
+func (p *GPUShare) preFilterDRA(ctx context.Context, state fwk.CycleState, pod *v1.Pod) (*fwk.PreFilterResult, *fwk.Status) {
+	claimName, has := dra.ClaimNameOf(pod, v1alpha1.PodClaimName)
+	if !has {
+		if _, isGPU, _ := gpuinventory.DemandOf(pod); isGPU {
+			return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("GPU mode dra: a pod with %s or %s needs spec.resourceClaims entry %q with a ResourceClaim of DeviceClass %s", v1alpha1.AnnotationModel, v1alpha1.AnnotationGPUMemory, v1alpha1.PodClaimName, v1alpha1.DeviceClassName))
+		}
+		return nil, fwk.NewStatus(fwk.Skip)
+	}
+	if claimName == "" {
+		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("waiting for the ResourceClaim of spec.resourceClaims entry %q to be created from its template", v1alpha1.PodClaimName))
+	}
+	claim, err := p.draManager.ResourceClaims().Get(pod.Namespace, claimName)
+	if err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("ResourceClaim %s/%s of spec.resourceClaims entry %q not found", pod.Namespace, claimName, v1alpha1.PodClaimName))
+		}
+		return nil, fwk.AsStatus(fmt.Errorf("getting ResourceClaim %s/%s: %w", pod.Namespace, claimName, err))
+	}
+	if claim.DeletionTimestamp != nil {
+		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("ResourceClaim %s/%s is being deleted", claim.Namespace, claim.Name))
+	}
+	request, mem, ok, err := dra.MemoryRequest(claim, v1alpha1.DeviceClassName)
+	if !ok {
+		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("ResourceClaim %s/%s has no request of DeviceClass %s", claim.Namespace, claim.Name, v1alpha1.DeviceClassName))
+	}
+	if err != nil {
+		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, err.Error())
+	}
+	d, err := dra.PodShare(pod)
+	if err != nil {
+		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, err.Error())
+	}
+	d.MemoryMiB = dra.ToMiB(mem.Value())
+	class, err := p.draManager.DeviceClasses().Get(v1alpha1.DeviceClassName)
+	if err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("DeviceClass %s not found", v1alpha1.DeviceClassName))
+		}
+		return nil, fwk.AsStatus(fmt.Errorf("getting DeviceClass %s: %w", v1alpha1.DeviceClassName, err))
+	}
+	view, err := p.draSnapshot(ctx, class)
+	if err != nil {
+		return nil, fwk.AsStatus(err)
+	}
+	s := &draState{claim: claim, request: request, view: view, occ: map[string]*draNode{}}
+	if claim.Status.Allocation != nil {
+		node, idx, err := allocatedGPU(view, claim)
+		if err != nil {
+			return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, err.Error())
+		}
+		if len(claim.Status.ReservedFor) > 0 && !reservedFor(claim, pod.UID) {
+			return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("ResourceClaim %s/%s is in use by another pod", claim.Namespace, claim.Name))
+		}
+		s.allocatedNode, s.allocatedIndex = node, idx
+		state.Write(stateKey, &demandState{demand: d, dra: s})
+		return &fwk.PreFilterResult{NodeNames: sets.New(node)}, nil
+	}
+	if largest := dra.MaxMemoryBytes(view.nodes); mem.Value() > largest {
+		return nil, fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("ResourceClaim %s/%s requests %s of GPU memory (capacity %q); the largest shareable GPU of driver %s has %d MiB%s",
+			claim.Namespace, claim.Name, mem.String(), v1alpha1.DRAMemoryCapacity, v1alpha1.DRADriver, largest/(1<<20), unusableSummary(view, "")))
+	}
+	state.Write(stateKey, &demandState{demand: d, dra: s})
+	return nil, nil
+}
+
+// draSnapshot lists the driver's ResourceSlices, keeps the GPUs class
+// selects, and lists every claim, allocated or in flight, from the
+// SharedDRAManager.
+func (p *GPUShare) draSnapshot(ctx context.Context, class *resourceapi.DeviceClass) (*draView, error) {
+	sl, err := p.draManager.ResourceSlices().ListWithDeviceTaintRules()
+	if err != nil {
+		return nil, fmt.Errorf("listing ResourceSlices: %w", err)
+	}
+	claims, err := p.draManager.ResourceClaims().List()
+	if err != nil {
+		return nil, fmt.Errorf("listing ResourceClaims: %w", err)
+	}
+	nodes := dra.Inventory(sl, v1alpha1.DRADriver)
+	dra.SelectByClass(ctx, nodes, class, p.celCache)
+	return &draView{nodes: nodes, usages: dra.Usages(claims, v1alpha1.DRADriver)}, nil
+}
+
+// allocatedGPU is the node and GPU index of a claim's allocation.
+func allocatedGPU(view *draView, claim *resourceapi.ResourceClaim) (string, int, error) {
+	for _, r := range claim.Status.Allocation.Devices.Results {
+		if r.Driver != v1alpha1.DRADriver {
+			continue
+		}
+		for node, nd := range view.nodes {
+			for _, d := range nd.Devices {
+				if d.Pool == r.Pool && d.Name == r.Device {
+					return node, d.Index, nil
+				}
+			}
+		}
+		return "", 0, fmt.Errorf("ResourceClaim %s/%s is allocated on device %s/%s/%s, which no node publishes as a shareable GPU", claim.Namespace, claim.Name, r.Driver, r.Pool, r.Device)
+	}
+	return "", 0, fmt.Errorf("ResourceClaim %s/%s is allocated, but on no device of driver %s", claim.Namespace, claim.Name, v1alpha1.DRADriver)
+}
+
+func reservedFor(claim *resourceapi.ResourceClaim, uid types.UID) bool {
+	return slices.ContainsFunc(claim.Status.ReservedFor, func(r resourceapi.ResourceClaimConsumerReference) bool { return r.UID == uid })
+}
+
+// unusableSummary names up to three devices of the driver hetsev does not
+// share (on node, or anywhere when node is ""), as "; not shared: ...".
+func unusableSummary(view *draView, node string) string {
+	var us []string
+	n := 0
+	for name, nd := range view.nodes {
+		if node != "" && name != node {
+			continue
+		}
+		for _, u := range nd.Unusable {
+			n++
+			if len(us) < 3 {
+				us = append(us, u.String())
+			}
+		}
+	}
+	if n == 0 {
+		return ""
+	}
+	if n > len(us) {
+		us = append(us, fmt.Sprintf("and %d more", n-len(us)))
+	}
+	return "; not shared: " + strings.Join(us, "; ")
+}
+
+// draNodeOf is the node's accounting in this cycle, built once: the
+// claims' usages of its GPUs (dra.NodeDevices.Occupancy) and, on the safe
+// side, bound hetsev pods whose claim holds no device here
+// (dra.AddUnclaimedPod).
+func (p *GPUShare) draNodeOf(ctx context.Context, s *draState, nodeInfo fwk.NodeInfo) *draNode {
+	node := nodeInfo.Node()
+	if node == nil {
+		return &draNode{err: errors.New("node not found")}
+	}
+	s.occMu.Lock()
+	defer s.occMu.Unlock()
+	if n, ok := s.occ[node.Name]; ok {
+		return n
+	}
+	n := &draNode{}
+	s.occ[node.Name] = n
+	nd := s.view.nodes[node.Name]
+	if nd == nil || len(nd.Devices) == 0 {
+		n.err = fmt.Errorf("node %s has no shareable GPU of DRA driver %s%s", node.Name, v1alpha1.DRADriver, unusableSummary(s.view, node.Name))
+		return n
+	}
+	n.devices = nd
+	occ, counted, issues := nd.Occupancy(s.view.usages, p.consumers)
+	for _, pi := range nodeInfo.GetPods() {
+		pod := pi.GetPod()
+		if pod.Spec.NodeName == "" || counted[pod.UID] || gpuinventory.Terminal(pod) || !dra.HasHetsevClaim(pod) {
+			continue
+		}
+		var memMiB int64
+		if name, _ := dra.ClaimNameOf(pod, v1alpha1.PodClaimName); name != "" {
+			if c, err := p.draManager.ResourceClaims().Get(pod.Namespace, name); err == nil {
+				if _, q, ok, err := dra.MemoryRequest(c, v1alpha1.DeviceClassName); ok && err == nil {
+					memMiB = dra.ToMiB(q.Value())
+				}
+			}
+		}
+		if what := dra.AddUnclaimedPod(occ, nd, pod, memMiB); what != "" {
+			issues = append(issues, dra.Issue{Pod: pod.Namespace + "/" + pod.Name, What: what, Object: pod})
+		}
+	}
+	for _, is := range issues {
+		p.reportIssue(ctx, node.Name, is)
+	}
+	n.gpus = occ.GPUs
+	return n
+}
+
+// reportIssue logs a claim or pod counted on the safe side and records a
+// Warning event (reason ReasonCountedSafeSide) about it, once per node and
+// text.
+func (p *GPUShare) reportIssue(ctx context.Context, node string, is dra.Issue) {
+	key := node + "\x00" + is.String()
+	if _, seen := p.reportedIssues.LoadOrStore(key, true); seen {
+		return
+	}
+	klog.FromContext(ctx).Info("GPU share counted on the safe side", "plugin", Name, "node", node, "issue", is.String())
+	if r := p.handle.EventRecorder(); r != nil && is.Object != nil {
+		r.Eventf(is.Object, nil, v1.EventTypeWarning, ReasonCountedSafeSide, "Scheduling", "%s counts it on node %s on the safe side: %s", Name, node, is.What)
+	}
+}
+
+// ReasonCountedSafeSide is the reason of the Warning event about a claim
+// (or pod) whose recorded GPU share hetsev-scheduler does not take as is:
+// an allocation consuming less than the claim requests, none of the
+// memory capacity, or a pod running on a GPU its claim no longer holds.
+const ReasonCountedSafeSide = "GPUShareCountedSafeSide"
+
+// consumers are the pods using a claim: those in its reservedFor that the
+// informer has, and the pod this plugin is allocating it for.
+func (p *GPUShare) consumers(claim *resourceapi.ResourceClaim) []*v1.Pod {
+	var pods []*v1.Pod
+	for _, r := range claim.Status.ReservedFor {
+		if r.Resource != "pods" || r.APIGroup != "" || p.podLister == nil {
+			continue
+		}
+		pod, err := p.podLister.Pods(claim.Namespace).Get(r.Name)
+		if err != nil || pod.UID != r.UID {
+			continue
+		}
+		pods = append(pods, pod)
+	}
+	p.mu.RLock()
+	pod, ok := p.inFlight[claim.UID]
+	p.mu.RUnlock()
+	if ok && !slices.ContainsFunc(pods, func(q *v1.Pod) bool { return q.UID == pod.UID }) {
+		pods = append(pods, pod)
+	}
+	return pods
+}
+
+// pickOnDRA is placement's pick on the node's GPUs for the pod's demand.
+func (p *GPUShare) pickOnDRA(ctx context.Context, ds *demandState, nodeInfo fwk.NodeInfo) (*draNode, picked) {
+	n := p.draNodeOf(ctx, ds.dra, nodeInfo)
+	if n.err != nil {
+		return n, picked{}
+	}
+	var r picked
+	r.idx, r.rating, r.clash, r.ok = p.placer.OnNode(nodeInfo.Node().GetLabels()).Pick(n.gpus, ds.demand)
+	return n, r
+}
+
+func (p *GPUShare) filterDRA(ctx context.Context, ds *demandState, nodeInfo fwk.NodeInfo) *fwk.Status {
+	if ds.dra.allocatedNode != "" {
+		if nodeInfo.Node().Name != ds.dra.allocatedNode {
+			return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("ResourceClaim %s/%s is allocated on node %s", ds.dra.claim.Namespace, ds.dra.claim.Name, ds.dra.allocatedNode))
+		}
+		return nil
+	}
+	n, r := p.pickOnDRA(ctx, ds, nodeInfo)
+	if n.err != nil {
+		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, n.err.Error())
+	}
+	if !r.ok {
+		return fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("ResourceClaim %s/%s: %s", ds.dra.claim.Namespace, ds.dra.claim.Name, p.reasonNoGPU(nodeInfo, n.gpus, ds.demand)))
+	}
+	return nil
+}
+
+func (p *GPUShare) scoreDRA(ctx context.Context, ds *demandState, nodeInfo fwk.NodeInfo) int64 {
+	if ds.dra.allocatedNode != "" {
+		return ratingScale
+	}
+	n, r := p.pickOnDRA(ctx, ds, nodeInfo)
+	if n.err != nil || !r.ok {
+		return 0
+	}
+	score := int64(r.rating * ratingScale)
+	if r.clash {
+		return -1 - score
+	}
+	return score
+}
+
+// reserveDRA allocates the claim on the GPU placement picks on the node
+// and signals the allocation as pending to the ResourceClaimTracker.
+func (p *GPUShare) reserveDRA(ctx context.Context, ds *demandState, pod *v1.Pod, nodeName string) *fwk.Status {
+	s := ds.dra
+	if s.allocatedNode != "" {
+		p.mu.Lock()
+		p.reserved[pod.UID] = reservation{node: nodeName, index: s.allocatedIndex}
+		p.draReserved[pod.UID] = &draReservation{claim: s.claim}
+		p.mu.Unlock()
+		return nil
+	}
+	nodeInfo, err := p.handle.SnapshotSharedLister().NodeInfos().Get(nodeName)
+	if err != nil {
+		return fwk.AsStatus(fmt.Errorf("getting node %q: %w", nodeName, err))
+	}
+	n, r := p.pickOnDRA(ctx, ds, nodeInfo)
+	if n.err != nil {
+		return fwk.NewStatus(fwk.Unschedulable, n.err.Error())
+	}
+	if !r.ok {
+		return fwk.NewStatus(fwk.Unschedulable, p.reasonNoGPU(nodeInfo, n.gpus, ds.demand))
+	}
+	dev := n.devices.Devices[r.idx]
+	allocated, err := p.gatherAllocatedState()
+	if err != nil {
+		return fwk.AsStatus(err)
+	}
+	alloc, err := dra.Allocate(ctx, *allocated, p.draManager.DeviceClasses(), p.celCache, nodeInfo.Node(), dev, s.claim)
+	if err != nil {
+		return fwk.NewStatus(fwk.Unschedulable, err.Error())
+	}
+	claim := s.claim.DeepCopy()
+	if !slices.Contains(claim.Finalizers, resourceapi.Finalizer) {
+		claim.Finalizers = append(claim.Finalizers, resourceapi.Finalizer)
+	}
+	claim.Status.Allocation = alloc
+	p.mu.Lock()
+	p.reserved[pod.UID] = reservation{node: nodeName, index: dev.Index}
+	p.draReserved[pod.UID] = &draReservation{claim: claim, allocation: alloc}
+	p.inFlight[claim.UID] = pod
+	p.mu.Unlock()
+	if err := p.draManager.ResourceClaims().SignalClaimPendingAllocation(claim.UID, claim); err != nil {
+		p.forget(pod.UID)
+		return fwk.AsStatus(fmt.Errorf("signalling the allocation of ResourceClaim %s/%s: %w", claim.Namespace, claim.Name, err))
+	}
+	klog.FromContext(ctx).V(4).Info("reserved GPU share", "plugin", Name, "pod", klog.KObj(pod), "claim", klog.KObj(claim), "node", nodeName, "device", dev.Key().String(), "gpuIndex", dev.Index, "freeMiB", n.gpus[r.idx].FreeMiB())
+	return nil
+}
+
+// gatherAllocatedState is the tracker's allocated state, retried while a
+// concurrent change makes it inconsistent.
+func (p *GPUShare) gatherAllocatedState() (*structured.AllocatedState, error) {
+	var err error
+	for range 20 {
+		var s *structured.AllocatedState
+		s, err = p.draManager.ResourceClaims().GatherAllocatedState()
+		if err == nil && s != nil {
+			return s, nil
+		}
+	}
+	return nil, fmt.Errorf("gathering allocated devices: %v", err)
+}
+
+// PreBindPreFlight implements fwk.PreBindPlugin: PreBind has work for DRA
+// pods only.
+func (p *GPUShare) PreBindPreFlight(_ context.Context, state fwk.CycleState, _ *v1.Pod, _ string) (*fwk.PreBindPreFlightResult, *fwk.Status) {
+	if ds, ok := demandStateFrom(state); ok && ds.dra != nil {
+		return &fwk.PreBindPreFlightResult{}, nil
+	}
+	return nil, fwk.NewStatus(fwk.Skip)
+}
+
+// PreBind writes the claim's allocation (when Reserve made one) and the
+// pod in its reservedFor, in one status update, as the upstream
+// DynamicResources plugin does, retrying on conflicts; a claim deleted or
+// allocated elsewhere in the meantime is an error (Unreserve follows).
+func (p *GPUShare) PreBind(ctx context.Context, state fwk.CycleState, pod *v1.Pod, _ string) *fwk.Status {
+	ds, ok := demandStateFrom(state)
+	if !ok || ds.dra == nil {
+		return nil
+	}
+	p.mu.RLock()
+	res := p.draReserved[pod.UID]
+	p.mu.RUnlock()
+	if res == nil {
+		return fwk.AsStatus(fmt.Errorf("no GPU share reserved for pod %s", klog.KObj(pod)))
+	}
+	client := p.handle.ClientSet().ResourceV1().ResourceClaims(res.claim.Namespace)
+	claim := ds.dra.claim.DeepCopy()
+	first := true
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if !first {
+			got, err := client.Get(ctx, claim.Name, metav1.GetOptions{})
+			if err != nil {
+				return fmt.Errorf("getting ResourceClaim %s: %w", klog.KObj(claim), err)
+			}
+			claim = got
+		}
+		first = false
+		if claim.UID != res.claim.UID {
+			return fmt.Errorf("ResourceClaim %s was replaced", klog.KObj(claim))
+		}
+		if claim.DeletionTimestamp != nil {
+			return fmt.Errorf("ResourceClaim %s is being deleted", klog.KObj(claim))
+		}
+		if res.allocation != nil {
+			if claim.Status.Allocation != nil {
+				return fmt.Errorf("ResourceClaim %s was allocated elsewhere in the meantime", klog.KObj(claim))
+			}
+			if !slices.Contains(claim.Finalizers, resourceapi.Finalizer) {
+				claim.Finalizers = append(claim.Finalizers, resourceapi.Finalizer)
+				got, err := client.Update(ctx, claim, metav1.UpdateOptions{})
+				if err != nil {
+					return fmt.Errorf("adding finalizer to ResourceClaim %s: %w", klog.KObj(claim), err)
+				}
+				claim = got
+			}
+			claim.Status.Allocation = res.allocation
+		} else if claim.Status.Allocation == nil {
+			return fmt.Errorf("ResourceClaim %s was deallocated in the meantime", klog.KObj(claim))
+		}
+		if !reservedFor(claim, pod.UID) {
+			claim.Status.ReservedFor = append(claim.Status.ReservedFor, resourceapi.ResourceClaimConsumerReference{Resource: "pods", Name: pod.Name, UID: pod.UID})
+		}
+		got, err := client.UpdateStatus(ctx, claim, metav1.UpdateOptions{})
+		if err != nil {
+			return fmt.Errorf("writing allocation and reservation of ResourceClaim %s: %w", klog.KObj(claim), err)
+		}
+		claim = got
+		return nil
+	})
+	if err != nil {
+		return fwk.AsStatus(err)
+	}
+	tracker := p.draManager.ResourceClaims()
+	if err := tracker.AssumeClaimAfterAPICall(claim); err != nil {
+		klog.FromContext(ctx).V(5).Info("claim not assumed", "plugin", Name, "claim", klog.KObj(claim), "err", err)
+	}
+	if res.allocation != nil {
+		tracker.MaybeRemoveClaimPendingAllocation(claim.UID, true)
+	}
+	p.mu.Lock()
+	res.written = true
+	res.claim = claim
+	p.mu.Unlock()
+	klog.FromContext(ctx).V(4).Info("allocated GPU share", "plugin", Name, "pod", klog.KObj(pod), "claim", klog.KObj(claim))
+	return nil
+}
+
+// unreserveDRA rolls back what Reserve and PreBind did for the pod: the
+// pending allocation, or the pod in reservedFor and the allocation it
+// wrote (when no other pod uses the claim).
+func (p *GPUShare) unreserveDRA(ctx context.Context, pod *v1.Pod) {
+	p.mu.RLock()
+	res := p.draReserved[pod.UID]
+	p.mu.RUnlock()
+	if res == nil {
+		return
+	}
+	tracker := p.draManager.ResourceClaims()
+	if res.allocation != nil && !res.written {
+		if tracker.MaybeRemoveClaimPendingAllocation(res.claim.UID, true) {
+			tracker.AssumedClaimRestore(res.claim.Namespace, res.claim.Name)
+		}
+		return
+	}
+	if !res.written {
+		return
+	}
+	client := p.handle.ClientSet().ResourceV1().ResourceClaims(res.claim.Namespace)
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		claim, err := client.Get(ctx, res.claim.Name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if claim.UID != res.claim.UID {
+			return nil
+		}
+		claim.Status.ReservedFor = slices.DeleteFunc(claim.Status.ReservedFor, func(r resourceapi.ResourceClaimConsumerReference) bool { return r.UID == pod.UID })
+		if res.allocation != nil && len(claim.Status.ReservedFor) == 0 {
+			claim.Status.Allocation = nil
+		}
+		got, err := client.UpdateStatus(ctx, claim, metav1.UpdateOptions{})
+		if err != nil {
+			return err
+		}
+		if err := tracker.AssumeClaimAfterAPICall(got); err != nil {
+			klog.FromContext(ctx).V(5).Info("claim not assumed", "plugin", Name, "claim", klog.KObj(got), "err", err)
+		}
+		return nil
+	})
+	if err != nil && !apierrors.IsNotFound(err) {
+		klog.FromContext(ctx).Error(err, "rolling back the GPU share's allocation; the resource-claim controller deallocates it once no pod uses it", "plugin", Name, "pod", klog.KObj(pod), "claim", klog.KObj(res.claim))
+	}
+}
