@@ -51,7 +51,17 @@ func StartSchedulerWithConfig(ctx context.Context, cp *ControlPlane, name, cfg s
 // SchedulerConfig is manifests/scheduler-config.yaml with the given
 // kubeconfig and without leader election.
 func SchedulerConfig(kubeconfig string) (string, error) {
-	raw, err := os.ReadFile(filepath.Join(RepoRoot(), "manifests", "scheduler-config.yaml"))
+	return schedulerConfigFile(filepath.Join(RepoRoot(), "manifests", "scheduler-config.yaml"), kubeconfig)
+}
+
+// DRASchedulerConfig is SchedulerConfig in GPU mode dra: manifests/dra/
+// scheduler-config.yaml, the config overlays/dra deploys.
+func DRASchedulerConfig(kubeconfig string) (string, error) {
+	return schedulerConfigFile(filepath.Join(RepoRoot(), "manifests", "dra", "scheduler-config.yaml"), kubeconfig)
+}
+
+func schedulerConfigFile(path, kubeconfig string) (string, error) {
+	raw, err := os.ReadFile(path)
 	if err != nil {
 		return "", err
 	}

@@ -24,59 +24,20 @@ import (
 )
 
 // draSchedulerConfig is the KubeSchedulerConfiguration of hetsev-scheduler
-// in GPU mode dra: the hetsev profile with HetsevGPUShare allocating claims
-// (the upstream DynamicResources plugin off there, HetsevGPUShare at
-// preBind) and a default-scheduler profile with upstream's plugins, whose
-// DynamicResources allocates other pods' claims in the same process (the
-// scheduler's SharedDRAManager is one for both).
-func draSchedulerConfig(kubeconfig string) string {
-	return fmt.Sprintf(`apiVersion: kubescheduler.config.k8s.io/v1
-kind: KubeSchedulerConfiguration
-clientConnection:
-  kubeconfig: %q
-leaderElection:
-  leaderElect: false
-profiles:
-  - schedulerName: hetsev-scheduler
-    plugins:
-      multiPoint:
-        disabled:
-          - name: DynamicResources
-      queueSort:
-        disabled:
-          - name: "*"
-        enabled:
-          - name: HetsevFairQueue
-      preFilter:
-        enabled:
-          - name: HetsevFairQueue
-          - name: HetsevGPUShare
-      filter:
-        enabled:
-          - name: HetsevGPUShare
-      score:
-        disabled:
-          - name: "*"
-        enabled:
-          - name: HetsevGPUShare
-            weight: 1
-      reserve:
-        enabled:
-          - name: HetsevGPUShare
-      preBind:
-        enabled:
-          - name: HetsevGPUShare
-      bind:
-        disabled:
-          - name: "*"
-        enabled:
-          - name: HetsevGPUShare
-          - name: DefaultBinder
-    pluginConfig:
-      - name: HetsevGPUShare
-        args:
-          gpuMode: dra
-  # Upstream's plugins; the queue sort must be the same in every profile.
+// in GPU mode dra as overlays/dra deploys it (manifests/dra/
+// scheduler-config.yaml: the hetsev profile with HetsevGPUShare allocating
+// claims, the upstream DynamicResources plugin off there), plus a
+// default-scheduler profile with upstream's plugins, whose DynamicResources
+// allocates other pods' claims in the same process (the scheduler's
+// SharedDRAManager is one for both).
+func draSchedulerConfig(t *testing.T, kubeconfig string) string {
+	t.Helper()
+	cfg, err := cluster.DRASchedulerConfig(kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Upstream's plugins; the queue sort must be the same in every profile.
+	return strings.TrimRight(cfg, "\n") + `
   - schedulerName: default-scheduler
     plugins:
       queueSort:
@@ -87,7 +48,7 @@ profiles:
       preFilter:
         enabled:
           - name: HetsevFairQueue
-`, kubeconfig)
+`
 }
 
 // draGPU is one GPU a test publishes in a ResourceSlice.
@@ -173,7 +134,7 @@ func draTestbed(t *testing.T) (*cluster.ControlPlane, context.Context, func()) {
 	}
 	var sched *cluster.Process
 	start := func() {
-		p, err := cluster.StartSchedulerWithConfig(ctx, cp, v1alpha1.SchedulerName, draSchedulerConfig(cp.Kubeconfig))
+		p, err := cluster.StartSchedulerWithConfig(ctx, cp, v1alpha1.SchedulerName, draSchedulerConfig(t, cp.Kubeconfig))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -212,8 +212,8 @@ func annotationModePod(name string) *v1.Pod {
 
 // checkDRASchedulerConfig compares the DRA overlay's scheduler config with
 // manifests/scheduler-config.yaml: equal once the profile's multiPoint
-// (DynamicResources disabled) and HetsevGPUShare's gpuMode (dra) are taken
-// out, which must be there.
+// (DynamicResources disabled), preBind (HetsevGPUShare) and HetsevGPUShare's
+// gpuMode (dra) are taken out, which must be there.
 func checkDRASchedulerConfig(t *testing.T, dra string) {
 	t.Helper()
 	raw, err := os.ReadFile(filepath.Join(cluster.RepoRoot(), "manifests", "scheduler-config.yaml"))
@@ -234,6 +234,11 @@ func checkDRASchedulerConfig(t *testing.T, dra string) {
 		t.Errorf("profile plugins.multiPoint %v, want %v", plugins["multiPoint"], want)
 	}
 	delete(plugins, "multiPoint")
+	wantPreBind := map[string]any{"enabled": []any{map[string]any{"name": "HetsevGPUShare"}}}
+	if !reflect.DeepEqual(plugins["preBind"], wantPreBind) {
+		t.Errorf("profile plugins.preBind %v, want %v", plugins["preBind"], wantPreBind)
+	}
+	delete(plugins, "preBind")
 	found := false
 	for _, pc := range profile["pluginConfig"].([]any) {
 		pc := pc.(map[string]any)

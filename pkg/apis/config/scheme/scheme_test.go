@@ -181,25 +181,40 @@ func TestDecodePluginArgs(t *testing.T) {
 
 // TestManifestConfigLoads: manifests/scheduler-config.yaml, which the demo,
 // the integration tests and the bench run (internal/cluster.SchedulerConfig),
-// loads with the scheduler's loader into typed args with its values, which
-// the plugins accept.
+// and manifests/dra/scheduler-config.yaml (GPU mode dra, overlays/dra) load
+// with the scheduler's loader into typed args with their values, which the
+// plugins accept.
 func TestManifestConfigLoads(t *testing.T) {
-	raw, err := os.ReadFile(filepath.Join("..", "..", "..", "..", "manifests", "scheduler-config.yaml"))
-	if err != nil {
-		t.Fatal(err)
+	for _, c := range []struct {
+		path []string
+		mode string
+	}{
+		{[]string{"scheduler-config.yaml"}, "annotations"},
+		{[]string{"dra", "scheduler-config.yaml"}, "dra"},
+	} {
+		t.Run(filepath.Join(c.path...), func(t *testing.T) {
+			raw, err := os.ReadFile(filepath.Join(append([]string{"..", "..", "..", "..", "manifests"}, c.path...)...))
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg, err := load(t, string(raw))
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkManifestArgs(t, cfg.Profiles[0], c.mode)
+		})
 	}
-	cfg, err := load(t, string(raw))
-	if err != nil {
-		t.Fatal(err)
-	}
-	prof := cfg.Profiles[0]
+}
+
+func checkManifestArgs(t *testing.T, prof schedconfig.KubeSchedulerProfile, mode string) {
+	t.Helper()
 	fq, err := fairqueue.ParseArgs(args(prof, fairqueue.Name))
 	if err != nil || fq.K != 3 || fq.Beta != 16 {
 		t.Errorf("HetsevFairQueue: %+v %v", fq, err)
 	}
 	gs, err := gpushare.ParseArgs(args(prof, gpushare.Name))
-	if err != nil || gs.AntiAffinity != "Hard" || gs.Fit != "WorstFit" || *gs.InterferenceWeight != 0.5 || gs.MaxBusyShare == nil || *gs.MaxBusyShare != 1 || gs.Consolidate == nil || !*gs.Consolidate {
-		t.Errorf("HetsevGPUShare: %+v %v", gs, err)
+	if err != nil || gs.AntiAffinity != "Hard" || gs.Fit != "WorstFit" || *gs.InterferenceWeight != 0.5 || gs.MaxBusyShare == nil || *gs.MaxBusyShare != 1 || gs.Consolidate == nil || !*gs.Consolidate || gs.GPUMode != mode {
+		t.Errorf("HetsevGPUShare: %+v %v (want gpuMode %s)", gs, err, mode)
 	}
 }
 
