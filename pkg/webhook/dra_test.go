@@ -21,10 +21,10 @@ import (
 	"github.com/hetsev/hetsev/pkg/gpuinventory"
 )
 
-// reviewDRA sends p through the HTTP handler of m as the API server would
+// reviewBy sends p through the HTTP handler of m as the API server would
 // (dryRun as given) and returns the response and, when allowed, the pod
 // after its patch.
-func reviewDRA(t *testing.T, m PodMutator, p *v1.Pod, dryRun bool) (*admissionv1.AdmissionResponse, *v1.Pod) {
+func reviewBy(t *testing.T, m PodMutator, p *v1.Pod, dryRun bool) (*admissionv1.AdmissionResponse, *v1.Pod) {
 	t.Helper()
 	raw, err := json.Marshal(p)
 	if err != nil {
@@ -80,7 +80,7 @@ func draPod(mem string) *v1.Pod {
 func TestDRAModeGivesAnnotatedPodAClaim(t *testing.T) {
 	kube := fake.NewClientset()
 	m := PodMutator{RuntimeClassName: gpuinventory.DefaultRuntimeClassName, GPUMode: v1alpha1.GPUModeDRA, Templates: ClaimTemplates{Client: kube}}
-	resp, got := reviewDRA(t, m, draPod("3Gi"), false)
+	resp, got := reviewBy(t, m, draPod("3Gi"), false)
 	if !resp.Allowed || resp.Patch == nil {
 		t.Fatalf("response %+v", resp)
 	}
@@ -121,10 +121,10 @@ func TestDRAModeGivesAnnotatedPodAClaim(t *testing.T) {
 
 	// A second pod of that size shares the template; a reinvocation
 	// (already claimed) changes nothing.
-	if resp, _ := reviewDRA(t, m, draPod("3072Mi"), false); !resp.Allowed {
+	if resp, _ := reviewBy(t, m, draPod("3072Mi"), false); !resp.Allowed {
 		t.Errorf("second pod refused: %+v", resp.Result)
 	}
-	if resp, _ := reviewDRA(t, m, got, false); !resp.Allowed || resp.Patch != nil {
+	if resp, _ := reviewBy(t, m, got, false); !resp.Allowed || resp.Patch != nil {
 		t.Errorf("reinvocation on the patched pod: allowed %v, patch %s", resp.Allowed, resp.Patch)
 	}
 	if list, _ := kube.ResourceV1().ResourceClaimTemplates("ns").List(context.Background(), metav1.ListOptions{}); len(list.Items) != 1 {
@@ -140,13 +140,13 @@ func TestDRAModeRefusesOrLeavesAlone(t *testing.T) {
 	kube := fake.NewClientset()
 	m := PodMutator{GPUMode: v1alpha1.GPUModeDRA, Templates: ClaimTemplates{Client: kube}}
 	for _, mem := range []string{"", "lots", "-1Gi"} {
-		resp, _ := reviewDRA(t, m, draPod(mem), false)
+		resp, _ := reviewBy(t, m, draPod(mem), false)
 		if resp.Allowed || resp.Result == nil || resp.Result.Code != http.StatusBadRequest || !strings.Contains(resp.Result.Message, v1alpha1.AnnotationGPUMemory) {
 			t.Errorf("gpu-memory %q: %+v, want a refusal naming %s", mem, resp.Result, v1alpha1.AnnotationGPUMemory)
 		}
 	}
 
-	resp, got := reviewDRA(t, m, draPod("1Gi"), true)
+	resp, got := reviewBy(t, m, draPod("1Gi"), true)
 	if !resp.Allowed || len(got.Spec.ResourceClaims) != 2 {
 		t.Errorf("dry run: allowed %v, claims %+v", resp.Allowed, got.Spec.ResourceClaims)
 	}
@@ -157,7 +157,7 @@ func TestDRAModeRefusesOrLeavesAlone(t *testing.T) {
 	own := draPod("1Gi")
 	mine := "my-gpu"
 	own.Spec.ResourceClaims = []v1.PodResourceClaim{{Name: v1alpha1.PodClaimName, ResourceClaimTemplateName: &mine}}
-	resp, got = reviewDRA(t, m, own, false)
+	resp, got = reviewBy(t, m, own, false)
 	if !resp.Allowed || got.Spec.SchedulerName != v1alpha1.SchedulerName || len(got.Spec.ResourceClaims) != 1 || *got.Spec.ResourceClaims[0].ResourceClaimTemplateName != mine {
 		t.Errorf("pod with its own claim: allowed %v, scheduler %q, claims %+v", resp.Allowed, got.Spec.SchedulerName, got.Spec.ResourceClaims)
 	}
@@ -167,7 +167,7 @@ func TestDRAModeRefusesOrLeavesAlone(t *testing.T) {
 	if _, err := kube.ResourceV1().ResourceClaimTemplates("ns").Create(context.Background(), odd, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	resp, _ = reviewDRA(t, m, draPod("2Gi"), false)
+	resp, _ = reviewBy(t, m, draPod("2Gi"), false)
 	if resp.Allowed || resp.Result == nil || resp.Result.Code != http.StatusInternalServerError || !strings.Contains(resp.Result.Message, "does not request 2048 MiB") {
 		t.Errorf("template of the name requesting 4096 MiB: %+v, want a refusal that says so", resp.Result)
 	}

@@ -3,19 +3,16 @@ package webhook
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"testing"
 
 	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
 
-	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	admissionv1 "k8s.io/api/admission/v1"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/hetsev/hetsev/pkg/gpuinventory"
@@ -40,47 +37,15 @@ func review(t *testing.T, p *v1.Pod) (*admissionv1.AdmissionResponse, *v1.Pod) {
 	return reviewWith(t, p, gpuinventory.DefaultRuntimeClassName)
 }
 
-// reviewWith is review with the webhook's runtime class runtimeClass.
+// reviewWith is review with the webhook's runtime class runtimeClass; the
+// response must allow the pod.
 func reviewWith(t *testing.T, p *v1.Pod, runtimeClass string) (*admissionv1.AdmissionResponse, *v1.Pod) {
 	t.Helper()
-	raw, err := json.Marshal(p)
-	if err != nil {
-		t.Fatal(err)
+	resp, got := reviewBy(t, PodMutator{RuntimeClassName: runtimeClass}, p, false)
+	if resp.UID != "u-1" || !resp.Allowed {
+		t.Fatalf("response %+v", resp)
 	}
-	in := admissionv1.AdmissionReview{
-		TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
-		Request: &admissionv1.AdmissionRequest{UID: types.UID("u-1"), Kind: metav1.GroupVersionKind{Version: "v1", Kind: "Pod"},
-			Namespace: p.Namespace, Operation: admissionv1.Create, Object: runtime.RawExtension{Raw: raw}},
-	}
-	body, _ := json.Marshal(in)
-	rec := httptest.NewRecorder()
-	NewHandler(PodMutator{RuntimeClassName: runtimeClass}).ServeHTTP(rec, httptest.NewRequest(http.MethodPost, Path, bytes.NewReader(body)))
-	if rec.Code != http.StatusOK {
-		t.Fatalf("HTTP %d: %s", rec.Code, rec.Body)
-	}
-	var out admissionv1.AdmissionReview
-	if err := json.Unmarshal(rec.Body.Bytes(), &out); err != nil || out.Response == nil {
-		t.Fatalf("response %s: %v", rec.Body, err)
-	}
-	if out.Response.UID != "u-1" || !out.Response.Allowed {
-		t.Fatalf("response %+v", out.Response)
-	}
-	if out.Response.Patch == nil {
-		return out.Response, p
-	}
-	patch, err := jsonpatch.DecodePatch(out.Response.Patch)
-	if err != nil {
-		t.Fatalf("patch %s: %v", out.Response.Patch, err)
-	}
-	patched, err := patch.Apply(raw)
-	if err != nil {
-		t.Fatalf("applying %s: %v", out.Response.Patch, err)
-	}
-	var got v1.Pod
-	if err := json.Unmarshal(patched, &got); err != nil {
-		t.Fatal(err)
-	}
-	return out.Response, &got
+	return resp, got
 }
 
 // review1 answers one admission request as the webhook server does
