@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
+	draCEL "k8s.io/dynamic-resource-allocation/cel"
 	"k8s.io/dynamic-resource-allocation/structured"
 	"k8s.io/utils/ptr"
 
@@ -208,5 +209,29 @@ func TestSelectByClass(t *testing.T) {
 	SelectByClass(ctx, nodes, class(`device.nonsense(`), NewCELCache())
 	if n := nodes["n1"]; len(n.Devices) != 0 || len(n.Unusable) != 2 || !strings.Contains(n.Unusable[0].Reason, "selector") {
 		t.Errorf("bad selector: devices %+v unusable %+v, want none kept", n.Devices, n.Unusable)
+	}
+}
+
+// TestProductLabelMatchesSelector: the Go mapping from a device's
+// productName to the catalog's product label (ProductLabel, hetsev's
+// accounting) and the CEL selector the claim templates carry
+// (ProductSelector, the allocator's) select the same devices.
+func TestProductLabelMatchesSelector(t *testing.T) {
+	cache := NewCELCache()
+	for _, label := range []string{"Tesla-T4", "Tesla-V100-SXM2-32GB"} {
+		expr := cache.GetOrCompile(ProductSelector(label))
+		if expr.Error != nil {
+			t.Fatalf("ProductSelector(%q) does not compile: %v", label, expr.Error)
+		}
+		for _, name := range []string{"Tesla T4", "Tesla V100-SXM2-32GB", "Tesla-T4", "NVIDIA H100 80GB HBM3", ""} {
+			attrs := map[resourceapi.QualifiedName]resourceapi.DeviceAttribute{}
+			if name != "" {
+				attrs[AttributeProductName] = resourceapi.DeviceAttribute{StringValue: &name}
+			}
+			got, _, err := expr.DeviceMatches(context.Background(), draCEL.Device{Driver: v1alpha1.DRADriver, Attributes: attrs})
+			if err != nil || got != (name != "" && ProductLabel(name) == label) {
+				t.Errorf("productName %q, label %q: selector %v (%v), ProductLabel %q", name, label, got, err, ProductLabel(name))
+			}
+		}
 	}
 }

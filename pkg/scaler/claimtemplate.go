@@ -14,22 +14,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
+	"github.com/hetsev/hetsev/pkg/dra"
 	"github.com/hetsev/hetsev/pkg/gpuinventory"
 )
 
-// ProductSelector is the CEL device selector that pins a claim to GPUs
-// whose GPU Feature Discovery product label (nvidia.com/gpu.product, the
-// catalog's product_label) is productLabel. NVIDIA's DRA driver publishes
-// the NVML device name as the string attribute productName of its domain
-// ("Tesla T4"); GFD's label is that name with every space replaced by "-"
-// ("Tesla-T4"), so the selector compares the attribute with its spaces
-// replaced, which maps both ways without ambiguity. A device without the
-// attribute (another kind of device of the driver) does not match, rather
-// than failing the evaluation.
-func ProductSelector(productLabel string) string {
-	attrs := fmt.Sprintf("device.attributes[%q]", v1alpha1.DRADriver)
-	return fmt.Sprintf(`"productName" in %s && %s.productName.replace(" ", "-") == %q`, attrs, attrs, productLabel)
-}
+// ProductSelector is dra.ProductSelector: the CEL selector that pins a
+// claim to the GPUs of one catalog product label.
+func ProductSelector(productLabel string) string { return dra.ProductSelector(productLabel) }
 
 // desiredClaimTemplate builds the ResourceClaimTemplate of one GPU type's
 // Deployment (DRA mode), named after the Deployment and controlled by the

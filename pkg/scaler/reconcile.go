@@ -269,7 +269,9 @@ func recordDecision(st *v1alpha1.ModelServiceStatus, d v1alpha1.Decision) {
 
 // capacityFor counts the instances of svc that fit on free GPUs of p's
 // type and their instances' mean co-location inflation (capacityOf;
-// cached nodes and pods, read only, so not copied).
+// cached nodes and pods, read only, so not copied). In GPU mode dra the
+// GPUs are the ResourceSlices' devices less the allocated ResourceClaims
+// (draCluster).
 func (r *Reconciler) capacityFor(ctx context.Context, svc *service, p gpuProfile, cpu, mem resource.Quantity) (typeCapacity, error) {
 	var nodes v1.NodeList
 	if err := r.Client.List(ctx, &nodes, client.MatchingLabels{gpuinventory.LabelGPUProduct: p.gpuType.ProductLabel}, client.UnsafeDisableDeepCopy); err != nil {
@@ -279,8 +281,15 @@ func (r *Reconciler) capacityFor(ctx context.Context, svc *service, p gpuProfile
 	if err := r.Client.List(ctx, &pods, client.UnsafeDisableDeepCopy); err != nil {
 		return typeCapacity{}, err
 	}
+	var dc *draCluster
+	if r.defaults().GPUMode == v1alpha1.GPUModeDRA {
+		var err error
+		if dc, err = r.draClusterFor(ctx, pointers(pods.Items), p.gpuType.ProductLabel); err != nil {
+			return typeCapacity{}, err
+		}
+	}
 	pl := placement.Placer{Colocation: r.colocation(), Mode: r.gpuSharing()}
-	return capacityOf(pointers(nodes.Items), pointers(pods.Items), svc.obj.Name, p.gpuType.ProductLabel, svc.demand(p), r.MaxBusyShare, pl, cpu, mem), nil
+	return capacityOf(pointers(nodes.Items), pointers(pods.Items), svc.obj.Name, p.gpuType.ProductLabel, svc.demand(p), r.MaxBusyShare, pl, cpu, mem, dc), nil
 }
 
 func pointers[T any](items []T) []*T {

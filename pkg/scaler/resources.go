@@ -3,6 +3,7 @@ package scaler
 import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
 	"github.com/hetsev/hetsev/pkg/gpuinventory"
@@ -37,9 +38,13 @@ type typeCapacity struct {
 // such a pod is still Pending here and counts as pending if it is of the
 // model. Inflation is predicted with pl on the node's sharing mode (GFD's
 // nvidia.com/gpu.sharing-strategy), as the scheduler rates GPUs.
-func capacityOf(nodes []*v1.Node, pods []*v1.Pod, ms, product string, demand gpuinventory.Demand, busyShareCap float64, pl placement.Placer, cpu, mem resource.Quantity) typeCapacity {
+//
+// With dc (GPU mode dra) a node's GPUs are not its GFD labels but the
+// shareable devices of the product its ResourceSlices publish (see
+// draCluster.occupancy); nil is annotation mode.
+func capacityOf(nodes []*v1.Node, pods []*v1.Pod, ms, product string, demand gpuinventory.Demand, busyShareCap float64, pl placement.Placer, cpu, mem resource.Quantity, dc *draCluster) typeCapacity {
 	byNode := map[string][]*v1.Pod{}
-	pendingSame := 0
+	var pendingSame []*v1.Pod
 	for _, p := range pods {
 		if gpuinventory.Terminal(p) {
 			continue
@@ -50,34 +55,47 @@ func capacityOf(nodes []*v1.Node, pods []*v1.Pod, ms, product string, demand gpu
 			}
 			d, ok, err := gpuinventory.DemandOf(p)
 			if ok && err == nil && d.Model == demand.Model && p.Spec.NodeSelector[gpuinventory.LabelGPUProduct] == product {
-				pendingSame++
+				pendingSame = append(pendingSame, p)
 			}
 			continue
 		}
 		byNode[p.Spec.NodeName] = append(byNode[p.Spec.NodeName], p)
 	}
 	slots, bound, inflation := 0, 0, 0.0
+	counted := map[types.UID]bool{} // DRA mode: pods counted through an allocated claim
 	for _, n := range nodes {
 		if n.Labels[gpuinventory.LabelGPUProduct] != product {
 			continue
 		}
-		inv, err := gpuinventory.NodeGPUsOf(n)
-		if err != nil {
-			continue
+		var occ *gpuinventory.Occupancy
+		gpuOf := gpuIndexOf
+		if dc == nil {
+			inv, err := gpuinventory.NodeGPUsOf(n)
+			if err != nil {
+				continue
+			}
+			occ = gpuinventory.NewOccupancy(n.Name, inv)
+			for _, p := range byNode[n.Name] {
+				occ.AddPod(p, nil)
+			}
+		} else {
+			var ok bool
+			occ, gpuOf, ok = dc.occupancy(n.Name, byNode[n.Name], counted)
+			if !ok {
+				continue
+			}
 		}
-		occ := gpuinventory.NewOccupancy(n.Name, inv)
 		usedCPU, usedMem := resource.Quantity{}, resource.Quantity{}
 		for _, p := range byNode[n.Name] {
 			for _, c := range p.Spec.Containers {
 				usedCPU.Add(*c.Resources.Requests.Cpu())
 				usedMem.Add(*c.Resources.Requests.Memory())
 			}
-			occ.AddPod(p, nil)
 		}
 		onNode := pl.OnNode(n.Labels)
 		for _, p := range byNode[n.Name] {
-			idx, has, err := gpuinventory.ParseGPUIndex(p.Annotations)
-			if p.Labels[v1alpha1.LabelModelService] != ms || !has || err != nil || idx < 0 || idx >= len(occ.GPUs) {
+			idx, ok := gpuOf(p)
+			if p.Labels[v1alpha1.LabelModelService] != ms || !ok || idx < 0 || idx >= len(occ.GPUs) {
 				continue
 			}
 			bound++
@@ -90,9 +108,22 @@ func capacityOf(nodes []*v1.Node, pods []*v1.Pod, ms, product string, demand gpu
 		freeMem := n.Status.Allocatable.Memory().Value() - usedMem.Value()
 		slots += gpuinventory.SlotsOnNode(occ.GPUs, demand, busyShareCap, freeCPU, cpu.MilliValue(), freeMem, mem.Value())
 	}
-	c := typeCapacity{slots: max(slots-pendingSame, 0), inflation: 1}
+	pending := 0
+	for _, p := range pendingSame {
+		if !counted[p.UID] { // not already holding a GPU through its claim (an allocation in flight)
+			pending++
+		}
+	}
+	c := typeCapacity{slots: max(slots-pending, 0), inflation: 1}
 	if bound > 0 {
 		c.inflation = inflation / float64(bound)
 	}
 	return c
+}
+
+// gpuIndexOf is the position of a bound pod's GPU among its node's GPUs in
+// annotation mode: its hetsev.io/gpu-index.
+func gpuIndexOf(p *v1.Pod) (int, bool) {
+	idx, has, err := gpuinventory.ParseGPUIndex(p.Annotations)
+	return idx, has && err == nil
 }

@@ -94,6 +94,12 @@ func TestDRAOverlayAppliesAndRuns(t *testing.T) {
 		{scalerSA, authorizationv1.ResourceAttributes{Verb: "create", Group: "resource.k8s.io", Resource: "resourceclaimtemplates", Namespace: "default"}, true},
 		{scalerSA, authorizationv1.ResourceAttributes{Verb: "delete", Group: "resource.k8s.io", Resource: "resourceclaimtemplates", Namespace: "default"}, true},
 		{scalerSA, authorizationv1.ResourceAttributes{Verb: "watch", Group: "resource.k8s.io", Resource: "resourceclaimtemplates"}, true},
+		// Its free-slot count caches slices and claims in DRA mode; it
+		// never writes them.
+		{scalerSA, authorizationv1.ResourceAttributes{Verb: "watch", Group: "resource.k8s.io", Resource: "resourceslices"}, true},
+		{scalerSA, authorizationv1.ResourceAttributes{Verb: "list", Group: "resource.k8s.io", Resource: "resourceclaims"}, true},
+		{scalerSA, authorizationv1.ResourceAttributes{Verb: "watch", Group: "resource.k8s.io", Resource: "resourceclaims"}, true},
+		{scalerSA, authorizationv1.ResourceAttributes{Verb: "create", Group: "resource.k8s.io", Resource: "resourceslices"}, false},
 		{scalerSA, authorizationv1.ResourceAttributes{Verb: "update", Group: "resource.k8s.io", Resource: "resourceclaims", Namespace: "default"}, false},
 		{scalerSA, authorizationv1.ResourceAttributes{Verb: "update", Group: "resource.k8s.io", Resource: "resourceclaims", Subresource: "binding", Namespace: "default"}, false},
 	} {

@@ -1,6 +1,10 @@
 package evaluate
 
 import (
+	"fmt"
+
+	resourcev1 "k8s.io/api/resource/v1"
+
 	"github.com/hetsev/hetsev/internal/sim/replay"
 	"github.com/hetsev/hetsev/pkg/catalog"
 	"github.com/hetsev/hetsev/pkg/gpuinventory"
@@ -22,6 +26,8 @@ type instance struct {
 	created  float64          // trace second it was created (billed from then)
 	readyAt  float64          // trace second it serves from (created plus the launch time)
 	run      *replay.Instance // its server in the replay
+	// claim is its ResourceClaim in GPU mode dra (draNode.allocate).
+	claim *resourcev1.ResourceClaim
 }
 
 // node is one GPU server and what runs on it: the simulated pods by GPU
@@ -32,6 +38,9 @@ type node struct {
 	freeCPU, freeMiB int64
 	onGPU            [][]*instance
 	occ              []gpuinventory.GPU // gpus(); nil after a change
+	// dra, in GPU mode dra, holds its ResourceSlice and claims, and
+	// gpus() is built from them (nil: annotation mode, from onGPU).
+	dra *draNode
 }
 
 // cluster is the simulated cluster's GPU, CPU and memory accounting.
@@ -45,10 +54,14 @@ func newCluster(cfg *Config, pl placement.Placer) *cluster {
 	for _, g := range cfg.Cluster {
 		t, _ := cfg.Catalog.ByName(g.GPUType)
 		for range g.Nodes {
-			c.nodes = append(c.nodes, &node{
+			nd := &node{
 				gpuType: t, inv: gpuinventory.NodeGPUs{Product: t.ProductLabel, Count: g.GPUsPerNode, MemoryMiB: t.MemoryMiB},
 				freeCPU: g.CPUMilli, freeMiB: g.MemoryMiB, onGPU: make([][]*instance, g.GPUsPerNode),
-			})
+			}
+			if cfg.GPUMode == GPUModeDRA {
+				nd.dra = newDRANode(fmt.Sprintf("node-%d", len(c.nodes)), t, g.GPUsPerNode)
+			}
+			c.nodes = append(c.nodes, nd)
 		}
 	}
 	return c
@@ -56,10 +69,16 @@ func newCluster(cfg *Config, pl placement.Placer) *cluster {
 
 // gpus is the node's per-GPU occupancy, as the scheduler keeps it: each
 // instance placed on its GPU with gpuinventory.Occupancy.Place (its
-// declared demand: model, GPU memory in MiB, busy share). Kept until the node changes; callers must not
+// declared demand: model, GPU memory in MiB, busy share); in GPU mode dra,
+// pkg/dra's occupancy of the node's devices from the instances' allocated
+// claims. Kept until the node changes; callers must not
 // modify it.
 func (n *node) gpus() []gpuinventory.GPU {
 	if n.occ != nil {
+		return n.occ
+	}
+	if n.dra != nil {
+		n.occ = n.dra.gpus()
 		return n.occ
 	}
 	o := gpuinventory.NewOccupancy("", n.inv)
@@ -160,6 +179,9 @@ func (c *cluster) add(in *instance, n, g int) {
 	nd := c.nodes[n]
 	in.node, in.gpu = n, g
 	nd.onGPU[g] = append(nd.onGPU[g], in)
+	if nd.dra != nil {
+		nd.dra.allocate(in, g)
+	}
 	nd.occ = nil
 	nd.freeCPU -= in.cpuMilli
 	nd.freeMiB -= in.hostMiB
@@ -171,6 +193,9 @@ func (c *cluster) remove(in *instance) {
 	for i, x := range on {
 		if x == in {
 			nd.onGPU[in.gpu] = append(on[:i:i], on[i+1:]...)
+			if nd.dra != nil {
+				nd.dra.release(in)
+			}
 			nd.occ = nil
 			break
 		}

@@ -27,6 +27,9 @@ type Options struct {
 	// model).
 	GPUSharing        string
 	InterferenceModel string
+	// GPUMode is the simulated cluster's GPU accounting: annotations or
+	// dra (Config.GPUMode).
+	GPUMode string
 
 	// Functions configures the AzureFunctions replay and --functions.
 	Functions FunctionWorkload
@@ -43,7 +46,7 @@ type Options struct {
 func DefaultOptions() Options {
 	return Options{
 		Out: "evaluation", NodesPerType: 16, Policies: strings.Join(PolicyNames, ","), Seed: 1,
-		TwitterPeak: 1000, AzurePeak: 300, GPUSharing: string(interference.SharingTimeSlicing),
+		TwitterPeak: 1000, AzurePeak: 300, GPUSharing: string(interference.SharingTimeSlicing), GPUMode: GPUModeAnnotations,
 		Preparation: Preparation{SmoothWindow: 120, SmoothStep: 15},
 	}
 }
@@ -73,6 +76,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.Float64Var(&o.TwitterPeak, "twitter-peak", o.TwitterPeak, "peak arrival rate the Twitter trace is scaled to, requests/s (the demo's)")
 	fs.Float64Var(&o.AzurePeak, "azure-peak", o.AzurePeak, "peak arrival rate the Azure code trace is scaled to, requests/s")
 	fs.StringVar(&o.GPUSharing, "gpu-sharing", o.GPUSharing, "how co-located instances share a simulated GPU: time-slicing (CUDA's default) or mps (the fitted co-location model's modes)")
+	fs.StringVar(&o.GPUMode, "gpu-mode", o.GPUMode, "how the simulated cluster accounts GPU shares, as hetsev-scheduler's gpuMode: annotations (each instance's declared GPU memory on its GPU) or dra (a ResourceSlice per node with each GPU's memory capacity and an allocated ResourceClaim per instance, counted by pkg/dra as the scheduler and scaler do in DRA mode)")
 	fs.StringVar(&o.InterferenceModel, "interference-model", o.InterferenceModel, "co-location model file (YAML/JSON, pkg/interference ColocationFile; default: the model fitted to the H100 measurements)")
 	fs.StringVar(&o.Trace, "trace", o.Trace, "what-if mode: a trace file, per-second counts or one timestamp per request (RFC 3339 or the Azure traces' format)")
 	fs.StringVar(&o.FunctionsFile, "functions", o.FunctionsFile, "what-if mode: a per-function, per-minute trace (CSV: HashOwner,HashApp,HashFunction,Trigger,<minute>,...; the Azure Functions trace's format), one service per function by the AzureFunctions replay's rules (models, SLOs, scale, cluster)")
@@ -143,6 +147,9 @@ func Run(o Options, w io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("--gpu-sharing: %w", err)
 	}
+	if o.GPUMode != "" && o.GPUMode != GPUModeAnnotations && o.GPUMode != GPUModeDRA {
+		return fmt.Errorf("--gpu-mode=%q: want %s or %s", o.GPUMode, GPUModeAnnotations, GPUModeDRA)
+	}
 	model, err := interference.LoadColocation(o.InterferenceModel)
 	if err != nil {
 		return fmt.Errorf("--interference-model: %w", err)
@@ -153,6 +160,7 @@ func Run(o Options, w io.Writer) error {
 		c.Policies = strings.Split(o.Policies, ",")
 		c.Seed = o.Seed
 		c.Colocation, c.GPUSharing = model, mode
+		c.GPUMode = o.GPUMode
 		r, err := Evaluate(c)
 		if err != nil {
 			return err

@@ -135,7 +135,13 @@ type Config struct {
 	Colocation interference.Colocation
 	// GPUSharing is the GPUs' sharing mode ("" is time-slicing; or mps).
 	GPUSharing interference.SharingMode
-	Knobs      Knobs
+	// GPUMode is how the simulated cluster accounts GPU shares, as
+	// hetsev-scheduler's gpuMode: GPUModeAnnotations ("" too: each
+	// instance's declared demand on its GPU) or GPUModeDRA (a ResourceSlice
+	// per node and an allocated ResourceClaim per instance, counted by
+	// pkg/dra).
+	GPUMode string `json:",omitempty"`
+	Knobs   Knobs
 	// Policies to compare, by name (PolicyNames); empty means all.
 	Policies []string
 	// MaxBatchDelay is the servers' batching timeout, seconds (the demo's
@@ -248,6 +254,9 @@ func (c Config) Validate() error {
 	c.defaultSharing()
 	if _, err := interference.ParseSharingMode(string(c.GPUSharing)); err != nil {
 		bad("GPUSharing: %v", err)
+	}
+	if c.GPUMode != "" && c.GPUMode != GPUModeAnnotations && c.GPUMode != GPUModeDRA {
+		bad("GPUMode %q: want %s or %s", c.GPUMode, GPUModeAnnotations, GPUModeDRA)
 	}
 	if err := c.Colocation.Validate(); err != nil {
 		bad("Colocation: %v", err)
