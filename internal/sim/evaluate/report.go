@@ -151,8 +151,12 @@ func PrintTable(w io.Writer, r RunResult) {
 		cl = append(cl, fmt.Sprintf("%d x %d %s", g.Nodes, g.GPUsPerNode, g.GPUType))
 	}
 	fmt.Fprintf(w, "\n== %s: %s ==\n", r.Name, r.Trace)
-	fmt.Fprintf(w, "measured %.1f h of %.1f h; %d services; cluster %s; replayed in %.1f s\n",
-		float64(r.MeasuredSeconds)/3600, float64(r.Seconds)/3600, len(r.Services), strings.Join(cl, ", "), r.WallSeconds)
+	mode := ""
+	if r.GPUMode == GPUModeDRA {
+		mode = "; GPU mode dra (ResourceSlices and ResourceClaims)"
+	}
+	fmt.Fprintf(w, "measured %.1f h of %.1f h; %d services; cluster %s%s; replayed in %.1f s\n",
+		float64(r.MeasuredSeconds)/3600, float64(r.Seconds)/3600, len(r.Services), strings.Join(cl, ", "), mode, r.WallSeconds)
 	att := func(v float64, meets bool) string {
 		if meets {
 			return fmt.Sprintf("%.4f", v)

@@ -104,14 +104,17 @@ type Series struct {
 
 // RunResult is one replay of every policy.
 type RunResult struct {
-	Name            string         `json:"name"`
-	Trace           string         `json:"trace"`
-	Seconds         int            `json:"trace_seconds"`
-	MeasuredSeconds int            `json:"measured_seconds"`
-	Services        []Service      `json:"services"`
-	Cluster         []NodeGroup    `json:"cluster"`
-	Policies        []PolicyResult `json:"policies"`
-	Recommendation  Recommendation `json:"recommendation"`
+	Name            string      `json:"name"`
+	Trace           string      `json:"trace"`
+	Seconds         int         `json:"trace_seconds"`
+	MeasuredSeconds int         `json:"measured_seconds"`
+	Services        []Service   `json:"services"`
+	Cluster         []NodeGroup `json:"cluster"`
+	// GPUMode is how the simulated cluster accounted GPU shares
+	// (Config.GPUMode; "" is annotations).
+	GPUMode        string         `json:"gpu_mode,omitempty"`
+	Policies       []PolicyResult `json:"policies"`
+	Recommendation Recommendation `json:"recommendation"`
 	// ReactiveCeilings is each service's reactive ceiling (ceiling.go),
 	// aligned with Services: the most of its requests any policy that
 	// provisions for the rates it has measured can answer within RT_max.
@@ -165,7 +168,7 @@ func Evaluate(cfg Config) (RunResult, error) {
 	}
 	start := time.Now()
 	out := RunResult{Name: cfg.Name, Trace: cfg.Trace, Seconds: len(cfg.Rates), MeasuredSeconds: len(cfg.Rates) - cfg.MeasureFrom,
-		Services: cfg.Services, Cluster: cfg.Cluster, Policies: make([]PolicyResult, len(replayed))}
+		Services: cfg.Services, Cluster: cfg.Cluster, GPUMode: cfg.GPUMode, Policies: make([]PolicyResult, len(replayed))}
 	for k := range cfg.Services {
 		s := &cfg.Services[k]
 		th := s.SaturationThreshold
