@@ -700,35 +700,8 @@ func TestDRADeviceClassSelectors(t *testing.T) {
 func TestDRAUnreserveRollsBack(t *testing.T) {
 	cp, ctx, _ := draTestbed(t)
 	c := cp.Client
-	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
-		ObjectMeta: metav1.ObjectMeta{Name: "deny-claim-status"},
-		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
-			FailurePolicy: ptr.To(admissionregistrationv1.Fail),
-			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
-				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
-					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Update},
-					Rule:       admissionregistrationv1.Rule{APIGroups: []string{"resource.k8s.io"}, APIVersions: []string{"*"}, Resources: []string{"resourceclaims/status"}},
-				},
-			}}},
-			Validations: []admissionregistrationv1.Validation{{
-				Expression: `!has(object.metadata.labels) || !("deny-status" in object.metadata.labels)`,
-				Message:    "status updates of this claim are refused (test)",
-			}},
-		},
-	}
-	if _, err := c.AdmissionregistrationV1().ValidatingAdmissionPolicies().Create(ctx, policy, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "deny-claim-status"},
-		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
-			PolicyName:        policy.Name,
-			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
-		},
-	}
-	if _, err := c.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	denyByPolicy(ctx, t, c, "deny-claim-status", admissionregistrationv1.Update, "resourceclaims/status", "resource.k8s.io",
+		`!has(object.metadata.labels) || !("deny-status" in object.metadata.labels)`, "status updates of this claim are refused (test)")
 	// The policy is in force once a probe claim's status update is refused.
 	probe, err := c.ResourceV1().ResourceClaims("default").Create(ctx, &resourceapi.ResourceClaim{
 		ObjectMeta: metav1.ObjectMeta{Name: "probe", Namespace: "default", Labels: map[string]string{"deny-status": ""}},
@@ -763,6 +736,95 @@ func TestDRAUnreserveRollsBack(t *testing.T) {
 	}
 	if cl.Status.Allocation != nil || len(cl.Status.ReservedFor) > 0 {
 		t.Errorf("claim x-gpu status %+v after PreBind failed, want none", cl.Status)
+	}
+	checkDRAAllocations(ctx, t, c)
+}
+
+// denyByPolicy makes the API server refuse op on resource (of group) for
+// objects where the CEL expression is false, with message: a
+// ValidatingAdmissionPolicy and its binding, as a cluster's own policies
+// would refuse a scheduler's write.
+func denyByPolicy(ctx context.Context, t *testing.T, c kubernetes.Interface, name string, op admissionregistrationv1.OperationType, resource, group, expression, message string) {
+	t.Helper()
+	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+			FailurePolicy: ptr.To(admissionregistrationv1.Fail),
+			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+					Operations: []admissionregistrationv1.OperationType{op},
+					Rule:       admissionregistrationv1.Rule{APIGroups: []string{group}, APIVersions: []string{"*"}, Resources: []string{resource}},
+				},
+			}}},
+			Validations: []admissionregistrationv1.Validation{{Expression: expression, Message: message}},
+		},
+	}
+	if _, err := c.AdmissionregistrationV1().ValidatingAdmissionPolicies().Create(ctx, policy, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
+			PolicyName:        policy.Name,
+			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
+		},
+	}
+	if _, err := c.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestDRAUnreserveAfterPreBindRollsBack: when binding fails after PreBind
+// wrote the claim's allocation and reservedFor (here the API server refuses
+// the pod's binding), Unreserve takes the pod out of reservedFor and the
+// allocation off the claim, so the GPU memory is free again for others:
+// two 10Gi pods then get the two 16Gi GPUs of t4-0.
+func TestDRAUnreserveAfterPreBindRollsBack(t *testing.T) {
+	cp, ctx, _ := draTestbed(t)
+	c := cp.Client
+	denyByPolicy(ctx, t, c, "deny-binding", admissionregistrationv1.Create, "pods/binding", "",
+		`!object.metadata.name.startsWith("deny-")`, "binding of this pod is refused (test)")
+	// The policy is in force once a probe pod's binding is refused.
+	if _, err := c.CoreV1().Pods("default").Create(ctx, &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "deny-probe", Namespace: "default"},
+		Spec:       v1.PodSpec{SchedulerName: "nobody", Containers: []v1.Container{{Name: "c", Image: "none"}}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(ctx, t, 30*time.Second, "the policy refusing bindings", func(ctx context.Context) (bool, error) {
+		err := c.CoreV1().Pods("default").Bind(ctx, &v1.Binding{
+			ObjectMeta: metav1.ObjectMeta{Name: "deny-probe", Namespace: "default"},
+			Target:     v1.ObjectReference{Kind: "Node", Name: "t4-0"},
+		}, metav1.CreateOptions{})
+		return err != nil && strings.Contains(err.Error(), "refused (test)"), nil
+	})
+
+	draPod(ctx, t, c, v1alpha1.SchedulerName, "deny-w", "model-w", "10Gi", onNode("t4-0"))
+	// The scheduler records the failure after Unreserve ran, and retries
+	// only after a backoff of a second or more: the claim is free then.
+	// Without the rollback it stays allocated to the Pending pod for good.
+	waitPending(ctx, t, c, "deny-w", "refused (test)")
+	waitFor(ctx, t, 30*time.Second, "claim deny-w-gpu rolled back (no allocation, no reservedFor) after the binding failed", func(ctx context.Context) (bool, error) {
+		cl, err := c.ResourceV1().ResourceClaims("default").Get(ctx, "deny-w-gpu", metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		return cl.Status.Allocation == nil && len(cl.Status.ReservedFor) == 0, nil
+	})
+	// No further attempt once the pod is gone; its standalone claim stays.
+	if err := c.CoreV1().Pods("default").Delete(ctx, "deny-w", metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(ctx, t, 30*time.Second, "pod deny-w gone", func(ctx context.Context) (bool, error) {
+		_, err := c.CoreV1().Pods("default").Get(ctx, "deny-w", metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	})
+
+	draPod(ctx, t, c, v1alpha1.SchedulerName, "y", "model-y", "10Gi", onNode("t4-0"))
+	draPod(ctx, t, c, v1alpha1.SchedulerName, "z", "model-z", "10Gi", onNode("t4-0"))
+	y, z := waitPlaced(ctx, t, c, "y"), waitPlaced(ctx, t, c, "z")
+	if y.device == z.device {
+		t.Errorf("y and z both on t4-0/%s", y.device)
 	}
 	checkDRAAllocations(ctx, t, c)
 }
