@@ -108,6 +108,13 @@ func publishGPUs(ctx context.Context, t *testing.T, c kubernetes.Interface, node
 // hetsev's DeviceClass, and starts hetsev-scheduler in GPU mode dra.
 func draTestbed(t *testing.T) (*cluster.ControlPlane, context.Context, func()) {
 	t.Helper()
+	cp, ctx := draCluster(t)
+	return cp, ctx, startDRAScheduler(ctx, t, cp)
+}
+
+// draCluster is draTestbed without the scheduler.
+func draCluster(t *testing.T) (*cluster.ControlPlane, context.Context) {
+	t.Helper()
 	cp, ctx := controlPlane(t)
 	cat, err := catalog.DefaultCatalog()
 	if err != nil {
@@ -132,6 +139,13 @@ func draTestbed(t *testing.T) (*cluster.ControlPlane, context.Context, func()) {
 	if _, err := cp.Client.ResourceV1().DeviceClasses().Create(ctx, class, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	return cp, ctx
+}
+
+// startDRAScheduler starts hetsev-scheduler in GPU mode dra and returns
+// its restart: a kill (SIGKILL: nothing is saved) and a new start.
+func startDRAScheduler(ctx context.Context, t *testing.T, cp *cluster.ControlPlane) func() {
+	t.Helper()
 	var sched *cluster.Process
 	start := func() {
 		p, err := cluster.StartSchedulerWithConfig(ctx, cp, v1alpha1.SchedulerName, draSchedulerConfig(t, cp.Kubeconfig))
@@ -149,11 +163,10 @@ func draTestbed(t *testing.T) (*cluster.ControlPlane, context.Context, func()) {
 	})
 	// restart kills the scheduler (SIGKILL: nothing is saved) and starts
 	// a new one.
-	restart := func() {
+	return func() {
 		sched.Kill()
 		start()
 	}
-	return cp, ctx, restart
 }
 
 // draPod creates a pod of model with a ResourceClaim asking for memory
@@ -825,6 +838,32 @@ func TestDRAUnreserveAfterPreBindRollsBack(t *testing.T) {
 	y, z := waitPlaced(ctx, t, c, "y"), waitPlaced(ctx, t, c, "z")
 	if y.device == z.device {
 		t.Errorf("y and z both on t4-0/%s", y.device)
+	}
+	checkDRAAllocations(ctx, t, c)
+}
+
+// TestDRABurstAntiAffinity: four same-model pods pending when
+// hetsev-scheduler starts are placed back to back, each before the last
+// one's PreBind has written its claim, and still land on four different
+// GPUs: the plugin counts allocations in flight (model and busy share, not
+// only memory), so identical-model anti-affinity holds within a burst.
+func TestDRABurstAntiAffinity(t *testing.T) {
+	cp, ctx := draCluster(t)
+	c := cp.Client
+	const n = 4 // the testbed's GPUs: two V100s, two T4s
+	for i := range n {
+		draPod(ctx, t, c, v1alpha1.SchedulerName, fmt.Sprintf("burst-%d", i), "model-burst", "1Gi")
+	}
+	startDRAScheduler(ctx, t, cp)
+	on := map[string]string{}
+	for i := range n {
+		name := fmt.Sprintf("burst-%d", i)
+		pl := waitPlaced(ctx, t, c, name)
+		gpu := pl.node + "/" + pl.device
+		if other, ok := on[gpu]; ok {
+			t.Errorf("%s and %s (both model-burst) on %s", other, name, gpu)
+		}
+		on[gpu] = name
 	}
 	checkDRAAllocations(ctx, t, c)
 }

@@ -169,13 +169,45 @@ func (p *GPUShare) draSnapshot(ctx context.Context, class *resourceapi.DeviceCla
 	if err != nil {
 		return nil, fmt.Errorf("listing ResourceSlices: %w", err)
 	}
-	claims, err := p.draManager.ResourceClaims().List()
+	tracker := p.draManager.ResourceClaims()
+	claims, err := tracker.List()
 	if err != nil {
 		return nil, fmt.Errorf("listing ResourceClaims: %w", err)
 	}
+	claims = withPendingAllocations(claims, tracker)
 	nodes := dra.Inventory(sl, v1alpha1.DRADriver)
 	dra.SelectByClass(ctx, nodes, class, p.celCache)
 	return &draView{nodes: nodes, usages: dra.Usages(claims, v1alpha1.DRADriver)}, nil
+}
+
+// withPendingAllocations is claims with each allocation in flight (made in
+// Reserve, by this plugin or upstream's DynamicResources, and not yet
+// written in PreBind) filled in. The tracker's List returns the informer's
+// claims without them (kube-scheduler 1.36's claimTracker, whatever its
+// interface comment says); without them a burst of same-model pods, each
+// placed before the last one's PreBind, shares a GPU: the memory stays safe
+// (the allocator counts in-flight devices) but the model, busy share and
+// inflation limit of the earlier pod are not seen.
+func withPendingAllocations(claims []*resourceapi.ResourceClaim, tracker fwk.ResourceClaimTracker) []*resourceapi.ResourceClaim {
+	out := claims
+	copied := false
+	for i, c := range claims {
+		if c.Status.Allocation != nil {
+			continue
+		}
+		a := tracker.GetPendingAllocation(c.UID)
+		if a == nil {
+			continue
+		}
+		if !copied {
+			out = slices.Clone(claims)
+			copied = true
+		}
+		pending := c.DeepCopy()
+		pending.Status.Allocation = a
+		out[i] = pending
+	}
+	return out
 }
 
 // allocatedGPU is the node and GPU index of a claim's allocation.
