@@ -28,6 +28,9 @@ type NodeGroup struct {
 	MemoryGiB   int64
 }
 
+// NodeName is the name of the group's i-th node (from 0).
+func (g NodeGroup) NodeName(i int) string { return fmt.Sprintf("%s%d", g.Prefix, i) }
+
 // HetSevTestbed is the cluster of HetSev section 6: four servers with two
 // V100 32 GB and four with two T4 16 GB, 40 CPUs (2 x 10 cores x 2 threads)
 // and 62 GB each.
@@ -75,7 +78,7 @@ func CreateNodes(ctx context.Context, c kubernetes.Interface, groups []NodeGroup
 	for _, g := range groups {
 		for i := 0; i < g.Count; i++ {
 			n++
-			name := fmt.Sprintf("%s%d", g.Prefix, i)
+			name := g.NodeName(i)
 			res := v1.ResourceList{
 				v1.ResourceCPU:    *resource.NewQuantity(g.CPUs, resource.DecimalSI),
 				v1.ResourceMemory: *resource.NewQuantity(g.MemoryGiB<<30, resource.BinarySI),

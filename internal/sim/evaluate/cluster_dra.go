@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"strings"
 
 	v1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
@@ -12,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/hetsev/hetsev/internal/sim/dradriver"
 	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
 	"github.com/hetsev/hetsev/pkg/catalog"
 	"github.com/hetsev/hetsev/pkg/dra"
@@ -37,33 +37,10 @@ type draNode struct {
 	next    int                         // claims made, for unique names
 }
 
-// newDRANode publishes count GPUs of type t on node name: devices gpu-0..
-// with the driver's index and productName attributes (the product label
-// with "-" read as spaces, so that dra.ProductLabel maps it back), memory
-// capacity t.MemoryMiB MiB requested in steps of 1Mi (the driver's
-// requestPolicy with ConsumableShares; hetsev's whole-MiB requests are
-// consumed as they are) and allowMultipleAllocations.
+// newDRANode publishes count GPUs of type t on node name, as NVIDIA's DRA
+// driver would (dradriver.Slice).
 func newDRANode(name string, t catalog.GPUType, count int) *draNode {
-	product := strings.ReplaceAll(t.ProductLabel, "-", " ")
-	s := &resourcev1.ResourceSlice{
-		ObjectMeta: metav1.ObjectMeta{Name: name + "-" + v1alpha1.DRADriver},
-		Spec: resourcev1.ResourceSliceSpec{Driver: v1alpha1.DRADriver, NodeName: &name,
-			Pool: resourcev1.ResourcePool{Name: name, ResourceSliceCount: 1}},
-	}
-	shared, mi := true, resource.MustParse("1Mi")
-	for i := range count {
-		idx := int64(i)
-		s.Spec.Devices = append(s.Spec.Devices, resourcev1.Device{
-			Name: "gpu-" + strconv.Itoa(i), AllowMultipleAllocations: &shared,
-			Attributes: map[resourcev1.QualifiedName]resourcev1.DeviceAttribute{
-				dra.AttributeIndex: {IntValue: &idx}, dra.AttributeProductName: {StringValue: &product},
-			},
-			Capacity: map[resourcev1.QualifiedName]resourcev1.DeviceCapacity{
-				v1alpha1.DRAMemoryCapacity: {Value: *resource.NewQuantity(t.MemoryMiB<<20, resource.BinarySI),
-					RequestPolicy: &resourcev1.CapacityRequestPolicy{Default: &mi, ValidRange: &resourcev1.CapacityRequestPolicyRange{Min: &mi, Step: &mi}}},
-			},
-		})
-	}
+	s := dradriver.Slice(name, t, count)
 	nd := dra.OfProduct(dra.Inventory([]*resourcev1.ResourceSlice{s}, v1alpha1.DRADriver), t.ProductLabel)[name]
 	if nd == nil { // not reached: the slice above is shareable
 		nd = &dra.NodeDevices{Node: name}

@@ -1,0 +1,59 @@
+// Package dradriver is what NVIDIA's DRA driver for GPUs would publish for
+// a simulated GPU server: one ResourceSlice per node, the node's GPUs as
+// shareable devices with GPU memory as consumable capacity. The demo
+// publishes it on the local API server (GPU mode dra), the evaluator
+// accounts on it in memory; both read it through pkg/dra as
+// hetsev-scheduler and hetsev-scaler do.
+package dradriver
+
+import (
+	"strconv"
+	"strings"
+
+	resourcev1 "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
+	"github.com/hetsev/hetsev/pkg/catalog"
+	"github.com/hetsev/hetsev/pkg/dra"
+)
+
+// ProductName is the productName attribute of a GPU of type t: the NVML
+// device name, which is GFD's product label with "-" read as spaces
+// ("Tesla-T4" -> "Tesla T4"), so that dra.ProductLabel maps it back.
+func ProductName(t catalog.GPUType) string { return strings.ReplaceAll(t.ProductLabel, "-", " ") }
+
+// DeviceName is the name of the index-th GPU of a node in its slice.
+func DeviceName(index int) string { return "gpu-" + strconv.Itoa(index) }
+
+// Slice is the ResourceSlice of node's count GPUs of type t, pool named
+// for the node (generation 1, one slice): devices gpu-0.. with the driver's
+// index and productName attributes, allowMultipleAllocations, and memory
+// capacity t.MemoryMiB MiB requested in steps of 1 MiB (the driver's
+// requestPolicy with its ConsumableShares gate on; hetsev's whole-MiB
+// requests are consumed as they are).
+func Slice(node string, t catalog.GPUType, count int) *resourcev1.ResourceSlice {
+	product := ProductName(t)
+	s := &resourcev1.ResourceSlice{
+		ObjectMeta: metav1.ObjectMeta{Name: node + "-" + v1alpha1.DRADriver},
+		Spec: resourcev1.ResourceSliceSpec{Driver: v1alpha1.DRADriver, NodeName: &node,
+			Pool: resourcev1.ResourcePool{Name: node, Generation: 1, ResourceSliceCount: 1}},
+	}
+	mi := resource.MustParse("1Mi")
+	for i := range count {
+		idx := int64(i)
+		shared := true
+		s.Spec.Devices = append(s.Spec.Devices, resourcev1.Device{
+			Name: DeviceName(i), AllowMultipleAllocations: &shared,
+			Attributes: map[resourcev1.QualifiedName]resourcev1.DeviceAttribute{
+				dra.AttributeIndex: {IntValue: &idx}, dra.AttributeProductName: {StringValue: &product},
+			},
+			Capacity: map[resourcev1.QualifiedName]resourcev1.DeviceCapacity{
+				v1alpha1.DRAMemoryCapacity: {Value: *resource.NewQuantity(t.MemoryMiB<<20, resource.BinarySI),
+					RequestPolicy: &resourcev1.CapacityRequestPolicy{Default: &mi, ValidRange: &resourcev1.CapacityRequestPolicyRange{Min: &mi, Step: &mi}}},
+			},
+		})
+	}
+	return s
+}
