@@ -27,9 +27,12 @@ build:
 
 # The main job: local control plane, HetSev's GPU testbed, the three programs
 # and a trace replay; prints one line per interval and a summary, and writes
-# demo-summary.json.
+# demo-summary.json. DEMO_ARGS passes flags, e.g. --gpu-mode=dra (GPU access
+# through ResourceClaims allocated by hetsev-scheduler, with a claim audit in
+# the summary) or --solver=exact.
+DEMO_ARGS ?=
 demo: build
-	$(BIN)/hetsev-demo --summary demo-summary.json
+	$(BIN)/hetsev-demo --summary demo-summary.json $(DEMO_ARGS)
 
 # Replay the repo's 7-day Twitter trace (ResNet-50 and SSD) and the Azure
 # LLM code trace (BERT-large) under default Kubernetes, hetsev (heuristic,

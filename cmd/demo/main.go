@@ -12,6 +12,7 @@ import (
 	"github.com/hetsev/hetsev/internal/cluster"
 	"github.com/hetsev/hetsev/internal/sim/demo"
 	"github.com/hetsev/hetsev/internal/sim/trace"
+	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
 	"github.com/hetsev/hetsev/pkg/interference"
 )
 
@@ -26,6 +27,7 @@ func main() {
 	flag.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "random seed of the arrivals")
 	solver := flag.String("solver", "", "hetsev-scaler's --solver (exact or heuristic; default the scaler's)")
 	sharing := flag.String("gpu-sharing", "time-slicing", "how simulated model servers on one GPU share it: time-slicing or mps (the fitted co-location model)")
+	flag.StringVar(&cfg.GPUMode, "gpu-mode", v1alpha1.GPUModeAnnotations, "how pods get their GPU: annotations (hetsev.io/gpu-index) or dra (ResourceClaims on published ResourceSlices, allocated by hetsev-scheduler; the summary adds an audit of the claims)")
 	flag.Parse()
 	mode, err := interference.ParseSharingMode(*sharing)
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -24,6 +25,7 @@ import (
 
 	"github.com/hetsev/hetsev/internal/sim/simulator"
 	"github.com/hetsev/hetsev/internal/sim/trace"
+	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
 	"github.com/hetsev/hetsev/pkg/interference"
 	"github.com/hetsev/hetsev/pkg/scaler"
 )
@@ -64,9 +66,16 @@ type DemoConfig struct {
 	// The demo's nodes carry no GFD sharing label, so hetsev-scheduler rates
 	// them as time-slicing whatever this says.
 	GPUSharing interference.SharingMode
-	Seed       uint64
-	Dir        string
-	Out        io.Writer
+	// GPUMode is how pods get their GPU: v1alpha1.GPUModeAnnotations ("",
+	// the default) or v1alpha1.GPUModeDRA, where the nodes' GPUs are
+	// published in ResourceSlices, hetsev-scheduler allocates the pods'
+	// ResourceClaims (manifests/dra/scheduler-config.yaml) and hetsev-scaler
+	// runs with --gpu-mode=dra; the claims are audited (ClaimAudit) at
+	// every progress line.
+	GPUMode string
+	Seed    uint64
+	Dir     string
+	Out     io.Writer
 }
 
 // DefaultDemo is `make demo`: the Twitter trace's 6,000 s around a load
@@ -91,6 +100,7 @@ func DefaultDemo() DemoConfig {
 // Summary is what demo-summary.json holds.
 type Summary struct {
 	Trace                     string                    `json:"trace"`
+	GPUMode                   string                    `json:"gpu_mode"`
 	TraceStart                int                       `json:"trace_start"`
 	TraceSeconds              int                       `json:"trace_seconds"`
 	Compression               float64                   `json:"compression"`
@@ -104,6 +114,9 @@ type Summary struct {
 	IdenticalModelColocations int                       `json:"identical_model_colocations"`
 	GPUMemoryOvercommits      int                       `json:"gpu_memory_overcommits"`
 	ScalingActions            int                       `json:"scaling_actions"`
+	// Claims is GPU mode dra's audit of the ResourceClaims; nil in
+	// annotation mode.
+	Claims *ClaimAudit `json:"claims,omitempty"`
 }
 
 // ServiceSummary is one service's outcome.
@@ -156,6 +169,17 @@ func RunDemo(ctx context.Context, tb ktesting.TB, cfg DemoConfig) (*Summary, err
 		return nil, err
 	}
 
+	dra := false
+	switch cfg.GPUMode {
+	case "", v1alpha1.GPUModeAnnotations:
+		cfg.GPUMode = v1alpha1.GPUModeAnnotations
+	case v1alpha1.GPUModeDRA:
+		dra = true
+	default:
+		return nil, fmt.Errorf("GPU mode %q: want %s or %s", cfg.GPUMode, v1alpha1.GPUModeAnnotations, v1alpha1.GPUModeDRA)
+	}
+	fmt.Fprintf(out, "GPU mode: %s\n", cfg.GPUMode)
+
 	start := time.Now()
 	cp, err := cluster.StartControlPlane(ctx, tb, cfg.Dir)
 	if err != nil {
@@ -173,6 +197,17 @@ func RunDemo(ctx context.Context, tb ktesting.TB, cfg DemoConfig) (*Summary, err
 	nodes, err := cluster.CreateNodes(ctx, cp.Client, groups)
 	if err != nil {
 		return nil, err
+	}
+	scalerArgs := slices.Clone(cfg.ScalerArgs)
+	if dra {
+		// What NVIDIA's DRA driver and overlays/dra would install.
+		if err := cluster.PublishGPUSlices(ctx, cp, groups); err != nil {
+			return nil, err
+		}
+		if err := cluster.InstallDeviceClass(ctx, cp); err != nil {
+			return nil, err
+		}
+		scalerArgs = append(scalerArgs, "--gpu-mode="+v1alpha1.GPUModeDRA)
 	}
 	var procs []*cluster.Process
 	defer func() {
@@ -194,7 +229,7 @@ func RunDemo(ctx context.Context, tb ktesting.TB, cfg DemoConfig) (*Summary, err
 	if err := CreateDCGMExporters(ctx, cp.Client, nodes); err != nil {
 		return nil, err
 	}
-	sched, err := cluster.StartScheduler(ctx, cp)
+	sched, err := startScheduler(ctx, cp, dra)
 	if err != nil {
 		return nil, err
 	}
@@ -204,7 +239,7 @@ func RunDemo(ctx context.Context, tb ktesting.TB, cfg DemoConfig) (*Summary, err
 		return nil, err
 	}
 	procs = append(procs, adapterProc)
-	scalerProc, err := cluster.StartScaler(ctx, cp, cfg.ScalerArgs...)
+	scalerProc, err := cluster.StartScaler(ctx, cp, scalerArgs...)
 	if err != nil {
 		return nil, err
 	}
@@ -262,8 +297,11 @@ func RunDemo(ctx context.Context, tb ktesting.TB, cfg DemoConfig) (*Summary, err
 		time.Sleep(100 * time.Millisecond)
 	}
 
-	sum := &Summary{Trace: cfg.TraceName, TraceStart: cfg.TraceStart, TraceSeconds: cfg.TraceSeconds, Compression: factor,
+	sum := &Summary{Trace: cfg.TraceName, GPUMode: cfg.GPUMode, TraceStart: cfg.TraceStart, TraceSeconds: cfg.TraceSeconds, Compression: factor,
 		Services: map[string]ServiceSummary{}, GPUHours: map[string]float64{}}
+	if dra {
+		sum.Claims = &ClaimAudit{}
+	}
 	fmt.Fprintf(out, "%-8s %-9s %-20s %-28s %-22s %s\n", "time", "phase", "W (req/s)", "replicas (V100-32GB/T4)", "p98 (ms)", "SLO attainment")
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -273,6 +311,11 @@ func RunDemo(ctx context.Context, tb ktesting.TB, cfg DemoConfig) (*Summary, err
 	defer tick.Stop()
 	lastT := 0.0
 	report := func() {
+		if sum.Claims != nil {
+			if err := sum.Claims.Check(ctx, cp.Client, "default"); err != nil {
+				fmt.Fprintf(out, "claim audit: %v\n", err)
+			}
+		}
 		snaps := world.Snapshots()
 		rs := replicaSample(ctx, cp, cfg.Services, cat, snaps[0].TraceSeconds)
 		sum.ReplicasOverTime = append(sum.ReplicasOverTime, rs)
@@ -341,6 +384,20 @@ func RunDemo(ctx context.Context, tb ktesting.TB, cfg DemoConfig) (*Summary, err
 	return sum, nil
 }
 
+// startScheduler starts hetsev-scheduler with the config its mode's
+// manifests deploy: manifests/scheduler-config.yaml, or in GPU mode dra
+// manifests/dra/scheduler-config.yaml.
+func startScheduler(ctx context.Context, cp *cluster.ControlPlane, dra bool) (*cluster.Process, error) {
+	if !dra {
+		return cluster.StartScheduler(ctx, cp)
+	}
+	cfg, err := cluster.DRASchedulerConfig(cp.Kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	return cluster.StartSchedulerWithConfig(ctx, cp, v1alpha1.SchedulerName, cfg)
+}
+
 // p98String shows a p98 that falls on a shed request (rejected because it
 // could not meet RT_max, or no instance ready) as "shed".
 func p98String(ms float64) string {
@@ -398,7 +455,7 @@ func countScalingEvents(ctx context.Context, cp *cluster.ControlPlane) int {
 
 // PrintSummary writes the end-of-run table.
 func PrintSummary(w io.Writer, s *Summary) {
-	fmt.Fprintf(w, "\n== summary: %s, %d trace seconds at %.1fx ==\n", s.Trace, s.TraceSeconds, s.Compression)
+	fmt.Fprintf(w, "\n== summary: %s, %d trace seconds at %.1fx, GPU mode %s ==\n", s.Trace, s.TraceSeconds, s.Compression, s.GPUMode)
 	fmt.Fprintf(w, "%-10s %-14s %-10s %-12s %-14s %-8s %s\n", "service", "model", "RT_max", "requests", "SLO attainment", "failed", "max replicas")
 	names := make([]string, 0, len(s.Services))
 	for n := range s.Services {
@@ -421,6 +478,10 @@ func PrintSummary(w io.Writer, s *Summary) {
 	fmt.Fprintf(w, "cost (GPUs hosting >= 1 instance x USD/h): %.2f USD\n", s.CostUSD)
 	fmt.Fprintf(w, "pods scheduled: %d, scaling actions: %d, identical-model co-locations: %d, GPU memory over-commits: %d\n",
 		s.PodsScheduled, s.ScalingActions, s.IdenticalModelColocations, s.GPUMemoryOvercommits)
+	if c := s.Claims; c != nil {
+		fmt.Fprintf(w, "ResourceClaims (%d audits, %d allocated claims seen): device over-commits: %d, identical-model co-locations: %d, running pods without their allocation: %d, gpu-index not the claim's device: %d\n",
+			c.Audits, c.ClaimsChecked, c.DeviceOvercommits, c.IdenticalModelColocations, c.RunningWithoutAllocation, c.GPUIndexMismatches)
+	}
 }
 
 // WriteSummary writes s as indented JSON.
