@@ -20,8 +20,10 @@ import (
 // device over-committed in three audits counts 3.
 type ClaimAudit struct {
 	Audits int `json:"audits"`
-	// ClaimsChecked counts allocated claims seen.
+	// ClaimsChecked counts allocated claims seen, PodsChecked running pods
+	// with a hetsev claim (spec.resourceClaims entry "gpu").
 	ClaimsChecked int `json:"claims_checked"`
+	PodsChecked   int `json:"pods_checked"`
 	// DeviceOvercommits counts devices whose claims' consumedCapacity
 	// "memory" adds up to more than the device's memory capacity (a claim
 	// that consumed none holds the whole device).
@@ -132,6 +134,7 @@ func (a *ClaimAudit) Check(ctx context.Context, c kubernetes.Interface, namespac
 		if p.Status.Phase != v1.PodRunning || p.DeletionTimestamp != nil || !dra.HasHetsevClaim(p) {
 			continue
 		}
+		a.PodsChecked++
 		name, _ := dra.ClaimNameOf(p, v1alpha1.PodClaimName)
 		cl := claimsByName[p.Namespace+"/"+name]
 		if cl == nil || cl.Status.Allocation == nil || !reservedFor(cl, p) || len(cl.Status.Allocation.Devices.Results) == 0 {

@@ -24,7 +24,7 @@ func auditPod(name, model, node, index string) *v1.Pod {
 	return &v1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", UID: types.UID(name),
 			Annotations: map[string]string{v1alpha1.AnnotationModel: model, v1alpha1.AnnotationGPUIndex: index}},
-		Spec: v1.PodSpec{NodeName: node, ResourceClaims: []v1.PodResourceClaim{{Name: v1alpha1.PodClaimName, ResourceClaimName: &claim}}},
+		Spec:   v1.PodSpec{NodeName: node, ResourceClaims: []v1.PodResourceClaim{{Name: v1alpha1.PodClaimName, ResourceClaimName: &claim}}},
 		Status: v1.PodStatus{Phase: v1.PodRunning},
 	}
 }
@@ -58,25 +58,25 @@ func TestClaimAudit(t *testing.T) {
 	}{
 		{"two models within capacity", []runtime.Object{a, b,
 			auditClaim(a, "v100-0", "gpu-0", "10Gi"), auditClaim(b, "v100-0", "gpu-0", "12Gi")},
-			ClaimAudit{Audits: 1, ClaimsChecked: 2}},
+			ClaimAudit{Audits: 1, ClaimsChecked: 2, PodsChecked: 2}},
 		{"exactly the capacity", []runtime.Object{a, b,
 			auditClaim(a, "v100-0", "gpu-0", "10Gi"), auditClaim(b, "v100-0", "gpu-0", "22528Mi")},
-			ClaimAudit{Audits: 1, ClaimsChecked: 2}},
+			ClaimAudit{Audits: 1, ClaimsChecked: 2, PodsChecked: 2}},
 		{"one MiB too many", []runtime.Object{a, b,
 			auditClaim(a, "v100-0", "gpu-0", "10Gi"), auditClaim(b, "v100-0", "gpu-0", "22529Mi")},
-			ClaimAudit{Audits: 1, ClaimsChecked: 2, DeviceOvercommits: 1}},
+			ClaimAudit{Audits: 1, ClaimsChecked: 2, PodsChecked: 2, DeviceOvercommits: 1}},
 		{"a device held whole shared", []runtime.Object{a, b,
 			auditClaim(a, "v100-0", "gpu-0", ""), auditClaim(b, "v100-0", "gpu-0", "1Gi")},
-			ClaimAudit{Audits: 1, ClaimsChecked: 2, DeviceOvercommits: 1}},
+			ClaimAudit{Audits: 1, ClaimsChecked: 2, PodsChecked: 2, DeviceOvercommits: 1}},
 		{"same model on one GPU", []runtime.Object{a, a2,
 			auditClaim(a, "v100-0", "gpu-0", "1Gi"), auditClaim(a2, "v100-0", "gpu-0", "1Gi")},
-			ClaimAudit{Audits: 1, ClaimsChecked: 2, IdenticalModelColocations: 1}},
+			ClaimAudit{Audits: 1, ClaimsChecked: 2, PodsChecked: 2, IdenticalModelColocations: 1}},
 		{"gpu-index not the claim's device", []runtime.Object{a, auditClaim(a, "v100-0", "gpu-1", "1Gi")},
-			ClaimAudit{Audits: 1, ClaimsChecked: 1, GPUIndexMismatches: 1}},
+			ClaimAudit{Audits: 1, ClaimsChecked: 1, PodsChecked: 1, GPUIndexMismatches: 1}},
 		{"running without allocation", []runtime.Object{a, auditClaim(a, "v100-0", "", "")},
-			ClaimAudit{Audits: 1, RunningWithoutAllocation: 1}},
+			ClaimAudit{Audits: 1, PodsChecked: 1, RunningWithoutAllocation: 1}},
 		{"running without claim", []runtime.Object{a},
-			ClaimAudit{Audits: 1, RunningWithoutAllocation: 1}},
+			ClaimAudit{Audits: 1, PodsChecked: 1, RunningWithoutAllocation: 1}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

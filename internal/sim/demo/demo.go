@@ -479,8 +479,8 @@ func PrintSummary(w io.Writer, s *Summary) {
 	fmt.Fprintf(w, "pods scheduled: %d, scaling actions: %d, identical-model co-locations: %d, GPU memory over-commits: %d\n",
 		s.PodsScheduled, s.ScalingActions, s.IdenticalModelColocations, s.GPUMemoryOvercommits)
 	if c := s.Claims; c != nil {
-		fmt.Fprintf(w, "ResourceClaims (%d audits, %d allocated claims seen): device over-commits: %d, identical-model co-locations: %d, running pods without their allocation: %d, gpu-index not the claim's device: %d\n",
-			c.Audits, c.ClaimsChecked, c.DeviceOvercommits, c.IdenticalModelColocations, c.RunningWithoutAllocation, c.GPUIndexMismatches)
+		fmt.Fprintf(w, "ResourceClaims (%d audits, %d allocated claims and %d running pods seen): device over-commits: %d, identical-model co-locations: %d, running pods without their allocation: %d, gpu-index not the claim's device: %d\n",
+			c.Audits, c.ClaimsChecked, c.PodsChecked, c.DeviceOvercommits, c.IdenticalModelColocations, c.RunningWithoutAllocation, c.GPUIndexMismatches)
 	}
 }
 
