@@ -47,7 +47,18 @@
 //   - dcgm-exporter gauges DCGM_FI_DEV_GPU_UTIL (percent) and
 //     DCGM_FI_DEV_FB_USED (MiB), one series per GPU labelled gpu (index) and
 //     Hostname (node name). A pod's GPU is (spec.nodeName, annotation
-//     hetsev.io/gpu-index), written by hetsev-scheduler. DCGM measures
+//     hetsev.io/gpu-index), written by hetsev-scheduler in both GPU modes.
+//     With --gpu-mode=dra, a pod without the annotation (its
+//     ResourceClaim allocated by another scheduler, e.g. the upstream
+//     DynamicResources plugin for a Deployment that HPA scales) is joined
+//     through its claims instead (provider.podGPU, dra.PodGPUIndex): the
+//     claims of all its spec.resourceClaims entries, their allocated
+//     device of driver gpu.nvidia.com, and that device's "index"
+//     attribute in the ResourceSlice of the pod's node (the adapter then
+//     watches ResourceClaims and ResourceSlices). A pod whose claims hold
+//     several GPUs is reported its lowest-index GPU; a claim that is
+//     missing or not allocated, or a device not published or without an
+//     index, leaves the pod without GPU data. DCGM measures
 //     devices, not processes: a pod that shares its GPU with other pods is
 //     reported the WHOLE GPU's utilisation and used memory, the same value
 //     as its neighbours (hetsev places several models on one GPU, so

@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -12,11 +13,15 @@ import (
 
 	authorizationv1 "k8s.io/api/authorization/v1"
 	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
 
 	"github.com/hetsev/hetsev/internal/cluster"
+	"github.com/hetsev/hetsev/pkg/adapter"
 	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
 	"github.com/hetsev/hetsev/pkg/gpuinventory"
 	"github.com/hetsev/hetsev/pkg/webhook"
@@ -29,8 +34,10 @@ import (
 // hetsev-scaler with --gpu-mode=dra, as its service account, writes a
 // ResourceClaimTemplate per Deployment that the API server accepts, its
 // webhook gives an annotated pod a claim from a namespace template it
-// creates, and the admission policy refuses a hetsev GPU pod without a
-// claim.
+// creates, the admission policy refuses a hetsev GPU pod without a
+// claim, and hetsev-metrics-adapter with --gpu-mode=dra, as its service
+// account, serves the GPU utilisation of a pod whose claim another
+// scheduler allocated (no hetsev.io/gpu-index).
 func TestDRAOverlayAppliesAndRuns(t *testing.T) {
 	cp, ctx := controlPlane(t)
 	c := cp.Client
@@ -44,7 +51,9 @@ func TestDRAOverlayAppliesAndRuns(t *testing.T) {
 		"DeviceClass " + v1alpha1.DeviceClassName,
 		"ClusterRole hetsev-scheduler-dra", "ClusterRoleBinding hetsev-scheduler-dra",
 		"ClusterRole hetsev-scaler-dra", "ClusterRoleBinding hetsev-scaler-dra",
-		"Deployment hetsev-system/hetsev-scaler", "ConfigMap hetsev-system/hetsev-scheduler-config",
+		"ClusterRole hetsev-metrics-adapter-dra", "ClusterRoleBinding hetsev-metrics-adapter-dra",
+		"Deployment hetsev-system/hetsev-scaler", "Deployment hetsev-system/hetsev-metrics-adapter",
+		"ConfigMap hetsev-system/hetsev-scheduler-config",
 		"ValidatingAdmissionPolicy hetsev-gpu-assignment",
 	} {
 		if !strings.Contains(all, want+"\n") {
@@ -66,6 +75,13 @@ func TestDRAOverlayAppliesAndRuns(t *testing.T) {
 	}
 	if args := dep.Spec.Template.Spec.Containers[0].Args; !hasArg(args, "--gpu-mode=dra") {
 		t.Errorf("hetsev-scaler args %v, want --gpu-mode=dra", args)
+	}
+	adapterDep, err := c.AppsV1().Deployments("hetsev-system").Get(ctx, "hetsev-metrics-adapter", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if args := adapterDep.Spec.Template.Spec.Containers[0].Args; !hasArg(args, "--gpu-mode=dra") {
+		t.Errorf("hetsev-metrics-adapter args %v, want --gpu-mode=dra", args)
 	}
 	whc, err := c.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, "hetsev-scheduler-selection", metav1.GetOptions{})
 	if err != nil {
@@ -102,6 +118,16 @@ func TestDRAOverlayAppliesAndRuns(t *testing.T) {
 		{scalerSA, authorizationv1.ResourceAttributes{Verb: "create", Group: "resource.k8s.io", Resource: "resourceslices"}, false},
 		{scalerSA, authorizationv1.ResourceAttributes{Verb: "update", Group: "resource.k8s.io", Resource: "resourceclaims", Namespace: "default"}, false},
 		{scalerSA, authorizationv1.ResourceAttributes{Verb: "update", Group: "resource.k8s.io", Resource: "resourceclaims", Subresource: "binding", Namespace: "default"}, false},
+		// hetsev-metrics-adapter caches claims and slices to join pods
+		// without hetsev.io/gpu-index to their GPU; it never writes them.
+		{adapterSA, authorizationv1.ResourceAttributes{Verb: "list", Group: "resource.k8s.io", Resource: "resourceclaims"}, true},
+		{adapterSA, authorizationv1.ResourceAttributes{Verb: "watch", Group: "resource.k8s.io", Resource: "resourceclaims"}, true},
+		{adapterSA, authorizationv1.ResourceAttributes{Verb: "get", Group: "resource.k8s.io", Resource: "resourceclaims", Namespace: "default"}, true},
+		{adapterSA, authorizationv1.ResourceAttributes{Verb: "list", Group: "resource.k8s.io", Resource: "resourceslices"}, true},
+		{adapterSA, authorizationv1.ResourceAttributes{Verb: "watch", Group: "resource.k8s.io", Resource: "resourceslices"}, true},
+		{adapterSA, authorizationv1.ResourceAttributes{Verb: "update", Group: "resource.k8s.io", Resource: "resourceclaims", Subresource: "status", Namespace: "default"}, false},
+		{adapterSA, authorizationv1.ResourceAttributes{Verb: "create", Group: "resource.k8s.io", Resource: "resourceslices"}, false},
+		{adapterSA, authorizationv1.ResourceAttributes{Verb: "list", Group: "resource.k8s.io", Resource: "resourceclaimtemplates"}, false},
 	} {
 		sar, err := c.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{
 			Spec: authorizationv1.SubjectAccessReviewSpec{
@@ -201,6 +227,106 @@ func TestDRAOverlayAppliesAndRuns(t *testing.T) {
 	})
 	_, err = c.CoreV1().Pods("default").Create(ctx, annotationModePod("no-claim"), metav1.CreateOptions{})
 	expectDenied(t, "a hetsev GPU pod without a claim", err, "has no pod claim named gpu")
+
+	checkDRAAdapterJoin(ctx, t, cp)
+}
+
+// checkDRAAdapterJoin runs hetsev-metrics-adapter with --gpu-mode=dra as
+// its service account (the overlay's RBAC only) and reads, through the
+// aggregated API, the GPU utilisation of a pod that has no
+// hetsev.io/gpu-index, its claim allocated by hand as another scheduler
+// would: the value of the GPU whose index attribute the allocated device
+// publishes (GPU 1 at 30 %, not GPU 0 at 80 %). DCGM's series come from a
+// stand-in for Prometheus.
+func checkDRAAdapterJoin(ctx context.Context, t *testing.T, cp *cluster.ControlPlane) {
+	t.Helper()
+	c := cp.Client
+	const node = "dra-gpu-0"
+	if _, err := c.CoreV1().Nodes().Create(ctx, &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// Device names in the reverse order of their indexes: the join must
+	// read the attribute.
+	publishGPUs(ctx, t, c, node, []draGPU{
+		{name: "gpu-a", index: 1, product: "Tesla T4", memory: "16Gi", shared: true},
+		{name: "gpu-b", index: 0, product: "Tesla T4", memory: "16Gi", shared: true},
+	})
+	claim, err := c.ResourceV1().ResourceClaims("default").Create(ctx, &resourceapi.ResourceClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: "upstream-gpu", Namespace: "default"},
+		Spec:       claimSpec("4Gi"),
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	claim.Status.Allocation = &resourceapi.AllocationResult{Devices: resourceapi.DeviceAllocationResult{Results: []resourceapi.DeviceRequestAllocationResult{{
+		Request: v1alpha1.ClaimRequestName, Driver: v1alpha1.DRADriver, Pool: node, Device: "gpu-a",
+	}}}}
+	if _, err := c.ResourceV1().ResourceClaims("default").UpdateStatus(ctx, claim, metav1.UpdateOptions{}); err != nil {
+		t.Fatalf("allocating claim upstream-gpu: %v", err)
+	}
+	pod := &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "upstream", Namespace: "default"},
+		Spec: v1.PodSpec{
+			NodeName:       node,
+			ResourceClaims: []v1.PodResourceClaim{{Name: v1alpha1.PodClaimName, ResourceClaimName: &claim.Name}},
+			Containers: []v1.Container{{Name: "server", Image: "model-server",
+				Resources: v1.ResourceRequirements{Claims: []v1.ResourceClaim{{Name: v1alpha1.PodClaimName}}}}},
+		},
+	}
+	if _, err := c.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	prom, stop, err := cluster.ServeLoopback(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		result := "[]"
+		if err := r.ParseForm(); err == nil && strings.Contains(r.Form.Get("query"), "DCGM_FI_DEV_GPU_UTIL") {
+			now := time.Now().Unix()
+			result = fmt.Sprintf(`[{"metric":{"Hostname":%q,"gpu":"0"},"value":[%d,"80"]},{"metric":{"Hostname":%q,"gpu":"1"},"value":[%d,"30"]}]`, node, now, node, now)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"status":"success","data":{"resultType":"vector","result":` + result + `}}`))
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stop)
+	// The overlay's Service selects the Deployment's pods, which do not
+	// run here; the adapter started below is reached through an
+	// ExternalName Service that StartAdapter creates in its place.
+	if err := c.CoreV1().Services(cluster.SystemNamespace).Delete(ctx, cluster.AdapterService, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	kc, err := cp.KubeconfigAs(adapterSA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ad, _, err := cluster.StartAdapter(ctx, cp, cluster.AdapterOptions{
+		PrometheusURL: "http://" + prom, Kubeconfig: kc, ExtraArgs: []string{"--gpu-mode=dra"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopOnCleanup(t, ad)
+	cm := customMetrics(t, cp.Config)
+	var (
+		got  float64
+		last string
+	)
+	waitFor(ctx, t, 60*time.Second, "gpu_utilization_percent of pod upstream", func(ctx context.Context) (bool, error) {
+		v, err := cm.NamespacedMetrics("default").GetForObject(schema.GroupKind{Kind: "Pod"}, "upstream", adapter.MetricGPUUtilization, labels.Everything())
+		if err != nil {
+			if err.Error() != last {
+				t.Logf("not yet: %v", err)
+				last = err.Error()
+			}
+			return false, nil
+		}
+		got = v.Value.AsApproximateFloat64()
+		return true, nil
+	})
+	if got != 30 {
+		t.Errorf("gpu_utilization_percent of pod upstream = %v, want 30 (its claim's device gpu-a publishes index 1)", got)
+	}
 }
 
 // annotationModePod is a hetsev GPU pod as annotation mode shapes it

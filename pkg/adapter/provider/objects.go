@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 	"strconv"
@@ -8,6 +9,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -15,6 +17,7 @@ import (
 
 	"github.com/hetsev/hetsev/pkg/adapter"
 	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
+	"github.com/hetsev/hetsev/pkg/dra"
 )
 
 // objectNames lists the objects of kind k that selector selects in
@@ -60,8 +63,17 @@ func listNames[T metav1.Object](allNamespaces bool, all, one func() ([]T, error)
 	return names, nil
 }
 
-// podGPU returns the node and GPU index of a pod: spec.nodeName and the
-// hetsev.io/gpu-index annotation.
+// podGPU returns the node and GPU index of a pod, the keys of its DCGM
+// series: spec.nodeName and the hetsev.io/gpu-index annotation
+// (hetsev-scheduler writes it in both GPU modes). Without the annotation,
+// and only with WithDRA (GPU mode dra), the index is read from the pod's
+// ResourceClaims through dra.PodGPUIndex: the claims of all the pod's
+// spec.resourceClaims entries, their allocation results of driver
+// v1alpha1.DRADriver, and the index attribute of that device in the
+// ResourceSlice of the pod's node; a pod whose claims hold several GPUs
+// gets the lowest index. An annotation that is present but unreadable is
+// an error, not a reason to read the claims. Every failure wraps
+// adapter.ErrNoData.
 func (p *Provider) podGPU(name types.NamespacedName) (string, int, error) {
 	if p.pods == nil {
 		return "", 0, fmt.Errorf("no pod lister: %w", adapter.ErrNoData)
@@ -78,13 +90,41 @@ func (p *Provider) podGPU(name types.NamespacedName) (string, int, error) {
 	}
 	raw, ok := pod.Annotations[v1alpha1.AnnotationGPUIndex]
 	if !ok {
-		return "", 0, fmt.Errorf("pod %s has no %s annotation: %w", name, v1alpha1.AnnotationGPUIndex, adapter.ErrNoData)
+		if p.claims == nil || p.slices == nil {
+			return "", 0, fmt.Errorf("pod %s has no %s annotation: %w", name, v1alpha1.AnnotationGPUIndex, adapter.ErrNoData)
+		}
+		gpu, err := p.claimedGPU(pod)
+		if err != nil {
+			return "", 0, fmt.Errorf("pod %s has no %s annotation, and its GPU cannot be read from its ResourceClaims: %v: %w",
+				name, v1alpha1.AnnotationGPUIndex, err, adapter.ErrNoData)
+		}
+		return pod.Spec.NodeName, gpu, nil
 	}
 	gpu, err := strconv.Atoi(strings.TrimSpace(raw))
 	if err != nil || gpu < 0 {
 		return "", 0, fmt.Errorf("pod %s: bad %s %q: %w", name, v1alpha1.AnnotationGPUIndex, raw, adapter.ErrNoData)
 	}
 	return pod.Spec.NodeName, gpu, nil
+}
+
+// claimedGPU is the index of the GPU the pod holds through its
+// ResourceClaims (dra.PodGPUIndex) on its node.
+func (p *Provider) claimedGPU(pod *corev1.Pod) (int, error) {
+	if p.draSynced != nil && !p.draSynced() {
+		return 0, errors.New("the ResourceClaim and ResourceSlice caches have not synced yet")
+	}
+	slices, err := p.slices.List(labels.Everything())
+	if err != nil {
+		return 0, fmt.Errorf("listing ResourceSlices: %w", err)
+	}
+	getClaim := func(namespace, name string) (*resourceapi.ResourceClaim, error) {
+		c, err := p.claims.ResourceClaims(namespace).Get(name)
+		if apierrors.IsNotFound(err) {
+			return nil, errors.New("not found")
+		}
+		return c, err
+	}
+	return dra.PodGPUIndex(pod, getClaim, slices, v1alpha1.DRADriver)
 }
 
 // deploymentPods returns the pods a Deployment's selector selects in its

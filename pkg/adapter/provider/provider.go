@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	appslisters "k8s.io/client-go/listers/apps/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
+	resourcelisters "k8s.io/client-go/listers/resource/v1"
 	"k8s.io/client-go/metadata/metadatalister"
 	"k8s.io/klog/v2"
 	"k8s.io/metrics/pkg/apis/custom_metrics"
@@ -48,6 +49,12 @@ type Provider struct {
 	services    metadatalister.Lister
 	// servicesSynced reports whether services holds every ModelService yet.
 	servicesSynced func() bool
+
+	// GPU mode dra (WithDRA): where podGPU finds the GPU of a pod without
+	// hetsev.io/gpu-index. Nil in annotation mode.
+	claims    resourcelisters.ResourceClaimLister
+	slices    resourcelisters.ResourceSliceLister
+	draSynced func() bool
 }
 
 var _ cmprovider.CustomMetricsProvider = (*Provider)(nil)
@@ -65,6 +72,18 @@ func New(src adapter.Source, pods corelisters.PodLister, deployments appslisters
 // name is read from its pods' label alone. It returns p.
 func (p *Provider) WithModelServices(l metadatalister.Lister, synced func() bool) *Provider {
 	p.services, p.servicesSynced = l, synced
+	return p
+}
+
+// WithDRA makes p find the GPU of a pod that has no hetsev.io/gpu-index
+// annotation from its ResourceClaims (GPU mode dra, where another
+// scheduler's DynamicResources plugin may have allocated the claim): the
+// device of driver v1alpha1.DRADriver its claims are allocated, and that
+// device's index attribute in the ResourceSlice of the pod's node (see
+// podGPU). claims and slices are the informers' listers; until synced
+// reports true (nil: at once) such a pod has no data. It returns p.
+func (p *Provider) WithDRA(claims resourcelisters.ResourceClaimLister, slices resourcelisters.ResourceSliceLister, synced func() bool) *Provider {
+	p.claims, p.slices, p.draSynced = claims, slices, synced
 	return p
 }
 

@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 
+	resourcev1 "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/informers"
 	appsinformers "k8s.io/client-go/informers/apps/v1"
 	coreinformers "k8s.io/client-go/informers/core/v1"
+	resourceinformers "k8s.io/client-go/informers/resource/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/metadata/metadatainformer"
@@ -17,6 +19,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/hetsev/hetsev/pkg/adapter"
+	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
 )
 
 // clusterInformers are the informers the provider and the scraper read.
@@ -25,6 +28,12 @@ type clusterInformers struct {
 	pods        coreinformers.PodInformer
 	deployments appsinformers.DeploymentInformer
 
+	// ResourceClaims (of namespace) and ResourceSlices, from factory, in
+	// GPU mode dra only (nil otherwise): where a pod without
+	// hetsev.io/gpu-index finds its GPU.
+	claims resourceinformers.ResourceClaimInformer
+	slices resourceinformers.ResourceSliceInformer
+
 	// ModelServices by metadata only: names and labels are all the
 	// provider needs. Nil without the CRD.
 	metaFactory    metadatainformer.SharedInformerFactory
@@ -32,10 +41,13 @@ type clusterInformers struct {
 	servicesSynced func() bool
 }
 
-// newInformers returns the informers of namespace ("" for all). Without
-// the ModelService CRD, ModelServices are not listed by selector (a
-// ModelService asked for by name is still served from its pods).
-func newInformers(cfg *rest.Config, namespace string) (*clusterInformers, error) {
+// newInformers returns the informers of namespace ("" for all), with
+// those of ResourceClaims and ResourceSlices when gpuMode is
+// v1alpha1.GPUModeDRA (an error when the API server does not serve
+// resource.k8s.io/v1). Without the ModelService CRD, ModelServices are not
+// listed by selector (a ModelService asked for by name is still served
+// from its pods).
+func newInformers(cfg *rest.Config, namespace, gpuMode string) (*clusterInformers, error) {
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("creating client: %w", err)
@@ -50,6 +62,21 @@ func newInformers(cfg *rest.Config, namespace string) (*clusterInformers, error)
 	// Register the informers before the factory starts.
 	inf.pods.Informer()
 	inf.deployments.Informer()
+	if gpuMode == v1alpha1.GPUModeDRA {
+		gv := resourcev1.SchemeGroupVersion.String()
+		if _, err := client.Discovery().ServerResourcesForGroupVersion(gv); apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("--gpu-mode=%s: the API server does not serve %s (ResourceClaims, ResourceSlices)", gpuMode, gv)
+		} else if err != nil {
+			// Not a missing API: start the informers anyway; they retry.
+			klog.ErrorS(err, "Discovering the DRA API", "groupVersion", gv)
+		}
+		// Slices are cluster-scoped: the factory's namespace does not
+		// apply to them.
+		inf.claims = inf.factory.Resource().V1().ResourceClaims()
+		inf.slices = inf.factory.Resource().V1().ResourceSlices()
+		inf.claims.Informer()
+		inf.slices.Informer()
+	}
 
 	msGVR := adapter.ModelServicesResource.WithVersion("v1alpha1")
 	if _, err := client.Discovery().ServerResourcesForGroupVersion(msGVR.GroupVersion().String()); apierrors.IsNotFound(err) {
@@ -68,6 +95,12 @@ func newInformers(cfg *rest.Config, namespace string) (*clusterInformers, error)
 	inf.services = metadatalister.New(informer.GetIndexer(), msGVR)
 	inf.servicesSynced = informer.HasSynced
 	return inf, nil
+}
+
+// draSynced reports whether the ResourceClaim and ResourceSlice caches
+// have synced; true without them.
+func (inf *clusterInformers) draSynced() bool {
+	return inf.claims == nil || (inf.claims.Informer().HasSynced() && inf.slices.Informer().HasSynced())
 }
 
 // start starts the informers; they stop when ctx is done.

@@ -1,6 +1,6 @@
 // Package server is hetsev-metrics-adapter's command: Options holds its
-// command-line options, its own (backend, namespace, rate window, the
-// scrape and Prometheus backends' settings) and, through
+// command-line options, its own (backend, GPU mode, namespace, rate
+// window, the scrape and Prometheus backends' settings) and, through
 // sigs.k8s.io/custom-metrics-apiserver's basecmd.AdapterBase, the API
 // server's (--secure-port, --cert-dir, --lister-kubeconfig, the
 // authentication and authorization flags, ...). Run wires informers, the
@@ -21,6 +21,7 @@ import (
 	"github.com/hetsev/hetsev/pkg/adapter"
 	"github.com/hetsev/hetsev/pkg/adapter/prometheus"
 	"github.com/hetsev/hetsev/pkg/adapter/scrape"
+	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
 )
 
 // Name is the API server's name (basecmd.AdapterBase.Name).
@@ -40,6 +41,11 @@ type Options struct {
 	// Backend is where metrics come from: BackendScrape or
 	// BackendPrometheus (--backend).
 	Backend string
+	// GPUMode is how pods reach their GPU, which says how a pod is joined
+	// to its GPU's DCGM series: v1alpha1.GPUModeAnnotations (the pod's
+	// hetsev.io/gpu-index) or v1alpha1.GPUModeDRA (that annotation, else
+	// the device its ResourceClaims are allocated) (--gpu-mode).
+	GPUMode string
 	// Namespace limits the pods watched and the objects served to one
 	// namespace; empty means all (--namespace).
 	Namespace string
@@ -58,6 +64,7 @@ type Options struct {
 func NewOptions() *Options {
 	o := &Options{
 		Backend:    BackendScrape,
+		GPUMode:    v1alpha1.GPUModeAnnotations,
 		RateWindow: adapter.DefaultRateWindow,
 		Scrape:     scrape.DefaultOptions(),
 		Prometheus: prometheus.DefaultOptions(),
@@ -74,6 +81,11 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 
 	fs.StringVar(&o.Backend, "backend", o.Backend,
 		"Where metrics come from: scrape (the adapter scrapes annotated pods itself) or prometheus (PromQL against --prometheus-url).")
+	fs.StringVar(&o.GPUMode, "gpu-mode", o.GPUMode,
+		"How pods reach their GPU, as hetsev-scheduler's gpuMode and hetsev-scaler's --gpu-mode; it says how a pod is joined to its GPU's DCGM series. "+
+			v1alpha1.GPUModeAnnotations+": the pod's "+v1alpha1.AnnotationGPUIndex+" on its node. "+
+			v1alpha1.GPUModeDRA+": that annotation when present (hetsev-scheduler writes it), else the index attribute of the "+v1alpha1.DRADriver+
+			" device the pod's ResourceClaims are allocated (pods whose claims another scheduler allocated; the lowest index when they hold several GPUs); the adapter then also watches resource.k8s.io/v1 ResourceClaims and ResourceSlices.")
 	fs.DurationVar(&o.Scrape.Interval, "scrape-interval", o.Scrape.Interval,
 		"Wall-clock interval between scrapes of each annotated pod.")
 	fs.DurationVar(&o.Scrape.Timeout, "scrape-timeout", o.Scrape.Timeout,
@@ -114,9 +126,13 @@ func (o *Options) Complete() {
 }
 
 // Validate reports completed options that cannot work, naming the flag:
-// an unknown backend, or the chosen backend's invalid settings. The API
-// server's own options are validated by AdapterBase when Run starts it.
+// an unknown GPU mode or backend, or the chosen backend's invalid
+// settings. The API server's own options are validated by AdapterBase when
+// Run starts it.
 func (o *Options) Validate() error {
+	if o.GPUMode != v1alpha1.GPUModeAnnotations && o.GPUMode != v1alpha1.GPUModeDRA {
+		return fmt.Errorf("--gpu-mode %q: want %s or %s", o.GPUMode, v1alpha1.GPUModeAnnotations, v1alpha1.GPUModeDRA)
+	}
 	switch o.Backend {
 	case BackendScrape:
 		if err := o.Scrape.Validate(); err != nil {

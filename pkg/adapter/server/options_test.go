@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/hetsev/hetsev/pkg/adapter/prometheus"
+	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
 )
 
 func parse(t *testing.T, args ...string) *Options {
@@ -30,6 +31,7 @@ func TestFlagsAndDefaults(t *testing.T) {
 	o.AddFlags(fs)
 	for name, def := range map[string]string{
 		"backend":                       "scrape",
+		"gpu-mode":                      "annotations",
 		"namespace":                     "",
 		"rate-window":                   "1m0s",
 		"scrape-interval":               "1s",
@@ -88,11 +90,19 @@ func TestValidate(t *testing.T) {
 	if err := parse(t).Validate(); err != nil {
 		t.Errorf("defaults: %v", err)
 	}
+	for _, mode := range []string{v1alpha1.GPUModeAnnotations, v1alpha1.GPUModeDRA} {
+		if err := parse(t, "--gpu-mode="+mode).Validate(); err != nil {
+			t.Errorf("--gpu-mode=%s: %v", mode, err)
+		}
+	}
 	for _, tc := range []struct {
 		args []string
 		want string
 	}{
 		{[]string{"--backend=kafka"}, `--backend "kafka"`},
+		{[]string{"--gpu-mode=mig"}, `--gpu-mode "mig": want annotations or dra`},
+		{[]string{"--gpu-mode=DRA"}, `--gpu-mode "DRA"`},
+		{[]string{"--gpu-mode="}, `--gpu-mode ""`},
 		{[]string{"--scrape-workers=0"}, "must be positive"},
 		{[]string{"--rate-window=0s"}, "must be positive"},
 		{[]string{"--scrape-timeout=-1s"}, "negative"},

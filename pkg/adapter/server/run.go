@@ -19,7 +19,8 @@ import (
 )
 
 // Run serves custom.metrics.k8s.io until ctx is done: it starts informers
-// for pods, Deployments and ModelServices, the backend (for the scrape
+// for pods, Deployments and ModelServices (and, with --gpu-mode=dra,
+// ResourceClaims and ResourceSlices), the backend (for the scrape
 // backend, scraping starts once the pod and Deployment caches have
 // synced), registers the adapter's and the API server's metrics, and runs
 // the API server. Call it once, after Complete and Validate.
@@ -28,7 +29,7 @@ func (o *Options) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	inf, err := newInformers(cfg, o.Namespace)
+	inf, err := newInformers(cfg, o.Namespace, o.GPUMode)
 	if err != nil {
 		return err
 	}
@@ -39,6 +40,9 @@ func (o *Options) Run(ctx context.Context) error {
 	prov := provider.New(src, inf.pods.Lister(), inf.deployments.Lister())
 	if inf.services != nil {
 		prov.WithModelServices(inf.services, inf.servicesSynced)
+	}
+	if inf.claims != nil {
+		prov.WithDRA(inf.claims.Lister(), inf.slices.Lister(), inf.draSynced)
 	}
 	o.WithCustomMetrics(prov)
 
@@ -58,7 +62,17 @@ func (o *Options) Run(ctx context.Context) error {
 			scraper.Run(ctx)
 		}
 	}()
-	klog.InfoS("Starting hetsev-metrics-adapter", "namespace", o.Namespace, "backend", o.Backend, "prometheus", o.Prometheus.URL)
+	if inf.claims != nil {
+		// Not a condition of scraping: until these sync, only pods
+		// without hetsev.io/gpu-index lack GPU metrics.
+		go func() {
+			start := time.Now()
+			if cache.WaitForCacheSync(ctx.Done(), inf.claims.Informer().HasSynced, inf.slices.Informer().HasSynced) {
+				klog.InfoS("ResourceClaim and ResourceSlice caches synced", "after", time.Since(start))
+			}
+		}()
+	}
+	klog.InfoS("Starting hetsev-metrics-adapter", "namespace", o.Namespace, "backend", o.Backend, "gpuMode", o.GPUMode, "prometheus", o.Prometheus.URL)
 	return o.AdapterBase.Run(ctx)
 }
 

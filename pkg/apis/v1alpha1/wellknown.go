@@ -40,7 +40,8 @@ const (
 	// AnnotationGPUIndex is the index, on the pod's node, of the GPU that
 	// hetsev-scheduler chose; written before binding, read through the
 	// downward API into NVIDIA_VISIBLE_DEVICES, and used by the metrics
-	// adapter to join DCGM series (per GPU) to pods.
+	// adapter to join DCGM series (per GPU) to pods (in GPU mode dra, a
+	// pod without it is joined through its ResourceClaims).
 	AnnotationGPUIndex = GroupName + "/gpu-index"
 	// AnnotationTemplateHash is the hash of the pod template hetsev-scaler
 	// last wrote into a Deployment it keeps.
@@ -54,8 +55,8 @@ const (
 	LabelGPUType = GroupName + "/gpu-type"
 
 	// GPU modes: how a hetsev pod reaches its GPU, chosen per cluster
-	// (hetsev-scheduler's HetsevGPUShare arg gpuMode, hetsev-scaler's and
-	// the demo's --gpu-mode). In GPUModeAnnotations the scheduler writes
+	// (hetsev-scheduler's HetsevGPUShare arg gpuMode, hetsev-scaler's,
+	// hetsev-metrics-adapter's and the demo's --gpu-mode). In GPUModeAnnotations the scheduler writes
 	// AnnotationGPUIndex and the container gets NVIDIA_VISIBLE_DEVICES from
 	// it; in GPUModeDRA the pod carries a ResourceClaim of DeviceClassName
 	// that hetsev-scheduler allocates (GPU memory as consumable capacity),

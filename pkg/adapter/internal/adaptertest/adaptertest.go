@@ -1,7 +1,8 @@
 // Package adaptertest holds the fixtures the adapter's packages share in
-// their tests: pods and Deployments with listers over them, a simulated
-// clock, the hand-worked latency histogram, reading the adapter's own
-// counters, and getting one metric value through a provider.
+// their tests: pods and Deployments with listers over them, ResourceClaims
+// and ResourceSlices (GPU mode dra) with theirs, a simulated clock, the
+// hand-worked latency histogram, reading the adapter's own counters, and
+// getting one metric value through a provider.
 package adaptertest
 
 import (
@@ -14,11 +15,13 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	appslisters "k8s.io/client-go/listers/apps/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
+	resourcelisters "k8s.io/client-go/listers/resource/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/component-base/metrics/legacyregistry"
 	cmprovider "sigs.k8s.io/custom-metrics-apiserver/pkg/provider"
@@ -70,6 +73,24 @@ func (b *PodBuilder) GPU(node string, idx int) *PodBuilder {
 	return b.Node(node).Annotate(v1alpha1.AnnotationGPUIndex, fmt.Sprint(idx))
 }
 
+// Claim gives the pod spec.resourceClaims entry entry naming the
+// ResourceClaim claim.
+func (b *PodBuilder) Claim(entry, claim string) *PodBuilder {
+	b.p.Spec.ResourceClaims = append(b.p.Spec.ResourceClaims, corev1.PodResourceClaim{Name: entry, ResourceClaimName: &claim})
+	return b
+}
+
+// TemplateClaim gives the pod spec.resourceClaims entry entry from
+// ResourceClaimTemplate template and, when generated is not "", the name
+// of the claim generated from it in status.resourceClaimStatuses.
+func (b *PodBuilder) TemplateClaim(entry, template, generated string) *PodBuilder {
+	b.p.Spec.ResourceClaims = append(b.p.Spec.ResourceClaims, corev1.PodResourceClaim{Name: entry, ResourceClaimTemplateName: &template})
+	if generated != "" {
+		b.p.Status.ResourceClaimStatuses = append(b.p.Status.ResourceClaimStatuses, corev1.PodResourceClaimStatus{Name: entry, ResourceClaimName: &generated})
+	}
+	return b
+}
+
 // Scrape annotates the pod for scraping on port.
 func (b *PodBuilder) Scrape(port int) *PodBuilder {
 	return b.Annotate(adapter.AnnotationScrape, "true").Annotate(adapter.AnnotationPort, fmt.Sprint(port))
@@ -102,6 +123,66 @@ func Listers(t testing.TB, pods []*corev1.Pod, deps []*appsv1.Deployment) (corel
 		}
 	}
 	return corelisters.NewPodLister(pi), appslisters.NewDeploymentLister(di)
+}
+
+// GPUDevice is a device a ResourceSlice publishes: Name, and Index as its
+// int attribute "index" (none when negative).
+type GPUDevice struct {
+	Name  string
+	Index int64
+}
+
+// GPUSlice is the ResourceSlice v1alpha1.DRADriver publishes for node:
+// pool node, generation 1, the devices given.
+func GPUSlice(node string, devices ...GPUDevice) *resourceapi.ResourceSlice {
+	s := &resourceapi.ResourceSlice{
+		ObjectMeta: metav1.ObjectMeta{Name: node + "-" + v1alpha1.DRADriver},
+		Spec: resourceapi.ResourceSliceSpec{Driver: v1alpha1.DRADriver, NodeName: &node,
+			Pool: resourceapi.ResourcePool{Name: node, Generation: 1, ResourceSliceCount: 1}},
+	}
+	for _, d := range devices {
+		dev := resourceapi.Device{Name: d.Name, Attributes: map[resourceapi.QualifiedName]resourceapi.DeviceAttribute{}}
+		if d.Index >= 0 {
+			idx := d.Index
+			dev.Attributes["index"] = resourceapi.DeviceAttribute{IntValue: &idx}
+		}
+		s.Spec.Devices = append(s.Spec.Devices, dev)
+	}
+	return s
+}
+
+// Result is an allocation result: device of driver in pool.
+func Result(driver, pool, device string) resourceapi.DeviceRequestAllocationResult {
+	return resourceapi.DeviceRequestAllocationResult{Request: v1alpha1.ClaimRequestName, Driver: driver, Pool: pool, Device: device}
+}
+
+// Claim is ResourceClaim ns/name, allocated results when any is given,
+// not allocated otherwise.
+func Claim(ns, name string, results ...resourceapi.DeviceRequestAllocationResult) *resourceapi.ResourceClaim {
+	c := &resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID(ns + "/" + name)}}
+	if len(results) > 0 {
+		c.Status.Allocation = &resourceapi.AllocationResult{Devices: resourceapi.DeviceAllocationResult{Results: results}}
+	}
+	return c
+}
+
+// DRAListers returns ResourceClaim and ResourceSlice listers over fixed
+// objects.
+func DRAListers(t testing.TB, claims []*resourceapi.ResourceClaim, slices []*resourceapi.ResourceSlice) (resourcelisters.ResourceClaimLister, resourcelisters.ResourceSliceLister) {
+	t.Helper()
+	ci := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	si := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	for _, c := range claims {
+		if err := ci.Add(c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, s := range slices {
+		if err := si.Add(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return resourcelisters.NewResourceClaimLister(ci), resourcelisters.NewResourceSliceLister(si)
 }
 
 // CounterValue returns the value of a counter in the legacy registry (0 if
