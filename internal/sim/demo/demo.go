@@ -69,8 +69,9 @@ type DemoConfig struct {
 	// GPUMode is how pods get their GPU: v1alpha1.GPUModeAnnotations ("",
 	// the default) or v1alpha1.GPUModeDRA, where the nodes' GPUs are
 	// published in ResourceSlices, hetsev-scheduler allocates the pods'
-	// ResourceClaims (manifests/dra/scheduler-config.yaml) and hetsev-scaler
-	// runs with --gpu-mode=dra; the claims are audited (ClaimAudit) at
+	// ResourceClaims (manifests/dra/scheduler-config.yaml), and
+	// hetsev-scaler and hetsev-metrics-adapter run with --gpu-mode=dra, as
+	// overlays/dra deploys them; the claims are audited (ClaimAudit) at
 	// every progress line.
 	GPUMode string
 	Seed    uint64
@@ -234,7 +235,11 @@ func RunDemo(ctx context.Context, tb ktesting.TB, cfg DemoConfig) (*Summary, err
 		return nil, err
 	}
 	procs = append(procs, sched)
-	adapterProc, _, err := cluster.StartAdapter(ctx, cp, cluster.AdapterOptions{ScrapeInterval: "200ms", RateWindow: cfg.RateWindow})
+	adapterOpts := cluster.AdapterOptions{ScrapeInterval: "200ms", RateWindow: cfg.RateWindow}
+	if dra {
+		adapterOpts.ExtraArgs = []string{"--gpu-mode=" + v1alpha1.GPUModeDRA}
+	}
+	adapterProc, _, err := cluster.StartAdapter(ctx, cp, adapterOpts)
 	if err != nil {
 		return nil, err
 	}
