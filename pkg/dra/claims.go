@@ -2,10 +2,12 @@ package dra
 
 import (
 	"fmt"
+	"slices"
 
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
 	"github.com/hetsev/hetsev/pkg/gpuinventory"
@@ -32,6 +34,12 @@ func ClaimNameOf(pod *v1.Pod, podClaim string) (name string, has bool) {
 		return "", true
 	}
 	return "", false
+}
+
+// ReservedFor reports whether the claim's status.reservedFor names the
+// consumer with uid.
+func ReservedFor(claim *resourceapi.ResourceClaim, uid types.UID) bool {
+	return slices.ContainsFunc(claim.Status.ReservedFor, func(r resourceapi.ResourceClaimConsumerReference) bool { return r.UID == uid })
 }
 
 // HasHetsevClaim reports whether the pod has spec.resourceClaims entry

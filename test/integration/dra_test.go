@@ -19,6 +19,7 @@ import (
 
 	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
 	"github.com/hetsev/hetsev/pkg/catalog"
+	"github.com/hetsev/hetsev/pkg/dra"
 
 	"github.com/hetsev/hetsev/internal/cluster"
 )
@@ -254,7 +255,7 @@ func waitPlaced(ctx context.Context, t *testing.T, c kubernetes.Interface, name 
 		if r.Pool != p.Spec.NodeName {
 			return false, fmt.Errorf("pod %s bound to %s, claim allocated on pool %s", name, p.Spec.NodeName, r.Pool)
 		}
-		if !reservedForPod(claim, p) {
+		if !dra.ReservedFor(claim, p.UID) {
 			return false, fmt.Errorf("claim of %s not reserved for it: %+v", name, claim.Status.ReservedFor)
 		}
 		if r.ShareID == nil {
@@ -267,15 +268,6 @@ func waitPlaced(ctx context.Context, t *testing.T, c kubernetes.Interface, name 
 		return true, nil
 	})
 	return pl
-}
-
-func reservedForPod(claim *resourceapi.ResourceClaim, p *v1.Pod) bool {
-	for _, r := range claim.Status.ReservedFor {
-		if r.UID == p.UID {
-			return true
-		}
-	}
-	return false
 }
 
 // waitPending waits until the pod is Pending with a PodScheduled=False
@@ -647,7 +639,7 @@ func TestDRATemplateClaims(t *testing.T) {
 			if err != nil || cl.Status.Allocation == nil {
 				return false, err
 			}
-			if !reservedForPod(cl, p) {
+			if !dra.ReservedFor(cl, p.UID) {
 				return false, fmt.Errorf("generated claim %s not reserved for %s", claimName, name)
 			}
 			device = cl.Status.Allocation.Devices.Results[0].Device

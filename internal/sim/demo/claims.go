@@ -137,7 +137,7 @@ func (a *ClaimAudit) Check(ctx context.Context, c kubernetes.Interface, namespac
 		a.PodsChecked++
 		name, _ := dra.ClaimNameOf(p, v1alpha1.PodClaimName)
 		cl := claimsByName[p.Namespace+"/"+name]
-		if cl == nil || cl.Status.Allocation == nil || !reservedFor(cl, p) || len(cl.Status.Allocation.Devices.Results) == 0 {
+		if cl == nil || cl.Status.Allocation == nil || !dra.ReservedFor(cl, p.UID) || len(cl.Status.Allocation.Devices.Results) == 0 {
 			a.RunningWithoutAllocation++
 			continue
 		}
@@ -148,13 +148,4 @@ func (a *ClaimAudit) Check(ctx context.Context, c kubernetes.Interface, namespac
 		}
 	}
 	return nil
-}
-
-func reservedFor(cl *resourcev1.ResourceClaim, p *v1.Pod) bool {
-	for _, r := range cl.Status.ReservedFor {
-		if r.UID == p.UID {
-			return true
-		}
-	}
-	return false
 }

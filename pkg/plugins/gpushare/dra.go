@@ -12,7 +12,6 @@ import (
 	resourceapi "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/dynamic-resource-allocation/structured"
@@ -146,7 +145,7 @@ func (p *GPUShare) preFilterDRA(ctx context.Context, state fwk.CycleState, pod *
 		if err != nil {
 			return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, err.Error())
 		}
-		if len(claim.Status.ReservedFor) > 0 && !reservedFor(claim, pod.UID) {
+		if len(claim.Status.ReservedFor) > 0 && !dra.ReservedFor(claim, pod.UID) {
 			return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("ResourceClaim %s/%s is in use by another pod", claim.Namespace, claim.Name))
 		}
 		s.allocatedNode, s.allocatedIndex = node, idx
@@ -226,10 +225,6 @@ func allocatedGPU(view *draView, claim *resourceapi.ResourceClaim) (string, int,
 		return "", 0, fmt.Errorf("ResourceClaim %s/%s is allocated on device %s/%s/%s, which no node publishes as a shareable GPU", claim.Namespace, claim.Name, r.Driver, r.Pool, r.Device)
 	}
 	return "", 0, fmt.Errorf("ResourceClaim %s/%s is allocated, but on no device of driver %s", claim.Namespace, claim.Name, v1alpha1.DRADriver)
-}
-
-func reservedFor(claim *resourceapi.ResourceClaim, uid types.UID) bool {
-	return slices.ContainsFunc(claim.Status.ReservedFor, func(r resourceapi.ResourceClaimConsumerReference) bool { return r.UID == uid })
 }
 
 // unusableSummary names up to three devices of the driver hetsev does not
@@ -511,7 +506,7 @@ func (p *GPUShare) PreBind(ctx context.Context, state fwk.CycleState, pod *v1.Po
 		} else if claim.Status.Allocation == nil {
 			return fmt.Errorf("ResourceClaim %s was deallocated in the meantime", klog.KObj(claim))
 		}
-		if !reservedFor(claim, pod.UID) {
+		if !dra.ReservedFor(claim, pod.UID) {
 			claim.Status.ReservedFor = append(claim.Status.ReservedFor, resourceapi.ResourceClaimConsumerReference{Resource: "pods", Name: pod.Name, UID: pod.UID})
 		}
 		got, err := client.UpdateStatus(ctx, claim, metav1.UpdateOptions{})
