@@ -3,7 +3,6 @@ package integration
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -21,6 +20,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/hetsev/hetsev/internal/cluster"
+	"github.com/hetsev/hetsev/internal/sim/exporters"
 	"github.com/hetsev/hetsev/pkg/adapter"
 	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
 	"github.com/hetsev/hetsev/pkg/gpuinventory"
@@ -237,7 +237,7 @@ func TestDRAOverlayAppliesAndRuns(t *testing.T) {
 // hetsev.io/gpu-index, its claim allocated by hand as another scheduler
 // would: the value of the GPU whose index attribute the allocated device
 // publishes (GPU 1 at 30 %, not GPU 0 at 80 %). DCGM's series come from a
-// stand-in for Prometheus.
+// dcgm-exporter scraped by a real Prometheus.
 func checkDRAAdapterJoin(ctx context.Context, t *testing.T, cp *cluster.ControlPlane) {
 	t.Helper()
 	c := cp.Client
@@ -277,19 +277,20 @@ func checkDRAAdapterJoin(ctx context.Context, t *testing.T, cp *cluster.ControlP
 		t.Fatal(err)
 	}
 
-	prom, stop, err := cluster.ServeLoopback(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		result := "[]"
-		if err := r.ParseForm(); err == nil && strings.Contains(r.Form.Get("query"), "DCGM_FI_DEV_GPU_UTIL") {
-			now := time.Now().Unix()
-			result = fmt.Sprintf(`[{"metric":{"Hostname":%q,"gpu":"0"},"value":[%d,"80"]},{"metric":{"Hostname":%q,"gpu":"1"},"value":[%d,"30"]}]`, node, now, node, now)
-		}
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write([]byte(`{"status":"success","data":{"resultType":"vector","result":` + result + `}}`))
-	}))
+	// A simulated dcgm-exporter on the node, scraped by a real Prometheus.
+	dcgm := exporters.NewDCGM(node, nil)
+	dcgm.SetGPU(exporters.GPUSample{Index: 0, UUID: "GPU-0", ModelName: "Tesla T4", UtilPercent: 80, FBUsedMiB: 8192, FBFreeMiB: 8192})
+	dcgm.SetGPU(exporters.GPUSample{Index: 1, UUID: "GPU-1", ModelName: "Tesla T4", UtilPercent: 30, FBUsedMiB: 4096, FBFreeMiB: 12288})
+	addr, stop, err := cluster.ServeLoopback(exporters.Handler(dcgm))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(stop)
+	prom, err := cluster.StartPrometheus(ctx, cp.Dir, time.Second, []cluster.PrometheusTarget{{Job: "dcgm-exporter", Address: addr}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopOnCleanup(t, prom.Process)
 	// The overlay's Service selects the Deployment's pods, which do not
 	// run here; the adapter started below is reached through an
 	// ExternalName Service that StartAdapter creates in its place.
@@ -301,7 +302,7 @@ func checkDRAAdapterJoin(ctx context.Context, t *testing.T, cp *cluster.ControlP
 		t.Fatal(err)
 	}
 	ad, _, err := cluster.StartAdapter(ctx, cp, cluster.AdapterOptions{
-		PrometheusURL: "http://" + prom, Kubeconfig: kc, ExtraArgs: []string{"--gpu-mode=dra"},
+		PrometheusURL: prom.URL, Kubeconfig: kc, ExtraArgs: []string{"--gpu-mode=dra"},
 	})
 	if err != nil {
 		t.Fatal(err)
