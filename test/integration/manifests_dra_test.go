@@ -278,15 +278,10 @@ func checkDRAAdapterJoin(ctx context.Context, t *testing.T, cp *cluster.ControlP
 	}
 
 	// A simulated dcgm-exporter on the node, scraped by a real Prometheus.
-	dcgm := exporters.NewDCGM(node, nil)
-	dcgm.SetGPU(exporters.GPUSample{Index: 0, UUID: "GPU-0", ModelName: "Tesla T4", UtilPercent: 80, FBUsedMiB: 8192, FBFreeMiB: 8192})
-	dcgm.SetGPU(exporters.GPUSample{Index: 1, UUID: "GPU-1", ModelName: "Tesla T4", UtilPercent: 30, FBUsedMiB: 4096, FBFreeMiB: 12288})
-	addr, stop, err := cluster.ServeLoopback(exporters.Handler(dcgm))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(stop)
-	prom, err := cluster.StartPrometheus(ctx, cp.Dir, time.Second, []cluster.PrometheusTarget{{Job: "dcgm-exporter", Address: addr}})
+	dcgm := serveDCGM(t, node,
+		exporters.GPUSample{Index: 0, UUID: "GPU-0", ModelName: "Tesla T4", UtilPercent: 80, FBUsedMiB: 8192, FBFreeMiB: 8192},
+		exporters.GPUSample{Index: 1, UUID: "GPU-1", ModelName: "Tesla T4", UtilPercent: 30, FBUsedMiB: 4096, FBFreeMiB: 12288})
+	prom, err := cluster.StartPrometheus(ctx, cp.Dir, time.Second, []cluster.PrometheusTarget{dcgm})
 	if err != nil {
 		t.Fatal(err)
 	}

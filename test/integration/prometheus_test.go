@@ -175,15 +175,9 @@ func TestAdapterPrometheusBackend(t *testing.T) {
 		targets = append(targets, cluster.PrometheusTarget{Job: "istio-sidecars", Address: addr, Path: "/stats/prometheus",
 			Labels: map[string]string{"namespace": ns, "pod": p.name}})
 	}
-	dcgm := exporters.NewDCGM(node, nil)
-	dcgm.SetGPU(exporters.GPUSample{Index: 0, UUID: "GPU-0", ModelName: "Tesla T4", UtilPercent: 37, FBUsedMiB: 2048, FBFreeMiB: 13312})
-	dcgm.SetGPU(exporters.GPUSample{Index: 1, UUID: "GPU-1", ModelName: "Tesla T4", UtilPercent: 81, FBUsedMiB: 6144, FBFreeMiB: 9216})
-	addr, stop, err := cluster.ServeLoopback(exporters.Handler(dcgm))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(stop)
-	targets = append(targets, cluster.PrometheusTarget{Job: "dcgm-exporter", Address: addr})
+	targets = append(targets, serveDCGM(t, node,
+		exporters.GPUSample{Index: 0, UUID: "GPU-0", ModelName: "Tesla T4", UtilPercent: 37, FBUsedMiB: 2048, FBFreeMiB: 13312},
+		exporters.GPUSample{Index: 1, UUID: "GPU-1", ModelName: "Tesla T4", UtilPercent: 81, FBUsedMiB: 6144, FBFreeMiB: 9216}))
 
 	prom, err := cluster.StartPrometheus(ctx, cp.Dir, time.Second, targets)
 	if err != nil {
@@ -410,4 +404,20 @@ func customMetrics(t *testing.T, cfg *rest.Config) cmclient.CustomMetricsClient 
 	}
 	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disc))
 	return cmclient.NewForConfig(cfg, mapper, cmclient.NewAvailableAPIsGetter(disc))
+}
+
+// serveDCGM serves a simulated dcgm-exporter of node's GPUs on loopback
+// until the test ends, and returns it as a Prometheus scrape target.
+func serveDCGM(t *testing.T, node string, gpus ...exporters.GPUSample) cluster.PrometheusTarget {
+	t.Helper()
+	dcgm := exporters.NewDCGM(node, nil)
+	for _, g := range gpus {
+		dcgm.SetGPU(g)
+	}
+	addr, stop, err := cluster.ServeLoopback(exporters.Handler(dcgm))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stop)
+	return cluster.PrometheusTarget{Job: "dcgm-exporter", Address: addr}
 }
