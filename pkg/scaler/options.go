@@ -98,7 +98,7 @@ func (o *Options) Validate() error {
 	if math.IsNaN(o.MaxBusyShare) || math.IsInf(o.MaxBusyShare, 0) || o.MaxBusyShare < 0 {
 		return fmt.Errorf("--max-busy-share=%v: want a finite number >= 0 (0: no cap)", o.MaxBusyShare)
 	}
-	if o.Defaults.GPUMode != v1alpha1.GPUModeAnnotations && o.Defaults.GPUMode != v1alpha1.GPUModeDRA {
+	if !v1alpha1.IsGPUMode(o.Defaults.GPUMode) {
 		return fmt.Errorf("--gpu-mode=%q: want %s or %s", o.Defaults.GPUMode, v1alpha1.GPUModeAnnotations, v1alpha1.GPUModeDRA)
 	}
 	if o.Workers < 1 {

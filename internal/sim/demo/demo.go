@@ -170,15 +170,13 @@ func RunDemo(ctx context.Context, tb ktesting.TB, cfg DemoConfig) (*Summary, err
 		return nil, err
 	}
 
-	dra := false
-	switch cfg.GPUMode {
-	case "", v1alpha1.GPUModeAnnotations:
+	if cfg.GPUMode == "" {
 		cfg.GPUMode = v1alpha1.GPUModeAnnotations
-	case v1alpha1.GPUModeDRA:
-		dra = true
-	default:
+	}
+	if !v1alpha1.IsGPUMode(cfg.GPUMode) {
 		return nil, fmt.Errorf("GPU mode %q: want %s or %s", cfg.GPUMode, v1alpha1.GPUModeAnnotations, v1alpha1.GPUModeDRA)
 	}
+	dra := cfg.GPUMode == v1alpha1.GPUModeDRA
 	fmt.Fprintf(out, "GPU mode: %s\n", cfg.GPUMode)
 
 	start := time.Now()

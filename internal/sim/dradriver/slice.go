@@ -24,9 +24,6 @@ import (
 // ("Tesla-T4" -> "Tesla T4"), so that dra.ProductLabel maps it back.
 func ProductName(t catalog.GPUType) string { return strings.ReplaceAll(t.ProductLabel, "-", " ") }
 
-// DeviceName is the name of the index-th GPU of a node in its slice.
-func DeviceName(index int) string { return "gpu-" + strconv.Itoa(index) }
-
 // Slice is the ResourceSlice of node's count GPUs of type t, pool named
 // for the node (generation 1, one slice): devices gpu-0.. with the driver's
 // index and productName attributes, allowMultipleAllocations, and memory
@@ -45,7 +42,7 @@ func Slice(node string, t catalog.GPUType, count int) *resourcev1.ResourceSlice 
 		idx := int64(i)
 		shared := true
 		s.Spec.Devices = append(s.Spec.Devices, resourcev1.Device{
-			Name: DeviceName(i), AllowMultipleAllocations: &shared,
+			Name: "gpu-" + strconv.Itoa(i), AllowMultipleAllocations: &shared,
 			Attributes: map[resourcev1.QualifiedName]resourcev1.DeviceAttribute{
 				dra.AttributeIndex: {IntValue: &idx}, dra.AttributeProductName: {StringValue: &product},
 			},

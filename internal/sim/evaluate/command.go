@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
 	"github.com/hetsev/hetsev/pkg/interference"
 )
 
@@ -147,7 +148,7 @@ func Run(o Options, w io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("--gpu-sharing: %w", err)
 	}
-	if o.GPUMode != "" && o.GPUMode != GPUModeAnnotations && o.GPUMode != GPUModeDRA {
+	if o.GPUMode != "" && !v1alpha1.IsGPUMode(o.GPUMode) {
 		return fmt.Errorf("--gpu-mode=%q: want %s or %s", o.GPUMode, GPUModeAnnotations, GPUModeDRA)
 	}
 	model, err := interference.LoadColocation(o.InterferenceModel)

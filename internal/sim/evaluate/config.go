@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hetsev/hetsev/internal/sim/modelservice"
+	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
 	"github.com/hetsev/hetsev/pkg/scaler"
 
 	"github.com/hetsev/hetsev/pkg/catalog"
@@ -255,7 +256,7 @@ func (c Config) Validate() error {
 	if _, err := interference.ParseSharingMode(string(c.GPUSharing)); err != nil {
 		bad("GPUSharing: %v", err)
 	}
-	if c.GPUMode != "" && c.GPUMode != GPUModeAnnotations && c.GPUMode != GPUModeDRA {
+	if c.GPUMode != "" && !v1alpha1.IsGPUMode(c.GPUMode) {
 		bad("GPUMode %q: want %s or %s", c.GPUMode, GPUModeAnnotations, GPUModeDRA)
 	}
 	if err := c.Colocation.Validate(); err != nil {

@@ -130,7 +130,7 @@ func (o *Options) Complete() {
 // settings. The API server's own options are validated by AdapterBase when
 // Run starts it.
 func (o *Options) Validate() error {
-	if o.GPUMode != v1alpha1.GPUModeAnnotations && o.GPUMode != v1alpha1.GPUModeDRA {
+	if !v1alpha1.IsGPUMode(o.GPUMode) {
 		return fmt.Errorf("--gpu-mode %q: want %s or %s", o.GPUMode, v1alpha1.GPUModeAnnotations, v1alpha1.GPUModeDRA)
 	}
 	switch o.Backend {

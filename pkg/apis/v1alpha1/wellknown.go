@@ -80,3 +80,9 @@ const (
 	// ResourceClaim.
 	ClaimRequestName = "gpu"
 )
+
+// GPUModes are the GPU modes, the default first.
+func GPUModes() []string { return []string{GPUModeAnnotations, GPUModeDRA} }
+
+// IsGPUMode reports whether mode is one of GPUModes.
+func IsGPUMode(mode string) bool { return mode == GPUModeAnnotations || mode == GPUModeDRA }

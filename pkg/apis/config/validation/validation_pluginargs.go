@@ -56,8 +56,8 @@ func ValidateHetsevGPUShareArgs(path *field.Path, args *config.HetsevGPUShareArg
 	if c := args.MaxBusyShare; c != nil && !(*c >= 0 && !math.IsInf(*c, 1)) {
 		errs = append(errs, field.Invalid(path.Child("maxBusyShare"), *c, "must be a finite number >= 0 (0: no cap)"))
 	}
-	if modes := []string{v1alpha1.GPUModeAnnotations, v1alpha1.GPUModeDRA}; args.GPUMode != modes[0] && args.GPUMode != modes[1] {
-		errs = append(errs, field.NotSupported(path.Child("gpuMode"), args.GPUMode, modes))
+	if !v1alpha1.IsGPUMode(args.GPUMode) {
+		errs = append(errs, field.NotSupported(path.Child("gpuMode"), args.GPUMode, v1alpha1.GPUModes()))
 	}
 	if f := args.InterferenceModelFile; f != "" {
 		if _, err := interference.LoadColocation(f); err != nil {
