@@ -204,17 +204,6 @@ func (c *cluster) remove(in *instance) {
 	nd.freeMiB += in.hostMiB
 }
 
-// gpusOfType counts the GPUs of type t in the cluster.
-func (c *cluster) gpusOfType(t string) int {
-	n := 0
-	for _, nd := range c.nodes {
-		if nd.gpuType.Name == t {
-			n += len(nd.onGPU)
-		}
-	}
-	return n
-}
-
 // inflation is the mean latency inflation (>= 1) the co-location model
 // predicts for ins where they run, at their GPUs' declared busy shares
 // (placement.Placer.Inflation, as hetsev-scaler counts it); 1 for none.

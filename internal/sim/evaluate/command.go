@@ -82,6 +82,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.Trace, "trace", o.Trace, "what-if mode: a trace file, per-second counts or one timestamp per request (RFC 3339 or the Azure traces' format)")
 	fs.StringVar(&o.FunctionsFile, "functions", o.FunctionsFile, "what-if mode: a per-function, per-minute trace (CSV: HashOwner,HashApp,HashFunction,Trigger,<minute>,...; the Azure Functions trace's format), one service per function by the AzureFunctions replay's rules (models, SLOs, scale, cluster)")
 	fs.IntVar(&o.Functions.Services, "function-services", o.Functions.Services, "services of the Azure Functions replay and --functions: the busiest this many functions (0: 64)")
+	fs.IntVar(&o.Functions.HistoryMinutes, "function-history", o.Functions.HistoryMinutes, "minutes at the start of the Azure Functions trace and --functions that are history, not replayed: the busy shares an operator declares and the peers' capacity plans come from them (0: 120; the trace needs at least 10 minutes more)")
 	fs.Float64Var(&o.Functions.Scale, "function-scale", o.Functions.Scale, "factor on every function's rate in the Azure Functions replay and --functions (0: so the total mean load needs as many GPUs as half the services; 1: as recorded)")
 	fs.Var(serviceFlags{&o.Services}, "service", "what-if mode: NAME=MODEL,SHARE,RT_MAX_MS[,SATURATION_THRESHOLD], repeatable (default: the demo's resnet50 and ssd)")
 	fs.Float64Var(&o.Preparation.PeakRPS, "peak", o.Preparation.PeakRPS, "what-if mode: scale the trace to this peak, requests/s (0: as recorded)")

@@ -31,6 +31,11 @@ type Service struct {
 	// of the trace's: each function of a per-function trace drives one
 	// service (AzureFunctions). Not written to evaluation.json.
 	Rates trace.Rates `json:"-"`
+	// History is the service's arrival rates, requests/s per second,
+	// before the replayed window: what an operator plans from (the busy
+	// share it declares, a peer's capacity plan); nil when the replay has
+	// none. Policies never see the replayed window's rates in advance.
+	History trace.Rates `json:"-"`
 	// RTMaxMs is the SLO's response-time threshold RT_max, ms.
 	RTMaxMs float64
 	// SLMin is the SLO's least share of requests within RT_max, in (0, 1]
@@ -81,6 +86,18 @@ func (c *Config) rate(s *Service, sec int) float64 {
 		return s.Rates[sec]
 	}
 	return c.Rates[sec] * s.Share
+}
+
+// startRate is the arrival rate a policy sees at the replay's first
+// decision, before any second is measured, requests/s: the mean of the
+// last window seconds of the service's history, or with none, its rate in
+// the first trace second (the prepared traces' rates are averages of the
+// seconds before, HetSev 6).
+func (c *Config) startRate(s *Service, window int) float64 {
+	if n := len(s.History); n > 0 {
+		return s.History[max(0, n-window):].Mean()
+	}
+	return c.rate(s, 0)
 }
 
 // NodeGroup is Nodes identical GPU servers.
@@ -154,6 +171,10 @@ type Config struct {
 	// SeriesStep is the trace seconds per point of the time series in the
 	// results (0: about 2,000 points over the trace).
 	SeriesStep int
+
+	// logDecisions keeps every decision of every policy (policyRun.decisions),
+	// for the no-hindsight test.
+	logDecisions bool
 }
 
 // Validate reports every field the replay cannot use, naming it.

@@ -21,11 +21,13 @@ const DefaultFunctionServices = 64
 // (trace.Functions) becomes the services of a multi-tenant replay, for the
 // AzureFunctions scenario and the what-if mode's --functions alike. Every
 // rule is fixed in advance and none looks at a function's load except the
-// choice of functions, the one scale factor and the busy share (from the
-// mean and the highest rate):
+// choice of functions and the one scale factor (the experiment's design,
+// the same for every policy), the cluster (FunctionCluster, the same for
+// every policy) and the busy share (from the history only):
 //
-//   - services: the Services busiest functions by total invocations (ties
-//     by HashFunction), functions never invoked left out; each function's
+//   - services: the Services busiest functions by their invocations in
+//     the history (ties by HashFunction), functions not invoked there left
+//     out; each function's
 //     arrivals drive one service, at count/60 requests/s in each second of
 //     a minute (trace.Function.Rates);
 //   - model: the profiles' models (catalog.Profiles.Models, sorted, those
@@ -41,9 +43,13 @@ const DefaultFunctionServices = 64
 //   - identity: the service's name (hetsev.io/model; each tenant's model
 //     is its own weights, so anti-affinity is per service, not per
 //     architecture);
+//   - history: the first HistoryMinutes of the trace are not replayed;
+//     they are what an operator knew before the replayed window
+//     (Service.History), and every figure a policy takes from the
+//     workload comes from them or is measured during the replay;
 //   - busy share (the ModelService's spec.scaling.busyShare, hetsev's
-//     policies only): what an operator who knows the service's mean and
-//     highest rate declares (FunctionBusyShare);
+//     policies only): what an operator declares from the service's mean
+//     and highest rate in the history (FunctionBusyShare);
 //   - scale: every function's rates times one factor (Scale, else
 //     FunctionScale's: the total mean load needs as many GPUs as half the
 //     number of services);
@@ -55,6 +61,27 @@ type FunctionWorkload struct {
 	// Scale multiplies every function's rate; 0 chooses it by
 	// FunctionScale's rule, 1 replays the trace as recorded.
 	Scale float64
+	// HistoryMinutes is how many minutes at the start of the trace are
+	// history, not replayed (0: DefaultFunctionHistoryMinutes). A trace
+	// needs at least MinReplayMinutes more.
+	HistoryMinutes int
+}
+
+// DefaultFunctionHistoryMinutes is the history a per-function replay
+// keeps before its replayed window unless told otherwise: 2 hours, so the
+// 8-hour Azure Functions trace replays its last 6 hours.
+const DefaultFunctionHistoryMinutes = 120
+
+// MinReplayMinutes is the shortest replayed window of a per-function
+// trace after its history: the 5-minute warm-up and 5 measured minutes.
+const MinReplayMinutes = 10
+
+// historyMinutes is w.HistoryMinutes or its default.
+func (w FunctionWorkload) historyMinutes() int {
+	if w.HistoryMinutes == 0 {
+		return DefaultFunctionHistoryMinutes
+	}
+	return w.HistoryMinutes
 }
 
 // modelRTMaxMs are the base RT_max, ms, of the repo's models: HetSev 6's
@@ -183,17 +210,34 @@ func FunctionServices(fs trace.Functions, w FunctionWorkload, prof catalog.Profi
 	if n < 0 {
 		return nil, nil, 0, "", fmt.Errorf("evaluate: %s: %d services: want at least 1", fs.File, n)
 	}
+	hist := w.historyMinutes()
+	if hist < 0 {
+		return nil, nil, 0, "", fmt.Errorf("evaluate: %s: history of %d minutes: want at least 1", fs.File, hist)
+	}
+	if fs.Minutes < hist+MinReplayMinutes {
+		return nil, nil, 0, "", fmt.Errorf("evaluate: %s: %d minutes: the history takes the first %d and the replay needs at least %d more (--function-history)",
+			fs.File, fs.Minutes, hist, MinReplayMinutes)
+	}
+	// The busiest functions of the history: an operator onboards the
+	// services it knows, and the replayed window cannot pick them.
+	known := func(f trace.Function) int64 {
+		var n int64
+		for _, c := range f.Counts[:hist] {
+			n += c
+		}
+		return n
+	}
 	var busy []trace.Function
 	for _, f := range fs.Functions {
-		if f.Total() > 0 {
+		if known(f) > 0 {
 			busy = append(busy, f)
 		}
 	}
 	if len(busy) == 0 {
-		return nil, nil, 0, "", fmt.Errorf("evaluate: %s: no function is ever invoked", fs.File)
+		return nil, nil, 0, "", fmt.Errorf("evaluate: %s: no function is invoked in the history (the first %d minutes)", fs.File, hist)
 	}
 	slices.SortStableFunc(busy, func(a, b trace.Function) int {
-		return cmp.Or(cmp.Compare(b.Total(), a.Total()), cmp.Compare(a.Hash, b.Hash))
+		return cmp.Or(cmp.Compare(known(b), known(a)), cmp.Compare(a.Hash, b.Hash))
 	})
 	busy = busy[:min(n, len(busy))]
 	services := make([]Service, len(busy))
@@ -201,7 +245,9 @@ func FunctionServices(fs trace.Functions, w FunctionWorkload, prof catalog.Profi
 	for i, f := range busy {
 		m := FunctionModel(f.Hash, models)
 		rt, sl := FunctionSLO(m, f.Trigger, prof)
-		services[i] = Service{Name: "fn-" + f.Name, Identity: "fn-" + f.Name, Model: m, Rates: f.Rates(), RTMaxMs: rt, SLMin: sl, Trigger: f.Trigger}
+		all := f.Rates()
+		services[i] = Service{Name: "fn-" + f.Name, Identity: "fn-" + f.Name, Model: m, Rates: all[60*hist:], History: all[:60*hist],
+			RTMaxMs: rt, SLMin: sl, Trigger: f.Trigger}
 		perModel[m]++
 	}
 	scale := w.Scale
@@ -214,22 +260,26 @@ func FunctionServices(fs trace.Functions, w FunctionWorkload, prof catalog.Profi
 	if !(scale > 0) || math.IsInf(scale, 0) {
 		return nil, nil, 0, "", fmt.Errorf("evaluate: scale %v: want a finite number > 0", scale)
 	}
-	total := make(trace.Rates, 60*fs.Minutes)
+	total := make(trace.Rates, 60*(fs.Minutes-hist))
 	for i := range services {
 		for k, r := range services[i].Rates {
 			services[i].Rates[k] = r * scale
 			total[k] += r * scale
 		}
+		for k, r := range services[i].History {
+			services[i].History[k] = r * scale
+		}
 	}
 	for i := range services {
-		services[i].BusyShare = FunctionBusyShare(services[i].Rates.Mean(), services[i].Rates.Peak(), services[i].Model, prof, cat)
+		h := services[i].History
+		services[i].BusyShare = FunctionBusyShare(h.Mean(), h.Peak(), services[i].Model, prof, cat)
 	}
 	var mix []string
 	for _, m := range models {
 		mix = append(mix, fmt.Sprintf("%d %s", perModel[m], m))
 	}
-	desc := fmt.Sprintf("%d min from minute %d, the %d busiest of %d functions (%s), rates x%.3g (mean %.1f requests/s, peak %.1f)",
-		fs.Minutes, fs.FirstMinute, len(services), len(fs.Functions), strings.Join(mix, ", "), scale, total.Mean(), total.Peak())
+	desc := fmt.Sprintf("%d min from minute %d after %d min of history, the %d busiest of %d functions (%s), rates x%.3g (mean %.1f requests/s, peak %.1f)",
+		fs.Minutes-hist, fs.FirstMinute+hist, hist, len(services), len(fs.Functions), strings.Join(mix, ", "), scale, total.Mean(), total.Peak())
 	return services, total, scale, desc, nil
 }
 
@@ -265,9 +315,9 @@ var busyShareSteps = []float64{0.05, 0.1, 0.2, 0.3, 0.5}
 // what one light instance carries is met by many light instances, each
 // with the GPU memory of a full one, where a few busy ones would batch (make
 // evaluate, fn-30824176, BERT-large declared 0.3 from its mean of 0.7
-// requests/s: 57 instances launched for a burst of 93 requests/s). The
-// peak is the operator's capacity plan, the one figure here taken from the
-// whole trace.
+// requests/s: 57 instances launched for a burst of 93 requests/s). Both
+// rates are the history's (Service.History), never the replayed window's:
+// an operator declares a share before the load it will meet.
 func FunctionBusyShare(meanRPS, peakRPS float64, model string, prof catalog.Profiles, cat catalog.Catalog) float64 {
 	p, ok := cheapestPerRequest(model, prof, cat)
 	if !ok {

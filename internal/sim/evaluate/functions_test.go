@@ -28,8 +28,8 @@ func TestAzureFunctionsScenario(t *testing.T) {
 	if len(c.Services) < 48 || len(c.Services) != DefaultFunctionServices {
 		t.Fatalf("%d services, want 64 (at least 48)", len(c.Services))
 	}
-	if len(c.Rates) != 8*3600 {
-		t.Fatalf("%d s, want 8 h", len(c.Rates))
+	if len(c.Rates) != 6*3600 {
+		t.Fatalf("%d s, want the last 6 h of the 8", len(c.Rates))
 	}
 	theta := 0.8 // heterogeneity.DefaultPolicy's saturation threshold
 	t4 := map[string]float64{"resnet50": 363, "ssd-resnet50": 37.71, "bert-large": 69.3}
@@ -40,8 +40,14 @@ func TestAzureFunctionsScenario(t *testing.T) {
 		if s.Rates == nil || s.Share != 0 || len(s.Rates) != len(c.Rates) {
 			t.Fatalf("%s: share %v, %d s of own rates; want its own rates over the trace", s.Name, s.Share, len(s.Rates))
 		}
-		if i > 0 && s.Rates.Mean() > c.Services[i-1].Rates.Mean()+1e-9 {
-			t.Errorf("%s busier than %s before it", s.Name, c.Services[i-1].Name)
+		if len(s.History) != 2*3600 {
+			t.Fatalf("%s: %d s of history, want the first 2 h", s.Name, len(s.History))
+		}
+		if want := FunctionBusyShare(s.History.Mean(), s.History.Peak(), s.Model, c.Profiles, c.Catalog); s.BusyShare != want {
+			t.Errorf("%s: busy share %v, the history's rule gives %v", s.Name, s.BusyShare, want)
+		}
+		if i > 0 && s.History.Mean() > c.Services[i-1].History.Mean()+1e-9 {
+			t.Errorf("%s busier in the history than %s before it", s.Name, c.Services[i-1].Name)
 		}
 		perModel[s.Model]++
 		need := s.Rates.Mean() / (theta * t4[s.Model]) // T4s at the threshold
@@ -141,16 +147,18 @@ func TestFunctionSLORule(t *testing.T) {
 func TestWhatIfFunctions(t *testing.T) {
 	dir := t.TempDir()
 	good := filepath.Join(dir, "mine.csv")
-	csv := "HashOwner,HashApp,HashFunction,Trigger,1,2,3,4,5,6,7,8,9,10\n" +
-		"o,a,aaaa1111,http,600,600,1200,1200,600,600,600,600,600,600\n" +
-		"o,a,bbbb2222,timer,60,60,60,60,60,60,60,60,60,60\n" +
-		"o,a,cccc3333,queue,0,0,0,0,0,0,0,0,0,0\n" // never invoked: left out
+	// Two minutes of history, then the ten replayed.
+	csv := "HashOwner,HashApp,HashFunction,Trigger,1,2,3,4,5,6,7,8,9,10,11,12\n" +
+		"o,a,aaaa1111,http,60,120,600,600,1200,1200,600,600,600,600,600,600\n" +
+		"o,a,bbbb2222,timer,0,60,60,60,60,60,60,60,60,60,60,60\n" +
+		"o,a,cccc3333,queue,0,0,0,0,0,0,0,0,0,0,0,0\n" // never invoked: left out
 	if err := os.WriteFile(good, []byte(csv), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	o := DefaultOptions()
 	o.FunctionsFile, o.Out, o.Policies = good, filepath.Join(dir, "out"), PolicyExact+","+PolicyDefault
 	o.Functions.Scale = 1 // as recorded: 10 and 20 requests/s, 1 request/s
+	o.Functions.HistoryMinutes = 2
 	cfgs, err := o.configs()
 	if err != nil {
 		t.Fatal(err)
@@ -161,6 +169,9 @@ func TestWhatIfFunctions(t *testing.T) {
 	}
 	if c.Services[0].Rates[150] != 20 || c.Services[1].Rates[599] != 1 || c.Rates[0] != 11 {
 		t.Errorf("rates %v, %v, total %v; want 20, 1, 11 requests/s", c.Services[0].Rates[150], c.Services[1].Rates[599], c.Rates[0])
+	}
+	if h := c.Services[0].History; len(h) != 120 || h[0] != 1 || h[119] != 2 {
+		t.Errorf("history of %s: %d s; want 120 s at 1 then 2 requests/s", c.Services[0].Name, len(h))
 	}
 	if c.Services[0].RTMaxMs != modelRTMaxMs[c.Services[0].Model]/2 || c.Services[0].SLMin != 0.99 {
 		t.Errorf("http service %+v: want half its model's RT_max and SL_min 0.99", c.Services[0])
@@ -180,6 +191,11 @@ func TestWhatIfFunctions(t *testing.T) {
 	o.FunctionsFile = bad
 	if _, err := o.configs(); err == nil || !strings.Contains(err.Error(), bad+":3: minute 2 (column 6): negative invocation count -1") {
 		t.Errorf("negative count: err = %v", err)
+	}
+	o.FunctionsFile = good
+	o.Functions.HistoryMinutes = 3 // 12 minutes: 3 of history leave 9, one short
+	if _, err := o.configs(); err == nil || !strings.Contains(err.Error(), good+": 12 minutes: the history takes the first 3 and the replay needs at least 10 more (--function-history)") {
+		t.Errorf("trace shorter than history and replay: err = %v", err)
 	}
 	o.Trace = good
 	if _, err := o.configs(); err == nil || !strings.Contains(err.Error(), "--trace and --functions") {

@@ -51,9 +51,6 @@ type typeView struct {
 	ready   int       // of them, those that serve (launched)
 	starts  []float64 // creation time of each, trace seconds, oldest first
 	slots   int       // MaxAdditional: more instances that fit now
-	// slotsEmpty is how many instances of the model the type's GPUs hold
-	// (one per GPU, anti-affinity): the bound's MaxAdditional.
-	slotsEmpty int
 	// inflation is the mean co-location latency inflation of the
 	// running instances where they run (1 for none).
 	inflation float64
@@ -63,7 +60,6 @@ type typeView struct {
 type view struct {
 	now     float64 // trace seconds
 	arrival float64 // W: requests/s over the rate window, as the metrics adapter reports it
-	peak    float64 // the peak rate of the next interval (perfect knowledge), requests/s
 	// offered is the requests offered in each of the last seconds,
 	// oldest first, for a historyPolicy: as many as it asks for, fewer
 	// at the start of the trace; nil for other policies.

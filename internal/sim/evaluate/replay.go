@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"github.com/hetsev/hetsev/pkg/catalog"
@@ -69,6 +70,15 @@ type policyRun struct {
 	peakGPUs         map[string]int
 	series           Series
 	costSoFar        float64
+	// decisions is every decision, when Config.logDecisions asks for them.
+	decisions []decisionRecord
+}
+
+// decisionRecord is one decision of a policy: the change of instances per
+// GPU type of service svc at trace second t.
+type decisionRecord struct {
+	t, svc int
+	delta  []int
 }
 
 func newPolicyRun(cfg *Config, name string) (*policyRun, error) {
@@ -204,16 +214,13 @@ func (r *policyRun) decide(s *serviceRun, t int) {
 	}
 	v.arrival = float64(sum) / float64(min(r.window, max(t, 1)))
 	if t == 0 {
-		v.arrival = r.cfg.rate(&s.Service, 0)
+		v.arrival = r.cfg.startRate(&s.Service, r.window)
 	}
 	if r.history > 0 {
 		v.offered = make([]int64, 0, min(r.history, t))
 		for k := max(t-r.history, 0); k < t; k++ {
 			v.offered = append(v.offered, s.offered[k%ring])
 		}
-	}
-	for k := t; k < min(t+r.every, len(r.cfg.Rates)); k++ {
-		v.peak = max(v.peak, r.cfg.rate(&s.Service, k))
 	}
 	for i, st := range s.types {
 		tv := &v.types[i]
@@ -235,11 +242,13 @@ func (r *policyRun) decide(s *serviceRun, t int) {
 		} else {
 			tv.slots = r.cl.slots(st.gpu.Name, st.demand, st.prof.CPUMilli, st.prof.MemoryMiB)
 		}
-		tv.slotsEmpty = r.cl.gpusOfType(st.gpu.Name)
 	}
 	t0 := time.Now()
 	delta := r.pol.decide(s.idx, v)
 	elapsed := time.Since(t0)
+	if r.cfg.logDecisions {
+		r.decisions = append(r.decisions, decisionRecord{t: t, svc: s.idx, delta: slices.Clone(delta)})
+	}
 	measured := t >= r.cfg.MeasureFrom
 	if measured {
 		s.tally.decisions++
