@@ -6,41 +6,46 @@ import "math"
 // could answer at best if it knew the arrival rate of every second as soon
 // as the second ended, scaled at once to the highest rate seen so far with
 // the saturation threshold's headroom, never scaled in, ran at least one
-// instance, and its new instances served O seconds after it asked for them
-// (O: the shortest launch time of the GPU types that meet RT_max). Its
-// capacity at trace second t is
+// instance, and its new instances served O seconds after it asked for
+// them. It runs on the type a cost-minded policy uses: the cheapest per
+// request among the cluster's types that meet RT_max (cheapestSuitable,
+// batch latency plus the network delay), with that type's one-instance
+// throughput T_1 and its own launch time O. Its capacity at trace second
+// t is
 //
 //	c(t) = max(T_1, max_{u <= t-O} λ(u) / threshold)
 //
-// (λ: the service's arrival rate per second, T_1: the largest one-instance
-// throughput among those types), and it answers min(λ(t), c(t)) of the
-// requests of second t. It is not a bound over every policy: one that
-// holds capacity for a rate it has never seen does better. It says how
-// much of a service's SLO is within reach of any policy that provisions
-// for what it has measured, as the hetsev policies and every peer here do:
-// a burst from near nothing to hundreds of requests/s within one trace
-// minute loses its first O seconds to every such policy.
-
-// ReactiveCeilingTarget is issue 18's target for every service: at least
-// 99.5 % of requests within RT_max.
-const ReactiveCeilingTarget = 0.995
+// (λ: the service's arrival rate per second), and it answers
+// min(λ(t), c(t)) of the requests of second t. It is not a bound over
+// every policy: one that holds capacity for a rate it has never seen, or
+// that runs a faster, dearer type, does better. It says how much of a
+// service's SLO is within reach of a policy that provisions the cheapest
+// type for what it has measured: a burst from near nothing to hundreds of
+// requests/s within one trace minute loses its first O seconds to every
+// such policy. The scoreboard's target for the service (serviceTarget)
+// stands just below it.
 
 // reactiveCeiling is s's reactive ceiling over cfg's measured seconds, in
 // [0, 1]; 1 when no request arrives, 0 when no GPU type meets RT_max.
 func reactiveCeiling(cfg *Config, s *Service, threshold float64) float64 {
-	launch, one := math.Inf(1), 0.0
+	var offers []typeOffer
+	launch := map[string]float64{}
 	for _, name := range cfg.gpuTypes() {
 		prof, ok := cfg.Profiles.Get(s.Model, name)
-		if !ok || prof.LatencyMs+cfg.NetworkMs > s.RTMaxMs {
+		gt, okg := cfg.Catalog.ByName(name)
+		if !ok || !okg || prof.LatencyMs+cfg.NetworkMs > s.RTMaxMs {
 			continue
 		}
-		launch = math.Min(launch, prof.LaunchSeconds)
-		one = math.Max(one, prof.ThroughputRPS)
+		offers = append(offers, typeOffer{gpuType: name, priceUSDPerHour: gt.PriceUSDPerHour,
+			throughputRPS: prof.ThroughputRPS, latencyMs: prof.LatencyMs + cfg.NetworkMs})
+		launch[name] = prof.LaunchSeconds
 	}
-	if one == 0 || !(threshold > 0) {
+	i := cheapestSuitable(offers, s.RTMaxMs)
+	if i < 0 || !(threshold > 0) {
 		return 0
 	}
-	o := int(math.Ceil(launch))
+	one := offers[i].throughputRPS
+	o := int(math.Ceil(launch[offers[i].gpuType]))
 	seen := 0.0 // highest λ(u) for u <= t - O
 	var offered, answered float64
 	for t := 0; t < len(cfg.Rates); t++ {

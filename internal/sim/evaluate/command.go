@@ -185,6 +185,6 @@ func Run(o Options, w io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(w, "\nwrote %s; %d replays in %.1f s\n", path, len(rep.Runs), time.Since(start).Seconds())
-	fmt.Fprintln(w, rep.Result.ResultLine())
+	rep.Result.PrintResults(w)
 	return nil
 }

@@ -166,37 +166,84 @@ func TestSharingGain(t *testing.T) {
 	}
 }
 
-// TestSummarize: two runs. Peers: default-k8s-random (meets every SLO,
-// 30 + 6 USD) and a cheaper peer that misses one SLO in run b (12 + 3 USD,
-// not a win); hetsev-exact 10 + 2 USD, bound 8 + 2 USD.
-// cost_ratio_vs_best_peer = 36 / 12 = 3 (the cheaper peer does not count);
-// gap_to_bound = 12 / 10 - 1 = 0.2; lowest attainment 0.97.
-func TestSummarize(t *testing.T) {
-	mk := func(name string, def, cheap, exact, bound, att float64, cheapMeets bool) RunResult {
-		return RunResult{Name: name, Policies: []PolicyResult{
-			{Policy: PolicyDefault, CostUSD: def, MemoryCostUSD: def, MeetsSLOs: true},
-			{Policy: "cheap-peer", CostUSD: cheap, MemoryCostUSD: cheap, MeetsSLOs: cheapMeets},
-			{Policy: PolicyExact, CostUSD: exact, MemoryCostUSD: exact / 4, LowestSLOAttainment: att, MeetsSLOs: true},
-			{Policy: PolicyBound, CostUSD: bound, Bound: true},
+// TestScoreboard works the headline by hand on two replays.
+//
+// Replay a: services s1 (SL_min 0.98, ceiling 1: τ 0.98) and s2 (SL_min
+// 0.98, ceiling 0.90: τ 0.895), 1,000 and 200 requests. knative-kpa (10
+// USD) answers 985 and 180: qualifies, E 0. melange-ilp (8 USD) answers
+// 970 of s1: E 980 - 970 = 10. hetsev-exact (5 USD) answers 990 and 170:
+// E 179 - 170 = 9, does not qualify. Best peer knative-kpa (the cheaper
+// Mélange does not qualify): ratio 10 / 5 = 2; bound 2.5 USD: 5 / 2.5 = 2.
+//
+// Replay b: one service, SL_min 0.99, ceiling 1 (τ 0.99), 1,000 requests.
+// knative-kpa (6 USD) answers 980 (E 10), melange-ilp (3 USD) 900 (E
+// 90): none qualifies, the least E is KPA's: ratio 6 / 2 = 3, flagged.
+// hetsev-exact (2 USD) answers 995: qualifies. Bound 1 USD: 2.
+//
+// Final: geometric mean sqrt(2 x 3) = 2.449, smallest 2, hetsev-exact
+// qualifies on 1 of 2, gap to bound sqrt(2 x 2) - 1 = 1. Summed costs
+// would give 16 / 7 = 2.286, and the cheapest peer 11 / 7.
+func TestScoreboard(t *testing.T) {
+	svc := func(name string, sl float64) Service { return Service{Name: name, SLMin: sl} }
+	res := func(name string, req, within int64) ServiceResult {
+		return ServiceResult{Service: name, Requests: req, WithinSLO: within, SLOAttainment: float64(within) / float64(req)}
+	}
+	a := RunResult{Name: "a", Services: []Service{svc("s1", 0.98), svc("s2", 0.98)}, ReactiveCeilings: []float64{1, 0.90},
+		Policies: []PolicyResult{
+			{Policy: PolicyKnativeKPA, CostUSD: 10, Services: []ServiceResult{res("s1", 1000, 985), res("s2", 200, 180)}},
+			{Policy: PolicyMelange, CostUSD: 8, Services: []ServiceResult{res("s1", 1000, 970), res("s2", 200, 190)}},
+			{Policy: PolicyExact, CostUSD: 5, Services: []ServiceResult{res("s1", 1000, 990), res("s2", 200, 170)}},
+			{Policy: PolicyBound, CostUSD: 2.5, Bound: true},
 		}}
+	b := RunResult{Name: "b", Services: []Service{svc("s", 0.99)}, ReactiveCeilings: []float64{1},
+		Policies: []PolicyResult{
+			{Policy: PolicyKnativeKPA, CostUSD: 6, Services: []ServiceResult{res("s", 1000, 980)}},
+			{Policy: PolicyMelange, CostUSD: 3, Services: []ServiceResult{res("s", 1000, 900)}},
+			{Policy: PolicyExact, CostUSD: 2, Services: []ServiceResult{res("s", 1000, 995)}},
+			{Policy: PolicyBound, CostUSD: 1, Bound: true},
+		}}
+	a.judge()
+	if !near(a.Targets[0], 0.98) || !near(a.Targets[1], 0.895) {
+		t.Errorf("targets %v, want [0.98 0.895]", a.Targets)
 	}
-	s := Summarize([]RunResult{mk("a", 30, 12, 10, 8, 0.99, true), mk("b", 6, 3, 2, 2, 0.97, false)})
-	if s.BestPeer != PolicyDefault || !near(s.CostRatioVsBestPeer, 3) || !near(s.CostRatioVsDefault, 3) || !near(s.GapToBound, 0.2) ||
-		s.SLOAttainmentMin != 0.97 || !near(s.MemoryCostRatioVsDefault, 12) || !s.HetsevMeetsSLOs {
-		t.Errorf("summary %+v", s)
+	for i, want := range []struct {
+		q bool
+		e float64
+	}{{true, 0}, {false, 10}, {false, 9}} {
+		if p := a.Policies[i]; p.Qualifies != want.q || !near(p.ExcessMissed, want.e) {
+			t.Errorf("%s: qualifies %t, E %v; want %t, %v", p.Policy, p.Qualifies, p.ExcessMissed, want.q, want.e)
+		}
 	}
-	if got := s.ResultLine(); got != "RESULT cost_ratio_vs_best_peer=3.000 slo_attainment_min=0.9700 gap_to_bound=0.200" {
-		t.Errorf("result line %q", got)
+	s := Summarize([]RunResult{a, b})
+	ha, hb := s.Replays[0], s.Replays[1]
+	if ha.BestPeer != PolicyKnativeKPA || !ha.PeerQualifies || !near(ha.CostRatio, 2) || ha.HetsevQualifies || !near(ha.ExcessMissed, 9) || !near(ha.BoundRatio, 2) {
+		t.Errorf("replay a: %+v", ha)
+	}
+	if hb.BestPeer != PolicyKnativeKPA || hb.PeerQualifies || !near(hb.CostRatio, 3) || !hb.HetsevQualifies || hb.ExcessMissed != 0 ||
+		!strings.Contains(hb.Note, "no peer qualifies; knative-kpa has the least excess missed requests (10)") {
+		t.Errorf("replay b: %+v", hb)
+	}
+	if got, want := ha.ResultLine(), "RESULT replay=a cost_ratio_vs_best_peer=2.000 best_peer=knative-kpa hetsev_qualifies=false excess_missed=9 peer_qualifies=true"; got != want {
+		t.Errorf("replay line\n%s\nwant\n%s", got, want)
+	}
+	if got, want := s.ResultLine(), "RESULT cost_ratio_geomean=2.449 cost_ratio_min=2.000 hetsev_qualifies=1/2 gap_to_bound=1.000"; got != want {
+		t.Errorf("result line\n%s\nwant\n%s", got, want)
 	}
 }
 
-// TestSummaryWithoutPolicies: a ratio whose policies did not run is null
-// in JSON, not an encoding error.
-func TestSummaryWithoutPolicies(t *testing.T) {
-	s := Summarize([]RunResult{{Policies: []PolicyResult{{Policy: PolicyExact, CostUSD: 1, LowestSLOAttainment: 0.99}}}})
+// TestSummaryWithoutPeers: with hetsev-exact alone there is no ratio: the
+// JSON has null, the RESULT lines say none, never NaN.
+func TestSummaryWithoutPeers(t *testing.T) {
+	s := Summarize([]RunResult{{Name: "x", Policies: []PolicyResult{{Policy: PolicyExact, CostUSD: 1, LowestSLOAttainment: 0.99}}}})
 	b, err := json.Marshal(s)
-	if err != nil || !strings.Contains(string(b), `"cost_ratio_vs_best_peer":null`) || !strings.Contains(string(b), `"slo_attainment_min":0.99`) {
+	if err != nil || !strings.Contains(string(b), `"cost_ratio_geomean":null`) || !strings.Contains(string(b), `"cost_ratio_vs_best_peer":null`) {
 		t.Errorf("json %s, %v", b, err)
+	}
+	var out strings.Builder
+	s.PrintResults(&out)
+	if got := out.String(); strings.Contains(got, "NaN") || !strings.Contains(got, "x: no peer ran") ||
+		!strings.Contains(got, "RESULT replay=x cost_ratio_vs_best_peer=none best_peer=none") || !strings.Contains(got, "RESULT cost_ratio_geomean=none") {
+		t.Errorf("results:\n%s", got)
 	}
 }
 

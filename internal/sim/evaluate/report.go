@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"slices"
 	"strings"
 )
 
@@ -16,113 +17,104 @@ type Report struct {
 	Result Summary     `json:"result"`
 }
 
-// Summary compares hetsev-exact with the peers and the bound over all runs
-// (costs summed over the runs).
+// Summary is the scoreboard over every replay (headline.go): one
+// Headline per replay and their aggregates. Replays are weighed equally
+// (geometric means), so a long trace does not hide a short one.
 type Summary struct {
-	// BestPeer is the cheapest peer (not hetsev, not the bound) that met
-	// every service's SL_min in every run; "" if none did.
-	// CostRatioVsBestPeer is its billed cost / hetsev-exact's (NaN
-	// without one).
-	BestPeer            string  `json:"best_peer"`
-	CostRatioVsBestPeer float64 `json:"cost_ratio_vs_best_peer"`
-	// CostRatioVsDefault is default-k8s-random's billed cost /
-	// hetsev-exact's; MemoryCostRatioVsDefault the same for HetSev 6.3's
-	// memory cost.
-	CostRatioVsDefault       float64 `json:"cost_ratio_vs_default"`
-	MemoryCostRatioVsDefault float64 `json:"memory_cost_ratio_vs_default"`
-	// GapToBound is hetsev-exact's billed cost / lower-bound's - 1.
+	Replays []Headline `json:"replays"`
+	// CostRatioGeomean is the geometric mean of the replays' cost ratios
+	// (best peer / hetsev-exact, flagged ones included: their Note says
+	// why) and CostRatioMin the smallest; RatioReplays counts the replays
+	// with a ratio. Above 1, hetsev-exact is cheaper.
+	CostRatioGeomean float64 `json:"cost_ratio_geomean"`
+	CostRatioMin     float64 `json:"cost_ratio_min"`
+	RatioReplays     int     `json:"ratio_replays"`
+	// HetsevQualifies counts the replays on which hetsev-exact reached
+	// every service's target.
+	HetsevQualifies int `json:"hetsev_qualifies"`
+	// GapToBound is the geometric mean over the replays of hetsev-exact's
+	// billed cost / the lower bound's, minus 1.
 	GapToBound float64 `json:"gap_to_bound"`
-	// SLOAttainmentMin is hetsev-exact's lowest service attainment over
-	// all runs; HetsevMeetsSLOs says it met every service's SL_min.
-	SLOAttainmentMin float64 `json:"slo_attainment_min"`
-	HetsevMeetsSLOs  bool    `json:"hetsev_meets_slos"`
 }
 
 // isPeer says a policy is one users would run instead of hetsev.
 func isPeer(name string) bool {
-	return name != PolicyExact && name != PolicyHeuristic && name != PolicyBound
+	return name != PolicyExact && name != PolicyHeuristic && name != PolicyBound && name != policyIdle
 }
 
-// Summarize computes the Summary; a ratio whose policies did not run is NaN.
+// Summarize judges each run (headline.go) and computes the Summary; an
+// aggregate with no replay to take it from is NaN (null in JSON, "none"
+// in the RESULT line).
 func Summarize(runs []RunResult) Summary {
-	sum := func(name string, cost func(PolicyResult) float64) float64 {
-		total := 0.0
-		for _, r := range runs {
-			p, ok := r.Policy(name)
-			if !ok {
-				return math.NaN()
-			}
-			total += cost(p)
-		}
-		return total
-	}
-	meets := func(name string) bool {
-		for _, r := range runs {
-			if p, ok := r.Policy(name); !ok || !p.MeetsSLOs {
-				return false
-			}
-		}
-		return true
-	}
-	billed := func(p PolicyResult) float64 { return p.CostUSD }
-	memory := func(p PolicyResult) float64 { return p.MemoryCostUSD }
-	exact := sum(PolicyExact, billed)
-	s := Summary{
-		CostRatioVsBestPeer:      math.NaN(),
-		CostRatioVsDefault:       sum(PolicyDefault, billed) / exact,
-		MemoryCostRatioVsDefault: sum(PolicyDefault, memory) / sum(PolicyExact, memory),
-		GapToBound:               exact/sum(PolicyBound, billed) - 1,
-		SLOAttainmentMin:         math.Inf(1),
-		HetsevMeetsSLOs:          meets(PolicyExact),
-	}
-	if len(runs) > 0 {
-		best := math.Inf(1)
-		for _, p := range runs[0].Policies {
-			if c := sum(p.Policy, billed); isPeer(p.Policy) && meets(p.Policy) && c < best {
-				best, s.BestPeer = c, p.Policy
-			}
-		}
-		if s.BestPeer != "" {
-			s.CostRatioVsBestPeer = best / exact
-		}
-	}
+	s := Summary{CostRatioMin: math.NaN()}
+	var ratios, bounds []float64
 	for _, r := range runs {
-		p, ok := r.Policy(PolicyExact)
-		if !ok {
-			s.SLOAttainmentMin = math.NaN()
-			break
+		r.Policies = slices.Clone(r.Policies)
+		r.judge()
+		h := headline(r)
+		s.Replays = append(s.Replays, h)
+		if h.HetsevQualifies {
+			s.HetsevQualifies++
 		}
-		s.SLOAttainmentMin = math.Min(s.SLOAttainmentMin, p.LowestSLOAttainment)
+		ratios = append(ratios, h.CostRatio)
+		bounds = append(bounds, h.BoundRatio)
+		if !math.IsNaN(h.CostRatio) && !(h.CostRatio >= s.CostRatioMin) {
+			s.CostRatioMin = h.CostRatio
+		}
 	}
+	s.CostRatioGeomean, s.RatioReplays = geomean(ratios)
+	g, _ := geomean(bounds)
+	s.GapToBound = g - 1
 	return s
 }
 
-// MarshalJSON writes a ratio whose policies did not run (NaN) as null.
+// MarshalJSON writes an aggregate without replays (NaN) as null.
 func (s Summary) MarshalJSON() ([]byte, error) {
-	num := func(v float64) *float64 {
-		if math.IsNaN(v) || math.IsInf(v, 0) {
-			return nil
-		}
-		return &v
-	}
-	return json.Marshal(map[string]any{
-		"best_peer":                    s.BestPeer,
-		"cost_ratio_vs_best_peer":      num(s.CostRatioVsBestPeer),
-		"cost_ratio_vs_default":        num(s.CostRatioVsDefault),
-		"memory_cost_ratio_vs_default": num(s.MemoryCostRatioVsDefault),
-		"gap_to_bound":                 num(s.GapToBound),
-		"slo_attainment_min":           num(s.SLOAttainmentMin),
-		"hetsev_meets_slos":            s.HetsevMeetsSLOs,
-	})
+	type plain Summary
+	return json.Marshal(struct {
+		plain
+		CostRatioGeomean *float64 `json:"cost_ratio_geomean"`
+		CostRatioMin     *float64 `json:"cost_ratio_min"`
+		GapToBound       *float64 `json:"gap_to_bound"`
+	}{plain(s), num(s.CostRatioGeomean), num(s.CostRatioMin), num(s.GapToBound)})
 }
 
-// ResultLine is the RESULT line `make evaluate` ends with (issue 18): the
-// cheapest peer that met every SLO over hetsev-exact (NaN when no peer
-// met every SLO), hetsev-exact's lowest service attainment, and its gap
-// to the bound.
+// MarshalJSON writes a missing ratio (NaN) as null.
+func (h Headline) MarshalJSON() ([]byte, error) {
+	type plain Headline
+	return json.Marshal(struct {
+		plain
+		CostRatio  *float64 `json:"cost_ratio_vs_best_peer"`
+		BoundRatio *float64 `json:"bound_ratio"`
+	}{plain(h), num(h.CostRatio), num(h.BoundRatio)})
+}
+
+// num is v, or nil for NaN and infinities (JSON has neither).
+func num(v float64) *float64 {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return nil
+	}
+	return &v
+}
+
+// ResultLine is the final RESULT line `make evaluate` ends with: the
+// geometric mean and the smallest of the replays' cost ratios, on how many
+// replays hetsev-exact qualified, and its geometric-mean gap to the bound.
 func (s Summary) ResultLine() string {
-	return fmt.Sprintf("RESULT cost_ratio_vs_best_peer=%.3f slo_attainment_min=%.4f gap_to_bound=%.3f",
-		s.CostRatioVsBestPeer, s.SLOAttainmentMin, s.GapToBound)
+	return fmt.Sprintf("RESULT cost_ratio_geomean=%s cost_ratio_min=%s hetsev_qualifies=%d/%d gap_to_bound=%s",
+		fixed(s.CostRatioGeomean), fixed(s.CostRatioMin), s.HetsevQualifies, len(s.Replays), fixed(s.GapToBound))
+}
+
+// PrintResults writes each replay's RESULT line, after a line with its
+// Note when it has one, then the final RESULT line.
+func (s Summary) PrintResults(w io.Writer) {
+	for _, h := range s.Replays {
+		if h.Note != "" {
+			fmt.Fprintf(w, "%s: %s\n", h.Replay, h.Note)
+		}
+		fmt.Fprintln(w, h.ResultLine())
+	}
+	fmt.Fprintln(w, s.ResultLine())
 }
 
 // WriteJSON writes the report, indented, to path.
@@ -204,8 +196,8 @@ func PrintTable(w io.Writer, r RunResult) {
 				fmt.Sprintf("%s (%s)", att(low.SLOAttainment, low.MeetsSLO), low.Service), fmt.Sprintf("%s (%s)", p99(high), high.Service))
 		}
 	}
-	fmt.Fprintf(w, "%-19s %10s %10s %10s %9s %8s %8s %8s %8s %-17s %s\n", "policy (all)", "cost USD", "node USD", "memory USD", "SLO att.", "SLOs met",
-		"GPU util", "req/s/GPU", "actions", "GPU-h "+strings.Join(types, "/"), "peak GPUs "+strings.Join(types, "/"))
+	fmt.Fprintf(w, "%-19s %10s %10s %10s %9s %8s %9s %9s %8s %8s %8s %-17s %s\n", "policy (all)", "cost USD", "node USD", "memory USD", "SLO att.", "SLOs met",
+		"qualifies", "excess", "GPU util", "req/s/GPU", "actions", "GPU-h "+strings.Join(types, "/"), "peak GPUs "+strings.Join(types, "/"))
 	for _, p := range r.Policies {
 		var h, k []string
 		for _, t := range types {
@@ -213,11 +205,11 @@ func PrintTable(w io.Writer, r RunResult) {
 			k = append(k, fmt.Sprint(p.PeakGPUs[t]))
 		}
 		if p.Bound {
-			fmt.Fprintf(w, "%-19s %10.2f %10s %10s %9s %8s %8s %8s %8s %-17s %s\n", p.Policy, p.CostUSD, "-", "-", "-", "-", "-", "-", "-", strings.Join(h, "/"), "-")
+			fmt.Fprintf(w, "%-19s %10.2f %10s %10s %9s %8s %9s %9s %8s %8s %8s %-17s %s\n", p.Policy, p.CostUSD, "-", "-", "-", "-", "-", "-", "-", "-", "-", strings.Join(h, "/"), "-")
 			continue
 		}
-		fmt.Fprintf(w, "%-19s %10.2f %10.2f %10.2f %9s %8s %8.3f %8.1f %8d %-17s %s\n", p.Policy, p.CostUSD, p.NodeCostUSD, p.MemoryCostUSD,
-			att(p.SLOAttainment, p.MeetsSLOs), fmt.Sprintf("%d/%d", p.SLOsMet, len(p.Services)), p.GPUUtilization, p.GoodputPerGPU,
+		fmt.Fprintf(w, "%-19s %10.2f %10.2f %10.2f %9s %8s %9t %9.0f %8.3f %8.1f %8d %-17s %s\n", p.Policy, p.CostUSD, p.NodeCostUSD, p.MemoryCostUSD,
+			att(p.SLOAttainment, p.MeetsSLOs), fmt.Sprintf("%d/%d", p.SLOsMet, len(p.Services)), p.Qualifies, p.ExcessMissed, p.GPUUtilization, p.GoodputPerGPU,
 			p.ScalingActions, strings.Join(h, "/"), strings.Join(k, "/"))
 	}
 	printCeilings(w, r)
@@ -231,32 +223,35 @@ func PrintTable(w io.Writer, r RunResult) {
 	}
 }
 
-// printCeilings names the services whose reactive ceiling (ceiling.go) is
-// below ReactiveCeilingTarget, and those hetsev-exact leaves below the
-// target although their ceiling is not: the misses a policy could fix.
+// printCeilings names the services whose target (headline.go) is below
+// their SL_min because their reactive ceiling is (ceiling.go), and those
+// on which hetsev-exact misses its target.
 func printCeilings(w io.Writer, r RunResult) {
-	if len(r.ReactiveCeilings) != len(r.Services) {
+	if len(r.Targets) != len(r.Services) {
 		return
 	}
 	var out []string
-	for k, c := range r.ReactiveCeilings {
-		if c < ReactiveCeilingTarget {
-			out = append(out, fmt.Sprintf("%s %.4f", r.Services[k].Name, c))
+	for k, s := range r.Services {
+		if r.Targets[k] < s.SLMinOrDefault() {
+			out = append(out, fmt.Sprintf("%s %.4f", s.Name, r.Targets[k]))
 		}
 	}
-	fmt.Fprintf(w, "reactive ceiling below %.3f (no policy that provisions for rates it has seen does better): %d of %d services%s\n",
-		ReactiveCeilingTarget, len(out), len(r.Services), listed(out))
-	exact, ok := r.Policy(PolicyExact)
-	if !ok || len(exact.Services) != len(r.Services) {
-		return
+	fmt.Fprintf(w, "targets below SL_min (reactive ceiling - %.3f; no policy that provisions the cheapest type for rates it has seen does better): %d of %d services%s\n",
+		CeilingMargin, len(out), len(r.Services), listed(out))
+	if exact, ok := r.Policy(PolicyExact); ok {
+		fmt.Fprintf(w, "%s below its target: %d services%s\n", PolicyExact, countBelow(r, exact), strings.TrimPrefix(belowTarget(r, exact), " on"))
 	}
-	var fixable []string
-	for k, s := range exact.Services {
-		if s.SLOAttainment < ReactiveCeilingTarget && r.ReactiveCeilings[k] >= ReactiveCeilingTarget {
-			fixable = append(fixable, fmt.Sprintf("%s %.4f (ceiling %.4f)", s.Service, s.SLOAttainment, r.ReactiveCeilings[k]))
+}
+
+// countBelow counts the services on which p is below its target.
+func countBelow(r RunResult, p PolicyResult) int {
+	n := 0
+	for k, s := range p.Services {
+		if k < len(r.Targets) && s.Requests > 0 && s.SLOAttainment < r.Targets[k] {
+			n++
 		}
 	}
-	fmt.Fprintf(w, "%s below %.3f where the ceiling is not: %d services%s\n", PolicyExact, ReactiveCeilingTarget, len(fixable), listed(fixable))
+	return n
 }
 
 // listed is ": a, b" for a non-empty list, "" otherwise.

@@ -67,10 +67,14 @@ type PolicyResult struct {
 	// billed GPU time, requests/s per GPU.
 	GoodputPerGPU float64 `json:"goodput_per_gpu"`
 	// SLOsMet counts the services whose attainment reached their SL_min;
-	// MeetsSLOs says all did. A policy that misses one does not count as
-	// cheaper than one that meets all (Summary).
+	// MeetsSLOs says all did.
 	SLOsMet   int  `json:"slos_met"`
 	MeetsSLOs bool `json:"meets_slos"`
+	// Qualifies says every service reached its target τ_s (headline.go),
+	// and ExcessMissed is E, the requests missed beyond the targets: the
+	// scoreboard compares the costs of qualifying policies.
+	Qualifies    bool    `json:"qualifies"`
+	ExcessMissed float64 `json:"excess_missed"`
 	// SLOAttainment is over all requests of all services;
 	// LowestSLOAttainment is the lowest service's.
 	SLOAttainment       float64 `json:"slo_attainment"`
@@ -119,7 +123,10 @@ type RunResult struct {
 	// aligned with Services: the most of its requests any policy that
 	// provisions for the rates it has measured can answer within RT_max.
 	ReactiveCeilings []float64 `json:"reactive_ceilings"`
-	WallSeconds      float64   `json:"wall_seconds"`
+	// Targets is each service's target τ_s (headline.go), aligned with
+	// Services.
+	Targets     []float64 `json:"targets"`
+	WallSeconds float64   `json:"wall_seconds"`
 }
 
 // Recommendation is the GPU mix to provision for the trace: the most GPUs
@@ -223,6 +230,7 @@ func Evaluate(cfg Config) (RunResult, error) {
 		}
 		out.Policies = slices.Insert(out.Policies, at, b)
 	}
+	out.judge()
 	out.Recommendation = recommend(out)
 	out.WallSeconds = time.Since(start).Seconds()
 	return out, nil
