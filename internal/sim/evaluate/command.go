@@ -6,9 +6,11 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
+	"github.com/hetsev/hetsev/internal/sim/trace"
 	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
 	"github.com/hetsev/hetsev/pkg/interference"
 )
@@ -32,6 +34,12 @@ type Options struct {
 	// dra (Config.GPUMode).
 	GPUMode string
 
+	// SweepThresholds and SweepPolicies are the Pareto sweep (pareto.go):
+	// comma-separated saturation thresholds ("" for no sweep) and the
+	// policies replayed at each (those of Policies among them).
+	SweepThresholds string
+	SweepPolicies   string
+
 	// Functions configures the AzureFunctions replay and --functions.
 	Functions FunctionWorkload
 
@@ -48,7 +56,8 @@ func DefaultOptions() Options {
 	return Options{
 		Out: "evaluation", NodesPerType: 16, Policies: strings.Join(PolicyNames, ","), Seed: 1,
 		TwitterPeak: 1000, AzurePeak: 300, GPUSharing: string(interference.SharingTimeSlicing), GPUMode: GPUModeAnnotations,
-		Preparation: Preparation{SmoothWindow: 120, SmoothStep: 15},
+		Preparation:     Preparation{SmoothWindow: 120, SmoothStep: 15},
+		SweepThresholds: "0.6,0.7,0.8,0.9", SweepPolicies: strings.Join(DefaultSweepPolicies, ","),
 	}
 }
 
@@ -82,6 +91,8 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.Trace, "trace", o.Trace, "what-if mode: a trace file, per-second counts or one timestamp per request (RFC 3339 or the Azure traces' format)")
 	fs.StringVar(&o.FunctionsFile, "functions", o.FunctionsFile, "what-if mode: a per-function, per-minute trace (CSV: HashOwner,HashApp,HashFunction,Trigger,<minute>,...; the Azure Functions trace's format), one service per function by the AzureFunctions replay's rules (models, SLOs, scale, cluster)")
 	fs.IntVar(&o.Functions.Services, "function-services", o.Functions.Services, "services of the Azure Functions replay and --functions: the busiest this many functions (0: 64)")
+	fs.StringVar(&o.SweepThresholds, "sweep-thresholds", o.SweepThresholds, "the Pareto sweep: saturation thresholds every swept policy is replayed at, comma-separated, each in (0, 1] (empty: no sweep)")
+	fs.StringVar(&o.SweepPolicies, "sweep-policies", o.SweepPolicies, "the policies of the Pareto sweep (those also in --policies)")
 	fs.IntVar(&o.Functions.HistoryMinutes, "function-history", o.Functions.HistoryMinutes, "minutes at the start of the Azure Functions trace and --functions that are history, not replayed: the busy shares an operator declares and the peers' capacity plans come from them (0: 120; the trace needs at least 10 minutes more)")
 	fs.Float64Var(&o.Functions.Scale, "function-scale", o.Functions.Scale, "factor on every function's rate in the Azure Functions replay and --functions (0: so the total mean load needs as many GPUs as half the services; 1: as recorded)")
 	fs.Var(serviceFlags{&o.Services}, "service", "what-if mode: NAME=MODEL,SHARE,RT_MAX_MS[,SATURATION_THRESHOLD], repeatable (default: the demo's resnet50 and ssd)")
@@ -156,6 +167,22 @@ func Run(o Options, w io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("--interference-model: %w", err)
 	}
+	thresholds, err := ParseThresholds(o.SweepThresholds)
+	if err != nil {
+		return err
+	}
+	var swept []string
+	for _, name := range strings.Split(o.SweepPolicies, ",") {
+		if name = strings.TrimSpace(name); name == "" {
+			continue
+		}
+		if !knownPolicy(name) || name == PolicyBound {
+			return fmt.Errorf("--sweep-policies: %s is not a replayed policy (%s)", trace.Quote(name), strings.Join(PolicyNames, ", "))
+		}
+		if slices.Contains(strings.Split(o.Policies, ","), name) {
+			swept = append(swept, name)
+		}
+	}
 	start := time.Now()
 	rep := Report{}
 	for _, c := range cfgs {
@@ -176,7 +203,19 @@ func Run(o Options, w io.Writer) error {
 		if err := WriteSLOPlot(slo, r); err != nil {
 			return err
 		}
-		fmt.Fprintf(w, "plots: %s, %s\n", plot, slo)
+		plots := []string{plot, slo}
+		if len(thresholds) > 0 && len(swept) > 0 {
+			if r.Pareto, err = sweep(c, r, thresholds, swept); err != nil {
+				return err
+			}
+			PrintPareto(w, r)
+			pareto := filepath.Join(o.Out, "evaluation-"+r.Name+"-pareto.png")
+			if err := WriteParetoPlot(pareto, r); err != nil {
+				return err
+			}
+			plots = append(plots, pareto)
+		}
+		fmt.Fprintf(w, "plots: %s\n", strings.Join(plots, ", "))
 		rep.Runs = append(rep.Runs, r)
 	}
 	rep.Result = Summarize(rep.Runs)

@@ -41,14 +41,21 @@ func serviceTarget(slMin, ceiling float64) float64 {
 // judge sets r.Targets from the services' SL_min and reactive ceilings,
 // and each replayed policy's Qualifies and ExcessMissed.
 func (r *RunResult) judge() {
-	r.Targets = make([]float64, len(r.Services))
+	targets := make([]float64, len(r.Services))
 	for k, s := range r.Services {
 		c := 1.0
 		if k < len(r.ReactiveCeilings) {
 			c = r.ReactiveCeilings[k]
 		}
-		r.Targets[k] = serviceTarget(s.SLMinOrDefault(), c)
+		targets[k] = serviceTarget(s.SLMinOrDefault(), c)
 	}
+	r.score(targets)
+}
+
+// score sets r.Targets to targets and judges each replayed policy
+// against them.
+func (r *RunResult) score(targets []float64) {
+	r.Targets = targets
 	for i := range r.Policies {
 		p := &r.Policies[i]
 		if p.Bound {

@@ -5,6 +5,7 @@ import (
 	"image/color"
 	"math"
 	"os"
+	"slices"
 	"sort"
 
 	"gonum.org/v1/plot"
@@ -128,6 +129,57 @@ func WriteSLOPlot(path string, r RunResult) error {
 	pl.Legend.Top, pl.Legend.Left = false, true
 	pl.Add(plotter.NewGrid())
 	return writePNG(path, 22*vg.Centimeter, 12*vg.Centimeter, [][]*plot.Plot{{pl}})
+}
+
+// WriteParetoPlot draws r's sweep (RunResult.Pareto) into a PNG at path:
+// per policy, its billed cost against its excess missed requests E at
+// each saturation threshold, joined in threshold order, the threshold
+// written by each point. Lower and further left is cheaper at the same
+// attainment.
+func WriteParetoPlot(path string, r RunResult) error {
+	if len(r.Pareto) == 0 {
+		return fmt.Errorf("evaluate: %s: no sweep to plot", r.Name)
+	}
+	pl := plot.New()
+	pl.Title.Text = r.Name + ": cost against excess missed requests, per saturation threshold"
+	pl.X.Label.Text = "excess missed requests E (beyond the targets)"
+	pl.Y.Label.Text = "billed cost (USD)"
+	var names []string
+	for _, p := range r.Pareto {
+		if !slices.Contains(names, p.Policy) {
+			names = append(names, p.Policy)
+		}
+	}
+	for i, name := range names {
+		var pts plotter.XYs
+		var labels []string
+		for _, p := range r.Pareto {
+			if p.Policy == name {
+				pts = append(pts, plotter.XY{X: p.ExcessMissed, Y: p.CostUSD})
+				labels = append(labels, fmt.Sprintf("%.1f", p.Threshold))
+			}
+		}
+		line, points, err := plotter.NewLinePoints(pts)
+		if err != nil {
+			return err
+		}
+		line.LineStyle.Color, line.LineStyle.Width = plotutil.Color(i), vg.Points(1)
+		points.GlyphStyle.Color, points.GlyphStyle.Shape = plotutil.Color(i), plotutil.Shape(i)
+		points.GlyphStyle.Radius = vg.Points(3)
+		lab, err := plotter.NewLabels(plotter.XYLabels{XYs: pts, Labels: labels})
+		if err != nil {
+			return err
+		}
+		for k := range lab.TextStyle {
+			lab.TextStyle[k].Color = plotutil.Color(i)
+			lab.TextStyle[k].XAlign = draw.XRight
+		}
+		pl.Add(line, points, lab)
+		pl.Legend.Add(name, line, points)
+	}
+	pl.Legend.Top = true
+	pl.Add(plotter.NewGrid())
+	return writePNG(path, 22*vg.Centimeter, 14*vg.Centimeter, [][]*plot.Plot{{pl}})
 }
 
 // writePNG lays plots out in one column and writes them as a PNG.

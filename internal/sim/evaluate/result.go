@@ -125,8 +125,10 @@ type RunResult struct {
 	ReactiveCeilings []float64 `json:"reactive_ceilings"`
 	// Targets is each service's target τ_s (headline.go), aligned with
 	// Services.
-	Targets     []float64 `json:"targets"`
-	WallSeconds float64   `json:"wall_seconds"`
+	Targets []float64 `json:"targets"`
+	// Pareto is the saturation-threshold sweep (pareto.go), when run.
+	Pareto      []ParetoPoint `json:"pareto,omitempty"`
+	WallSeconds float64       `json:"wall_seconds"`
 }
 
 // Recommendation is the GPU mix to provision for the trace: the most GPUs

@@ -1,0 +1,152 @@
+package evaluate
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/hetsev/hetsev/internal/sim/trace"
+	"github.com/hetsev/hetsev/pkg/heterogeneity"
+)
+
+// The Pareto view: "cheaper at the same SLO" is a statement about curves,
+// not points. Every policy in the sweep is replayed with every service's
+// saturation threshold set to each of the sweep's values (peers and hetsev
+// alike: each plans its headroom from it), and each replay gives a point
+// (excess missed requests E, billed cost), judged against the main run's
+// targets so that every point of a replay is measured against the same
+// τ_s. A policy whose curve lies below and left of another's is cheaper
+// at every attainment both reach.
+
+// DefaultSweepThresholds are the saturation thresholds of the sweep.
+var DefaultSweepThresholds = []float64{0.6, 0.7, 0.8, 0.9}
+
+// DefaultSweepPolicies are the policies swept: the whole-GPU peers that
+// pick a type per service or a type mix, the fraction peer, and
+// hetsev-exact. default-k8s-random, infaas-packing and hetsev-heuristic
+// are left out to keep `make evaluate` within 15 minutes on 2 cores.
+var DefaultSweepPolicies = []string{PolicyHPABestType, PolicyKnativeKPA, PolicyMelange, PolicyExact}
+
+// ParetoPoint is one policy's outcome at one saturation threshold.
+type ParetoPoint struct {
+	Policy    string  `json:"policy"`
+	Threshold float64 `json:"threshold"`
+	CostUSD   float64 `json:"cost_usd"`
+	// ExcessMissed is E against the main run's targets; Qualifies says it
+	// is 0.
+	ExcessMissed float64 `json:"excess_missed"`
+	Qualifies    bool    `json:"qualifies"`
+}
+
+// ParseThresholds reads a comma-separated list of saturation thresholds,
+// each in (0, 1]; "" is none. Errors name the flag.
+func ParseThresholds(s string) ([]float64, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, nil
+	}
+	var out []float64
+	for _, f := range strings.Split(s, ",") {
+		v, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
+		if err != nil || !(v > 0 && v <= 1) {
+			return nil, fmt.Errorf("--sweep-thresholds: %s: want a saturation threshold in (0, 1]", trace.Quote(f))
+		}
+		if slices.Contains(out, v) {
+			return nil, fmt.Errorf("--sweep-thresholds: %v repeated", v)
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+// sweep replays cfg once per threshold for the given policies and returns
+// their points, judged against main's targets. A threshold at which every
+// service of the main run already had that threshold reuses the main
+// run's results instead of replaying them.
+func sweep(cfg Config, main RunResult, thresholds []float64, policies []string) ([]ParetoPoint, error) {
+	var out []ParetoPoint
+	for _, th := range thresholds {
+		var r RunResult
+		if sameThreshold(cfg.Services, th) {
+			r = main
+			r.Policies = slices.Clone(main.Policies)
+		} else {
+			c := cfg
+			c.Services = slices.Clone(cfg.Services)
+			for k := range c.Services {
+				c.Services[k].SaturationThreshold = th
+			}
+			c.Policies = policies
+			var err error
+			if r, err = Evaluate(c); err != nil {
+				return nil, fmt.Errorf("sweep at threshold %v: %w", th, err)
+			}
+		}
+		r.score(main.Targets)
+		for _, name := range policies {
+			p, ok := r.Policy(name)
+			if !ok {
+				continue
+			}
+			out = append(out, ParetoPoint{Policy: name, Threshold: th, CostUSD: p.CostUSD, ExcessMissed: p.ExcessMissed, Qualifies: p.Qualifies})
+		}
+	}
+	return out, nil
+}
+
+// sameThreshold says every service runs at saturation threshold th
+// (its own, or the default policy's).
+func sameThreshold(services []Service, th float64) bool {
+	for _, s := range services {
+		t := s.SaturationThreshold
+		if t == 0 {
+			t = heterogeneity.DefaultPolicy().SaturationThreshold
+		}
+		if math.Abs(t-th) > 1e-12 {
+			return false
+		}
+	}
+	return true
+}
+
+// PrintPareto writes r's sweep as a table: per policy, cost and excess
+// missed requests at each threshold ("*" marks a qualifying point).
+func PrintPareto(w io.Writer, r RunResult) {
+	if len(r.Pareto) == 0 {
+		return
+	}
+	var ths []float64
+	var names []string
+	for _, p := range r.Pareto {
+		if !slices.Contains(ths, p.Threshold) {
+			ths = append(ths, p.Threshold)
+		}
+		if !slices.Contains(names, p.Policy) {
+			names = append(names, p.Policy)
+		}
+	}
+	fmt.Fprintf(w, "Pareto sweep (cost USD / excess missed requests E at each saturation threshold; * qualifies):\n%-19s", "policy")
+	for _, th := range ths {
+		fmt.Fprintf(w, " %20s", fmt.Sprintf("threshold %.2g", th))
+	}
+	fmt.Fprintln(w)
+	for _, name := range names {
+		fmt.Fprintf(w, "%-19s", name)
+		for _, th := range ths {
+			cell := "-"
+			for _, p := range r.Pareto {
+				if p.Policy == name && p.Threshold == th {
+					mark := ""
+					if p.Qualifies {
+						mark = "*"
+					}
+					cell = fmt.Sprintf("%.2f / %.0f%s", p.CostUSD, p.ExcessMissed, mark)
+				}
+			}
+			fmt.Fprintf(w, " %20s", cell)
+		}
+		fmt.Fprintln(w)
+	}
+}
