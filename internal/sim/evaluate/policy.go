@@ -39,7 +39,7 @@ const (
 // PolicyNames lists the policies in report order: the baseline, the
 // peers (policy_*.go), hetsev and the bound.
 var PolicyNames = []string{PolicyDefault, PolicyHPABestType, PolicyKnativeKPA, PolicyMelange, PolicyMelangeAIBrix,
-	PolicyINFaaS, PolicyHeuristic, PolicyExact, PolicyBound}
+	PolicyINFaaS, PolicyKAIFraction, PolicyHeuristic, PolicyExact, PolicyBound}
 
 func knownPolicy(name string) bool { return slices.Contains(PolicyNames, name) }
 
@@ -380,6 +380,8 @@ func newPolicy(cfg *Config, name string) (policy, error) {
 		return newINFaaSPolicy(cfg)
 	case PolicyMelangeAIBrix:
 		return newMelangeAIBrixPolicy(cfg)
+	case PolicyKAIFraction:
+		return newKAIFractionPolicy(cfg)
 	default:
 		return nil, fmt.Errorf("policy %q is not replayed", name)
 	}
