@@ -9,8 +9,9 @@ import (
 
 // TestKAIFractionHPA: ResNet-50 (RT_max 400 ms) runs on T4, the cheapest
 // per request (as TestHPABestTypeScalesOnItsType), and the HPA's target is
-// 0.8 x 363 = 290.4 requests/s per pod: at W = 800 requests/s on one pod,
-// ceil(800 / 290.4) = ceil(2.75) = 3 pods, 2 more T4 pods.
+// 0.8 x 363 = 290.4 requests/s per pod: at W = 700 requests/s on one pod,
+// ceil(700 / 290.4) = ceil(2.41) = 3 pods, 2 more T4 pods (at T_i alone,
+// ceil(700 / 363) = 2).
 func TestKAIFractionHPA(t *testing.T) {
 	cfg := peerConfig(t, resnetService)
 	p, err := newKAIFractionPolicy(cfg)
@@ -20,7 +21,7 @@ func TestKAIFractionHPA(t *testing.T) {
 	if got := p.serviceType(0); got != "T4" {
 		t.Fatalf("type %q, want T4", got)
 	}
-	if got := p.decide(0, view{now: 0, arrival: 800, types: repoTypes(t, cfg, "resnet50", 0, 1)}); !slices.Equal(got, []int{0, 2}) {
+	if got := p.decide(0, view{now: 0, arrival: 700, types: repoTypes(t, cfg, "resnet50", 0, 1)}); !slices.Equal(got, []int{0, 2}) {
 		t.Errorf("delta (V100-32GB, T4) %v, want [0 2]", got)
 	}
 	base := gpuinventory.Demand{Model: "resnet50", MemoryMiB: 2048}
@@ -29,20 +30,25 @@ func TestKAIFractionHPA(t *testing.T) {
 	}
 }
 
-// TestKAIFractionBinpacks: four T4 nodes (2 GPUs of 16,384 MiB each), node
-// 1 GPU 0 hosting a 4,096 MiB instance of another model, every other GPU
-// empty. KAI's binpack puts each pod on the GPU with the most GPU memory
-// in use that still fits, and nothing keeps two pods of one service apart:
-//   - ResNet-50 pod A (2,048 MiB): node 1 GPU 0 (6,144 MiB in use);
+// TestKAIFractionBinpacks: four T4 nodes (2 GPUs of 16,384 MiB each);
+// node 1 GPU 0 hosts a 4,096 MiB instance of another model, node 2 GPU 0 a
+// 2,048 MiB one, every other GPU is empty. KAI's binpack puts each pod on
+// the GPU with the most GPU memory in use that still fits, and nothing
+// keeps two pods of one service apart:
+//   - ResNet-50 pod A (2,048 MiB): node 1 GPU 0 (6,144 MiB in use), not
+//     node 2 GPU 0 (the emptier GPU in use), not an empty GPU;
 //   - ResNet-50 pod B: node 1 GPU 0 again (8,192 MiB in use);
-//   - a 10,000 MiB pod: 8,192 MiB free there, too little; an empty GPU on
-//     the node in use, node 1 GPU 1.
+//   - a 14,500 MiB pod: 8,192 MiB free on node 1 GPU 0 and 14,336 on node
+//     2 GPU 0, too little; an empty GPU on a node in use, node 1 GPU 1
+//     (the first such node).
 //
 // Slots for ResNet-50 (2,048 MiB, 2,000 millicores, 4,096 MiB of host
 // memory; the hand-placed pods ask none): node 1 holds 8,192 / 2,048 = 4
-// more on GPU 0 and 6,384 / 2,048 = 3 on GPU 1, 7; each empty node 2 x 8
-// = 16 by GPU memory, 63,488 / 4,096 = 15 by host memory: 15. In all
-// 7 + 3 x 15 = 52, where one per GPU without ResNet-50 would be 7.
+// more on GPU 0 and none in the 1,884 MiB left on GPU 1; node 2 holds
+// 14,336 / 2,048 = 7 + 16,384 / 2,048 = 8 = 15 by GPU memory and 63,488 /
+// 4,096 = 15 by host memory; each empty node 16 by GPU memory, 15 by host
+// memory. In all 4 + 15 + 2 x 15 = 49, where one per GPU without
+// ResNet-50 would be 6.
 func TestKAIFractionBinpacks(t *testing.T) {
 	cfg := peerConfig(t, resnetService)
 	r, err := newPolicyRun(cfg, PolicyKAIFraction)
@@ -57,6 +63,7 @@ func TestKAIFractionBinpacks(t *testing.T) {
 		}
 	}
 	c.add(&instance{demand: gpuinventory.Demand{Model: "b", MemoryMiB: 4096}}, t4[1], 0)
+	c.add(&instance{demand: gpuinventory.Demand{Model: "d", MemoryMiB: 2048}}, t4[2], 0)
 	resnet := gpuinventory.Demand{Model: "resnet50", MemoryMiB: 2048}
 	for _, name := range []string{"A", "B"} {
 		in := &instance{demand: resnet}
@@ -64,12 +71,12 @@ func TestKAIFractionBinpacks(t *testing.T) {
 			t.Errorf("pod %s on node %d GPU %d, want node %d GPU 0 (binpack)", name, in.node, in.gpu, t4[1])
 		}
 	}
-	big := &instance{demand: gpuinventory.Demand{Model: "c", MemoryMiB: 10000}}
+	big := &instance{demand: gpuinventory.Demand{Model: "c", MemoryMiB: 14500}}
 	if !c.place(big, "T4") || big.node != t4[1] || big.gpu != 1 {
-		t.Errorf("10,000 MiB pod on node %d GPU %d, want node %d GPU 1", big.node, big.gpu, t4[1])
+		t.Errorf("14,500 MiB pod on node %d GPU %d, want node %d GPU 1", big.node, big.gpu, t4[1])
 	}
-	if got := c.slots("T4", resnet, 2000, 4096); got != 52 {
-		t.Errorf("slots %d, want 52", got)
+	if got := c.slots("T4", resnet, 2000, 4096); got != 49 {
+		t.Errorf("slots %d, want 49", got)
 	}
 }
 
