@@ -47,6 +47,58 @@ type node struct {
 type cluster struct {
 	nodes  []*node
 	placer placement.Placer
+	// rule, when set, is a peer's own placement rule (gpuRule), used in
+	// place of placer's rating by place and slots.
+	rule gpuRule
+}
+
+// gpuRule is a peer scheduler's choice of GPU for a new instance, for the
+// peers whose rule hetsev-scheduler's placer (a rating per node, the best
+// node wins) cannot express: it sees every node of the type at once.
+type gpuRule interface {
+	// pickGPU is the node (index into c.nodes) and GPU index for a new
+	// instance of demand d on GPU type t whose pod asks cpu millicores and
+	// mem MiB of host memory; ok false when none fits.
+	pickGPU(c *cluster, t string, d gpuinventory.Demand, cpu, mem int64) (node, gpu int, ok bool)
+	// slots is MaxAdditional under the same rule: how many more such
+	// instances fit the type's nodes.
+	slots(c *cluster, t string, d gpuinventory.Demand, cpu, mem int64) int
+}
+
+// hostFits reports whether node nd is of type t and has cpu millicores
+// and mem MiB of host memory free.
+func hostFits(nd *node, t string, cpu, mem int64) bool {
+	return nd.gpuType.Name == t && nd.freeCPU >= cpu && nd.freeMiB >= mem
+}
+
+// inUse reports whether node nd hosts at least one instance.
+func (n *node) inUse() bool {
+	for _, g := range n.gpus() {
+		if g.Instances > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// firstEmptyGPU is an empty GPU of type t for an instance of d on a node
+// with room for cpu and mem: on a node already in use if there is one
+// (its other GPUs cost as much as a new node's and leave the others
+// empty), else on the first node; ok false when none.
+func (c *cluster) firstEmptyGPU(t string, d gpuinventory.Demand, cpu, mem int64) (node, gpu int, ok bool) {
+	for _, used := range []bool{true, false} {
+		for i, nd := range c.nodes {
+			if !hostFits(nd, t, cpu, mem) || nd.inUse() != used {
+				continue
+			}
+			for _, g := range nd.gpus() {
+				if g.Instances == 0 && d.MemoryMiB <= g.FreeMiB() {
+					return i, g.Index, true
+				}
+			}
+		}
+	}
+	return 0, 0, false
 }
 
 func newCluster(cfg *Config, pl placement.Placer) *cluster {
@@ -94,6 +146,9 @@ func (n *node) gpus() []gpuinventory.GPU {
 // slots is MaxAdditional for GPU type t (constraint 2 of HetSev 4.1), as
 // hetsev-scaler counts it: gpuinventory.SlotsOnNode over the type's nodes.
 func (c *cluster) slots(t string, d gpuinventory.Demand, cpu, mem int64) int {
+	if c.rule != nil {
+		return c.rule.slots(c, t, d, cpu, mem)
+	}
 	n := 0
 	for _, nd := range c.nodes {
 		if nd.gpuType.Name == t {
@@ -125,9 +180,17 @@ func (c *cluster) freeWholeGPUs(t string, cpu, mem int64) int {
 // place puts in on a GPU of type t the way hetsev-scheduler does: among the
 // nodes with room for its CPU and memory, the GPU with the best
 // placement.Placer rating (worst fit, anti-affinity, interference); ties go
-// to the first node, where the scheduler picks one of them at random.
+// to the first node, where the scheduler picks one of them at random. A
+// cluster with a rule (gpuRule) places by the rule instead.
 func (c *cluster) place(in *instance, t string) bool {
 	d := in.demand
+	if c.rule != nil {
+		n, g, ok := c.rule.pickGPU(c, t, d, in.cpuMilli, in.hostMiB)
+		if ok {
+			c.add(in, n, g)
+		}
+		return ok
+	}
 	best, bestGPU, bestRating := -1, 0, 0.0
 	for i, nd := range c.nodes {
 		if nd.gpuType.Name != t || nd.freeCPU < in.cpuMilli || nd.freeMiB < in.hostMiB {

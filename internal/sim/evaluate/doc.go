@@ -37,9 +37,17 @@
 //     simplifies: k8s-hpa-best-type (the same HPA on the single cheapest
 //     GPU type that meets RT_max), knative-kpa (Knative's KPA, stable and
 //     panic windows, every 2 s, on that type), melange-ilp (the cheapest
-//     whole-GPU type mix every interval, Mélange as AIBrix runs it) and
-//     infaas-packing (hetsev's heuristic with GPUs packed by memory only,
-//     best fit, no interference awareness).
+//     whole-GPU type mix, Mélange's solver, every interval on the rate
+//     window), melange-aibrix (the same, at AIBrix's GPU optimizer's
+//     cadence and window: every 10 s, on the larger of the 240 s and the
+//     last 10 s mean rates), infaas-packing (hetsev's heuristic counting
+//     solo throughput, pods that declare GPU memory only, each new one on
+//     the GPU in use with the least GPU memory in use that fits, as
+//     INFaaS's master picks the least-utilised worker; no interference
+//     awareness) and kai-fraction-hpa (the HPA on that type, pods that
+//     ask for their model's GPU memory as KAI Scheduler's gpu-memory
+//     annotation, bin-packed onto the fullest GPU that fits, two of one
+//     service allowed on one GPU; no interference awareness).
 //
 // Accounting, over the measured seconds (after Config.MeasureFrom):
 //

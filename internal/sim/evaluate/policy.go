@@ -38,8 +38,8 @@ const (
 
 // PolicyNames lists the policies in report order: the baseline, the
 // peers (policy_*.go), hetsev and the bound.
-var PolicyNames = []string{PolicyDefault, PolicyHPABestType, PolicyKnativeKPA, PolicyMelange, PolicyINFaaS,
-	PolicyHeuristic, PolicyExact, PolicyBound}
+var PolicyNames = []string{PolicyDefault, PolicyHPABestType, PolicyKnativeKPA, PolicyMelange, PolicyMelangeAIBrix,
+	PolicyINFaaS, PolicyKAIFraction, PolicyHeuristic, PolicyExact, PolicyBound}
 
 func knownPolicy(name string) bool { return slices.Contains(PolicyNames, name) }
 
@@ -374,6 +374,10 @@ func newPolicy(cfg *Config, name string) (policy, error) {
 		return newMelangePolicy(cfg)
 	case PolicyINFaaS:
 		return newINFaaSPolicy(cfg)
+	case PolicyMelangeAIBrix:
+		return newMelangeAIBrixPolicy(cfg)
+	case PolicyKAIFraction:
+		return newKAIFractionPolicy(cfg)
 	default:
 		return nil, fmt.Errorf("policy %q is not replayed", name)
 	}

@@ -61,3 +61,42 @@ func TestINFaaSPacksByMemoryOnly(t *testing.T) {
 		}
 	}
 }
+
+// TestINFaaSPlacesOnLeastLoadedWorker: four T4 nodes (2 GPUs of 16,384
+// MiB each), three GPUs in use. A worker is one GPU and its load the
+// share of its GPU memory in use, as INFaaS's gpu_daemon reports it:
+//   - node 0 GPU 0: a 12,288 MiB instance, load 0.75;
+//   - node 1 GPU 0: a 4,096 MiB instance, load 0.25;
+//   - node 2 GPU 0: a 3,072 MiB ResNet-50 instance, load 0.1875, the least
+//     loaded, but it already runs ResNet-50 (one replica per worker);
+//   - every other GPU empty.
+//
+// A ResNet-50 instance (2,048 MiB) goes to node 1 GPU 0, the least-loaded
+// worker with the memory: not node 0 GPU 0 (best fit), not an empty GPU
+// (worst fit). An instance of 13,500 MiB fits no GPU in use (13,312 MiB
+// free at most) and opens an empty one, on a node in use: node 0 GPU 1.
+func TestINFaaSPlacesOnLeastLoadedWorker(t *testing.T) {
+	cfg := peerConfig(t, resnetService)
+	r, err := newPolicyRun(cfg, PolicyINFaaS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := r.cl
+	t4 := []int{}
+	for i, nd := range c.nodes {
+		if nd.gpuType.Name == "T4" {
+			t4 = append(t4, i)
+		}
+	}
+	c.add(&instance{demand: gpuinventory.Demand{Model: "a", MemoryMiB: 12288}}, t4[0], 0)
+	c.add(&instance{demand: gpuinventory.Demand{Model: "b", MemoryMiB: 4096}}, t4[1], 0)
+	c.add(&instance{demand: gpuinventory.Demand{Model: "resnet50", MemoryMiB: 3072}}, t4[2], 0)
+	in := &instance{demand: gpuinventory.Demand{Model: "resnet50", MemoryMiB: 2048}}
+	if !c.place(in, "T4") || in.node != t4[1] || in.gpu != 0 {
+		t.Errorf("ResNet-50 on node %d GPU %d, want node %d GPU 0 (least GPU memory in use)", in.node, in.gpu, t4[1])
+	}
+	big := &instance{demand: gpuinventory.Demand{Model: "c", MemoryMiB: 13500}}
+	if !c.place(big, "T4") || big.node != t4[0] || big.gpu != 1 {
+		t.Errorf("13,500 MiB instance on node %d GPU %d, want node %d GPU 1 (an empty GPU on a node in use)", big.node, big.gpu, t4[0])
+	}
+}

@@ -28,8 +28,9 @@ const PolicyMelange = "melange-ilp"
 // (vllm-project/aibrix python/aibrix/aibrix/gpu_optimizer/optimizer/optimizer.py;
 // https://aibrix.readthedocs.io/latest/features/heterogeneous-gpu.html).
 //
-// Every decision interval (Knobs.Interval), for W the arrival rate over
-// the rate window (what hetsev-scaler sees), it solves from no instances
+// Every decision interval (Knobs.Interval, 15 s in the default knobs),
+// for W the arrival rate over the rate window (Knobs.RateWindow, 30 s:
+// what hetsev-scaler sees), it solves from no instances
 //
 //	minimise sum_i C_i x_i  subject to  sum_i T_i x_i >= W / SaturationThreshold,
 //	x_i = 0 where L_i > RT_max,  0 <= x_i <= the type's GPUs in use by the
@@ -50,6 +51,9 @@ const PolicyMelange = "melange-ilp"
 // the SLO check the profiled batch latency (Mélange profiles the
 // throughput at which the SLO holds); the headroom 1/SaturationThreshold
 // is ours, the same as hetsev's, so that both plan for the same load.
+// Its cadence and window are hetsev-scaler's, not AIBrix's: the optimizer
+// as AIBrix deploys it, every 10 s on a 240 s window, is
+// PolicyMelangeAIBrix.
 type melangePolicy struct {
 	threshold []float64 // per service, SaturationThreshold
 	rtMaxMs   []float64 // per service

@@ -67,3 +67,68 @@ func TestMelangeOnRepoTypes(t *testing.T) {
 		t.Errorf("delta (V100-32GB, T4) %v, want [0 3]", got)
 	}
 }
+
+// TestMelangeAIBrixWindow: AIBrix's optimizer solves for the larger of the
+// 240 s mean rate and the last 10 s's. ResNet-50 on the repo's types, one
+// T4 running:
+//   - 230 s at 400 requests/s, then 10 s at 100: 240 s mean (92,000 +
+//     1,000) / 240 = 387.5, last 10 s 100, W = 387.5, so 387.5 / 0.8 =
+//     484.4 requests/s of capacity: 2 T4 (726), one more. On the 30 s
+//     window's 100 requests/s alone (melange-ilp), 1 T4 would do;
+//   - 230 s at 100, then 10 s at 1,000: 240 s mean (23,000 + 10,000) /
+//     240 = 137.5, last 10 s 1,000, W = 1,000: 1,250 requests/s, 4 T4
+//     (1,452), three more.
+func TestMelangeAIBrixWindow(t *testing.T) {
+	cfg := peerConfig(t, resnetService)
+	p, err := newMelangeAIBrixPolicy(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.decisionInterval() != 10 || p.history() != 240 {
+		t.Errorf("interval %d s, history %d s; want 10 and 240", p.decisionInterval(), p.history())
+	}
+	series := func(before, last int64) []int64 {
+		out := make([]int64, 240)
+		for i := range out {
+			out[i] = before
+			if i >= 230 {
+				out[i] = last
+			}
+		}
+		return out
+	}
+	steps := []struct {
+		before, last int64
+		want         []int
+	}{
+		{400, 100, []int{0, 1}},
+		{100, 1000, []int{0, 3}},
+	}
+	for _, s := range steps {
+		v := view{now: 1000, arrival: float64(s.last), offered: series(s.before, s.last), types: repoTypes(t, cfg, "resnet50", 0, 1)}
+		if got := p.decide(0, v); !slices.Equal(got, s.want) {
+			t.Errorf("%d requests/s then %d: delta (V100-32GB, T4) %v, want %v", s.before, s.last, got, s.want)
+		}
+	}
+	m, err := newMelangePolicy(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := m.decide(0, view{now: 1000, arrival: 100, types: repoTypes(t, cfg, "resnet50", 0, 1)}); !slices.Equal(got, []int{0, 0}) {
+		t.Errorf("melange-ilp at W = 100: delta %v, want [0 0]", got)
+	}
+}
+
+// TestMelangeAIBrixCadence: over 100 s, AIBrix's optimizer decides at 0,
+// 10, ..., 90 s: 10 decisions; melange-ilp at 0, 15, ..., 90 s: 7.
+func TestMelangeAIBrixCadence(t *testing.T) {
+	for _, c := range []struct {
+		policy string
+		want   int
+	}{{PolicyMelangeAIBrix, 10}, {PolicyMelange, 7}} {
+		r := run(t, constant(0, 100), t4Only(2), c.policy, resnetService)
+		if got := r.Services[0].Decisions; got != c.want {
+			t.Errorf("%s: %d decisions in 100 s, want %d", c.policy, got, c.want)
+		}
+	}
+}

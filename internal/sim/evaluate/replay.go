@@ -96,6 +96,9 @@ func newPolicyRun(cfg *Config, name string) (*policyRun, error) {
 	if r.step == 0 {
 		r.step = max(1, len(cfg.Rates)/2000)
 	}
+	if rule, ok := pol.(gpuRule); ok {
+		r.cl.rule = rule
+	}
 	if p, ok := pol.(pacedPolicy); ok {
 		r.every = max(1, p.decisionInterval())
 	}

@@ -1,0 +1,169 @@
+package evaluate
+
+import (
+	"github.com/hetsev/hetsev/internal/sim/hpa"
+	"github.com/hetsev/hetsev/pkg/gpuinventory"
+	"github.com/hetsev/hetsev/pkg/placement"
+)
+
+// PolicyKAIFraction is what a platform team runs when it shares GPUs by
+// memory fractions without hetsev: per service a Deployment on the single
+// cheapest GPU type that meets the SLO, a HorizontalPodAutoscaler on
+// requests/s per pod, and pods that each ask for their model's GPU memory,
+// bin-packed onto GPUs by KAI Scheduler.
+const PolicyKAIFraction = "kai-fraction-hpa"
+
+// kaiFractionPolicy is PolicyKAIFraction.
+//
+// Sources:
+//   - GPU memory per pod: KAI Scheduler's GPU sharing (NVIDIA/KAI-Scheduler
+//     docs/gpu-sharing/README.md: a pod's `gpu-memory` annotation, MiB, or
+//     `gpu-fraction`, a share of one GPU's memory; the rest of the GPU's
+//     memory is left to other pods; no isolation), as HAMi's
+//     `nvidia.com/gpumem` resource (Project-HAMi/HAMi
+//     charts/hami/values.yaml resourceMem) does. A pod here asks for its
+//     model's profiled GPU memory;
+//   - placement: KAI's binpack. Its GPU order (pkg/scheduler/plugins/gpupack
+//     gpuOrderFn) scores a GPU by its used share of GPU memory
+//     (NodeInfo.GetUsedGpuPortion), most used first; its node order puts
+//     nodes with a shared GPU the pod fits first
+//     (pkg/scheduler/plugins/gpusharingorder, scores.GpuSharing) and then
+//     the most allocated node (pkg/scheduler/plugins/nodeplacement/pack.go).
+//     A GPU fits on memory alone (pkg/scheduler/api/node_info/
+//     gpu_sharing_node_info.go, IsTaskFitOnGpuGroup, enoughResourcesOnGpu):
+//     nothing keeps two pods of one Deployment off one GPU, so two
+//     instances of a service may share one here too. HAMi's GPU binpack
+//     (docs/develop/scheduler-policy.md, pkg/scheduler/policy/gpu_policy.go)
+//     likewise ranks the fullest card first;
+//   - scaling: the HorizontalPodAutoscaler's replica rule, as
+//     k8s-hpa-best-type (internal/sim/hpa), with target SaturationThreshold
+//     x T_i requests/s per pod on the type cheapestSuitable picks.
+//
+// A pod declares its model and GPU memory only: no busy share, no inflation
+// limit, and no busy-share cap; nothing is interference-aware. Co-located
+// instances are slowed in the replay by the co-location model at their
+// measured busy shares, as every policy's are.
+//
+// Where it simplifies: KAI orders nodes and then a node's GPUs; here one
+// order over the type's GPUs, most GPU memory in use that still fits first
+// (ties to the first), with an empty GPU on a node in use before one on an
+// empty node, which is the same choice on nodes of one GPU type unless a
+// node's other GPUs would change the node's rank. The HPA's maximum is the
+// pods that fit the type's GPU memory; pods beyond what fits are not
+// created (they would stay Pending and cost nothing); scale-in removes the
+// newest pods. KAI's reservation pods and its consolidation action (moving
+// running pods) are left out.
+type kaiFractionPolicy struct {
+	gpuType []string // per service, catalog name
+	hpa     []*hpa.Autoscaler
+	// pl only estimates co-location inflation for the view (cluster.inflation),
+	// which decide does not read; placement is pickGPU's.
+	pl placement.Placer
+}
+
+func newKAIFractionPolicy(cfg *Config) (*kaiFractionPolicy, error) {
+	p := &kaiFractionPolicy{pl: placement.Placer{Colocation: cfg.Colocation, Mode: cfg.GPUSharing}}
+	for _, s := range cfg.Services {
+		name, target, gpus, err := singleTypeTarget(cfg, s)
+		if err != nil {
+			return nil, err
+		}
+		// As many pods as the type's GPU memory holds.
+		maxPods := gpus
+		g, okg := cfg.Catalog.ByName(name)
+		prof, okp := cfg.Profiles.Get(s.Model, name)
+		if okg && okp && prof.GPUMemoryMiB > 0 {
+			maxPods = gpus * int(max(g.MemoryMiB/prof.GPUMemoryMiB, 1))
+		}
+		a, err := hpa.New(int32(cfg.Knobs.MinReplicas), int32(max(maxPods, cfg.Knobs.MinReplicas)), target)
+		if err != nil {
+			return nil, err
+		}
+		p.gpuType, p.hpa = append(p.gpuType, name), append(p.hpa, a)
+	}
+	return p, nil
+}
+
+func (p *kaiFractionPolicy) decide(svc int, v view) []int {
+	delta := make([]int, len(v.types))
+	i := typeIndexOf(v, p.gpuType[svc])
+	if i < 0 {
+		return delta
+	}
+	current := 0
+	for _, t := range v.types {
+		current += t.running
+	}
+	// The HPA averages the metric over the pods; each pod's requests/s is
+	// its share of W.
+	metric := v.arrival / float64(max(current, 1))
+	want := int(p.hpa[svc].Desired(at(v.now), int32(max(current, 1)), metric))
+	delta[i] = want - current
+	if delta[i] > 0 {
+		delta[i] = min(delta[i], v.types[i].slots) // no GPU memory left: the pods would stay Pending
+	}
+	delta[i] = max(delta[i], -v.types[i].running)
+	return delta
+}
+
+// pickGPU is KAI's binpack: among the GPUs of type t with d's GPU memory
+// free, on nodes with room for cpu and mem, the one with the most GPU
+// memory in use (ties to the first); with none in use that fits, an empty
+// GPU (firstEmptyGPU). Instances of d's model do not keep it off a GPU.
+func (p *kaiFractionPolicy) pickGPU(c *cluster, t string, d gpuinventory.Demand, cpu, mem int64) (node, gpu int, ok bool) {
+	var best int64
+	for i, nd := range c.nodes {
+		if !hostFits(nd, t, cpu, mem) {
+			continue
+		}
+		for _, g := range nd.gpus() {
+			if g.Instances == 0 || d.MemoryMiB > g.FreeMiB() {
+				continue
+			}
+			if !ok || g.UsedMiB > best {
+				node, gpu, best, ok = i, g.Index, g.UsedMiB, true
+			}
+		}
+	}
+	if ok {
+		return node, gpu, true
+	}
+	return c.firstEmptyGPU(t, d, cpu, mem)
+}
+
+// slots is how many more pods of d fit the type's nodes by GPU memory
+// alone (several per GPU), bounded by each node's free CPU and memory.
+func (p *kaiFractionPolicy) slots(c *cluster, t string, d gpuinventory.Demand, cpu, mem int64) int {
+	n := 0
+	for _, nd := range c.nodes {
+		if nd.gpuType.Name != t {
+			continue
+		}
+		k := int64(0)
+		for _, g := range nd.gpus() {
+			if d.MemoryMiB > 0 {
+				k += max(g.FreeMiB(), 0) / d.MemoryMiB
+			}
+		}
+		if cpu > 0 {
+			k = min(k, max(nd.freeCPU/cpu, 0))
+		}
+		if mem > 0 {
+			k = min(k, max(nd.freeMiB/mem, 0))
+		}
+		n += int(k)
+	}
+	return n
+}
+
+func (p *kaiFractionPolicy) serviceType(svc int) string { return p.gpuType[svc] }
+func (p *kaiFractionPolicy) wholeGPU() bool             { return false }
+func (p *kaiFractionPolicy) instant() bool              { return false }
+
+func (p *kaiFractionPolicy) placer() placement.Placer { return p.pl }
+
+// demand is the model and its GPU memory, as base: no busy share, no
+// inflation limit.
+func (p *kaiFractionPolicy) demand(_ int, _ string, base gpuinventory.Demand) gpuinventory.Demand {
+	return base
+}

@@ -1,0 +1,96 @@
+package evaluate
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/hetsev/hetsev/pkg/gpuinventory"
+)
+
+// TestKAIFractionHPA: ResNet-50 (RT_max 400 ms) runs on T4, the cheapest
+// per request (as TestHPABestTypeScalesOnItsType), and the HPA's target is
+// 0.8 x 363 = 290.4 requests/s per pod: at W = 700 requests/s on one pod,
+// ceil(700 / 290.4) = ceil(2.41) = 3 pods, 2 more T4 pods (at T_i alone,
+// ceil(700 / 363) = 2).
+func TestKAIFractionHPA(t *testing.T) {
+	cfg := peerConfig(t, resnetService)
+	p, err := newKAIFractionPolicy(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := p.serviceType(0); got != "T4" {
+		t.Fatalf("type %q, want T4", got)
+	}
+	if got := p.decide(0, view{now: 0, arrival: 700, types: repoTypes(t, cfg, "resnet50", 0, 1)}); !slices.Equal(got, []int{0, 2}) {
+		t.Errorf("delta (V100-32GB, T4) %v, want [0 2]", got)
+	}
+	base := gpuinventory.Demand{Model: "resnet50", MemoryMiB: 2048}
+	if got := p.demand(0, "T4", base); got != base {
+		t.Errorf("demand %+v, want %+v (GPU memory only)", got, base)
+	}
+}
+
+// TestKAIFractionBinpacks: four T4 nodes (2 GPUs of 16,384 MiB each);
+// node 1 GPU 0 hosts a 4,096 MiB instance of another model, node 2 GPU 0 a
+// 2,048 MiB one, every other GPU is empty. KAI's binpack puts each pod on
+// the GPU with the most GPU memory in use that still fits, and nothing
+// keeps two pods of one service apart:
+//   - ResNet-50 pod A (2,048 MiB): node 1 GPU 0 (6,144 MiB in use), not
+//     node 2 GPU 0 (the emptier GPU in use), not an empty GPU;
+//   - ResNet-50 pod B: node 1 GPU 0 again (8,192 MiB in use);
+//   - a 14,500 MiB pod: 8,192 MiB free on node 1 GPU 0 and 14,336 on node
+//     2 GPU 0, too little; an empty GPU on a node in use, node 1 GPU 1
+//     (the first such node).
+//
+// Slots for ResNet-50 (2,048 MiB, 2,000 millicores, 4,096 MiB of host
+// memory; the hand-placed pods ask none): node 1 holds 8,192 / 2,048 = 4
+// more on GPU 0 and none in the 1,884 MiB left on GPU 1; node 2 holds
+// 14,336 / 2,048 = 7 + 16,384 / 2,048 = 8 = 15 by GPU memory and 63,488 /
+// 4,096 = 15 by host memory; each empty node 16 by GPU memory, 15 by host
+// memory. In all 4 + 15 + 2 x 15 = 49, where one per GPU without
+// ResNet-50 would be 6.
+func TestKAIFractionBinpacks(t *testing.T) {
+	cfg := peerConfig(t, resnetService)
+	r, err := newPolicyRun(cfg, PolicyKAIFraction)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := r.cl
+	t4 := []int{}
+	for i, nd := range c.nodes {
+		if nd.gpuType.Name == "T4" {
+			t4 = append(t4, i)
+		}
+	}
+	c.add(&instance{demand: gpuinventory.Demand{Model: "b", MemoryMiB: 4096}}, t4[1], 0)
+	c.add(&instance{demand: gpuinventory.Demand{Model: "d", MemoryMiB: 2048}}, t4[2], 0)
+	resnet := gpuinventory.Demand{Model: "resnet50", MemoryMiB: 2048}
+	for _, name := range []string{"A", "B"} {
+		in := &instance{demand: resnet}
+		if !c.place(in, "T4") || in.node != t4[1] || in.gpu != 0 {
+			t.Errorf("pod %s on node %d GPU %d, want node %d GPU 0 (binpack)", name, in.node, in.gpu, t4[1])
+		}
+	}
+	big := &instance{demand: gpuinventory.Demand{Model: "c", MemoryMiB: 14500}}
+	if !c.place(big, "T4") || big.node != t4[1] || big.gpu != 1 {
+		t.Errorf("14,500 MiB pod on node %d GPU %d, want node %d GPU 1", big.node, big.gpu, t4[1])
+	}
+	if got := c.slots("T4", resnet, 2000, 4096); got != 49 {
+		t.Errorf("slots %d, want 49", got)
+	}
+}
+
+// TestKAIFractionReplay: ResNet-50 at 500 requests/s on one T4 for 600 s.
+// The HPA asks for ceil(500 / 290.4) = 2 pods, and both fit the one T4
+// (2 x 2,048 MiB): one T4 billed for the 600 s, none unplaced, 2 instances
+// for most of the time.
+func TestKAIFractionReplay(t *testing.T) {
+	r := run(t, constant(500, 600), t4Only(1), PolicyKAIFraction, resnetService)
+	s := r.Services[0]
+	if r.PeakGPUs["T4"] != 1 || !near(r.CostUSD, t4Price/6) || s.Unplaced != 0 {
+		t.Errorf("%d T4s, %v USD, %d unplaced; want 1 T4 for 600 s (%v USD), 0 unplaced", r.PeakGPUs["T4"], r.CostUSD, s.Unplaced, t4Price/6)
+	}
+	if h := s.InstanceHours["T4"]; !(h > 1.5/6) {
+		t.Errorf("%v instance-hours on T4, want more than 1.5 x 600 s (two pods for most of it)", h)
+	}
+}
