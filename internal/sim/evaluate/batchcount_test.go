@@ -8,26 +8,36 @@ import (
 )
 
 // TestBatchCountByHand: window w = 0.5 s, cap b = 3, measured from 10 s,
-// fed one trace second at a time as the replay's Offered callback is:
+// fed one trace second at a time as the replay's Offered callback is.
 //
-//	second 9:  9.0                      before MeasureFrom: not counted
-//	second 10: 10.0 10.25 10.5 10.5     batch 1 opens at 10.0 and takes
-//	                                    10.25 and 10.5 (exactly w apart:
-//	                                    shares); the second 10.5 finds it
-//	                                    full (b = 3) and opens batch 2
-//	second 11: 11.0 11.000001           11.0 is exactly w after batch 2's
-//	                                    10.5: shares across the seconds;
-//	                                    11.000001 is w + 1 µs after: batch 3
-//	second 12: 12.0                     batch 4
-//
-// 4 batches of 7 measured arrivals.
+//	main:  9.0 | 10.0 10.25 10.5 10.5 | 11.0 11.000001 | 12.0
+//	       9.0 is before MeasureFrom: not counted. Batch 1 opens at 10.0
+//	       and takes 10.25 and 10.5 (exactly w apart: shares); the
+//	       second 10.5 finds it full (b = 3) and opens batch 2; 11.0 is
+//	       exactly w after 10.5: shares across the seconds; 11.000001 is
+//	       w + 1 µs after: batch 3; 12.0: batch 4. 4 batches of 7.
+//	edge:  10.5 | 11.0               one batch: exactly w apart
+//	apart: 10.5 | 11.000001          two: w + 1 µs apart
+//	early: 9.75 | 10.0 10.5          one: 9.75 would open a batch that
+//	                                 ends before 10.5, but is not measured
 func TestBatchCountByHand(t *testing.T) {
-	c := newBatchCounter(0.5, 3, 10)
-	for _, sec := range [][]float64{{9.0}, {10.0, 10.25, 10.5, 10.5}, {11.0, 11.000001}, {12.0}, {}} {
-		c.add(sec)
-	}
-	if c.batches != 4 || c.arrivals != 7 || c.unsorted {
-		t.Errorf("%d batches of %d arrivals (unsorted %v); want 4 of 7", c.batches, c.arrivals, c.unsorted)
+	for _, c := range []struct {
+		name              string
+		secs              [][]float64
+		batches, arrivals int64
+	}{
+		{"main", [][]float64{{9.0}, {10.0, 10.25, 10.5, 10.5}, {11.0, 11.000001}, {12.0}, {}}, 4, 7},
+		{"edge", [][]float64{{10.5}, {11.0}}, 1, 2},
+		{"apart", [][]float64{{10.5}, {11.000001}}, 2, 2},
+		{"early", [][]float64{{9.75}, {10.0, 10.5}}, 1, 2},
+	} {
+		bc := newBatchCounter(0.5, 3, 10)
+		for _, sec := range c.secs {
+			bc.add(sec)
+		}
+		if bc.batches != c.batches || bc.arrivals != c.arrivals || bc.unsorted {
+			t.Errorf("%s: %d batches of %d arrivals (unsorted %v); want %d of %d", c.name, bc.batches, bc.arrivals, bc.unsorted, c.batches, c.arrivals)
+		}
 	}
 	var off batchCounter
 	off.add([]float64{1, 2})
