@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/hetsev/hetsev/pkg/catalog"
 	"github.com/hetsev/hetsev/pkg/gpuinventory"
 	"github.com/hetsev/hetsev/pkg/interference"
 	"github.com/hetsev/hetsev/pkg/placement"
@@ -13,36 +14,112 @@ import (
 // arrivals at the same SLOs, on the evaluator's simulated servers and
 // cluster. It is not a policy: nothing is replayed for it.
 //
-// Claim. Let R_s be the requests of service s that arrive in the measured
-// seconds, SL_min,s its service level, and for each GPU type i of the
-// cluster that s has a profile for, C_i the price of one GPU in USD/s, b_i
-// the batch size, L_i the batch latency (s) and T_i the profiled
-// throughput (requests/s). Let U_i = max(T_i, b_i / L_i) and G >= 1 the
-// most a GPU's summed throughput grows by sharing (below). Then every
-// policy's billed cost over the measured seconds is at least
+// Terms. For service s: X_s its requests that arrive in the measured
+// seconds (at or after Config.MeasureFrom), R_s = |X_s|, A_s ⊆ X_s those a
+// policy answers within RT_max,s (response time plus the network delay,
+// tallyDone), SL_min,s its service level. For each GPU type i of the
+// cluster with a profile for s's model: C_i the price of one GPU in USD/s,
+// b_i the batch size, L_i the solo batch latency (s), T_i the profiled
+// throughput (requests/s), U_i = max(T_i, b_i / L_i). Type i is feasible
+// for s when L_i + network <= RT_max,s. G >= 1 is the most summed batch
+// progress one GPU makes per second under sharing (below). Then
 //
-//	B = Σ_s SL_min,s · R_s · min_{i : L_i + network <= RT_max,s} C_i / (G · U_i).
+//	w_s = max over feasible i of (RT_max,s - network - L_i), seconds
+//	b_s = max over feasible i of b_i
+//	N_s = the greedy count of X_s with window w_s and cap b_s (below)
+//	fluid_s(n)    = n · min over feasible i of C_i / (G · U_i)
+//	batch_s(n, R) = (N_s - (R - n))+ · min over feasible i of C_i · L_i / G
 //
-// Proof. A policy that meets service s's SLO answers at least SL_min,s ·
-// R_s of its requests within RT_max,s. A request answered within RT_max,s
-// ran in a batch on a GPU of a type whose solo batch latency plus the
-// network delay is at most RT_max,s (co-location only lengthens a batch:
-// the model's inflation is >= 1), so the min ranges over every type that
-// can have served it. The simulated server runs at most b_i requests per
-// batch and a batch alone takes L_i, so an instance alone serves at most
-// b_i / L_i <= U_i requests per second of GPU time. On a shared GPU the
-// engine stretches instance k's batches by its inflation f_k, so in a
-// second in which k keeps a batch running a share d_k of the time it
-// serves at most d_k U_k / f_k requests. Weighting each request served by
-// k with 1 / U_k, a GPU serves a weight of at most Σ_k d_k / f_k <= G per
-// second it is billed, at C_i per second. So every request served on type
-// i costs at least C_i / (G · U_i), at least the min over the feasible
-// types; summed over the SL_min,s · R_s requests each service must answer,
-// the cost is at least B. Everything else a policy pays for (idle GPUs,
-// partial batches, the saturation threshold's headroom, launch times, GPUs
-// billed whole while partly used) only adds to its cost. Node billing (a
-// node hosting an instance bills all its GPUs) is at least GPU billing, so
-// B bounds it too.
+// Claim. A policy that answers n_s = |A_s| requests of each service within
+// RT_max is billed at least Σ_s max(fluid_s(n_s), batch_s(n_s, R_s)) over
+// the measured seconds. One that meets every SLO answers n_s >= SL_min,s ·
+// R_s, so R_s - n_s <= D_s = floor((1 - SL_min,s) · R_s), and is billed at
+// least B = Σ_s max(fluid_s(SL_min,s · R_s), batch_s(R_s - D_s, R_s)): the
+// bound. checkBound applies the claim to each policy's own n_s.
+//
+// Premises, each a property of the simulated cluster this package
+// replays (cluster.go, replay.go, internal/sim/replay and
+// internal/sim/modelserver), checked there:
+//
+//	P1 A batch starts no earlier than its latest member's arrival: the
+//	   server takes into a batch only requests queued at or before its
+//	   start (modelserver.Server.process). Queueing only delays the start.
+//	P2 A batch on a GPU of type i runs for L_i times its interference
+//	   factor f >= 1, whatever its size: the evaluator's servers have no
+//	   per-size latencies (Config.BatchLatencies is empty), so a partial
+//	   batch runs as long as a full one, and SetFactor treats a factor
+//	   below 1 as 1. Co-location only lengthens a batch.
+//	P3 A batch holds at most b_i requests (Config.BatchSize).
+//	P4 A GPU's instances k, each busy a share d_k of a second with
+//	   factor f_k, make Σ_k d_k / f_k <= G solo-seconds of batch progress
+//	   in it: the co-location model's summed throughput gain, G as
+//	   sharingGain finds it (see below for where this is searched, not
+//	   proved).
+//	P5 Every second in which a GPU runs a batch it is billed C_i: a GPU
+//	   hosting an instance is billed each measured second (account), and
+//	   a batch holding a measured request starts in the measured seconds.
+//	   Two leaks, both at most one RT_max of one instance's batches: an
+//	   instance removed by a scale-down serves its queue (Remove drains
+//	   it) after it leaves the cluster's billing, and the replay's last
+//	   queues are drained after the last billed second.
+//
+// Proof of the window. Let a batch on a feasible type i answer its
+// members within RT_max: each member a finishes by a + (RT_max - network)
+// in s. By P1 and P2 it ends at or after (latest arrival) + L_i, so the
+// latest arrival is at most (earliest arrival) + RT_max - network - L_i
+// <= earliest + w_s. By P3 it holds at most b_i <= b_s members. A member
+// answered within RT_max cannot have run on an infeasible type (its batch
+// alone takes L_i > RT_max - network). So the batches that answer A_s,
+// each restricted to its members in A_s, partition A_s into groups of at
+// most b_s requests whose arrivals span at most w_s: A_s needs at least
+// OPT(A_s) batches, OPT(Y) being the fewest such groups of a set Y.
+//
+// Greedy is optimal. Sort Y by arrival (ties by any fixed order). Greedy
+// opens a group at the earliest ungrouped y_1 and puts in it every later
+// request in order while it is within y_1 + w and the group has fewer
+// than b: the group is B = y_1..y_e, a prefix. Take any partition P of Y
+// into feasible groups; let H be the group of y_1. H lies in [y_1, y_1 +
+// w] (y_1 is the earliest). While H ≠ B: if |H| < |B|, some y in B is not
+// in H; move y from its group into H: H stays within [y_1, y_1 + w] and
+// at most |B| <= b, the group y left only loses a member (it stays
+// feasible or vanishes). Otherwise some z in H is not in B and some y in
+// B is not in H; z lies within the window and is not in the prefix B, so
+// z comes after y_e, hence z >= y; swap them. H keeps its size and its
+// window. y's old group H' loses y >= min H' and gains z >= y, so its
+// earliest member does not fall below min H' >= y_1, and its latest is
+// max(max H', z) with z <= y_1 + w <= min H' + w: it stays within w.
+// Each step makes H share one more member with B, and no step adds a
+// group. Once B ⊆ H, H = B: a member of H beyond B would lie within the
+// window after y_e, so B stopped at the cap, |B| = b >= |H|. So P becomes
+// a partition as large as before (or smaller) that contains B. Removing B leaves a partition of Y \ B, on which greedy
+// continues exactly as it would; by induction on |Y| greedy uses at most
+// |P| groups. Greedy's groups are feasible, so its count N(Y) = OPT(Y).
+//
+// Drops. Removing one request from Y lowers OPT by at most one: a
+// partition of Y minus r plus the group {r} (feasible: w >= 0, b >= 1)
+// partitions Y. So OPT(A_s) >= OPT(X_s) - (R_s - n_s) = N_s - (R_s - n_s).
+// The counter (batchcount.go) gets N_s = N(X_s) online from the
+// arrivals the replay draws, the same for every policy, with w_s widened
+// by 1 ns against float rounding (a wider window only lowers the count).
+//
+// Proof of the cost. By P2 a batch of type i is L_i solo-seconds of work,
+// done at 1/f of a second per second; by P4 the work a GPU does for all
+// its instances in a second is at most G solo-seconds, and by P5 that
+// second is billed C_i. So batches of summed solo work Σ L_i on GPUs of
+// type i need at least Σ L_i / G billed seconds of them, at C_i each.
+// Let W_s be the sum, over the batches that answer requests of A_s, of
+// C_i · L_i / G for the type i each ran on; batches of different
+// services share GPU time only within G, so the billed cost is at least
+// Σ_s W_s. Those batches run on feasible types and are at least OPT(A_s),
+// so W_s >= OPT(A_s) · min over feasible i of C_i · L_i / G >=
+// batch_s(n_s, R_s). Each serves at most b_i <= U_i · L_i requests (P3),
+// so its C_i · L_i / G is at least C_i / (G · U_i) per request it
+// answers, and W_s >= fluid_s(n_s). Both bound the same W_s, so W_s is at
+// least their max, and the billed cost at least Σ_s max(...). Everything
+// else a policy pays for (idle GPUs, the saturation threshold's headroom,
+// launch times, GPUs billed whole while partly used, batches of requests
+// it fails) only adds to it. Node billing (a node hosting an instance
+// bills all its GPUs) is at least GPU billing, so B bounds it too.
 //
 // G is a property of the co-location model (sharingGain): the largest
 // Σ_k d_k / f_k it predicts on one GPU. The measurements say time-slicing
@@ -53,17 +130,20 @@ import (
 // which tends to 1/γ. G is taken as the larger of 1, 1/γ under MPS, and
 // the grid's largest value, so the bound stays below every policy's cost
 // on the model the replay runs. The grid is a search, not a proof of the
-// supremum, and the replay engine sets f_k from the busy shares of the
-// step before (a share that jumps within a step is priced a step late).
-// So the evaluator checks, every run, that no policy's billed cost is
-// below B, and fails if one is: the premise would then be broken.
+// supremum, the replay engine sets f_k from the busy shares of the step
+// before (a share that jumps within a step is priced a step late), and P5
+// leaks a little. So the evaluator checks, every run, that no policy's
+// billed cost is below what its own answered requests must cost
+// (checkBound), and fails if one is: a premise would then be broken.
 //
-// What B leaves out, in the bound's favour: whole GPUs (it is fluid), any
-// minimum of one instance per service, the time requests can wait, the
-// SLO's network delay beyond the type's feasibility, and which requests
-// are dropped (the cheapest SL_min share counts). It is far below what a
-// reactive policy can reach: a policy holds instances for the load it will
-// see, not the load it saw.
+// What B leaves out, in the bound's favour: whole GPUs (batches are
+// charged their GPU time, not whole GPU-seconds), any minimum of one
+// instance per service, launch times, the MaxBatchDelay the servers wait
+// before a partial batch, which type serves which batch (w_s and b_s are
+// the best over the feasible types, the price per batch the least), and
+// which requests are dropped (any R_s - n_s of them, the ones that save
+// the most batches). It is below what a reactive policy can reach: a
+// policy holds instances for the load it will see, not the load it saw.
 
 // sharingGain is G of the bound: the largest summed throughput share
 // Σ_k d_k / f_k the co-location model c predicts for instances of the
@@ -107,12 +187,76 @@ func sharingGain(c interference.Colocation, mode interference.SharingMode, laten
 	return g
 }
 
+// feasibleType is a GPU type of the cluster that can answer a service's
+// requests within RT_max: profiled for its model, batch latency plus the
+// network delay at most RT_max.
+type feasibleType struct {
+	name string
+	prof catalog.Profile
+	usd  float64 // price of one GPU, USD/s
+}
+
+// feasibleTypes are s's feasible types on cfg's cluster, in the cluster's
+// order.
+func feasibleTypes(cfg *Config, s Service) []feasibleType {
+	var out []feasibleType
+	for _, name := range cfg.gpuTypes() {
+		prof, ok := cfg.Profiles.Get(s.Model, name)
+		gt, ok2 := cfg.Catalog.ByName(name)
+		if !ok || !ok2 || prof.LatencyMs+cfg.NetworkMs > s.RTMaxMs {
+			continue
+		}
+		out = append(out, feasibleType{name: name, prof: prof, usd: gt.PriceUSDPerHour / 3600})
+	}
+	return out
+}
+
+// serviceBound is one service's terms of the bound (the proof above).
+type serviceBound struct {
+	// perRequest is the fluid term's least cost of one answered request,
+	// min C_i / (G · U_i), USD, on type perRequestType at perRequestSecs
+	// GPU-seconds (1 / (G · U_i)).
+	perRequest, perRequestSecs float64
+	perRequestType             string
+	// perBatch is the least cost of one batch, min C_i · L_i / G, USD, on
+	// type perBatchType at perBatchSecs GPU-seconds (L_i / G).
+	perBatch, perBatchSecs float64
+	perBatchType           string
+	// batches is N_s, the greedy count of the measured arrivals.
+	batches int64
+}
+
+// cost is the service's bound, USD, for a policy that answered n of its r
+// measured requests within RT_max (n may be fractional: SL_min · R_s),
+// with dropped requests that may save a batch each: max(fluid, batch);
+// hours are the GPU-hours of the term that won, on its type.
+func (b serviceBound) cost(n float64, dropped int64) (usd float64, typ string, hours float64) {
+	fluid := n * b.perRequest
+	nb := max(b.batches-dropped, 0)
+	if batch := float64(nb) * b.perBatch; batch > fluid {
+		return batch, b.perBatchType, float64(nb) * b.perBatchSecs / 3600
+	}
+	return fluid, b.perRequestType, n * b.perRequestSecs / 3600
+}
+
+// allowedDrops is D = floor((1 - sl) · r), the requests of r a policy
+// meeting SL_min sl may fail; a relative 1e-12 and an absolute 1e-9 of
+// slack keep float rounding from flooring a whole D to one less, which
+// would overstate the bound.
+func allowedDrops(sl float64, r int64) int64 {
+	return int64(math.Floor((1-sl)*float64(r)*(1+1e-12) + 1e-9))
+}
+
 // lowerBound is the bound's result for cfg's services given the requests
-// each received in the measured seconds (aligned with cfg.Services; the
-// same arrivals every policy saw): its billed cost B and, per GPU type, the
-// fractional GPU-hours it buys. Only the cost, GPU-hours and requests are
-// meaningful; PolicyResult.Bound says so.
-func lowerBound(cfg *Config, requests []int64) (PolicyResult, error) {
+// each received in the measured seconds and their greedy batch counts
+// N_s (both aligned with cfg.Services; the same arrivals every policy
+// saw): its billed cost B and, per GPU type, the GPU-hours it buys
+// (fractional for a service whose fluid term wins, batches · L_i / G for
+// one whose batch term wins), and each service's terms for checkBound.
+// Only the cost, GPU-hours and requests are meaningful; PolicyResult.Bound
+// says so. It fails for a service no GPU type of the cluster can serve
+// within RT_max.
+func lowerBound(cfg *Config, requests, batches []int64) (PolicyResult, []serviceBound, error) {
 	latency := map[string]float64{}
 	for _, s := range cfg.Services {
 		for _, p := range cfg.Profiles.ForModel(s.Model) {
@@ -121,31 +265,32 @@ func lowerBound(cfg *Config, requests []int64) (PolicyResult, error) {
 	}
 	g := sharingGain(cfg.Colocation, cfg.GPUSharing, latency)
 	out := PolicyResult{Policy: PolicyBound, Bound: true, SharingGain: g, GPUHours: map[string]float64{}, PeakGPUs: map[string]int{}}
+	terms := make([]serviceBound, len(cfg.Services))
 	var req, within float64
 	for k, s := range cfg.Services {
 		sl := s.SLMinOrDefault()
-		best, bestType, bestPerReq := math.Inf(1), "", 0.0
-		for _, name := range cfg.gpuTypes() {
-			prof, ok := cfg.Profiles.Get(s.Model, name)
-			gt, ok2 := cfg.Catalog.ByName(name)
-			if !ok || !ok2 || prof.LatencyMs+cfg.NetworkMs > s.RTMaxMs {
-				continue
+		t := &terms[k]
+		t.perRequest, t.perBatch, t.batches = math.Inf(1), math.Inf(1), batches[k]
+		for _, ft := range feasibleTypes(cfg, s) {
+			l := ft.prof.LatencyMs / 1000
+			u := math.Max(ft.prof.ThroughputRPS, float64(ft.prof.BatchSize)/l)
+			if c := ft.usd / (g * u); c < t.perRequest {
+				t.perRequest, t.perRequestType, t.perRequestSecs = c, ft.name, 1/(g*u)
 			}
-			u := math.Max(prof.ThroughputRPS, float64(prof.BatchSize)/(prof.LatencyMs/1000))
-			gpuSecs := 1 / (g * u) // GPU-seconds per request served
-			if c := gt.PriceUSDPerHour / 3600 * gpuSecs; c < best {
-				best, bestType, bestPerReq = c, name, gpuSecs
+			if c := ft.usd * l / g; c < t.perBatch {
+				t.perBatch, t.perBatchType, t.perBatchSecs = c, ft.name, l/g
 			}
 		}
-		if bestType == "" {
-			return PolicyResult{}, fmt.Errorf("evaluate: lower bound: service %s: no GPU type of the cluster serves %s within RT_max %g ms", s.Name, s.Model, s.RTMaxMs)
+		if t.perRequestType == "" {
+			return PolicyResult{}, nil, fmt.Errorf("evaluate: lower bound: service %s: no GPU type of the cluster serves %s within RT_max %g ms", s.Name, s.Model, s.RTMaxMs)
 		}
 		n := float64(requests[k]) * sl
+		usd, typ, hours := t.cost(n, allowedDrops(sl, requests[k]))
 		sr := ServiceResult{Service: s.Name, Requests: requests[k], WithinSLO: int64(math.Ceil(n)), SLOAttainment: sl,
-			CostUSD: n * best, InstanceHours: map[string]float64{bestType: n * bestPerReq / 3600}}
+			CostUSD: usd, InstanceHours: map[string]float64{typ: hours}}
 		out.Services = append(out.Services, sr)
-		out.CostUSD += sr.CostUSD
-		out.GPUHours[bestType] += n * bestPerReq / 3600
+		out.CostUSD += usd
+		out.GPUHours[typ] += hours
 		req += float64(requests[k])
 		within += n
 	}
@@ -154,28 +299,28 @@ func lowerBound(cfg *Config, requests []int64) (PolicyResult, error) {
 	for _, s := range out.Services {
 		out.LowestSLOAttainment = math.Min(out.LowestSLOAttainment, s.SLOAttainment)
 	}
-	return out, nil
+	return out, terms, nil
 }
 
 // checkBound reports a policy whose billed cost is below what the
-// requests it answered within RT_max must cost (the bound's argument
-// applied to the policy's own answered requests rather than SL_min · R_s,
-// so it holds whether or not the policy met its SLOs).
-func checkBound(r RunResult, bound PolicyResult) error {
+// requests it answered within RT_max must cost: the claim above applied to
+// each service's own n_s = WithinSLO of its R_s = Requests, max(fluid,
+// batch) with N_s - (R_s - n_s) batches, so it holds whether or not the
+// policy met its SLOs. terms are lowerBound's, aligned with the policies'
+// services.
+func checkBound(r RunResult, bound PolicyResult, terms []serviceBound) error {
 	for _, p := range r.Policies {
 		if p.Bound || p.Policy == policyIdle {
 			continue
 		}
 		least := 0.0
 		for k, s := range p.Services {
-			b := bound.Services[k]
-			if b.Requests > 0 && b.SLOAttainment > 0 {
-				least += float64(s.WithinSLO) * b.CostUSD / (float64(b.Requests) * b.SLOAttainment)
-			}
+			usd, _, _ := terms[k].cost(float64(s.WithinSLO), s.Requests-s.WithinSLO)
+			least += usd
 		}
 		if p.CostUSD < least*(1-1e-9) {
-			return fmt.Errorf("evaluate: %s: policy %s costs %.4f USD, below the %.4f USD its %s answered requests must cost by the lower bound's argument (sharing gain G %.4f): the bound's premise no longer holds (see bound.go)",
-				r.Name, p.Policy, p.CostUSD, least, "within-RT_max", bound.SharingGain)
+			return fmt.Errorf("evaluate: %s: policy %s costs %.6g USD, below the %.6g USD its within-RT_max answered requests must cost by the lower bound's argument (batches and requests, sharing gain G %.4f): the bound's premise no longer holds (see bound.go)",
+				r.Name, p.Policy, p.CostUSD, least, bound.SharingGain)
 		}
 	}
 	return nil

@@ -75,11 +75,18 @@
 //   - scaling actions: decisions that changed the instances; decision
 //     time: the mean wall time of one decision.
 //
-// The lower bound (bound.go, with its proof) is computed, not replayed:
-// SL_min of each service's requests, each at the least GPU time any
-// feasible type can serve it in (batch size over batch latency, times the
-// co-location model's largest summed throughput gain G), at that type's
-// price. Every policy's billed cost is checked against it.
+// The lower bound (bound.go, with its proof) is computed, not replayed,
+// per service as the larger of two lower bounds of the GPU time its
+// answered requests need: SL_min of its requests, each at the least GPU
+// time any feasible type can serve it in (batch size over batch latency,
+// times the co-location model's largest summed throughput gain G), at
+// that type's price; and the fewest batches its measured arrivals need
+// (requests share a batch only when they arrive within RT_max - network -
+// L of each other, up to the batch size: a greedy count over the arrivals
+// the replay draws, batchcount.go), less one per request SL_min lets it
+// fail, each at the least batch latency / G times price. Every policy's
+// billed cost is checked against the same argument applied to the
+// requests it answered within RT_max, and the run fails if one is below.
 //
 // The Azure Functions replay (AzureFunctions, and --functions for a
 // user's trace in the same format) is the multi-tenant workload: the 64

@@ -143,10 +143,11 @@ func TestBoundCheckFailsLoudly(t *testing.T) {
 	ok := PolicyResult{Policy: "fair", CostUSD: 1.01, Services: []ServiceResult{{Service: "r", Requests: 1000, WithinSLO: 990}}}
 	// 990 answered at 1 / 980 USD each: at least 1.0102 USD.
 	cheat := PolicyResult{Policy: "too-cheap", CostUSD: 1.0, Services: []ServiceResult{{Service: "r", Requests: 1000, WithinSLO: 990}}}
-	if err := checkBound(RunResult{Name: "x", Policies: []PolicyResult{bound, {Policy: "fair", CostUSD: 1.02, Services: ok.Services}}}, bound); err != nil {
+	terms := []serviceBound{{perRequest: 1.0 / 980}} // 1 USD for 980 requests, no batch term
+	if err := checkBound(RunResult{Name: "x", Policies: []PolicyResult{bound, {Policy: "fair", CostUSD: 1.02, Services: ok.Services}}}, bound, terms); err != nil {
 		t.Errorf("a policy above the bound refused: %v", err)
 	}
-	err := checkBound(RunResult{Name: "x", Policies: []PolicyResult{bound, cheat}}, bound)
+	err := checkBound(RunResult{Name: "x", Policies: []PolicyResult{bound, cheat}}, bound, terms)
 	if err == nil || !strings.Contains(err.Error(), "too-cheap") || !strings.Contains(err.Error(), "1.0102") {
 		t.Errorf("a policy below what its answered requests cost: err %v, want one naming too-cheap and 1.0102 USD", err)
 	}

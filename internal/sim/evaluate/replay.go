@@ -35,6 +35,9 @@ type serviceRun struct {
 	offered []int64
 	queueTO []float64
 	tally   serviceTally
+	// batches counts the fewest batches its measured arrivals need, for
+	// the lower bound (bound.go); off when no type is feasible.
+	batches batchCounter
 }
 
 // serviceTally accumulates one service's results over the measured seconds.
@@ -118,12 +121,18 @@ func newPolicyRun(cfg *Config, name string) (*policyRun, error) {
 			offered: make([]int64, max(r.window, r.history)),
 			tally:   serviceTally{typeSecs: map[string]float64{}},
 		}
+		if w, b, ok := batchLimits(cfg, s); ok {
+			sr.batches = newBatchCounter(w, b, float64(cfg.MeasureFrom))
+		}
 		sr.run = r.eng.AddService(&replay.Service{
 			Share:    s.Share,
 			Rates:    s.Rates,
 			Arrivals: rand.New(rand.NewPCG(cfg.Seed, uint64(i)+1)),
 			Router:   modelserver.NewRouter(cfg.Seed + 100 + uint64(i)),
-			Offered:  func(sec int, at []float64) { sr.offered[sec%len(sr.offered)] = int64(len(at)) },
+			Offered: func(sec int, at []float64) {
+				sr.offered[sec%len(sr.offered)] = int64(len(at))
+				sr.batches.add(at)
+			},
 			Unserved: func(at float64) { r.unserved(sr, at) },
 		})
 		for _, g := range cfg.Cluster {
@@ -141,6 +150,20 @@ func newPolicyRun(cfg *Config, name string) (*policyRun, error) {
 		r.svcs = append(r.svcs, sr)
 	}
 	return r, nil
+}
+
+// batchCounts are each service's greedy batch count and measured
+// arrivals (batchcount.go), aligned with cfg.Services; an error when the
+// arrivals came out of time order, so that the count is not the greedy's.
+func (r *policyRun) batchCounts() ([]batchCount, error) {
+	out := make([]batchCount, len(r.svcs))
+	for k, s := range r.svcs {
+		if s.batches.unsorted {
+			return nil, fmt.Errorf("evaluate: %s: service %s: arrivals offered out of time order; the lower bound's batch count needs them sorted", r.name, s.Name)
+		}
+		out[k] = batchCount{Batches: s.batches.batches, Arrivals: s.batches.arrivals}
+	}
+	return out, nil
 }
 
 func typeIndex(ts []serviceType, name string) int {

@@ -187,6 +187,7 @@ func Evaluate(cfg Config) (RunResult, error) {
 		out.ReactiveCeilings = append(out.ReactiveCeilings, reactiveCeiling(&cfg, s, th))
 	}
 	errs := make([]error, len(replayed))
+	counts := make([][]batchCount, len(replayed))
 	var wg sync.WaitGroup
 	for i, name := range replayed {
 		wg.Add(1)
@@ -195,6 +196,7 @@ func Evaluate(cfg Config) (RunResult, error) {
 			r, err := newPolicyRun(&cfg, name)
 			if err == nil {
 				out.Policies[i] = r.run()
+				counts[i], err = r.batchCounts()
 			}
 			errs[i] = err
 		}()
@@ -208,18 +210,27 @@ func Evaluate(cfg Config) (RunResult, error) {
 	if wantBound {
 		// Every policy saw the same arrivals; the fewest counted keeps the
 		// bound valid for all of them should that ever change.
+		// The greedy batch counts agree across policies too; the fewest
+		// keeps the bound valid. Each count is over the arrivals its
+		// replay tallied as requests: the drops R_s - n_s are counted
+		// against it.
 		requests := make([]int64, len(cfg.Services))
+		batches := make([]int64, len(cfg.Services))
 		for k := range requests {
-			requests[k] = math.MaxInt64
-			for _, p := range out.Policies {
+			requests[k], batches[k] = math.MaxInt64, math.MaxInt64
+			for i, p := range out.Policies {
 				requests[k] = min(requests[k], p.Services[k].Requests)
+				batches[k] = min(batches[k], counts[i][k].Batches)
+				if a := counts[i][k].Arrivals; a != p.Services[k].Requests && counts[i][k].Batches > 0 {
+					return RunResult{}, fmt.Errorf("evaluate: %s: service %s: %d measured arrivals counted for the bound's batches, %d requests tallied; the bound needs the same requests", replayed[i], cfg.Services[k].Name, a, p.Services[k].Requests)
+				}
 			}
 		}
-		b, err := lowerBound(&cfg, requests)
+		b, terms, err := lowerBound(&cfg, requests, batches)
 		if err != nil {
 			return RunResult{}, err
 		}
-		if err := checkBound(out, b); err != nil {
+		if err := checkBound(out, b, terms); err != nil {
 			return RunResult{}, err
 		}
 		if arrivalsOnly {
