@@ -25,10 +25,10 @@ import (
 var DefaultSweepThresholds = []float64{0.6, 0.7, 0.8, 0.9}
 
 // DefaultSweepPolicies are the policies swept: the whole-GPU peers that
-// pick a type per service or a type mix, the fraction peer, and
+// pick a type per service or a type mix, the GPU-fraction peer, and
 // hetsev-exact. default-k8s-random, infaas-packing and hetsev-heuristic
 // are left out to keep `make evaluate` within 15 minutes on 2 cores.
-var DefaultSweepPolicies = []string{PolicyHPABestType, PolicyKnativeKPA, PolicyMelange, PolicyExact}
+var DefaultSweepPolicies = []string{PolicyHPABestType, PolicyKnativeKPA, PolicyMelange, PolicyKAIFraction, PolicyExact}
 
 // ParetoPoint is one policy's outcome at one saturation threshold.
 type ParetoPoint struct {
