@@ -70,8 +70,18 @@
 //   - p99: the 99th percentile of a service's response times, "shed" when
 //     it falls on a request never answered; goodput per GPU: requests
 //     answered within RT_max per second of billed GPU time;
-//   - SLOs met: services whose attainment reached their SL_min; a policy
-//     that misses one is marked, and its cost is no win (Summary);
+//   - SLOs met: services whose attainment reached their SL_min, marked
+//     per policy;
+//   - the scoreboard (headline.go): each service's target τ_s = min(SL_min,
+//     reactive ceiling − 0.005) (ceiling.go: what a policy that provisions
+//     the cheapest type for the rates it has measured can reach); a policy
+//     qualifies on a replay when every service reaches its target, and its
+//     excess missed requests E count what it lost beyond them. Per replay,
+//     the cheapest qualifying peer's cost over hetsev-exact's (flagged,
+//     with the least-E peer, when none qualifies); over replays, geometric
+//     means, so a long trace does not hide a short one (Summary);
+//   - the Pareto sweep (pareto.go): the swept policies replayed at several
+//     saturation thresholds, cost against E at the main run's targets;
 //   - scaling actions: decisions that changed the instances; decision
 //     time: the mean wall time of one decision.
 //
@@ -88,10 +98,17 @@
 // billed cost is checked against the same argument applied to the
 // requests it answered within RT_max, and the run fails if one is below.
 //
+// No policy sees the replayed window before it happens: decisions read
+// the seconds already replayed, and whatever a policy takes from the
+// workload beyond them (busy shares, capacity plans) comes from
+// Service.History, the hours before the replayed window
+// (TestNoHindsight).
+//
 // The Azure Functions replay (AzureFunctions, and --functions for a
-// user's trace in the same format) is the multi-tenant workload: the 64
-// busiest of 500 real functions, each its own service with its own
-// arrivals (FunctionWorkload has every rule: models by a hash of the
+// user's trace in the same format) is the multi-tenant workload: its
+// first two hours are history, and the 64 busiest of 500 real functions
+// in them each become a service with its own arrivals over the last six
+// (FunctionWorkload has every rule: models by a hash of the
 // function, RT_max by model and trigger, SL_min 0.99 for http and 0.98
 // otherwise, one scale factor for all so that the mean load needs as many
 // GPUs as half the services, a cluster that holds every service at its
