@@ -31,6 +31,8 @@ type Service struct {
 	// of the trace's: each function of a per-function trace drives one
 	// service (AzureFunctions). Not written to evaluation.json.
 	Rates trace.Rates `json:"-"`
+	// History is the service's arrival rates, requests/s per second, before the replayed window: what an operator plans from; nil when the replay has none.
+	History trace.Rates `json:"-"`
 	// RTMaxMs is the SLO's response-time threshold RT_max, ms.
 	RTMaxMs float64
 	// SLMin is the SLO's least share of requests within RT_max, in (0, 1]
@@ -154,6 +156,11 @@ type Config struct {
 	// SeriesStep is the trace seconds per point of the time series in the
 	// results (0: about 2,000 points over the trace).
 	SeriesStep int
+
+	// pins are the single-type peers' GPU types per service (pinTypes),
+	// computed once by Evaluate before the policies are built so that
+	// every peer sees the same pins; nil outside Evaluate.
+	pins *pinSet
 }
 
 // Validate reports every field the replay cannot use, naming it.
