@@ -13,9 +13,10 @@ import (
 	"github.com/hetsev/hetsev/pkg/interference"
 )
 
-// Options are `make evaluate`'s flags: the three shipped traces by
-// default, or the what-if mode for a user's trace with --trace or a user's
-// per-function trace with --functions.
+// Options are `make evaluate`'s flags: the replays of the three shipped
+// traces and the Azure Functions fleet replay by default, or the what-if
+// mode for a user's trace with --trace or a user's per-function trace with
+// --functions.
 type Options struct {
 	Out          string // directory for evaluation.json and the plots
 	NodesPerType int    // servers per GPU type, 2 GPUs each
@@ -131,7 +132,11 @@ func (o Options) configs() ([]Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	return []Config{tw, az, fn}, nil
+	fl, err := FunctionsFleet(fn)
+	if err != nil {
+		return nil, err
+	}
+	return []Config{tw, az, fn, fl}, nil
 }
 
 // Run replays what o asks for, prints a table per replay and the RESULT line

@@ -1,0 +1,112 @@
+package evaluate
+
+import (
+	"math"
+	"testing"
+)
+
+// TestAzureFunctionsFleetScenario: the fleet replay is the azure-functions
+// services over its last 2 h, the 6 h before as History, on 16 V100-32GB
+// and 16 T4 servers: the T4s (32 GPUs) hold less than the peak total
+// demand in T4s at the threshold, the V100s (32) all of it in V100s;
+// tight services are BERT-large chosen by the hash rule, with RT_max 114 ms
+// between the V100's and the T4's batch latency; it comes after the three
+// replays in `make evaluate`.
+func TestAzureFunctionsFleetScenario(t *testing.T) {
+	fn, err := AzureFunctions(FunctionWorkload{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt0 := fn.Services[0].RTMaxMs
+	c, err := FunctionsFleet(fn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if fn.Services[0].History != nil || len(fn.Services[0].Rates) != 8*3600 || fn.Services[0].RTMaxMs != rt0 {
+		t.Fatalf("FunctionsFleet changed its input")
+	}
+	if c.Name != "azure-functions-fleet" || len(c.Rates) != 2*3600 || c.MeasureFrom != 300 || len(c.Services) != len(fn.Services) {
+		t.Fatalf("%s: %d s from %d, %d services; want azure-functions-fleet, 7200 s from 300, %d", c.Name, len(c.Rates), c.MeasureFrom, len(c.Services), len(fn.Services))
+	}
+	theta := 0.8
+	demT4 := make([]float64, len(c.Rates))
+	demV := make([]float64, len(c.Rates))
+	tight := 0
+	for i, s := range c.Services {
+		f := fn.Services[i]
+		if len(s.History) != 6*3600 || s.History[6*3600-1] != f.Rates[6*3600-1] || s.Rates[0] != f.Rates[6*3600] {
+			t.Fatalf("%s: %d s of history; want the 6 h before the window", s.Name, len(s.History))
+		}
+		pt, _ := c.Profiles.Get(s.Model, "T4")
+		pv, _ := c.Profiles.Get(s.Model, "V100-32GB")
+		for k, r := range s.Rates {
+			demT4[k] += r / (theta * pt.ThroughputRPS)
+			demV[k] += r / (theta * pv.ThroughputRPS)
+		}
+		if s.RTMaxMs != f.RTMaxMs {
+			tight++
+			if s.Model != "bert-large" || s.RTMaxMs != 114 || !TightService(s.Name) || !(pv.LatencyMs <= s.RTMaxMs && s.RTMaxMs < pt.LatencyMs) {
+				t.Errorf("%s (%s): RT_max %v; tight only for BERT-large by the hash, 114 ms", s.Name, s.Model, s.RTMaxMs)
+			}
+		} else if s.Model == "bert-large" && TightService(s.Name) {
+			t.Errorf("%s: BERT-large chosen by the hash but RT_max %v", s.Name, s.RTMaxMs)
+		}
+	}
+	peakT4, peakV, meanT4 := 0.0, 0.0, 0.0
+	for k := range demT4 {
+		peakT4, peakV = math.Max(peakT4, demT4[k]), math.Max(peakV, demV[k])
+		meanT4 += demT4[k] / float64(len(demT4))
+	}
+	gpus := map[string]int{}
+	for _, g := range c.Cluster {
+		gpus[g.GPUType] += g.Nodes * g.GPUsPerNode
+		if g.Nodes != 16 || g.GPUsPerNode != 2 {
+			t.Errorf("%s: %d servers of %d GPUs, want 16 of 2", g.GPUType, g.Nodes, g.GPUsPerNode)
+		}
+	}
+	t.Logf("T4s %d, V100s %d; demand peak %.1f T4s (mean %.1f), %.1f V100s; %d tight services", gpus["T4"], gpus["V100-32GB"], peakT4, meanT4, peakV, tight)
+	if float64(gpus["T4"]) > 0.7*peakT4 || float64(gpus["V100-32GB"]) < peakV {
+		t.Errorf("T4s %d for a peak of %.1f, V100s %d for %.1f; want the T4s under 70 %% and the V100s all", gpus["T4"], peakT4, gpus["V100-32GB"], peakV)
+	}
+	if tight < 3 {
+		t.Errorf("%d tight services, want a few", tight)
+	}
+
+	cfgs, err := DefaultOptions().configs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cfgs) != 4 || cfgs[2].Name != "azure-functions" || cfgs[3].Name != "azure-functions-fleet" {
+		t.Errorf("make evaluate's replays: %d; want the fleet replay fourth", len(cfgs))
+	}
+}
+
+// TestFleetClusterRule works FleetCluster's rule on small cases: 10
+// ResNet-50 services at 100 requests/s each need 1,000 / (0.8 x 709) =
+// 1.76 V100s at once, fewer than a GPU per service: n = ceil(10 / 4) = 3.
+// At 1,000 requests/s each, 17.6 V100s: n = ceil(17.6 / 2) = 9.
+func TestFleetClusterRule(t *testing.T) {
+	for _, c := range []struct {
+		rps   float64
+		nodes int
+	}{{100, 3}, {1000, 9}} {
+		var svcs []Service
+		for i := range 10 {
+			svcs = append(svcs, Service{Name: string(rune('a' + i)), Model: "resnet50", Rates: constant(c.rps, 60), RTMaxMs: 400})
+		}
+		cfg, err := Base("f", "f", constant(10*c.rps, 60), nil, svcs...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cl, err := FleetCluster(&cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(cl) != 2 || cl[0].GPUType != "V100-32GB" || cl[1].GPUType != "T4" || cl[0].Nodes != c.nodes || cl[1].Nodes != c.nodes {
+			t.Errorf("%v requests/s each: %+v; want %d V100-32GB and %d T4 servers", c.rps, cl, c.nodes, c.nodes)
+		}
+	}
+}
