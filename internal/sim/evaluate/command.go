@@ -37,8 +37,11 @@ type Options struct {
 	Functions FunctionWorkload
 
 	// What-if mode.
-	Trace                        string
-	FunctionsFile                string // a per-function, per-minute trace
+	Trace         string
+	FunctionsFile string // a per-function, per-minute trace
+	// Fleet is the user's own cluster for the what-if modes, TYPE=COUNT,...
+	// GPUs per catalog type (ParseFleet); empty: the mode's own cluster.
+	Fleet                        string
 	Services                     []Service
 	Preparation                  Preparation
 	Catalog, Profiles, Estimates string // CSV files; empty: data/profiles
@@ -82,6 +85,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.InterferenceModel, "interference-model", o.InterferenceModel, "co-location model file (YAML/JSON, pkg/interference ColocationFile; default: the model fitted to the H100 measurements)")
 	fs.StringVar(&o.Trace, "trace", o.Trace, "what-if mode: a trace file, per-second counts or one timestamp per request (RFC 3339 or the Azure traces' format)")
 	fs.StringVar(&o.FunctionsFile, "functions", o.FunctionsFile, "what-if mode: a per-function, per-minute trace (CSV: HashOwner,HashApp,HashFunction,Trigger,<minute>,...; the Azure Functions trace's format), one service per function by the AzureFunctions replay's rules (models, SLOs, scale, cluster)")
+	fs.StringVar(&o.Fleet, "fleet", o.Fleet, "what-if mode: the cluster as TYPE=COUNT,..., COUNT GPUs of each catalog GPU type TYPE (e.g. T4=8,V100-32GB=4) in servers of 2 GPUs, 40 CPUs and 62 GiB (one of 1 GPU for an odd COUNT), in place of --nodes-per-type servers of each type (--trace) or the cluster that holds every function's peak (--functions)")
 	fs.IntVar(&o.Functions.Services, "function-services", o.Functions.Services, "services of the Azure Functions replay and --functions: the busiest this many functions (0: 64)")
 	fs.Float64Var(&o.Functions.Scale, "function-scale", o.Functions.Scale, "factor on every function's rate in the Azure Functions replay and --functions (0: so the total mean load needs as many GPUs as half the services; 1: as recorded)")
 	fs.Var(serviceFlags{&o.Services}, "service", "what-if mode: NAME=MODEL,SHARE,RT_MAX_MS[,SATURATION_THRESHOLD], repeatable (default: the demo's resnet50 and ssd)")
@@ -99,6 +103,16 @@ func (o Options) configs() ([]Config, error) {
 	if o.Trace != "" && o.FunctionsFile != "" {
 		return nil, fmt.Errorf("--trace and --functions: give one trace")
 	}
+	if o.Fleet != "" && o.Trace == "" && o.FunctionsFile == "" {
+		return nil, fmt.Errorf("--fleet applies to --trace and --functions (the shipped replays have their own clusters)")
+	}
+	var fleet []FleetGPUs
+	if o.Fleet != "" {
+		var err error
+		if fleet, err = ParseFleet(o.Fleet); err != nil {
+			return nil, err
+		}
+	}
 	if o.FunctionsFile != "" {
 		if len(o.Services) > 0 {
 			return nil, fmt.Errorf("--service does not apply to --functions: each function is a service")
@@ -107,7 +121,7 @@ func (o Options) configs() ([]Config, error) {
 		if err != nil {
 			return nil, err
 		}
-		return []Config{c}, nil
+		return withFleet(c, fleet)
 	}
 	if o.Trace != "" {
 		services := o.Services
@@ -118,7 +132,7 @@ func (o Options) configs() ([]Config, error) {
 		if err != nil {
 			return nil, err
 		}
-		return []Config{c}, nil
+		return withFleet(c, fleet)
 	}
 	tw, err := Twitter(o.TwitterPeak, o.NodesPerType)
 	if err != nil {
@@ -137,6 +151,19 @@ func (o Options) configs() ([]Config, error) {
 		return nil, err
 	}
 	return []Config{tw, az, fn, fl}, nil
+}
+
+// withFleet is the what-if replay c on the user's fleet (FleetNodes over
+// c's catalog), c as it is when fleet is empty.
+func withFleet(c Config, fleet []FleetGPUs) ([]Config, error) {
+	if len(fleet) > 0 {
+		cl, err := FleetNodes(fleet, c.Catalog)
+		if err != nil {
+			return nil, err
+		}
+		c.Cluster = cl
+	}
+	return []Config{c}, nil
 }
 
 // Run replays what o asks for, prints a table per replay and the RESULT line

@@ -5,6 +5,10 @@ import (
 	"hash/fnv"
 	"math"
 	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/hetsev/hetsev/internal/sim/trace"
 
 	"github.com/hetsev/hetsev/pkg/catalog"
 	"github.com/hetsev/hetsev/pkg/heterogeneity"
@@ -184,4 +188,70 @@ func FleetCluster(c *Config) ([]NodeGroup, error) {
 		groups[i].Nodes = n
 	}
 	return groups, nil
+}
+
+// FleetGPUs is one entry of a user's fleet (--fleet): Count GPUs of
+// GPUType (catalog name).
+type FleetGPUs struct {
+	GPUType string
+	Count   int
+}
+
+// ParseFleet reads --fleet's TYPE=COUNT,...: COUNT GPUs of each catalog
+// GPU type TYPE, e.g. "T4=8,V100-32GB=4". It refuses an empty value or
+// entry, an entry without "=" or TYPE, a COUNT that is not an integer or
+// is below 1, and a TYPE given twice, naming the flag and quoting the
+// entry at fault (at most 80 characters, trace.Quote); whether TYPE is in the catalog is FleetNodes' check.
+func ParseFleet(s string) ([]FleetGPUs, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, fmt.Errorf("--fleet %s: empty; want TYPE=COUNT,... (GPUs of each catalog type)", trace.Quote(s))
+	}
+	var out []FleetGPUs
+	for _, e := range strings.Split(s, ",") {
+		typ, count, ok := strings.Cut(strings.TrimSpace(e), "=")
+		typ = strings.TrimSpace(typ)
+		if !ok || typ == "" {
+			return nil, fmt.Errorf("--fleet: entry %s: want TYPE=COUNT", trace.Quote(e))
+		}
+		n, err := strconv.Atoi(strings.TrimSpace(count))
+		if err != nil {
+			return nil, fmt.Errorf("--fleet: entry %s: count is not an integer", trace.Quote(e))
+		}
+		if n < 1 {
+			return nil, fmt.Errorf("--fleet: entry %s: count %d; want at least 1 GPU (leave the type out for none)", trace.Quote(e), n)
+		}
+		if slices.ContainsFunc(out, func(f FleetGPUs) bool { return f.GPUType == typ }) {
+			return nil, fmt.Errorf("--fleet: type %s given twice", trace.Quote(typ))
+		}
+		out = append(out, FleetGPUs{GPUType: typ, Count: n})
+	}
+	return out, nil
+}
+
+// FleetNodes is the cluster of a user's fleet: per entry, Count GPUs of
+// its type in servers shaped like HetSevNodes (2 GPUs, 40 CPUs, 62 GiB),
+// Count / 2 of them and one server with 1 GPU when Count is odd. A type
+// not in cat is an error naming --fleet and the catalog's types.
+func FleetNodes(fleet []FleetGPUs, cat catalog.Catalog) ([]NodeGroup, error) {
+	shape := HetSevNodes(0)[0]
+	var out []NodeGroup
+	for _, f := range fleet {
+		if _, ok := cat.ByName(f.GPUType); !ok {
+			var names []string
+			for _, g := range cat.Types {
+				names = append(names, g.Name)
+			}
+			return nil, fmt.Errorf("--fleet: unknown GPU type %s (the catalog has %s)", trace.Quote(f.GPUType), strings.Join(names, ", "))
+		}
+		g := shape
+		g.GPUType = f.GPUType
+		if g.Nodes = f.Count / g.GPUsPerNode; g.Nodes > 0 {
+			out = append(out, g)
+		}
+		if rest := f.Count % g.GPUsPerNode; rest > 0 {
+			g.Nodes, g.GPUsPerNode = 1, rest
+			out = append(out, g)
+		}
+	}
+	return out, nil
 }

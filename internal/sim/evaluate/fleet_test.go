@@ -2,6 +2,10 @@ package evaluate
 
 import (
 	"math"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -108,5 +112,66 @@ func TestFleetClusterRule(t *testing.T) {
 		if len(cl) != 2 || cl[0].GPUType != "V100-32GB" || cl[1].GPUType != "T4" || cl[0].Nodes != c.nodes || cl[1].Nodes != c.nodes {
 			t.Errorf("%v requests/s each: %+v; want %d V100-32GB and %d T4 servers", c.rps, cl, c.nodes, c.nodes)
 		}
+	}
+}
+
+// TestParseFleetFlag: --fleet T4=3,V100-32GB=4 is 3 T4 (a server of 2 and
+// one of 1) and 4 V100 (2 servers of 2) and replaces the what-if cluster;
+// bad values are refused with the flag, the entry at fault (at most 80
+// characters quoted) and the reason.
+func TestParseFleetFlag(t *testing.T) {
+	fleet, err := ParseFleet(" T4=3, V100-32GB=4")
+	if err != nil || !reflect.DeepEqual(fleet, []FleetGPUs{{"T4", 3}, {"V100-32GB", 4}}) {
+		t.Fatalf("ParseFleet = %+v, %v", fleet, err)
+	}
+	dir := t.TempDir()
+	tr := filepath.Join(dir, "counts.txt")
+	if err := os.WriteFile(tr, []byte("5\n6\n7\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	o := DefaultOptions()
+	o.Trace, o.Fleet, o.Preparation = tr, "T4=3,V100-32GB=4", Preparation{}
+	cfgs, err := o.configs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	gpus := map[string]int{}
+	for _, g := range cfgs[0].Cluster {
+		gpus[g.GPUType] += g.Nodes * g.GPUsPerNode
+		if g.CPUMilli != 40000 || g.MemoryMiB != 62*1024 || g.GPUsPerNode > 2 {
+			t.Errorf("server %+v; want HetSevNodes' shape", g)
+		}
+	}
+	if len(cfgs[0].Cluster) != 3 || gpus["T4"] != 3 || gpus["V100-32GB"] != 4 {
+		t.Errorf("cluster %+v; want 3 T4 (2 + 1) and 4 V100-32GB", cfgs[0].Cluster)
+	}
+
+	long := strings.Repeat("x", 100) + "=1"
+	for in, want := range map[string]string{
+		"":                      `--fleet "": empty`,
+		"T4=2,":                 `--fleet: entry "": want TYPE=COUNT`,
+		"T4":                    `--fleet: entry "T4": want TYPE=COUNT`,
+		"=2":                    `--fleet: entry "=2": want TYPE=COUNT`,
+		"T4=two":                `--fleet: entry "T4=two": count is not an integer`,
+		"T4=1.5":                `--fleet: entry "T4=1.5": count is not an integer`,
+		"T4=-1":                 `--fleet: entry "T4=-1": count -1; want at least 1 GPU`,
+		"T4=0":                  `count 0; want at least 1 GPU`,
+		"T4=2,V100-32GB=1,T4=1": `--fleet: type "T4" given twice`,
+		"A100=2":                `--fleet: unknown GPU type "A100" (the catalog has V100-32GB, T4)`,
+		long:                    `--fleet: unknown GPU type "` + strings.Repeat("x", 80) + `"... (100 bytes)`,
+	} {
+		o.Fleet = in
+		if in == "" {
+			_, err = ParseFleet(in)
+		} else {
+			_, err = o.configs()
+		}
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("--fleet %q: err %v, want %q", in, err, want)
+		}
+	}
+	o.Trace, o.Fleet = "", "T4=2"
+	if _, err := o.configs(); err == nil || !strings.Contains(err.Error(), "--fleet applies to --trace and --functions") {
+		t.Errorf("--fleet without a what-if trace: err %v", err)
 	}
 }
