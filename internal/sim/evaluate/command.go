@@ -15,9 +15,10 @@ import (
 	"github.com/hetsev/hetsev/pkg/interference"
 )
 
-// Options are `make evaluate`'s flags: the three shipped traces by
-// default, or the what-if mode for a user's trace with --trace or a user's
-// per-function trace with --functions.
+// Options are `make evaluate`'s flags: the replays of the three shipped
+// traces and the Azure Functions fleet replay by default, or the what-if
+// mode for a user's trace with --trace or a user's per-function trace with
+// --functions.
 type Options struct {
 	Out          string // directory for evaluation.json and the plots
 	NodesPerType int    // servers per GPU type, 2 GPUs each
@@ -44,8 +45,11 @@ type Options struct {
 	Functions FunctionWorkload
 
 	// What-if mode.
-	Trace                        string
-	FunctionsFile                string // a per-function, per-minute trace
+	Trace         string
+	FunctionsFile string // a per-function, per-minute trace
+	// Fleet is the user's own cluster for the what-if modes, TYPE=COUNT,...
+	// GPUs per catalog type (ParseFleet); empty: the mode's own cluster.
+	Fleet                        string
 	Services                     []Service
 	Preparation                  Preparation
 	Catalog, Profiles, Estimates string // CSV files; empty: data/profiles
@@ -90,6 +94,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.InterferenceModel, "interference-model", o.InterferenceModel, "co-location model file (YAML/JSON, pkg/interference ColocationFile; default: the model fitted to the H100 measurements)")
 	fs.StringVar(&o.Trace, "trace", o.Trace, "what-if mode: a trace file, per-second counts or one timestamp per request (RFC 3339 or the Azure traces' format)")
 	fs.StringVar(&o.FunctionsFile, "functions", o.FunctionsFile, "what-if mode: a per-function, per-minute trace (CSV: HashOwner,HashApp,HashFunction,Trigger,<minute>,...; the Azure Functions trace's format), one service per function by the AzureFunctions replay's rules (models, SLOs, scale, cluster)")
+	fs.StringVar(&o.Fleet, "fleet", o.Fleet, "what-if mode: the cluster as TYPE=COUNT,..., COUNT GPUs of each catalog GPU type TYPE (e.g. T4=8,V100-32GB=4) in servers of 2 GPUs, 40 CPUs and 62 GiB (one of 1 GPU for an odd COUNT), in place of --nodes-per-type servers of each type (--trace) or the cluster that holds every function's peak (--functions)")
 	fs.IntVar(&o.Functions.Services, "function-services", o.Functions.Services, "services of the Azure Functions replay and --functions: the busiest this many functions (0: 64)")
 	fs.StringVar(&o.SweepThresholds, "sweep-thresholds", o.SweepThresholds, "the Pareto sweep: saturation thresholds every swept policy is replayed at, comma-separated, each in (0, 1] (empty: no sweep)")
 	fs.StringVar(&o.SweepPolicies, "sweep-policies", o.SweepPolicies, "the policies of the Pareto sweep (those also in --policies)")
@@ -110,6 +115,16 @@ func (o Options) configs() ([]Config, error) {
 	if o.Trace != "" && o.FunctionsFile != "" {
 		return nil, fmt.Errorf("--trace and --functions: give one trace")
 	}
+	if o.Fleet != "" && o.Trace == "" && o.FunctionsFile == "" {
+		return nil, fmt.Errorf("--fleet applies to --trace and --functions (the shipped replays have their own clusters)")
+	}
+	var fleet []FleetGPUs
+	if o.Fleet != "" {
+		var err error
+		if fleet, err = ParseFleet(o.Fleet); err != nil {
+			return nil, err
+		}
+	}
 	if o.FunctionsFile != "" {
 		if len(o.Services) > 0 {
 			return nil, fmt.Errorf("--service does not apply to --functions: each function is a service")
@@ -118,7 +133,7 @@ func (o Options) configs() ([]Config, error) {
 		if err != nil {
 			return nil, err
 		}
-		return []Config{c}, nil
+		return withFleet(c, fleet)
 	}
 	if o.Trace != "" {
 		services := o.Services
@@ -129,7 +144,7 @@ func (o Options) configs() ([]Config, error) {
 		if err != nil {
 			return nil, err
 		}
-		return []Config{c}, nil
+		return withFleet(c, fleet)
 	}
 	tw, err := Twitter(o.TwitterPeak, o.NodesPerType)
 	if err != nil {
@@ -143,7 +158,24 @@ func (o Options) configs() ([]Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	return []Config{tw, az, fn}, nil
+	fl, err := FunctionsFleet(fn)
+	if err != nil {
+		return nil, err
+	}
+	return []Config{tw, az, fn, fl}, nil
+}
+
+// withFleet is the what-if replay c on the user's fleet (FleetNodes over
+// c's catalog), c as it is when fleet is empty.
+func withFleet(c Config, fleet []FleetGPUs) ([]Config, error) {
+	if len(fleet) > 0 {
+		cl, err := FleetNodes(fleet, c.Catalog)
+		if err != nil {
+			return nil, err
+		}
+		c.Cluster = cl
+	}
+	return []Config{c}, nil
 }
 
 // Run replays what o asks for, prints a table per replay and the RESULT line

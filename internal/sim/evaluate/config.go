@@ -175,6 +175,10 @@ type Config struct {
 	// logDecisions keeps every decision of every policy (policyRun.decisions),
 	// for the no-hindsight test.
 	logDecisions bool
+	// pins are the single-type peers' GPU types per service (pinTypes),
+	// computed once by Evaluate before the policies are built so that
+	// every peer sees the same pins; nil outside Evaluate.
+	pins *pinSet
 }
 
 // Validate reports every field the replay cannot use, naming it.

@@ -34,8 +34,9 @@
 //     pods, +100 %) per 15 s) on requests/s per pod, and whole GPUs of a
 //     random type;
 //   - the peers, each in its policy_<name>.go with its source and where it
-//     simplifies: k8s-hpa-best-type (the same HPA on the single cheapest
-//     GPU type that meets RT_max), knative-kpa (Knative's KPA, stable and
+//     simplifies: k8s-hpa-best-type (the same HPA on one GPU type per
+//     service, the cheapest per request that meets RT_max and has room
+//     for its planned peak, by singleType's pin rule), knative-kpa (Knative's KPA, stable and
 //     panic windows, every 2 s, on that type), melange-ilp (the cheapest
 //     whole-GPU type mix, Mélange's solver, every interval on the rate
 //     window), melange-aibrix (the same, at AIBrix's GPU optimizer's
@@ -119,6 +120,12 @@
 // c/60 rounded at random, at Poisson times), so a minute's arrivals are
 // spread evenly on average and a change of rate happens at the minute's
 // boundary. Config.Rates is then the services' sum, for reports.
+//
+// The fleet replay (azure-functions-fleet, FunctionsFleet) is the same
+// services over the Azure Functions replay's last 2 hours on a fixed
+// fleet of V100-32GB and T4 servers whose T4s cannot hold the load
+// (FleetCluster), with tight RT_max for some BERT-large services
+// (TightRTMax): the replay where GPU types matter.
 //
 // Zero runs in the Twitter trace are gaps in the data, not idle time
 // (data/README.md): Preparation.FillGaps holds the last non-zero rate over

@@ -1,6 +1,7 @@
 package evaluate
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -134,58 +135,90 @@ type typeOffer struct {
 // served rather than price per GPU (a dearer GPU that serves more than its
 // price's worth more requests is the cheaper choice). Ties go to the
 // cheaper GPU, then to the first. With no offer meeting RT_max, the
-// fastest (least L_i); -1 for no offers.
+// fastest (least L_i); -1 for no offers. It is suitableOrder's first.
 func cheapestSuitable(offers []typeOffer, rtMaxMs float64) int {
-	best := -1
-	for i, o := range offers {
-		if o.latencyMs > rtMaxMs || !(o.throughputRPS > 0) {
-			continue
-		}
-		if best < 0 {
-			best = i
-			continue
-		}
-		b := offers[best]
-		perReq, bestPerReq := o.priceUSDPerHour/o.throughputRPS, b.priceUSDPerHour/b.throughputRPS
-		if perReq < bestPerReq || (perReq == bestPerReq && o.priceUSDPerHour < b.priceUSDPerHour) {
-			best = i
-		}
+	if o := suitableOrder(offers, rtMaxMs); len(o) > 0 {
+		return o[0]
 	}
-	if best >= 0 {
-		return best
-	}
-	for i, o := range offers {
-		if best < 0 || o.latencyMs < offers[best].latencyMs {
-			best = i
-		}
-	}
-	return best
+	return -1
 }
 
-// singleType is the GPU type a single-type peer runs service s on
-// (cheapestSuitable over the cluster's types with a profile for its
-// model), that type's T_i in requests/s, and how many GPUs of it the
-// cluster has.
-func singleType(cfg *Config, s Service) (gpuType string, throughputRPS float64, gpus int, err error) {
-	var offers []typeOffer
-	for _, name := range cfg.gpuTypes() {
-		g, ok := cfg.Catalog.ByName(name)
-		prof, okp := cfg.Profiles.Get(s.Model, name)
-		if !ok || !okp {
-			continue
+// suitableOrder is a service's choices of GPU type, best first: the
+// indices of the offers whose batch latency meets RT_max (L_i <= rtMaxMs)
+// and that serve requests (T_i > 0), by USD/h per request/s (C_i / T_i),
+// ties by the cheaper GPU, then by offer order. With none meeting RT_max,
+// only the fastest (least L_i, the first of equals); empty for no offers.
+func suitableOrder(offers []typeOffer, rtMaxMs float64) []int {
+	var out []int
+	for i, o := range offers {
+		if o.latencyMs <= rtMaxMs && o.throughputRPS > 0 {
+			out = append(out, i)
 		}
-		offers = append(offers, typeOffer{gpuType: name, priceUSDPerHour: g.PriceUSDPerHour, throughputRPS: prof.ThroughputRPS, latencyMs: prof.LatencyMs})
 	}
-	i := cheapestSuitable(offers, s.RTMaxMs)
-	if i < 0 {
-		return "", 0, 0, fmt.Errorf("service %s: no GPU type of the cluster has a profile for %s", s.Name, s.Model)
+	slices.SortStableFunc(out, func(a, b int) int {
+		oa, ob := offers[a], offers[b]
+		return cmp.Or(cmp.Compare(oa.perRequest(), ob.perRequest()), cmp.Compare(oa.priceUSDPerHour, ob.priceUSDPerHour))
+	})
+	if len(out) > 0 {
+		return out
+	}
+	fastest := -1
+	for i, o := range offers {
+		if fastest < 0 || o.latencyMs < offers[fastest].latencyMs {
+			fastest = i
+		}
+	}
+	if fastest < 0 {
+		return nil
+	}
+	return []int{fastest}
+}
+
+// perRequest is the offer's USD/h per request/s served, C_i / T_i.
+func (o typeOffer) perRequest() float64 { return o.priceUSDPerHour / o.throughputRPS }
+
+// singleType is the GPU type a single-type peer runs service s on, that
+// type's T_i in requests/s, and how many GPUs of it the cluster has.
+//
+// The type is pinned once per Config, for all services together, by the
+// rule a platform team uses when a type can run out (a fixed fleet, a
+// cloud quota; pinTypes):
+//
+//   - each service's choices are the cluster's types with a profile for
+//     its model whose batch latency meets RT_max, cheapest per request
+//     first (suitableOrder; cheapestSuitable is the first);
+//   - the services are taken in decreasing order of the cost penalty of
+//     their second choice: USD/h per request/s of the second choice minus
+//     the first's (+Inf for a service with one choice, which has nowhere
+//     else to go, so it is served first; ties in the Config's order);
+//   - each gets its first choice that still has room for its planned peak
+//     (plannedPeakRPS, from the rates before the replayed window, never
+//     the replayed ones) at the saturation threshold: ceil(peak / (threshold
+//     x T_i)) GPUs, at least 1, which that type then has fewer; with room
+//     on none, its first choice (its pods then wait for GPUs there);
+//   - a service without a planned peak (no History) gets its first choice
+//     and takes no room.
+//
+// At run time a peer's pods go to the pinned type only; those beyond its
+// free GPUs stay Pending (are not created), which shows in attainment.
+func singleType(cfg *Config, s Service) (gpuType string, throughputRPS float64, gpus int, err error) {
+	ps := cfg.pins
+	if ps == nil {
+		ps = pinTypes(cfg)
+	}
+	if ps.err != nil {
+		return "", 0, 0, ps.err
+	}
+	p, ok := ps.byName[s.Name]
+	if !ok {
+		return "", 0, 0, fmt.Errorf("service %s is not one of the replay's", s.Name)
 	}
 	for _, g := range cfg.Cluster {
-		if g.GPUType == offers[i].gpuType {
+		if g.GPUType == p.gpuType {
 			gpus += g.Nodes * g.GPUsPerNode
 		}
 	}
-	return offers[i].gpuType, offers[i].throughputRPS, gpus, nil
+	return p.gpuType, p.throughputRPS, gpus, nil
 }
 
 // singleTypeTarget is singleType's type and GPU count for service s, and

@@ -22,11 +22,13 @@ const PolicyHPABestType = "k8s-hpa-best-type"
 // evaluated every Knobs.Interval (the controller's
 // --horizontal-pod-autoscaler-sync-period is 15 s, as the demo's interval).
 //
-// The GPU type is chosen once per service, offline, by cheapestSuitable:
+// The GPU type is pinned once per service, offline, by singleType's rule:
 // among the cluster's types whose profiled batch latency meets RT_max
 // (L_i <= RT_max, HetSev's SLO check), the least USD per request served
 // (C_i / T_i), which is what a platform team would compute from a price
-// list and a benchmark. A pod asks for nvidia.com/gpu: 1 on a node of that
+// list and a benchmark, unless that type has no room left for the
+// service's planned peak after the services that would lose more on their
+// second choice took theirs. A pod asks for nvidia.com/gpu: 1 on a node of that
 // type (a node selector on the GFD product label); the target is
 // SaturationThreshold x T_i requests/s per pod, the same headroom hetsev
 // scales out at (0.8 by default).

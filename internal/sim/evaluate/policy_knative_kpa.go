@@ -50,7 +50,7 @@ const (
 // target is SaturationThreshold x T_i requests/s per pod (Knative's target
 // times its target utilization; our 0.8, hetsev's threshold, where Knative
 // defaults to 0.7 of its 200 requests/s default target), on the type
-// cheapestSuitable picks (as k8s-hpa-best-type).
+// singleType pins (as k8s-hpa-best-type).
 //
 // Where it simplifies: the metric is requests offered to the service
 // per second (what the activator and queue-proxies count; here including

@@ -160,6 +160,7 @@ func Evaluate(cfg Config) (RunResult, error) {
 	if err := cfg.Validate(); err != nil {
 		return RunResult{}, err
 	}
+	cfg.pins = pinTypes(&cfg) // once, before the policies are built in parallel
 	names := cfg.Policies
 	if len(names) == 0 {
 		names = PolicyNames
