@@ -29,7 +29,7 @@ func TestAzureFunctionsFleetScenario(t *testing.T) {
 	if err := c.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	if fn.Services[0].History != nil || len(fn.Services[0].Rates) != 8*3600 || fn.Services[0].RTMaxMs != rt0 {
+	if len(fn.Services[0].History) != 2*3600 || len(fn.Services[0].Rates) != 6*3600 || fn.Services[0].RTMaxMs != rt0 {
 		t.Fatalf("FunctionsFleet changed its input")
 	}
 	if c.Name != "azure-functions-fleet" || len(c.Rates) != 2*3600 || c.MeasureFrom != 300 || len(c.Services) != len(fn.Services) {
@@ -41,7 +41,7 @@ func TestAzureFunctionsFleetScenario(t *testing.T) {
 	tight := 0
 	for i, s := range c.Services {
 		f := fn.Services[i]
-		if len(s.History) != 6*3600 || s.History[6*3600-1] != f.Rates[6*3600-1] || s.Rates[0] != f.Rates[6*3600] {
+		if len(s.History) != 6*3600 || s.History[0] != f.History[0] || s.History[6*3600-1] != f.Rates[4*3600-1] || s.Rates[0] != f.Rates[4*3600] {
 			t.Fatalf("%s: %d s of history; want the 6 h before the window", s.Name, len(s.History))
 		}
 		pt, _ := c.Profiles.Get(s.Model, "T4")
