@@ -115,7 +115,7 @@ func sharingGain(c interference.Colocation, mode interference.SharingMode, laten
 func lowerBound(cfg *Config, requests []int64) (PolicyResult, error) {
 	latency := map[string]float64{}
 	for _, s := range cfg.Services {
-		for _, p := range cfg.Profiles.ForModel(s.Model) {
+		for _, p := range cfg.Profiles.On(cfg.gpuTypes()...).ForModel(s.Model) {
 			latency[s.Model] = math.Max(latency[s.Model], p.LatencyMs/1000)
 		}
 	}
