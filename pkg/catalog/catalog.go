@@ -135,8 +135,10 @@ func parseGPUType(row csvRow) (GPUType, error) {
 }
 
 // DefaultCatalog loads the catalog embedded in package data
-// (data/profiles/gpu_catalog.csv): V100-32GB at 3.9015 USD/h (p3dn.24xlarge /
-// 8) and T4 at 0.526 USD/h (g4dn.xlarge), AWS us-east-1 on-demand.
+// (data/profiles/gpu_catalog.csv), AWS us-east-1 on-demand: V100-32GB at
+// 3.9015 USD/h (p3dn.24xlarge / 8), T4 at 0.526 USD/h (g4dn.xlarge), A100
+// at 4.096575 USD/h (p4d.24xlarge / 8) and A10G at 1.006 USD/h (g5.xlarge;
+// no model profile).
 func DefaultCatalog() (Catalog, error) {
 	f, err := openEmbedded(profiles.GPUCatalog)
 	if err != nil {

@@ -11,13 +11,16 @@ func TestDefaultCatalog(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(c.Types) != 2 {
-		t.Fatalf("got %d GPU types, want 2", len(c.Types))
+	if len(c.Types) != 4 {
+		t.Fatalf("got %d GPU types, want 4", len(c.Types))
 	}
 	// Rows of data/profiles/gpu_catalog.csv.
 	want := []GPUType{
 		{Name: "V100-32GB", ProductLabel: "Tesla-V100-SXM2-32GB", MemoryMiB: 32768, PriceUSDPerHour: 3.9015, InstanceType: "p3dn.24xlarge"},
 		{Name: "T4", ProductLabel: "Tesla-T4", MemoryMiB: 16384, PriceUSDPerHour: 0.526, InstanceType: "g4dn.xlarge"},
+		// p4d.24xlarge's 32.7726 USD/h / 8 GPUs.
+		{Name: "A100", ProductLabel: "NVIDIA-A100-SXM4-40GB", MemoryMiB: 40960, PriceUSDPerHour: 4.096575, InstanceType: "p4d.24xlarge"},
+		{Name: "A10G", ProductLabel: "NVIDIA-A10G", MemoryMiB: 24576, PriceUSDPerHour: 1.006, InstanceType: "g5.xlarge"},
 	}
 	for _, w := range want {
 		g, ok := c.ByName(w.Name)

@@ -125,6 +125,18 @@ func (ps Profiles) ForModel(model string) []Profile {
 	return out
 }
 
+// On returns the profiles on the GPU types gpuTypes only: what a cluster
+// that offers those types can run. Names not profiled are ignored.
+func (ps Profiles) On(gpuTypes ...string) Profiles {
+	out := Profiles{byKey: map[profileKey]Profile{}}
+	for k, p := range ps.byKey {
+		if slices.Contains(gpuTypes, k.gpuType) {
+			out.byKey[k] = p
+		}
+	}
+	return out
+}
+
 // All returns every profile, sorted by model and then GPU type.
 func (ps Profiles) All() []Profile {
 	out := make([]Profile, 0, len(ps.byKey))

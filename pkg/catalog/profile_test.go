@@ -33,6 +33,10 @@ func TestDefaultProfiles(t *testing.T) {
 		{"ssd-resnet50", "V100-32GB", 4, 55.41, 72.19, 3072, 2000, 4096, 25, "SSD/README.md#L557", "ESTIMATE"},
 		{"bert-large", "T4", 8, 69.3, 114.5, 6144, 2000, 8192, 40, "BERT/triton/large/README.md#L532", "ESTIMATE"},
 		{"bert-large", "V100-32GB", 8, 208, 38.3, 6144, 2000, 8192, 40, "BERT/triton/large/README.md#L324", "ESTIMATE"},
+		// The A100 rows: the same tables' batch sizes as the V100 and T4
+		// rows (data/README.md).
+		{"ssd-resnet50", "A100", 4, 58.81, 68.01, 3072, 2000, 4096, 25, "SSD/README.md#L527", "ESTIMATE"},
+		{"bert-large", "A100", 8, 512, 15.4, 6144, 2000, 8192, 40, "BERT/triton/large/README.md#L427", "ESTIMATE"},
 	}
 	for _, tc := range tests {
 		p, ok := ps.Get(tc.model, tc.gpu)
@@ -68,8 +72,18 @@ func TestDefaultProfiles(t *testing.T) {
 	if got := ps.ForModel("vgg"); got != nil {
 		t.Errorf("ForModel(vgg) = %v", got)
 	}
-	if n := len(ps.All()); n != 6 {
-		t.Errorf("All() has %d profiles, want 6", n)
+	if n := len(ps.All()); n != 8 {
+		t.Errorf("All() has %d profiles, want 8", n)
+	}
+	// No row on the V100 and T4 rows' basis exists for ResNet-50 on the
+	// A100 or for any model on the A10G: those pairs are left out.
+	for _, m := range ps.Models() {
+		if p, ok := ps.Get(m, "A10G"); ok {
+			t.Errorf("%s on A10G profiled: %+v", m, p)
+		}
+	}
+	if p, ok := ps.Get("resnet50", "A100"); ok {
+		t.Errorf("resnet50 on A100 profiled: %+v", p)
 	}
 	// Every profiled GPU type is priced in the catalog.
 	cat, err := DefaultCatalog()
@@ -80,6 +94,30 @@ func TestDefaultProfiles(t *testing.T) {
 		if _, ok := cat.ByName(p.GPUType); !ok {
 			t.Errorf("%s/%s: GPU type not in the catalog", p.Model, p.GPUType)
 		}
+	}
+}
+
+// TestProfilesOn: the profiles on the named GPU types only; an unknown name
+// adds nothing.
+func TestProfilesOn(t *testing.T) {
+	ps, err := DefaultProfiles()
+	if err != nil {
+		t.Fatal(err)
+	}
+	on := ps.On("T4", "V100-32GB", "K80")
+	if n := len(on.All()); n != 6 {
+		t.Errorf("On(T4, V100-32GB, K80) has %d profiles, want 6", n)
+	}
+	for _, p := range on.All() {
+		if p.GPUType != "T4" && p.GPUType != "V100-32GB" {
+			t.Errorf("On(T4, V100-32GB) kept %s on %s", p.Model, p.GPUType)
+		}
+	}
+	if p, ok := on.Get("bert-large", "T4"); !ok || p.ThroughputRPS != 69.3 {
+		t.Errorf("On(...).Get(bert-large, T4) = %+v, %v", p, ok)
+	}
+	if got := ps.On().All(); len(got) != 0 {
+		t.Errorf("On() = %v, want none", got)
 	}
 }
 

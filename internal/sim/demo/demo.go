@@ -260,7 +260,9 @@ func RunDemo(ctx context.Context, tb ktesting.TB, cfg DemoConfig) (*Summary, err
 		if s.SaturationThreshold > 0 {
 			k.SaturationThreshold = s.SaturationThreshold
 		}
-		ms, err := modelservice.For(s.Name, "default", s.Model, s.RTMaxMs, profiles, k, factor)
+		// The testbed's GPU types only: a profiled type the cluster lacks
+		// would add a type of no GPUs to every scaling decision.
+		ms, err := modelservice.For(s.Name, "default", s.Model, s.RTMaxMs, profiles.On(testbedTypes(groups)...), k, factor)
 		if err != nil {
 			return nil, err
 		}
@@ -408,6 +410,17 @@ func p98String(ms float64) string {
 		return "shed"
 	}
 	return fmt.Sprintf("%.0f", ms)
+}
+
+// testbedTypes are the names of the GPU types of groups, in their order.
+func testbedTypes(groups []cluster.NodeGroup) []string {
+	var out []string
+	for _, g := range groups {
+		if !slices.Contains(out, g.GPUType.Name) {
+			out = append(out, g.GPUType.Name)
+		}
+	}
+	return out
 }
 
 func testbedString(groups []cluster.NodeGroup) string {

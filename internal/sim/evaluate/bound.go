@@ -259,7 +259,7 @@ func allowedDrops(sl float64, r int64) int64 {
 func lowerBound(cfg *Config, requests, batches []int64) (PolicyResult, []serviceBound, error) {
 	latency := map[string]float64{}
 	for _, s := range cfg.Services {
-		for _, p := range cfg.Profiles.ForModel(s.Model) {
+		for _, p := range cfg.Profiles.On(cfg.gpuTypes()...).ForModel(s.Model) {
 			latency[s.Model] = math.Max(latency[s.Model], p.LatencyMs/1000)
 		}
 	}

@@ -211,8 +211,8 @@ func (c Config) Validate() error {
 			bad("%s: name empty or repeated", f)
 		}
 		names[s.Name] = true
-		if len(c.Profiles.ForModel(s.Model)) == 0 {
-			bad("%s: no profile for model %q", f, s.Model)
+		if len(c.Profiles.On(c.gpuTypes()...).ForModel(s.Model)) == 0 {
+			bad("%s: no profile for model %q on a GPU type of the cluster", f, s.Model)
 		}
 		if s.Rates != nil {
 			if s.Share != 0 {
@@ -291,13 +291,14 @@ func (c Config) Validate() error {
 }
 
 // resolve is what hetsev-scaler decides service s with: its ModelService
-// (built as the demo builds it, with c.Knobs) through the scaler's own
+// (built as the demo builds it, with c.Knobs, listing the profiles of the
+// cluster's GPU types as the demo's lists its testbed's) through the scaler's own
 // translation (scaler.Resolve), with the given solver and the paper's SLO
 // check, the scaler's default.
 func (c Config) resolve(s Service, solver string) (*scaler.Resolved, error) {
 	k := c.Knobs
 	lambda, hysteresis := k.Lambda, k.ScaleInHysteresis
-	ms, err := modelservice.For(s.Name, "default", s.Model, s.RTMaxMs, c.Profiles, modelservice.Knobs{
+	ms, err := modelservice.For(s.Name, "default", s.Model, s.RTMaxMs, c.Profiles.On(c.gpuTypes()...), modelservice.Knobs{
 		SaturationThreshold:    s.SaturationThreshold,
 		BusyShare:              s.BusyShare,
 		IntervalSeconds:        k.Interval.Seconds(),

@@ -30,13 +30,17 @@ const DefaultFunctionServices = 64
 //     out; each function's
 //     arrivals drive one service, at count/60 requests/s in each second of
 //     a minute (trace.Function.Rates);
+//   - GPU types: those of the cluster (FunctionGPUTypes: HetSevNodes' types
+//     that the catalog prices); every rule below that compares GPU types
+//     compares these, so a catalog or profile row of another type changes
+//     nothing;
 //   - model: the profiles' models (catalog.Profiles.Models, sorted, those
-//     with a profile on a GPU type of the catalog), the one at FNV-1a
+//     with a profile on one of the GPU types), the one at FNV-1a
 //     32-bit of HashFunction modulo their number (FunctionModel);
 //   - RT_max: the model's base (resnet50 400 ms and ssd-resnet50 900 ms as
 //     HetSev 6 and the demo, bert-large 1,200 ms as the AzureCode replay;
-//     another model 10 x its slowest profiled batch latency, rounded up to
-//     100 ms) times the trigger's factor: 0.5 for http (a caller waits),
+//     another model 10 x its slowest batch latency on the GPU types,
+//     rounded up to 100 ms) times the trigger's factor: 0.5 for http (a caller waits),
 //     2 for timer, queue and storage (background work), 1 otherwise
 //     (event, orchestration, others); SL_min 0.99 for http, 0.98 otherwise
 //     (FunctionSLO);
@@ -119,12 +123,26 @@ func FunctionSLO(model, trigger string, prof catalog.Profiles) (rtMaxMs, slMin f
 	}
 }
 
-// cheapestPerRequest is the profile of model on the catalog GPU type with
-// the lowest price per request (USD/h over throughput).
+// FunctionGPUTypes are the GPU types a per-function replay's cluster may
+// offer (FunctionCluster): those of HetSevNodes that cat prices, in their
+// order.
+func FunctionGPUTypes(cat catalog.Catalog) []string {
+	var out []string
+	for _, g := range HetSevNodes(1) {
+		if _, ok := cat.ByName(g.GPUType); ok {
+			out = append(out, g.GPUType)
+		}
+	}
+	return out
+}
+
+// cheapestPerRequest is the profile of model on the GPU type of
+// FunctionGPUTypes(cat) with the lowest price per request (USD/h over
+// throughput).
 func cheapestPerRequest(model string, prof catalog.Profiles, cat catalog.Catalog) (catalog.Profile, bool) {
 	var best catalog.Profile
 	bestCost := math.Inf(1)
-	for _, p := range prof.ForModel(model) {
+	for _, p := range prof.On(FunctionGPUTypes(cat)...).ForModel(model) {
 		gt, ok := cat.ByName(p.GPUType)
 		if !ok {
 			continue
@@ -138,8 +156,8 @@ func cheapestPerRequest(model string, prof catalog.Profiles, cat catalog.Catalog
 
 // FunctionScale is the one factor every function's rates are multiplied
 // by: the total mean load then needs as many GPUs as half the number of
-// services, each service's at its model's throughput on the GPU type with
-// the lowest price per request, at the saturation threshold (0.8,
+// services, each service's at its model's throughput on the GPU type of
+// FunctionGPUTypes with the lowest price per request, at the saturation threshold (0.8,
 // heterogeneity.DefaultPolicy): the mean service needs half a GPU, so the
 // cluster is neither idle nor saturated, while the long tail stays the
 // trace's (most services need a small fraction of a GPU, the busiest
@@ -150,7 +168,7 @@ func FunctionScale(services []Service, prof catalog.Profiles, cat catalog.Catalo
 	for _, s := range services {
 		p, ok := cheapestPerRequest(s.Model, prof, cat)
 		if !ok {
-			return 0, fmt.Errorf("evaluate: service %s: no GPU type of the catalog has a profile for %s", s.Name, s.Model)
+			return 0, fmt.Errorf("evaluate: service %s: no GPU type of the cluster has a profile for %s", s.Name, s.Model)
 		}
 		gpus += s.Rates.Mean() / (theta * p.ThroughputRPS)
 	}
@@ -162,7 +180,7 @@ func FunctionScale(services []Service, prof catalog.Profiles, cat catalog.Catalo
 
 // FunctionCluster is the cluster of a per-function replay: servers shaped
 // like the demo's HetSev testbed (2 GPUs, 40 CPUs, 62 GiB; HetSevNodes) of
-// each GPU type of the catalog on which some service's model is profiled,
+// each GPU type of FunctionGPUTypes on which some service's model is profiled,
 // as many as hold every service at its own peak rate, one instance per
 // GPU at the saturation threshold, on that type alone: per type,
 // sum over services of max(1, ceil(peak / (0.8 x throughput))) GPUs,
@@ -172,7 +190,7 @@ func FunctionCluster(services []Service, prof catalog.Profiles, cat catalog.Cata
 	theta := heterogeneity.DefaultPolicy().SaturationThreshold
 	var out []NodeGroup
 	for _, g := range HetSevNodes(1) {
-		if _, ok := cat.ByName(g.GPUType); !ok {
+		if !slices.Contains(FunctionGPUTypes(cat), g.GPUType) {
 			continue
 		}
 		gpus := 0
@@ -194,6 +212,7 @@ func FunctionCluster(services []Service, prof catalog.Profiles, cat catalog.Cata
 // total rate per trace second, the scale factor used, and a description
 // for reports.
 func FunctionServices(fs trace.Functions, w FunctionWorkload, prof catalog.Profiles, cat catalog.Catalog) ([]Service, trace.Rates, float64, string, error) {
+	prof = prof.On(FunctionGPUTypes(cat)...)
 	var models []string
 	for _, m := range prof.Models() {
 		if _, ok := cheapestPerRequest(m, prof, cat); ok {
@@ -201,7 +220,7 @@ func FunctionServices(fs trace.Functions, w FunctionWorkload, prof catalog.Profi
 		}
 	}
 	if len(models) == 0 {
-		return nil, nil, 0, "", fmt.Errorf("evaluate: %s: no profiled model runs on a GPU type of the catalog", fs.File)
+		return nil, nil, 0, "", fmt.Errorf("evaluate: %s: no profiled model runs on a GPU type of the cluster (%s priced by the catalog)", fs.File, strings.Join(gpuTypeNames(HetSevNodes(1)), ", "))
 	}
 	n := w.Services
 	if n == 0 {
@@ -303,8 +322,8 @@ var busyShareSteps = []float64{0.05, 0.1, 0.2, 0.3, 0.5}
 
 // FunctionBusyShare is the spec.scaling.busyShare an operator declares for
 // a service of model whose mean rate is meanRPS and highest rate peakRPS,
-// requests/s: one instance on the GPU type with the lowest price per
-// request (batch latency L) that batches dynamically without delay is busy
+// requests/s: one instance on the GPU type of FunctionGPUTypes with the
+// lowest price per request (batch latency L) that batches dynamically without delay is busy
 // about λ L at λ requests/s while λ L < 1 (pkg/scaler instanceShare); at the
 // saturation threshold 0.8, a load λ needs u(λ) = λ x L / 0.8 of a GPU's
 // time. The larger of u(2 x meanRPS), for the load's swings, and
@@ -330,4 +349,13 @@ func FunctionBusyShare(meanRPS, peakRPS float64, model string, prof catalog.Prof
 		}
 	}
 	return 0
+}
+
+// gpuTypeNames are the GPU types of groups, in their order.
+func gpuTypeNames(groups []NodeGroup) []string {
+	var out []string
+	for _, g := range groups {
+		out = append(out, g.GPUType)
+	}
+	return out
 }

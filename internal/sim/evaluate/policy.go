@@ -305,9 +305,9 @@ func (p *hetsevPolicy) instant() bool            { return false }
 func (p *hetsevPolicy) placer() placement.Placer { return p.pl }
 
 // defaultPolicy is default Kubernetes with an HPA per service on the Pods
-// metric requests/s, target SaturationThreshold x the slowest type's T_i
-// (a pod may land on any type, so the target must hold on the slowest;
-// our choice). New pods get a GPU type at random among those with a free
+// metric requests/s, target SaturationThreshold x the T_i of the slowest
+// GPU type of the cluster (a pod may land on any of them, so the target
+// must hold on the slowest; our choice). New pods get a GPU type at random among those with a free
 // GPU; scale-in removes the newest pods, as the ReplicaSet controller does
 // among ready pods.
 type defaultPolicy struct {
@@ -328,7 +328,7 @@ func newDefaultPolicy(cfg *Config, seed uint64) (*defaultPolicy, error) {
 		}
 		pol := r.Policy()
 		slowest := math.Inf(1)
-		for _, pr := range cfg.Profiles.ForModel(s.Model) {
+		for _, pr := range cfg.Profiles.On(cfg.gpuTypes()...).ForModel(s.Model) {
 			slowest = min(slowest, pr.ThroughputRPS)
 		}
 		a, err := hpa.New(int32(cfg.Knobs.MinReplicas), int32(max(total, cfg.Knobs.MinReplicas)), pol.SaturationThreshold*slowest)

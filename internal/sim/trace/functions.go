@@ -5,16 +5,35 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/hetsev/hetsev/data/traces"
 )
 
-// functionIDColumns are the columns of a per-function, per-minute trace
-// before its minute columns (the Azure Functions Trace 2019's
-// invocations_per_function files).
-var functionIDColumns = []string{"HashOwner", "HashApp", "HashFunction", "Trigger"}
+// Column names of a per-function, per-minute trace other than its minute
+// columns (the Azure Functions Trace 2019's invocations_per_function
+// files), matched case-insensitively.
+const (
+	colOwner    = "HashOwner"
+	colApp      = "HashApp"
+	colFunction = "HashFunction"
+	colTrigger  = "Trigger"
+)
+
+// functionIDColumns are the id columns ReadFunctions knows, in the Azure
+// trace's order.
+var functionIDColumns = []string{colOwner, colApp, colFunction, colTrigger}
+
+// DefaultTrigger is the trigger group of every function of a trace without
+// a Trigger column: the Azure trace's group for triggers outside its named
+// ones, which keeps the model's base RT_max and SL_min 0.98 (neither the
+// http rule's tighter SLO nor the background triggers' looser one).
+const DefaultTrigger = "others"
+
+// minutePrefix may start a minute column's name: minute_480 is minute 480.
+const minutePrefix = "minute_"
 
 // shortNameLen is the shortest display name of a function: the first this
 // many characters of its HashFunction, longer where two functions of a file
@@ -82,15 +101,30 @@ type Functions struct {
 }
 
 // ReadFunctions reads a per-function, per-minute trace: a CSV header
-// HashOwner,HashApp,HashFunction,Trigger followed by at least one minute
-// column, each the number of the minute (consecutive integers), then one
-// row per function with its invocation count in each minute. A row with
-// the wrong number of columns, a count that is not an integer or is
-// negative, a repeated or empty HashFunction, a header without minute
-// columns or with minutes that do not follow each other, and a file
-// without functions are refused with file:line and the reason; an error
-// quotes at most 80 characters of the input (Quote). file names the input
-// in errors.
+// naming its columns, then one row per function with its invocation count
+// in each minute.
+//
+// The header's columns, in any order: HashFunction (required: it names
+// the function and picks its model); HashOwner, HashApp (optional, empty
+// where absent: no rule of a replay reads them); Trigger (optional: where
+// absent every function's trigger group is DefaultTrigger, "others", whose
+// SLO is the model's base RT_max and SL_min 0.98); and at least one minute
+// column, named by the minute's number, N or minute_N (the prefix in any
+// case). The minute columns, taken in column order, must be consecutive
+// integers (480, 481, ...: the Azure trace's numbering, from 1 at
+// midnight); id columns may stand between them. Any number of minutes is
+// read (a day is 1,440). Names match case-insensitively, with spaces and
+// a byte-order mark trimmed.
+//
+// Refused, with file:line and the reason: an empty file; a header without
+// a HashFunction column or without minute columns, with a column name
+// repeated, with a name that is neither an id column nor a minute (a
+// misspelt Trigger would otherwise give every function the default SLO), or
+// with minute columns out of sequence; a row whose number of columns
+// differs from the header's; a count that is not an integer or is
+// negative; an empty or repeated HashFunction; a file without functions.
+// An error quotes at most 80 characters of the input (Quote). file names
+// the input in errors.
 func ReadFunctions(r io.Reader, file string) (Functions, error) {
 	cr := csv.NewReader(r)
 	cr.FieldsPerRecord = -1 // counted here, to say what a row should hold
@@ -98,15 +132,17 @@ func ReadFunctions(r io.Reader, file string) (Functions, error) {
 	out := Functions{File: file}
 	header, err := cr.Read()
 	if err == io.EOF {
-		return Functions{}, fmt.Errorf("%s: empty trace (want a header %s,<minute>,...)", file, strings.Join(functionIDColumns, ","))
+		return Functions{}, fmt.Errorf("%s: empty trace (want a header such as %s,<minute>,...)", file, strings.Join(functionIDColumns, ","))
 	}
 	if err != nil {
 		return Functions{}, csvError(file, err)
 	}
-	if err := out.readHeader(header); err != nil {
+	headerLine, _ := cr.FieldPos(0)
+	cols, err := out.readHeader(header, headerLine)
+	if err != nil {
 		return Functions{}, err
 	}
-	width := len(functionIDColumns) + out.Minutes
+	width := len(header)
 	seen := map[string]int{}
 	for {
 		rec, err := cr.Read()
@@ -118,11 +154,14 @@ func ReadFunctions(r io.Reader, file string) (Functions, error) {
 		}
 		line, _ := cr.FieldPos(0)
 		if len(rec) != width {
-			return Functions{}, fmt.Errorf("%s:%d: malformed row: want %d columns (%s and %d minutes), got %d",
-				file, line, width, strings.Join(functionIDColumns, ", "), out.Minutes, len(rec))
+			return Functions{}, fmt.Errorf("%s:%d: malformed row: want %d columns (the header's: %s and %d minutes), got %d",
+				file, line, width, cols.ids(), out.Minutes, len(rec))
 		}
-		f := Function{Owner: rec[0], App: rec[1], Hash: strings.TrimSpace(rec[2]), Trigger: strings.TrimSpace(rec[3]), Line: line,
-			Counts: make([]int64, out.Minutes)}
+		f := Function{Owner: cols.get(rec, colOwner), App: cols.get(rec, colApp), Hash: strings.TrimSpace(cols.get(rec, colFunction)),
+			Trigger: strings.TrimSpace(cols.get(rec, colTrigger)), Line: line, Counts: make([]int64, out.Minutes)}
+		if cols.id[colTrigger] < 0 {
+			f.Trigger = DefaultTrigger
+		}
 		if f.Hash == "" {
 			return Functions{}, fmt.Errorf("%s:%d: malformed row: HashFunction is empty", file, line)
 		}
@@ -130,16 +169,17 @@ func ReadFunctions(r io.Reader, file string) (Functions, error) {
 			return Functions{}, fmt.Errorf("%s:%d: function %s repeated (first on line %d)", file, line, Quote(f.Hash), first)
 		}
 		seen[f.Hash] = line
-		for i, s := range rec[len(functionIDColumns):] {
+		for i, c := range cols.minutes {
+			s := rec[c]
 			v, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
 			minute := out.FirstMinute + i
 			if err != nil {
 				return Functions{}, fmt.Errorf("%s:%d: malformed row: minute %d (column %d): want an invocation count, got %s",
-					file, line, minute, len(functionIDColumns)+i+1, Quote(s))
+					file, line, minute, c+1, Quote(s))
 			}
 			if v < 0 {
 				return Functions{}, fmt.Errorf("%s:%d: minute %d (column %d): negative invocation count %d",
-					file, line, minute, len(functionIDColumns)+i+1, v)
+					file, line, minute, c+1, v)
 			}
 			f.Counts[i] = v
 		}
@@ -152,36 +192,93 @@ func ReadFunctions(r io.Reader, file string) (Functions, error) {
 	return out, nil
 }
 
-// readHeader checks the id columns and reads the minute columns.
-func (fs *Functions) readHeader(h []string) error {
-	for i, want := range functionIDColumns {
-		if i >= len(h) || strings.TrimSpace(strings.TrimPrefix(h[i], "\ufeff")) != want {
-			got := "nothing"
-			if i < len(h) {
-				got = Quote(h[i])
-			}
-			return fmt.Errorf("%s:1: not a per-function trace: column %d of the header is %s, want %s (header %s,<minute>,...)",
-				fs.File, i+1, got, want, strings.Join(functionIDColumns, ","))
+// functionColumns is where a per-function trace's header puts each
+// column: the index of each id column (-1 where absent) and of each minute
+// column, in column order.
+type functionColumns struct {
+	id      map[string]int
+	minutes []int
+}
+
+// get is the row's value of id column name, "" where the header has none.
+func (c functionColumns) get(rec []string, name string) string {
+	if i := c.id[name]; i >= 0 {
+		return rec[i]
+	}
+	return ""
+}
+
+// ids lists the header's id columns, in column order.
+func (c functionColumns) ids() string {
+	var names []string
+	for _, n := range functionIDColumns {
+		if c.id[n] >= 0 {
+			names = append(names, n)
 		}
 	}
-	minutes := h[len(functionIDColumns):]
-	if len(minutes) == 0 {
-		return fmt.Errorf("%s:1: no minute columns: the header has only %s", fs.File, strings.Join(functionIDColumns, ","))
+	slices.SortFunc(names, func(a, b string) int { return c.id[a] - c.id[b] })
+	return strings.Join(names, ", ")
+}
+
+// minuteNumber is the minute a header column names (N or minute_N, N
+// decimal digits), ok false where the name is not a minute.
+func minuteNumber(name string) (int, bool) {
+	if len(name) > len(minutePrefix) && strings.EqualFold(name[:len(minutePrefix)], minutePrefix) {
+		name = name[len(minutePrefix):]
 	}
-	for i, s := range minutes {
-		col := len(functionIDColumns) + i + 1
-		m, err := strconv.Atoi(strings.TrimSpace(s))
-		if err != nil {
-			return fmt.Errorf("%s:1: column %d of the header is %s, want a minute number", fs.File, col, Quote(s))
-		}
+	if name == "" || len(name) > 9 || strings.TrimLeft(name, "0123456789") != "" {
+		return 0, false
+	}
+	m, err := strconv.Atoi(name)
+	return m, err == nil
+}
+
+// readHeader finds the id and minute columns of header h, on line line of
+// the file, and sets FirstMinute and Minutes.
+func (fs *Functions) readHeader(h []string, line int) (functionColumns, error) {
+	cols := functionColumns{id: map[string]int{}}
+	for _, n := range functionIDColumns {
+		cols.id[n] = -1
+	}
+	named := map[string]int{} // lower-case name: its column, from 1
+	for i, raw := range h {
+		col := i + 1
+		name := strings.TrimSpace(raw)
 		if i == 0 {
-			fs.FirstMinute = m
-		} else if want := fs.FirstMinute + i; m != want {
-			return fmt.Errorf("%s:1: minute columns not consecutive: column %d is minute %d, want %d", fs.File, col, m, want)
+			name = strings.TrimSpace(strings.TrimPrefix(name, "\ufeff"))
+		}
+		if first, ok := named[strings.ToLower(name)]; ok {
+			return cols, fmt.Errorf("%s:%d: column %d of the header repeats column %d's name %s", fs.File, line, col, first, Quote(raw))
+		}
+		named[strings.ToLower(name)] = col
+		if m, ok := minuteNumber(name); ok {
+			if len(cols.minutes) == 0 {
+				fs.FirstMinute = m
+			} else if want := fs.FirstMinute + len(cols.minutes); m != want {
+				return cols, fmt.Errorf("%s:%d: minute columns not consecutive: column %d is minute %d, want %d", fs.File, line, col, m, want)
+			}
+			cols.minutes = append(cols.minutes, i)
+			continue
+		}
+		known := false
+		for _, n := range functionIDColumns {
+			if strings.EqualFold(name, n) {
+				cols.id[n], known = i, true
+			}
+		}
+		if !known {
+			return cols, fmt.Errorf("%s:%d: column %d of the header is %s: want %s or a minute (N or minute_N)",
+				fs.File, line, col, Quote(raw), strings.Join(functionIDColumns, ", "))
 		}
 	}
-	fs.Minutes = len(minutes)
-	return nil
+	if cols.id[colFunction] < 0 {
+		return cols, fmt.Errorf("%s:%d: not a per-function trace: the header has no %s column (header %s)", fs.File, line, colFunction, Quote(strings.Join(h, ",")))
+	}
+	if len(cols.minutes) == 0 {
+		return cols, fmt.Errorf("%s:%d: no minute columns: the header has only %s", fs.File, line, cols.ids())
+	}
+	fs.Minutes = len(cols.minutes)
+	return cols, nil
 }
 
 // name gives every function its display name: the shortest prefix of its
