@@ -1,6 +1,7 @@
 package evaluate
 
 import (
+	"fmt"
 	"io"
 	"reflect"
 	"strings"
@@ -56,8 +57,17 @@ func withOtherTypes(t *testing.T) (catalog.Catalog, catalog.Profiles) {
 func TestOtherCatalogTypesChangeNothing(t *testing.T) {
 	cat, prof := withOtherTypes(t)
 
-	in := "HashFunction,Trigger,1,2,3\n" +
-		"aaaa1111,http,600,1200,600\nbbbb2222,timer,60,60,120\ncccc3333,queue,30,0,90\ndddd4444,event,6,6,6\n"
+	// Two minutes of history, then ten replayed: each row's three counts
+	// repeated.
+	row := func(id string, c ...int) string {
+		out := id
+		for m := range 12 {
+			out += fmt.Sprintf(",%d", c[m%3])
+		}
+		return out + "\n"
+	}
+	in := "HashFunction,Trigger,1,2,3,4,5,6,7,8,9,10,11,12\n" + row("aaaa1111,http", 600, 1200, 600) + row("bbbb2222,timer", 60, 60, 120) +
+		row("cccc3333,queue", 30, 0, 90) + row("dddd4444,event", 6, 6, 6)
 	fs, err := trace.ReadFunctions(strings.NewReader(in), "f.csv")
 	if err != nil {
 		t.Fatal(err)
@@ -66,11 +76,11 @@ func TestOtherCatalogTypesChangeNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	repoSvcs, _, repoScale, _, err := FunctionServices(fs, FunctionWorkload{}, base.Profiles, base.Catalog)
+	repoSvcs, _, repoScale, _, err := FunctionServices(fs, FunctionWorkload{HistoryMinutes: 2}, base.Profiles, base.Catalog)
 	if err != nil {
 		t.Fatal(err)
 	}
-	svcs, _, scale, _, err := FunctionServices(fs, FunctionWorkload{}, prof, cat)
+	svcs, _, scale, _, err := FunctionServices(fs, FunctionWorkload{HistoryMinutes: 2}, prof, cat)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -157,7 +157,7 @@ func TestParseFleetFlag(t *testing.T) {
 		"T4=-1":                 `--fleet: entry "T4=-1": count -1; want at least 1 GPU`,
 		"T4=0":                  `count 0; want at least 1 GPU`,
 		"T4=2,V100-32GB=1,T4=1": `--fleet: type "T4" given twice`,
-		"A100=2":                `--fleet: unknown GPU type "A100" (the catalog has V100-32GB, T4)`,
+		"H100=2":                `--fleet: unknown GPU type "H100" (the catalog has `,
 		long:                    `--fleet: unknown GPU type "` + strings.Repeat("x", 80) + `"... (100 bytes)`,
 	} {
 		o.Fleet = in
