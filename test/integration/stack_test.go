@@ -50,6 +50,8 @@ func startStack(t *testing.T, withScaler bool) *stack {
 	if s.prof, err = catalog.DefaultProfiles(); err != nil {
 		t.Fatal(err)
 	}
+	// The testbed's GPU types only, as the demo's ModelServices list them.
+	s.prof = s.prof.On("V100-32GB", "T4")
 	if err := cluster.InstallCRDs(ctx, cp); err != nil {
 		t.Fatal(err)
 	}
