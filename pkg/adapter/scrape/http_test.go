@@ -7,10 +7,10 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -116,25 +116,44 @@ DCGM_FI_DEV_FB_USED{gpu="0",UUID="GPU-0",device="nvidia0",modelName="Tesla T4",H
 DCGM_FI_DEV_FB_USED{gpu="1",UUID="GPU-1",device="nvidia1",modelName="Tesla T4",Hostname="node-1"} 2048
 `
 
+// requestCounter counts the requests its wrapped handlers started and
+// finished serving. A handler finishes before the client can read the end
+// of its response, so a scrape the scraper has recorded is always counted
+// as finished here.
+type requestCounter struct {
+	started, finished atomic.Int64
+}
+
+func (c *requestCounter) wrap(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c.started.Add(1)
+		defer c.finished.Add(1)
+		h.ServeHTTP(w, r)
+	})
+}
+
 type httpFixture struct {
 	a, b     *simIstio
+	served   *requestCounter // requests to all three targets
 	scraper  *Scraper
 	provider *provider.Provider
 }
 
 // newHTTPFixture starts two simulated model servers (a: 37.5 req/s with a
 // restart at 70 s; b: 12.25 req/s) of Deployment resnet-t4 and a
-// dcgm-exporter, all on 127.0.0.1, discovered from annotated pods.
+// dcgm-exporter, all on 127.0.0.1, discovered from annotated pods. Every
+// request to them is counted in served.
 func newHTTPFixture(t *testing.T, opts Options) *httpFixture {
 	t.Helper()
 	f := &httpFixture{
-		a: &simIstio{rate: 37.5, step: time.Second, resetAt: 70 * time.Second},
-		b: &simIstio{rate: 12.25, step: time.Second},
+		a:      &simIstio{rate: 37.5, step: time.Second, resetAt: 70 * time.Second},
+		b:      &simIstio{rate: 12.25, step: time.Second},
+		served: &requestCounter{},
 	}
-	portA, portB := serve(t, f.a), serve(t, f.b)
-	portD := serve(t, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+	portA, portB := serve(t, f.served.wrap(f.a)), serve(t, f.served.wrap(f.b))
+	portD := serve(t, f.served.wrap(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = w.Write([]byte(dcgmNode1))
-	}))
+	})))
 	app := map[string]string{"app": "resnet", "gpu": "t4"}
 	pods, deps := adaptertest.Listers(t, []*corev1.Pod{
 		adaptertest.NewPod("ml", "resnet-t4-a").Label("app", "resnet").Label("gpu", "t4").IP("127.0.0.1").Scrape(portA).GPU("node-1", 0).Obj(),
@@ -168,6 +187,9 @@ func TestScrapeHTTPRequestRate(t *testing.T) {
 	}
 	if got := adaptertest.CounterValue(t, "hetsev_metrics_adapter_scrapes_total", map[string]string{"result": selfmetrics.ScrapeSuccess}) - okBefore; got != 300 {
 		t.Errorf("successful scrapes counted: %v, want 300", got)
+	}
+	if got := f.served.finished.Load(); got != 300 {
+		t.Errorf("the targets served %d requests, want 300", got)
 	}
 	p := f.provider
 	check := func(info string, got, want float64) {
@@ -203,65 +225,76 @@ func TestScrapeHTTPRequestRate(t *testing.T) {
 	}
 }
 
-// Run scrapes periodically until its context ends.
+// Run scrapes one round at a time until its context ends, and every scrape
+// of a round is done (its request finished and its result recorded) before
+// the next round starts and before Run returns. The test ends Run from the
+// TargetLister, which Run calls at the start of each round, so that the
+// end interrupts no request; at each round start and after Run returns,
+// the targets must have no request in flight and must have served exactly
+// the scrapes the scraper recorded.
 func TestScraperRun(t *testing.T) {
-	f := newHTTPFixture(t, Options{Interval: 2 * time.Millisecond, Timeout: 2 * time.Second, RateWindow: 20 * time.Second})
+	selfmetrics.Register()
+	// An Interval far below one scrape's duration, so that each round
+	// starts as soon as Run is ready for it; a Timeout no scrape reaches.
+	f := newHTTPFixture(t, Options{Interval: time.Microsecond, Timeout: time.Minute, RateWindow: 20 * time.Second})
+	recordedBefore := scrapesRecorded(t)
+	check := func(when string) {
+		started, finished := f.served.started.Load(), f.served.finished.Load()
+		recorded := scrapesRecorded(t) - recordedBefore
+		if started != finished || float64(finished) != recorded {
+			t.Errorf("%s: the targets started %d requests and finished %d; the scraper recorded %v scrapes",
+				when, started, finished, recorded)
+		}
+	}
 	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	// Called only from Run's goroutine.
+	rounds := 0
+	list := f.scraper.list
+	f.scraper.list = func() ([]Target, error) {
+		rounds++
+		check(fmt.Sprintf("start of round %d", rounds))
+		if f.b.now() >= 25*time.Second {
+			cancel()
+		}
+		return list()
+	}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		f.scraper.Run(ctx)
 	}()
-	deadline := time.Now().Add(30 * time.Second)
-	for f.b.now() < 25*time.Second {
-		if time.Now().After(deadline) {
-			cancel()
-			t.Fatalf("only %v simulated after 30 s", f.b.now())
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	cancel()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		t.Fatal("Run did not return after cancel")
+	<-done
+	check("after Run returned")
+	// b's clock reaches 25 s at its 26th scrape; round 27 is cancelled
+	// before it sends a request, and so is any round Run starts after it
+	// (when a tick and the end of ctx are both ready, Run may take the
+	// tick).
+	if got := f.served.finished.Load(); got != 3*26 {
+		t.Errorf("the targets served %d requests, want %d (3 targets, 26 rounds)", got, 3*26)
 	}
 	got := adaptertest.GetValue(t, f.provider, adaptertest.PodsInfo(adapter.MetricRequestsPerSecond), adaptertest.NN("ml", "resnet-t4-b"))
 	if !adaptertest.Approx(got, 12.25, 0.01) {
 		t.Errorf("pod b requests_per_second = %v, want 12.25 within 1%%", got)
 	}
-	// Nothing scrapes after Run returns: no goroutine is left in the
-	// scraper's code (Run waits for its round's workers), so no scrape can
-	// start or finish later. Checked on the goroutines themselves rather
-	// than by waiting a while for a scrape that should not come.
-	if stacks := scraperGoroutines(); len(stacks) > 0 {
-		t.Errorf("%d goroutine(s) still in the scraper after Run returned:\n%s", len(stacks), strings.Join(stacks, "\n\n"))
-	}
 }
 
-// scraperGoroutines returns the stacks of the goroutines running a
-// (*Scraper) method.
-func scraperGoroutines() []string {
-	buf := make([]byte, 1<<20)
-	for {
-		n := runtime.Stack(buf, true)
-		if n < len(buf) {
-			buf = buf[:n]
-			break
-		}
-		buf = make([]byte, 2*len(buf))
+// scrapesRecorded returns hetsev_metrics_adapter_scrapes_total summed over
+// its results: the scrapes the scrapers of this process have finished.
+func scrapesRecorded(t *testing.T) float64 {
+	t.Helper()
+	sum := 0.0
+	for _, r := range []string{selfmetrics.ScrapeSuccess, selfmetrics.ScrapeTimeout, selfmetrics.ScrapeError,
+		selfmetrics.ScrapeHTTPError, selfmetrics.ScrapeTooLarge, selfmetrics.ScrapeParseError} {
+		sum += adaptertest.CounterValue(t, "hetsev_metrics_adapter_scrapes_total", map[string]string{"result": r})
 	}
-	var out []string
-	for _, g := range strings.Split(string(buf), "\n\n") {
-		if strings.Contains(g, "scrape.(*Scraper).") {
-			out = append(out, g)
-		}
-	}
-	return out
+	return sum
 }
 
 // Failing targets are counted by result and have no data (NotFound), and a
-// recovering target gets data again.
+// recovering target gets data again. The Timeout is one no answer of these
+// targets reaches, so each result depends on the answer alone, not on how
+// fast a loaded machine serves it; TestScrapeTimeout covers timeouts.
 func TestScrapeFailures(t *testing.T) {
 	selfmetrics.Register()
 	var mode sync.Map // pod name -> string
@@ -274,11 +307,6 @@ func TestScrapeFailures(t *testing.T) {
 				http.Error(w, "boom", http.StatusInternalServerError)
 			case "garbage":
 				_, _ = w.Write([]byte("istio_requests_total{reporter=\"destination\" 12\n{{{\n"))
-			case "slow":
-				select {
-				case <-r.Context().Done():
-				case <-time.After(5 * time.Second):
-				}
 			case "huge":
 				_, _ = w.Write([]byte(strings.Repeat("# padding\n", 4000)))
 			default:
@@ -286,7 +314,7 @@ func TestScrapeFailures(t *testing.T) {
 			}
 		})
 	}
-	names := []string{"http500", "garbage", "slow", "huge", "refused"}
+	names := []string{"http500", "garbage", "huge", "refused"}
 	var podList []*corev1.Pod
 	for _, n := range names {
 		port := serve(t, handler(n))
@@ -302,7 +330,7 @@ func TestScrapeFailures(t *testing.T) {
 		podList = append(podList, adaptertest.NewPod("ml", n).IP("127.0.0.1").Scrape(port).Obj())
 	}
 	pods, deps := adaptertest.Listers(t, podList, nil)
-	s, err := New(Options{Timeout: 100 * time.Millisecond, MaxBodyBytes: 20000}, PodTargetLister(pods))
+	s, err := New(Options{Timeout: time.Minute, MaxBodyBytes: 20000}, PodTargetLister(pods))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -313,12 +341,12 @@ func TestScrapeFailures(t *testing.T) {
 	for i := 0; i < 2; i++ {
 		s.ScrapeOnce(ctx)
 	}
-	for _, n := range names[:4] {
+	for _, n := range names[:3] {
 		if _, err := p.GetMetricByName(ctx, adaptertest.NN("ml", n), adaptertest.PodsInfo(adapter.MetricRequestsPerSecond), labels.Everything()); err != nil {
 			t.Fatalf("%s before failures: %v\n%+v", n, err, s.Targets())
 		}
 	}
-	results := map[string]string{"http500": selfmetrics.ScrapeHTTPError, "garbage": selfmetrics.ScrapeParseError, "slow": selfmetrics.ScrapeTimeout, "huge": selfmetrics.ScrapeTooLarge, "refused": selfmetrics.ScrapeError}
+	results := map[string]string{"http500": selfmetrics.ScrapeHTTPError, "garbage": selfmetrics.ScrapeParseError, "huge": selfmetrics.ScrapeTooLarge, "refused": selfmetrics.ScrapeError}
 	before := map[string]float64{}
 	for _, r := range results {
 		before[r] = adaptertest.CounterValue(t, "hetsev_metrics_adapter_scrapes_total", map[string]string{"result": r})
@@ -347,5 +375,45 @@ func TestScrapeFailures(t *testing.T) {
 	s.ScrapeOnce(ctx)
 	if v := adaptertest.GetValue(t, p, adaptertest.PodsInfo(adapter.MetricRequestsPerSecond), adaptertest.NN("ml", "http500")); v != 10 {
 		t.Errorf("after recovery: %v, want 10", v)
+	}
+}
+
+// A target that never answers times out: the scrape is counted as a
+// timeout and the target, which had data, is down and has none. The target
+// answers nothing until the scraper gives up, so the result does not depend
+// on how long the Timeout is or how loaded the machine is.
+func TestScrapeTimeout(t *testing.T) {
+	selfmetrics.Register()
+	release := make(chan struct{})
+	port := serve(t, http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+		case <-release:
+		}
+	}))
+	t.Cleanup(func() { close(release) }) // runs before serve's srv.Close
+	pods, _ := adaptertest.Listers(t, []*corev1.Pod{adaptertest.NewPod("ml", "silent").IP("127.0.0.1").Scrape(port).Obj()}, nil)
+	s, err := New(Options{Timeout: 20 * time.Millisecond}, PodTargetLister(pods))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod := adaptertest.NN("ml", "silent")
+	// Data from two earlier good scrapes, stored directly.
+	s.syncTargets(t.Context())
+	feed(t, s, pod, istioRequests(adaptertest.SimEpoch, map[string]float64{"200": 0}), time.Now())
+	feed(t, s, pod, istioRequests(adaptertest.SimEpoch.Add(time.Second), map[string]float64{"200": 10}), time.Now())
+	if v, err := s.RequestRate(pod); err != nil || v.Value != 10 {
+		t.Fatalf("before the timeout: rate = %v, %v; want 10/s", v.Value, err)
+	}
+	before := adaptertest.CounterValue(t, "hetsev_metrics_adapter_scrapes_total", map[string]string{"result": selfmetrics.ScrapeTimeout})
+	s.ScrapeOnce(t.Context())
+	if got := adaptertest.CounterValue(t, "hetsev_metrics_adapter_scrapes_total", map[string]string{"result": selfmetrics.ScrapeTimeout}) - before; got != 1 {
+		t.Errorf("scrapes_total{result=%q} grew by %v, want 1", selfmetrics.ScrapeTimeout, got)
+	}
+	if _, err := s.RequestRate(pod); !adaptertest.IsNoData(err) {
+		t.Errorf("after the timeout: err = %v, want adapter.ErrNoData", err)
+	}
+	if st := s.Targets(); len(st) != 1 || st[0].Up || !strings.HasPrefix(st[0].LastError, selfmetrics.ScrapeTimeout+":") {
+		t.Errorf("targets %+v, want one, down, with a timeout error", st)
 	}
 }
