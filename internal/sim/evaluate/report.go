@@ -185,7 +185,9 @@ func PrintTable(w io.Writer, r RunResult) {
 			}
 			low, high := p.Services[0], p.Services[0]
 			for _, s := range p.Services {
-				if s.SLOAttainment < low.SLOAttainment {
+				// A service without requests has attainment 0 by
+				// convention (ratio) and missed nothing.
+				if s.Requests > 0 && (low.Requests == 0 || s.SLOAttainment < low.SLOAttainment) {
 					low = s
 				}
 				if s.P99Shed || (!high.P99Shed && s.P99Ms > high.P99Ms) {

@@ -290,7 +290,9 @@ func (r *policyRun) result() PolicyResult {
 		out.CostUSD += t.costUSD
 		out.MemoryCostUSD += t.memoryCostUSD
 		out.ScalingActions += t.actions
-		out.LowestSLOAttainment = math.Min(out.LowestSLOAttainment, sr.SLOAttainment)
+		if t.requests > 0 { // a service without requests missed nothing
+			out.LowestSLOAttainment = math.Min(out.LowestSLOAttainment, sr.SLOAttainment)
+		}
 		req += t.requests
 		within += t.within
 		decisions += t.decisions
@@ -300,6 +302,9 @@ func (r *policyRun) result() PolicyResult {
 		out.GPUHours[k] = v / 3600
 		gpuSecs += v
 		busy += r.gpuBusy[k]
+	}
+	if math.IsInf(out.LowestSLOAttainment, 1) {
+		out.LowestSLOAttainment = 0
 	}
 	out.SLOAttainment = ratio(float64(within), float64(req))
 	out.MeetsSLOs = out.SLOsMet == len(out.Services)
