@@ -52,12 +52,12 @@ func run(o *scaler.Options, wh *webhook.Options) error {
 	if err != nil {
 		return err
 	}
-	ctx := signals.SetupSignalHandler()
 	// The webhook serves on every replica, leader or not: the API server
 	// calls whichever the Service picks.
-	if err := wh.Start(ctx, kube); err != nil {
+	if err := wh.AddToManager(mgr, kube); err != nil {
 		return err
 	}
-	// Until ctx ends, or with an error when the leader's lease is lost.
-	return mgr.Start(ctx)
+	// Until the signal, or with an error when the leader's lease is lost
+	// or the webhook server fails.
+	return mgr.Start(signals.SetupSignalHandler())
 }

@@ -1,26 +1,45 @@
 // Command hetsev-scheduler is the upstream kube-scheduler with hetsev's
 // plugins registered; run it as a secondary scheduler and select it per pod
-// with schedulerName: hetsev-scheduler.
+// with schedulerName: hetsev-scheduler. Its plugins refuse to start against
+// a kube-apiserver older than hetsev supports (pkg/kubeversion).
 package main
 
 import (
+	"context"
 	"os"
 
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/component-base/cli"
 	_ "k8s.io/component-base/metrics/prometheus/clientgo" // client-go metrics on /metrics
+	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/cmd/kube-scheduler/app"
+	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 
 	// HetsevFairQueueArgs and HetsevGPUShareArgs in the scheduler's scheme:
 	// decoded, defaulted and shown on /configz like upstream plugins' args.
 	_ "github.com/hetsev/hetsev/pkg/apis/config/scheme"
+	"github.com/hetsev/hetsev/pkg/kubeversion"
 	"github.com/hetsev/hetsev/pkg/plugins/fairqueue"
 	"github.com/hetsev/hetsev/pkg/plugins/gpushare"
 )
 
 func main() {
 	cmd := app.NewSchedulerCommand(
-		app.WithPlugin(fairqueue.Name, fairqueue.New),
-		app.WithPlugin(gpushare.Name, gpushare.New),
+		app.WithPlugin(fairqueue.Name, versionChecked(fairqueue.New)),
+		app.WithPlugin(gpushare.Name, versionChecked(gpushare.New)),
 	)
 	os.Exit(cli.Run(cmd))
+}
+
+// versionChecked checks the API server's version with the scheduler's own
+// client before building the plugin: the upstream command builds that
+// client (from --kubeconfig, the configuration file or in-cluster), and
+// a plugin's error stops the scheduler before its informers start.
+func versionChecked(f frameworkruntime.PluginFactory) frameworkruntime.PluginFactory {
+	return func(ctx context.Context, args runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
+		if err := kubeversion.Check(h.ClientSet().Discovery()); err != nil {
+			return nil, err
+		}
+		return f(ctx, args, h)
+	}
 }

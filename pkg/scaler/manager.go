@@ -24,6 +24,7 @@ import (
 	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
 	"github.com/hetsev/hetsev/pkg/catalog"
 	"github.com/hetsev/hetsev/pkg/interference"
+	"github.com/hetsev/hetsev/pkg/kubeversion"
 	"github.com/hetsev/hetsev/pkg/traffic"
 )
 
@@ -47,12 +48,20 @@ func (o *Options) RESTConfig() (*rest.Config, error) {
 }
 
 // NewManager builds the controller-runtime manager of hetsev-scaler with
-// the ModelService controller set up: leader election on a Lease, /metrics
+// the ModelService controller set up, after checking that the API server
+// is one hetsev supports (pkg/kubeversion): leader election on a Lease, /metrics
 // (hetsev_scaler_* beside controller-runtime's own), /healthz and /readyz.
 // A lost lease makes the manager's Start return an error.
 func (o *Options) NewManager(cfg *rest.Config) (manager.Manager, error) {
 	cat, err := loadCatalog(o.CatalogFile)
 	if err != nil {
+		return nil, err
+	}
+	disc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("discovery client: %w", err)
+	}
+	if err := kubeversion.Check(disc); err != nil {
 		return nil, err
 	}
 	mopts := manager.Options{
@@ -90,10 +99,6 @@ func (o *Options) NewManager(cfg *rest.Config) (manager.Manager, error) {
 	}
 	if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
 		return nil, err
-	}
-	disc, err := discovery.NewDiscoveryClientForConfig(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("discovery client: %w", err)
 	}
 	colocation, err := interference.LoadColocation(o.InterferenceModel)
 	if err != nil {

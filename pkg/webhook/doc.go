@@ -10,8 +10,10 @@
 // PodMutator is a controller-runtime admission.Handler (MutatePod is the
 // pure mutation), served by controller-runtime's webhook server, which
 // reloads its certificate from Options.CertDir when the files change.
-// hetsev-scaler runs it on every replica (Options.AddFlags gives it its
-// --webhook-* flags, Options.Start runs it).
+// hetsev-scaler runs it on every replica as a runnable of its
+// controller-runtime manager (Options.AddFlags gives it its --webhook-*
+// flags, Options.AddToManager adds it): a server that fails stops the
+// manager, and the manager's /readyz fails until the server answers TLS.
 //
 // The certificate is either mounted into CertDir (cert-manager,
 // --webhook-self-signed=false) or kept by CertProvisioner: a self-signed

@@ -1,7 +1,6 @@
 package webhook
 
 import (
-	"context"
 	"crypto/tls"
 	"errors"
 	"flag"
@@ -17,10 +16,8 @@ import (
 	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
 	"github.com/hetsev/hetsev/pkg/gpuinventory"
 
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/klog/v2"
-	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	crwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 )
 
@@ -142,17 +139,20 @@ func splitHostPort(addr string) (string, int, error) {
 	return host, port, nil
 }
 
-// Start serves the webhook with controller-runtime's webhook server until
-// ctx ends, on this replica whether it leads or not (the API server calls
-// whichever the Service picks). With SelfSigned it first brings the
-// certificate Secret, the caBundle and CertDir up to date, then keeps them
-// so every CertCheckInterval; the server's certificate watcher serves a
-// renewed certificate without a restart. Start returns once the server
-// answers TLS handshakes, so a caller can report readiness. Errors (a
-// Secret that cannot be read or written, no certificate in CertDir, a port
-// taken) are meant to stop the program: with failurePolicy Fail a webhook
-// that does not serve blocks hetsev pods, so it must be seen.
-func (o *Options) Start(ctx context.Context, kube kubernetes.Interface) error {
+// AddToManager adds the webhook to mgr: a runnable that, with SelfSigned,
+// first brings the certificate Secret, the caBundle and CertDir up to
+// date and then keeps them so every CertCheckInterval, and serves the
+// webhook with controller-runtime's webhook server (whose certificate
+// watcher serves a renewed certificate without a restart) until the
+// manager stops. It runs on every replica, leader or not: the API server
+// calls whichever the Service picks. With failurePolicy Fail a webhook
+// that does not serve blocks hetsev pods, so its failures are the
+// manager's: the first Sync failing, no certificate in CertDir or a port
+// that cannot be bound make the manager's Start return an error; and the
+// readiness check "webhook" (/readyz) fails until the server answers TLS
+// handshakes on BindAddress, i.e. until it has a certificate and listens.
+// A disabled webhook adds nothing. Errors: invalid options.
+func (o *Options) AddToManager(mgr manager.Manager, kube kubernetes.Interface) error {
 	if !o.Enabled() {
 		return nil
 	}
@@ -160,46 +160,25 @@ func (o *Options) Start(ctx context.Context, kube kubernetes.Interface) error {
 		return err
 	}
 	host, port, _ := splitHostPort(o.BindAddress)
-	ctrllog.SetLogger(klog.NewKlogr())
 	const certName, keyName = "tls.crt", "tls.key"
-	if o.SelfSigned {
-		p := &CertProvisioner{Client: kube, Configuration: o.Configuration, Dir: o.CertDir, CertName: certName, KeyName: keyName,
-			Cert: CertOptions{Namespace: o.Namespace, SecretName: o.Secret, Hosts: o.hosts(), MaxAge: o.CertValidity, RenewBefore: o.CertRenewBefore}}
-		if err := p.Sync(ctx); err != nil {
-			return err
-		}
-		go p.Run(ctx, o.CertCheckInterval)
+	srv := &server{
+		Server: crwebhook.NewServer(crwebhook.Options{
+			Host: host, Port: port, CertDir: o.CertDir, CertName: certName, KeyName: keyName,
+			TLSOpts: []func(*tls.Config){func(c *tls.Config) { c.MinVersion = tls.VersionTLS12 }},
+		}),
+		addr: o.BindAddress, certDir: o.CertDir, selfSigned: o.SelfSigned,
 	}
-	srv := crwebhook.NewServer(crwebhook.Options{
-		Host: host, Port: port, CertDir: o.CertDir, CertName: certName, KeyName: keyName,
-		TLSOpts: []func(*tls.Config){func(c *tls.Config) { c.MinVersion = tls.VersionTLS12 }},
-	})
+	if o.SelfSigned {
+		srv.certs = &CertProvisioner{Client: kube, Configuration: o.Configuration, Dir: o.CertDir, CertName: certName, KeyName: keyName,
+			Cert: CertOptions{Namespace: o.Namespace, SecretName: o.Secret, Hosts: o.hosts(), MaxAge: o.CertValidity, RenewBefore: o.CertRenewBefore}}
+		srv.interval = o.CertCheckInterval
+	}
 	srv.Register(Path, NewHandler(PodMutator{RuntimeClassName: o.RuntimeClassName, GPUMode: o.GPUMode, Templates: ClaimTemplates{Client: kube}}))
 	srv.Register("/healthz", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) }))
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Start(ctx) }()
-	started := srv.StartedChecker()
-	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
-		select {
-		case err := <-errc:
-			if err == nil {
-				err = errors.New("stopped")
-			}
-			return false, err
-		default:
-		}
-		return started(nil) == nil, nil
-	})
-	if err != nil {
-		return fmt.Errorf("webhook server on %s (certificate in %s): %w", o.BindAddress, o.CertDir, err)
+	if err := mgr.Add(srv); err != nil {
+		return fmt.Errorf("adding the webhook server to the manager: %w", err)
 	}
-	go func() {
-		if err := <-errc; err != nil {
-			klog.ErrorS(err, "webhook server stopped", "addr", o.BindAddress)
-		}
-	}()
-	klog.InfoS("serving the pod admission webhook", "addr", o.BindAddress, "path", Path, "certDir", o.CertDir, "selfSigned", o.SelfSigned)
-	return nil
+	return mgr.AddReadyzCheck(ReadyzCheckName, srv.StartedChecker())
 }
 
 func envOr(key, def string) string {

@@ -20,6 +20,7 @@ import (
 
 	"github.com/hetsev/hetsev/pkg/adapter"
 	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
+	"github.com/hetsev/hetsev/pkg/kubeversion"
 )
 
 // clusterInformers are the informers the provider and the scraper read.
@@ -41,7 +42,8 @@ type clusterInformers struct {
 	servicesSynced func() bool
 }
 
-// newInformers returns the informers of namespace ("" for all), with
+// newInformers refuses an API server older than hetsev supports
+// (pkg/kubeversion) and returns the informers of namespace ("" for all), with
 // those of ResourceClaims and ResourceSlices when gpuMode is
 // v1alpha1.GPUModeDRA (an error when the API server does not serve
 // resource.k8s.io/v1). Without the ModelService CRD, ModelServices are not
@@ -51,6 +53,9 @@ func newInformers(cfg *rest.Config, namespace, gpuMode string) (*clusterInformer
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("creating client: %w", err)
+	}
+	if err := kubeversion.Check(client.Discovery()); err != nil {
+		return nil, err
 	}
 	inf := &clusterInformers{
 		factory: informers.NewSharedInformerFactoryWithOptions(client, 0,
