@@ -5,8 +5,8 @@ import (
 	"image/color"
 	"math"
 	"os"
-	"slices"
 	"sort"
+	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -144,11 +144,35 @@ func WriteParetoPlot(path string, r RunResult) error {
 	pl.Title.Text = r.Name + ": cost against excess missed requests, per saturation threshold"
 	pl.X.Label.Text = "excess missed requests E (beyond the targets)"
 	pl.Y.Label.Text = "billed cost (USD)"
-	var names []string
+	// A policy whose least E is far beyond hetsev-exact's largest would
+	// squash every other curve against the axis: it is named, not drawn.
+	reach := 1000.0
 	for _, p := range r.Pareto {
-		if !slices.Contains(names, p.Policy) {
+		if p.Policy == PolicyExact {
+			reach = math.Max(reach, 10*p.ExcessMissed)
+		}
+	}
+	var names, off []string
+	seen := map[string]bool{}
+	for _, p := range r.Pareto {
+		if seen[p.Policy] {
+			continue
+		}
+		seen[p.Policy] = true
+		least := math.Inf(1)
+		for _, q := range r.Pareto {
+			if q.Policy == p.Policy {
+				least = math.Min(least, q.ExcessMissed)
+			}
+		}
+		if least > reach {
+			off = append(off, fmt.Sprintf("%s (E >= %.3g)", p.Policy, least))
+		} else {
 			names = append(names, p.Policy)
 		}
+	}
+	if len(off) > 0 {
+		pl.Title.Text += "\noff the chart: " + strings.Join(off, ", ")
 	}
 	for i, name := range names {
 		var pts plotter.XYs
