@@ -185,7 +185,10 @@ func (r *Reconciler) decide(ctx context.Context, ms *v1alpha1.ModelService, st *
 		obs.Types = append(obs.Types, svc.typeState(i, int(replicasOf(deps[i])), c.slots, svc.capacityInflation(i, r.colocation(), r.gpuSharing()), c.inflation))
 	}
 	solveStart := time.Now()
-	act := as.Decide(obs)
+	// Proposed, and committed (the cool-downs started) only once the
+	// replicas are written: a failed write leaves the triggers as they
+	// were, so the retry decides again at once.
+	act := as.Propose(obs)
 	solverSeconds.WithLabelValues(svc.policy.Solver).Observe(time.Since(solveStart).Seconds())
 	kind := string(act.Kind)
 	if ar.Partial {
@@ -198,12 +201,16 @@ func (r *Reconciler) decide(ctx context.Context, ms *v1alpha1.ModelService, st *
 		if x == 0 {
 			continue
 		}
-		delta[svc.types[i].gpuType.Name] = int32(x)
 		if err := r.setReplicas(ctx, deps[i], replicasOf(deps[i])+int32(x)); err != nil {
+			if len(delta) > 0 {
+				as.Commit(act) // part of it took effect: its cool-down holds
+			}
 			return 0, err
 		}
+		delta[svc.types[i].gpuType.Name] = int32(x)
 		deps[i].Spec.Replicas = ptr(replicasOf(deps[i]) + int32(x))
 	}
+	as.Commit(act)
 	if len(delta) > 0 {
 		r.Recorder.Eventf(ms, v1.EventTypeNormal, kind, "%s", act.Reason)
 		logger.Info("scaled", "action", kind, "delta", delta, "reason", act.Reason)
