@@ -44,7 +44,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		r.forget(req.NamespacedName)
 		return reconcile.Result{}, nil
 	}
-	st := r.stateOf(req.NamespacedName)
+	st := r.stateOf(ms)
 	switch wait := st.untilDecision(ms.Generation, r.now()); {
 	case wait < 0:
 		return reconcile.Result{}, nil // invalid spec, reported when it was seen
