@@ -149,9 +149,15 @@ func (r *Reconciler) decide(ctx context.Context, ms *v1alpha1.ModelService, st *
 	w, p98 := ar.W, ar.P98Ms
 	now := r.now()
 	r.splitTraffic(ctx, svc, deps, &status)
-	if ar.Nothing {
-		msg := fmt.Sprintf("no %s for %s: holding replicas", MetricRequestsPerSecond, strings.Join(ar.Withheld, ", "))
-		setCondition(&status, v1alpha1.ConditionMetricsUnavailable, metav1.ConditionTrue, "MetricsUnavailable", msg, ms.Generation)
+	if ar.Nothing || ar.TimedOut {
+		reason, msg := "MetricsUnavailable", fmt.Sprintf("no %s for %s: holding replicas", MetricRequestsPerSecond, strings.Join(ar.Withheld, ", "))
+		if ar.TimedOut {
+			reason, msg = "MetricsTimeout", fmt.Sprintf("custom.metrics.k8s.io gave no %s within %v (--metrics-timeout): holding replicas", MetricRequestsPerSecond, r.metricsTimeout())
+			if c := meta.FindStatusCondition(status.Conditions, v1alpha1.ConditionMetricsUnavailable); c == nil || c.Reason != reason {
+				r.Recorder.Eventf(ms, v1.EventTypeWarning, reason, "%s", msg)
+			}
+		}
+		setCondition(&status, v1alpha1.ConditionMetricsUnavailable, metav1.ConditionTrue, reason, msg, ms.Generation)
 		setCondition(&status, v1alpha1.ConditionReady, metav1.ConditionTrue, "Reconciled", "Deployments reconciled", ms.Generation)
 		recordDecision(&status, v1alpha1.Decision{Time: metav1.NewTime(now), Action: "Hold", Reason: msg})
 		decisionsTotal.WithLabelValues(ms.Namespace, ms.Name, "Hold").Inc()

@@ -38,8 +38,12 @@ type Reconciler struct {
 	// not cached yet); nil: Client.
 	APIReader client.Reader
 	Metrics   MetricsSource
-	Catalog   catalog.Catalog
-	Recorder  record.EventRecorder
+	// MetricsTimeout bounds each call to Metrics (<= 0:
+	// DefaultMetricsTimeout; --metrics-timeout). A decision whose call
+	// runs out holds the replicas.
+	MetricsTimeout time.Duration
+	Catalog        catalog.Catalog
+	Recorder       record.EventRecorder
 	// Traffic receives capacity-weighted VirtualServices and
 	// DestinationRules; nil disables the traffic split.
 	Traffic *traffic.Writer
@@ -105,6 +109,13 @@ func (r *Reconciler) now() time.Time {
 		return time.Now()
 	}
 	return r.Now()
+}
+
+func (r *Reconciler) metricsTimeout() time.Duration {
+	if r.MetricsTimeout <= 0 {
+		return DefaultMetricsTimeout
+	}
+	return r.MetricsTimeout
 }
 
 func (r *Reconciler) defaults() Defaults {
