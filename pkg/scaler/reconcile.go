@@ -172,6 +172,7 @@ func (r *Reconciler) decide(ctx context.Context, ms *v1alpha1.ModelService, st *
 	}
 
 	obs := heterogeneity.Observation{Now: now, ArrivalRate: w, ArrivalRateIsLowerBound: ar.Partial}
+	var noRoom []string // per type with unschedulable replicas: how many, and the scheduler's message
 	for i, p := range svc.types {
 		cpu, mem := resource.Quantity{}, resource.Quantity{}
 		if p.spec.CPU != "" {
@@ -184,12 +185,25 @@ func (r *Reconciler) decide(ctx context.Context, ms *v1alpha1.ModelService, st *
 		if err != nil {
 			return 0, err
 		}
+		// N_i leaves out replicas the scheduler found no room for, and a
+		// type with such replicas has no room for more whatever the free
+		// slots say (a constraint the count does not model, or a race):
+		// a scale-out goes to another type.
+		u, err := r.unschedulableOf(ctx, deps[i])
+		if err != nil {
+			return 0, err
+		}
+		if u.pods > 0 {
+			c.slots = 0
+			noRoom = append(noRoom, fmt.Sprintf("%s: %d of %d replicas unschedulable (%s)", p.gpuType.Name, u.pods, replicasOf(deps[i]), u.message))
+		}
 		// Expected co-location for the SLO check: one neighbour as busy as
 		// the service's instances at its saturation threshold, by the
 		// fitted model. Throughput: T_i over the inflation the instances
 		// get where they run now.
-		obs.Types = append(obs.Types, svc.typeState(i, int(replicasOf(deps[i])), c.slots, svc.capacityInflation(i, r.colocation(), r.gpuSharing()), c.inflation))
+		obs.Types = append(obs.Types, svc.typeState(i, runningOf(deps[i], u), c.slots, svc.capacityInflation(i, r.colocation(), r.gpuSharing()), c.inflation))
 	}
+	r.reportNoCapacity(ms, &status, noRoom)
 	solveStart := time.Now()
 	// Proposed, and committed (the cool-downs started) only once the
 	// replicas are written: a failed write leaves the triggers as they
@@ -248,6 +262,21 @@ func (r *Reconciler) decide(ctx context.Context, ms *v1alpha1.ModelService, st *
 	}
 	arrivalRateGauge.WithLabelValues(ms.Namespace, ms.Name).Set(w)
 	return svc.interval, r.writeStatusIfChanged(ctx, ms, status)
+}
+
+// reportNoCapacity sets the NoCapacity condition: True naming the GPU
+// types with unschedulable replicas (noRoom), with a Warning event when
+// that is news; else False.
+func (r *Reconciler) reportNoCapacity(ms *v1alpha1.ModelService, status *v1alpha1.ModelServiceStatus, noRoom []string) {
+	if len(noRoom) == 0 {
+		setCondition(status, v1alpha1.ConditionNoCapacity, metav1.ConditionFalse, "Scheduled", "no replica is unschedulable", ms.Generation)
+		return
+	}
+	msg := strings.Join(noRoom, "; ")
+	if c := meta.FindStatusCondition(status.Conditions, v1alpha1.ConditionNoCapacity); c == nil || c.Status != metav1.ConditionTrue || c.Message != msg {
+		r.Recorder.Eventf(ms, v1.EventTypeWarning, v1alpha1.ConditionNoCapacity, "%s", msg)
+	}
+	setCondition(status, v1alpha1.ConditionNoCapacity, metav1.ConditionTrue, v1.PodReasonUnschedulable, msg, ms.Generation)
 }
 
 // partialDecision is the action taken on a decision whose arrival rate
