@@ -3,6 +3,7 @@ package heterogeneity
 import (
 	"fmt"
 	"strings"
+	"time"
 )
 
 // ActionKind says what a decision does.
@@ -40,6 +41,9 @@ type Action struct {
 	// computed the amount, e.g. "saturation 2.75 > 0.80 for 30s: +3 T4
 	// (objective 1.89 USD/h); solver heuristic".
 	Reason string
+
+	// at is the observation's time, which Autoscaler.Commit records.
+	at time.Time
 }
 
 // objective is the objective of HetSev 4.1 for the action x over types, in

@@ -51,8 +51,42 @@ func (a *Autoscaler) SetState(s State) {
 	a.lastScaleIn = s.LastScaleIn
 }
 
-// Decide returns the scaling action for obs and updates the timing state
-// and the memory of arrival rates.
+// Decide returns the scaling action for obs and records it: Propose, then
+// Commit. It suits callers whose actions always take effect (a
+// simulation); a controller whose write of the replicas may fail calls
+// Propose and, once the write succeeded, Commit.
+func (a *Autoscaler) Decide(obs Observation) Action {
+	act := a.Propose(obs)
+	a.Commit(act)
+	return act
+}
+
+// Commit records that act, returned by Propose, took effect: a scale-out
+// sets the time of the last scale-out (the start of the scale-in
+// cool-down) and restarts the timer of the saturation above the threshold,
+// a scale-in sets the time of the last scale-in. Other actions record
+// nothing. An action that did not take effect (its write failed) is not
+// committed, so the next decision is not held by a cool-down it never
+// started.
+func (a *Autoscaler) Commit(act Action) {
+	if a == nil {
+		return
+	}
+	switch act.Kind {
+	case ActionScaleOut:
+		a.lastScaleOut = act.at
+		// Launching instances raise capacity only later: make the next
+		// scale-out wait a full period again.
+		a.above, a.aboveSince = false, time.Time{}
+	case ActionScaleIn:
+		a.lastScaleIn = act.at
+	}
+}
+
+// Propose returns the scaling action for obs without recording it (see
+// Commit); it updates the timer of the saturation above the threshold and
+// the memory of arrival rates, which follow the observations whatever is
+// done with the action.
 //
 // Scale out (HetSev 4.1, "scaling-out algorithm") when the saturation s_f =
 // W_f / sum T_i N_i has stayed above Policy.SaturationThreshold for at least
@@ -103,10 +137,10 @@ func (a *Autoscaler) SetState(s State) {
 // scales in: the scale-in branch returns ActionNone saying so, with the
 // timing state of the scale-in untouched.
 //
-// Decide never panics on input: an invalid policy or observation yields
+// Propose never panics on input: an invalid policy or observation yields
 // ActionNone with the problem in Reason and leaves the state untouched.
-func (a *Autoscaler) Decide(obs Observation) Action {
-	act := Action{Kind: ActionNone, Delta: make([]int, len(obs.Types))}
+func (a *Autoscaler) Propose(obs Observation) Action {
+	act := Action{Kind: ActionNone, Delta: make([]int, len(obs.Types)), at: obs.Now}
 	if a == nil {
 		act.Reason = "no autoscaler (nil)"
 		return act

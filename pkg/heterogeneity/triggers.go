@@ -105,11 +105,7 @@ func (a *Autoscaler) scaleOut(solver Solver, obs Observation, f forecast, act Ac
 	act.Kind = ActionScaleOut
 	act.Delta = amount.Delta
 	act.Objective = objective(types, amount.Delta, p.Lambda)
-	a.lastScaleOut = obs.Now
-	// Launching instances raise capacity only later: make the next scale-out
-	// wait a full period again.
-	a.above, a.aboveSince = false, time.Time{}
-	return act
+	return act // recorded by Commit
 }
 
 // withRate is obs with the arrival rate w.
@@ -165,6 +161,5 @@ func (a *Autoscaler) scaleIn(solver Solver, obs Observation, f forecast, act Act
 	act.Kind = ActionScaleIn
 	act.Delta = amount.Delta
 	act.Objective = objective(obs.Types, amount.Delta, p.Lambda)
-	a.lastScaleIn = obs.Now
-	return act
+	return act // recorded by Commit
 }

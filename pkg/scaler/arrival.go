@@ -38,6 +38,9 @@ type arrival struct {
 	// Nothing: no pod and no Deployment of the ModelService has data while
 	// some serve; W is then unknown, not even bounded.
 	Nothing bool
+	// TimedOut: a call to custom.metrics.k8s.io did not answer within the
+	// metrics timeout; W is then unknown and the rest was not asked.
+	TimedOut bool
 }
 
 // lowerBound describes a partial measurement for status:
@@ -58,7 +61,19 @@ func (a arrival) lowerBound() string {
 // until traffic reaches it and its rate window fills), its pods' values
 // are read and summed instead, giving a lower bound of W with its
 // coverage; the decision may then scale out but not in.
+//
+// Every call to the metrics API gets the metrics timeout
+// (Reconciler.MetricsTimeout); once one runs out, the API is taken as
+// hung: no further call is made and the result is TimedOut.
 func (r *Reconciler) measureArrival(ctx context.Context, deps []*appsv1.Deployment) (arrival, error) {
+	a, err := r.measureArrivalOnce(ctx, deps)
+	if ctx.Err() != nil {
+		return a, ctx.Err() // shutting down: what was read is incomplete
+	}
+	return a, err
+}
+
+func (r *Reconciler) measureArrivalOnce(ctx context.Context, deps []*appsv1.Deployment) (arrival, error) {
 	logger := klog.FromContext(ctx)
 	var (
 		a              arrival
@@ -68,7 +83,14 @@ func (r *Reconciler) measureArrival(ctx context.Context, deps []*appsv1.Deployme
 		if replicasOf(d) == 0 && d.Status.Replicas == 0 {
 			continue
 		}
-		v, err := r.Metrics.DeploymentMetric(d.Namespace, d.Name, MetricRequestsPerSecond)
+		var v float64
+		err := r.metricsCall(ctx, &a, func(ctx context.Context) (err error) {
+			v, err = r.Metrics.DeploymentMetric(ctx, d.Namespace, d.Name, MetricRequestsPerSecond)
+			return err
+		})
+		if a.TimedOut {
+			return a, nil
+		}
 		if err != nil {
 			if d.Status.ReadyReplicas > 0 {
 				withheld = append(withheld, d)
@@ -78,7 +100,15 @@ func (r *Reconciler) measureArrival(ctx context.Context, deps []*appsv1.Deployme
 		}
 		full = append(full, d)
 		a.W += v
-		if l, err := r.Metrics.DeploymentMetric(d.Namespace, d.Name, MetricLatencyP98); err == nil && l > a.P98Ms {
+		var l float64
+		err = r.metricsCall(ctx, &a, func(ctx context.Context) (err error) {
+			l, err = r.Metrics.DeploymentMetric(ctx, d.Namespace, d.Name, MetricLatencyP98)
+			return err
+		})
+		if a.TimedOut {
+			return a, nil
+		}
+		if err == nil && l > a.P98Ms {
 			a.P98Ms = l
 		}
 	}
@@ -101,7 +131,14 @@ func (r *Reconciler) measureArrival(ctx context.Context, deps []*appsv1.Deployme
 		if err != nil {
 			return a, err
 		}
-		byPod, err := r.Metrics.PodMetrics(d.Namespace, sel, MetricRequestsPerSecond)
+		var byPod map[string]float64
+		err = r.metricsCall(ctx, &a, func(ctx context.Context) (err error) {
+			byPod, err = r.Metrics.PodMetrics(ctx, d.Namespace, sel, MetricRequestsPerSecond)
+			return err
+		})
+		if a.TimedOut {
+			return a, nil
+		}
 		if err != nil {
 			logger.V(2).Info("pod metrics unavailable", "deployment", d.Name, "err", err)
 		}
@@ -121,6 +158,18 @@ func (r *Reconciler) measureArrival(ctx context.Context, deps []*appsv1.Deployme
 	sort.Strings(a.Unmeasured)
 	a.Nothing = len(full) == 0 && values == 0
 	return a, nil
+}
+
+// metricsCall makes one call to the metrics API with a deadline of the
+// metrics timeout, and sets a.TimedOut when the deadline (not ctx) ended it.
+func (r *Reconciler) metricsCall(ctx context.Context, a *arrival, call func(context.Context) error) error {
+	cctx, cancel := context.WithTimeout(ctx, r.metricsTimeout())
+	defer cancel()
+	err := call(cctx)
+	if err != nil && ctx.Err() == nil && cctx.Err() != nil {
+		a.TimedOut = true
+	}
+	return err
 }
 
 // servingPods lists the names of d's serving pods (adapter.Serving) from

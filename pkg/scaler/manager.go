@@ -100,16 +100,25 @@ func (o *Options) NewManager(cfg *rest.Config) (manager.Manager, error) {
 	if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
 		return nil, err
 	}
+	// The custom metrics client takes no context: its requests, and the
+	// discovery it makes, end at the config's Timeout.
+	metricsCfg := rest.CopyConfig(cfg)
+	metricsCfg.Timeout = o.MetricsTimeout
+	metricsDisc, err := discovery.NewDiscoveryClientForConfig(metricsCfg)
+	if err != nil {
+		return nil, fmt.Errorf("discovery client: %w", err)
+	}
 	colocation, err := interference.LoadColocation(o.InterferenceModel)
 	if err != nil {
 		return nil, fmt.Errorf("--interference-model: %w", err)
 	}
 	r := &Reconciler{
-		Colocation: colocation,
-		Client:     mgr.GetClient(),
-		APIReader:  mgr.GetAPIReader(),
-		Metrics:    CustomMetrics{Client: cmclient.NewForConfig(cfg, mgr.GetRESTMapper(), cmclient.NewAvailableAPIsGetter(disc))},
-		Catalog:    cat,
+		Colocation:     colocation,
+		Client:         mgr.GetClient(),
+		APIReader:      mgr.GetAPIReader(),
+		Metrics:        CustomMetrics{Client: cmclient.NewForConfig(metricsCfg, mgr.GetRESTMapper(), cmclient.NewAvailableAPIsGetter(metricsDisc))},
+		MetricsTimeout: o.MetricsTimeout,
+		Catalog:        cat,
 		// core/v1 Events, aggregated with a count, as kubectl and the demo
 		// read them.
 		Recorder:     mgr.GetEventRecorderFor(v1alpha1.ScalerName), //nolint:staticcheck

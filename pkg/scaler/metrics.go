@@ -1,10 +1,12 @@
 package scaler
 
 import (
+	"context"
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	cmv1beta2 "k8s.io/metrics/pkg/apis/custom_metrics/v1beta2"
 	cmclient "k8s.io/metrics/pkg/client/custom_metrics"
 )
 
@@ -15,15 +17,16 @@ const (
 )
 
 // MetricsSource returns a Deployment's metric value and its pods' values;
-// an error or a missing pod means the value is unknown, never zero.
+// an error or a missing pod means the value is unknown, never zero. A call
+// returns, with ctx's error, once ctx is done.
 type MetricsSource interface {
 	// DeploymentMetric is metric over the Deployment's pods. The adapter
 	// withholds it (an error) while any pod that serves has no data.
-	DeploymentMetric(namespace, deployment, metric string) (float64, error)
+	DeploymentMetric(ctx context.Context, namespace, deployment, metric string) (float64, error)
 	// PodMetrics is metric of each pod that selector selects in
 	// namespace and that has data, by pod name; pods without data are
 	// absent.
-	PodMetrics(namespace string, selector labels.Selector, metric string) (map[string]float64, error)
+	PodMetrics(ctx context.Context, namespace string, selector labels.Selector, metric string) (map[string]float64, error)
 }
 
 // CustomMetrics reads custom.metrics.k8s.io with the standard client.
@@ -35,8 +38,10 @@ var (
 )
 
 // DeploymentMetric implements MetricsSource.
-func (c CustomMetrics) DeploymentMetric(namespace, deployment, metric string) (float64, error) {
-	v, err := c.Client.NamespacedMetrics(namespace).GetForObject(deploymentGK, deployment, metric, labels.Everything())
+func (c CustomMetrics) DeploymentMetric(ctx context.Context, namespace, deployment, metric string) (float64, error) {
+	v, err := withContext(ctx, func() (*cmv1beta2.MetricValue, error) {
+		return c.Client.NamespacedMetrics(namespace).GetForObject(deploymentGK, deployment, metric, labels.Everything())
+	})
 	if err != nil {
 		return 0, fmt.Errorf("%s of deployment %s/%s: %w", metric, namespace, deployment, err)
 	}
@@ -45,8 +50,10 @@ func (c CustomMetrics) DeploymentMetric(namespace, deployment, metric string) (f
 
 // PodMetrics implements MetricsSource with one list request,
 // pods/*/<metric> with selector.
-func (c CustomMetrics) PodMetrics(namespace string, selector labels.Selector, metric string) (map[string]float64, error) {
-	list, err := c.Client.NamespacedMetrics(namespace).GetForObjects(podGK, selector, metric, labels.Everything())
+func (c CustomMetrics) PodMetrics(ctx context.Context, namespace string, selector labels.Selector, metric string) (map[string]float64, error) {
+	list, err := withContext(ctx, func() (*cmv1beta2.MetricValueList, error) {
+		return c.Client.NamespacedMetrics(namespace).GetForObjects(podGK, selector, metric, labels.Everything())
+	})
 	if err != nil {
 		return nil, fmt.Errorf("%s of pods %s in %s: %w", metric, selector, namespace, err)
 	}
@@ -55,4 +62,28 @@ func (c CustomMetrics) PodMetrics(namespace string, selector labels.Selector, me
 		out[v.DescribedObject.Name] = float64(v.Value.MilliValue()) / 1000
 	}
 	return out, nil
+}
+
+// withContext runs get, which takes no context (the custom metrics
+// client's calls do not), and returns its result, or ctx's error as soon
+// as ctx is done. The request itself ends at the REST config's Timeout
+// (NewManager sets it to --metrics-timeout), so an abandoned get does not
+// linger.
+func withContext[T any](ctx context.Context, get func() (T, error)) (T, error) {
+	type result struct {
+		v   T
+		err error
+	}
+	done := make(chan result, 1) // buffered: an abandoned get still exits
+	go func() {
+		v, err := get()
+		done <- result{v, err}
+	}()
+	select {
+	case res := <-done:
+		return res.v, res.err
+	case <-ctx.Done():
+		var zero T
+		return zero, ctx.Err()
+	}
 }

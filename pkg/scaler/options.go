@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"math"
+	"time"
 
 	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
 	"github.com/hetsev/hetsev/pkg/gpuinventory"
@@ -44,7 +45,19 @@ type Options struct {
 	// KubeAPIQPS and KubeAPIBurst limit queries to the API server.
 	KubeAPIQPS   float64
 	KubeAPIBurst int
+	// MetricsTimeout bounds each call to custom.metrics.k8s.io; a decision
+	// whose call runs out holds the replicas.
+	MetricsTimeout time.Duration
 }
+
+// DefaultMetricsTimeout is --metrics-timeout's default: a third of the
+// default decision interval (DefaultIntervalSeconds), so a hung metrics API
+// delays no decision past the next.
+const DefaultMetricsTimeout = 5 * time.Second
+
+// maxMetricsTimeout is the longest --metrics-timeout accepted: a reconcile
+// worker waits that long per call.
+const maxMetricsTimeout = 5 * time.Minute
 
 // NewOptions returns the flags' defaults.
 func NewOptions() *Options {
@@ -59,6 +72,7 @@ func NewOptions() *Options {
 		MaxBusyShare:           gpuinventory.DefaultMaxBusyShare,
 		KubeAPIQPS:             50,
 		KubeAPIBurst:           100,
+		MetricsTimeout:         DefaultMetricsTimeout,
 	}
 }
 
@@ -82,6 +96,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.Float64Var(&o.MaxBusyShare, "max-busy-share", o.MaxBusyShare, "hetsev-scheduler's cap on a GPU's summed hetsev.io/busy-share (its HetsevGPUShare maxBusyShare argument; 0: no cap), used to count the instances that still fit")
 	fs.Float64Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS, "queries per second to the API server (client-go's default of 5 throttles a decision every few seconds per ModelService)")
 	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst, "burst of queries to the API server")
+	fs.DurationVar(&o.MetricsTimeout, "metrics-timeout", o.MetricsTimeout, "how long each call to custom.metrics.k8s.io may take (e.g. 5s); a decision whose call runs out holds the replicas and reports MetricsUnavailable with reason MetricsTimeout")
 }
 
 // Validate checks the flags.
@@ -100,6 +115,9 @@ func (o *Options) Validate() error {
 	}
 	if !v1alpha1.IsGPUMode(o.Defaults.GPUMode) {
 		return fmt.Errorf("--gpu-mode=%q: want %s or %s", o.Defaults.GPUMode, v1alpha1.GPUModeAnnotations, v1alpha1.GPUModeDRA)
+	}
+	if o.MetricsTimeout <= 0 || o.MetricsTimeout > maxMetricsTimeout {
+		return fmt.Errorf("--metrics-timeout=%v: want a duration above 0 and at most %v", o.MetricsTimeout, maxMetricsTimeout)
 	}
 	if o.Workers < 1 {
 		return fmt.Errorf("--workers=%d: want at least 1", o.Workers)

@@ -21,7 +21,7 @@ func TestOptionsFlagsAndValidate(t *testing.T) {
 		"metrics-bind-address": ":8080", "health-probe-bind-address": ":8081",
 		"solver": heterogeneity.SolverExact, "slo-check": heterogeneity.SLOCheckPaper,
 		"traffic-split": "true", "kube-api-qps": "50", "kube-api-burst": "100",
-		"gpu-mode": v1alpha1.GPUModeAnnotations,
+		"gpu-mode": v1alpha1.GPUModeAnnotations, "metrics-timeout": "5s",
 	} {
 		f := fs.Lookup(name)
 		if f == nil {
@@ -38,7 +38,7 @@ func TestOptionsFlagsAndValidate(t *testing.T) {
 	if o.Defaults != DefaultDefaults {
 		t.Errorf("defaults %+v, want DefaultDefaults %+v", o.Defaults, DefaultDefaults)
 	}
-	for _, args := range [][]string{{"--solver=ilp"}, {"--slo-check=strict"}, {"--workers=0"}, {"--gpu-mode=cdi"}} {
+	for _, args := range [][]string{{"--solver=ilp"}, {"--slo-check=strict"}, {"--workers=0"}, {"--gpu-mode=cdi"}, {"--metrics-timeout=0s"}, {"--metrics-timeout=1h"}} {
 		o := NewOptions()
 		fs := flag.NewFlagSet("hetsev-scaler", flag.ContinueOnError)
 		o.AddFlags(fs)

@@ -29,7 +29,7 @@ type podMetrics struct {
 	rps map[string]float64 // by pod name
 }
 
-func (m *podMetrics) DeploymentMetric(ns, name, metric string) (float64, error) {
+func (m *podMetrics) DeploymentMetric(_ context.Context, ns, name, metric string) (float64, error) {
 	if metric != MetricRequestsPerSecond {
 		return 0, fmt.Errorf("no %s", metric)
 	}
@@ -56,7 +56,7 @@ func (m *podMetrics) DeploymentMetric(ns, name, metric string) (float64, error) 
 	return sum, nil
 }
 
-func (m *podMetrics) PodMetrics(ns string, sel labels.Selector, metric string) (map[string]float64, error) {
+func (m *podMetrics) PodMetrics(_ context.Context, ns string, sel labels.Selector, metric string) (map[string]float64, error) {
 	var pods v1.PodList
 	if err := m.c.List(context.Background(), &pods, client.InNamespace(ns), client.MatchingLabelsSelector{Selector: sel}); err != nil {
 		return nil, err

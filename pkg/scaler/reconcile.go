@@ -44,7 +44,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		r.forget(req.NamespacedName)
 		return reconcile.Result{}, nil
 	}
-	st := r.stateOf(req.NamespacedName)
+	st := r.stateOf(ms)
 	switch wait := st.untilDecision(ms.Generation, r.now()); {
 	case wait < 0:
 		return reconcile.Result{}, nil // invalid spec, reported when it was seen
@@ -149,9 +149,15 @@ func (r *Reconciler) decide(ctx context.Context, ms *v1alpha1.ModelService, st *
 	w, p98 := ar.W, ar.P98Ms
 	now := r.now()
 	r.splitTraffic(ctx, svc, deps, &status)
-	if ar.Nothing {
-		msg := fmt.Sprintf("no %s for %s: holding replicas", MetricRequestsPerSecond, strings.Join(ar.Withheld, ", "))
-		setCondition(&status, v1alpha1.ConditionMetricsUnavailable, metav1.ConditionTrue, "MetricsUnavailable", msg, ms.Generation)
+	if ar.Nothing || ar.TimedOut {
+		reason, msg := "MetricsUnavailable", fmt.Sprintf("no %s for %s: holding replicas", MetricRequestsPerSecond, strings.Join(ar.Withheld, ", "))
+		if ar.TimedOut {
+			reason, msg = "MetricsTimeout", fmt.Sprintf("custom.metrics.k8s.io gave no %s within %v (--metrics-timeout): holding replicas", MetricRequestsPerSecond, r.metricsTimeout())
+			if c := meta.FindStatusCondition(status.Conditions, v1alpha1.ConditionMetricsUnavailable); c == nil || c.Reason != reason {
+				r.Recorder.Eventf(ms, v1.EventTypeWarning, reason, "%s", msg)
+			}
+		}
+		setCondition(&status, v1alpha1.ConditionMetricsUnavailable, metav1.ConditionTrue, reason, msg, ms.Generation)
 		setCondition(&status, v1alpha1.ConditionReady, metav1.ConditionTrue, "Reconciled", "Deployments reconciled", ms.Generation)
 		recordDecision(&status, v1alpha1.Decision{Time: metav1.NewTime(now), Action: "Hold", Reason: msg})
 		decisionsTotal.WithLabelValues(ms.Namespace, ms.Name, "Hold").Inc()
@@ -166,6 +172,7 @@ func (r *Reconciler) decide(ctx context.Context, ms *v1alpha1.ModelService, st *
 	}
 
 	obs := heterogeneity.Observation{Now: now, ArrivalRate: w, ArrivalRateIsLowerBound: ar.Partial}
+	var noRoom []string // per type with unschedulable replicas: how many, and the scheduler's message
 	for i, p := range svc.types {
 		cpu, mem := resource.Quantity{}, resource.Quantity{}
 		if p.spec.CPU != "" {
@@ -178,14 +185,30 @@ func (r *Reconciler) decide(ctx context.Context, ms *v1alpha1.ModelService, st *
 		if err != nil {
 			return 0, err
 		}
+		// N_i leaves out replicas the scheduler found no room for, and a
+		// type with such replicas has no room for more whatever the free
+		// slots say (a constraint the count does not model, or a race):
+		// a scale-out goes to another type.
+		u, err := r.unschedulableOf(ctx, deps[i])
+		if err != nil {
+			return 0, err
+		}
+		if u.pods > 0 {
+			c.slots = 0
+			noRoom = append(noRoom, fmt.Sprintf("%s: %d of %d replicas unschedulable (%s)", p.gpuType.Name, u.pods, replicasOf(deps[i]), u.message))
+		}
 		// Expected co-location for the SLO check: one neighbour as busy as
 		// the service's instances at its saturation threshold, by the
 		// fitted model. Throughput: T_i over the inflation the instances
 		// get where they run now.
-		obs.Types = append(obs.Types, svc.typeState(i, int(replicasOf(deps[i])), c.slots, svc.capacityInflation(i, r.colocation(), r.gpuSharing()), c.inflation))
+		obs.Types = append(obs.Types, svc.typeState(i, runningOf(deps[i], u), c.slots, svc.capacityInflation(i, r.colocation(), r.gpuSharing()), c.inflation))
 	}
+	r.reportNoCapacity(ms, &status, noRoom)
 	solveStart := time.Now()
-	act := as.Decide(obs)
+	// Proposed, and committed (the cool-downs started) only once the
+	// replicas are written: a failed write leaves the triggers as they
+	// were, so the retry decides again at once.
+	act := as.Propose(obs)
 	solverSeconds.WithLabelValues(svc.policy.Solver).Observe(time.Since(solveStart).Seconds())
 	kind := string(act.Kind)
 	if ar.Partial {
@@ -198,12 +221,16 @@ func (r *Reconciler) decide(ctx context.Context, ms *v1alpha1.ModelService, st *
 		if x == 0 {
 			continue
 		}
-		delta[svc.types[i].gpuType.Name] = int32(x)
 		if err := r.setReplicas(ctx, deps[i], replicasOf(deps[i])+int32(x)); err != nil {
+			if len(delta) > 0 {
+				as.Commit(act) // part of it took effect: its cool-down holds
+			}
 			return 0, err
 		}
+		delta[svc.types[i].gpuType.Name] = int32(x)
 		deps[i].Spec.Replicas = ptr(replicasOf(deps[i]) + int32(x))
 	}
+	as.Commit(act)
 	if len(delta) > 0 {
 		r.Recorder.Eventf(ms, v1.EventTypeNormal, kind, "%s", act.Reason)
 		logger.Info("scaled", "action", kind, "delta", delta, "reason", act.Reason)
@@ -235,6 +262,21 @@ func (r *Reconciler) decide(ctx context.Context, ms *v1alpha1.ModelService, st *
 	}
 	arrivalRateGauge.WithLabelValues(ms.Namespace, ms.Name).Set(w)
 	return svc.interval, r.writeStatusIfChanged(ctx, ms, status)
+}
+
+// reportNoCapacity sets the NoCapacity condition: True naming the GPU
+// types with unschedulable replicas (noRoom), with a Warning event when
+// that is news; else False.
+func (r *Reconciler) reportNoCapacity(ms *v1alpha1.ModelService, status *v1alpha1.ModelServiceStatus, noRoom []string) {
+	if len(noRoom) == 0 {
+		setCondition(status, v1alpha1.ConditionNoCapacity, metav1.ConditionFalse, "Scheduled", "no replica is unschedulable", ms.Generation)
+		return
+	}
+	msg := strings.Join(noRoom, "; ")
+	if c := meta.FindStatusCondition(status.Conditions, v1alpha1.ConditionNoCapacity); c == nil || c.Status != metav1.ConditionTrue || c.Message != msg {
+		r.Recorder.Eventf(ms, v1.EventTypeWarning, v1alpha1.ConditionNoCapacity, "%s", msg)
+	}
+	setCondition(status, v1alpha1.ConditionNoCapacity, metav1.ConditionTrue, v1.PodReasonUnschedulable, msg, ms.Generation)
 }
 
 // partialDecision is the action taken on a decision whose arrival rate

@@ -38,8 +38,12 @@ type Reconciler struct {
 	// not cached yet); nil: Client.
 	APIReader client.Reader
 	Metrics   MetricsSource
-	Catalog   catalog.Catalog
-	Recorder  record.EventRecorder
+	// MetricsTimeout bounds each call to Metrics (<= 0:
+	// DefaultMetricsTimeout; --metrics-timeout). A decision whose call
+	// runs out holds the replicas.
+	MetricsTimeout time.Duration
+	Catalog        catalog.Catalog
+	Recorder       record.EventRecorder
 	// Traffic receives capacity-weighted VirtualServices and
 	// DestinationRules; nil disables the traffic split.
 	Traffic *traffic.Writer
@@ -60,8 +64,12 @@ type Reconciler struct {
 	// cap; --max-busy-share, default gpuinventory.DefaultMaxBusyShare).
 	MaxBusyShare float64
 
-	mu    sync.Mutex
-	state map[types.NamespacedName]*msState
+	mu sync.Mutex
+	// state is kept per ModelService object (its UID): one deleted and
+	// recreated under the same name starts afresh. uids is the UID each
+	// name has now, to find the state of a ModelService that is gone.
+	state map[types.UID]*msState
+	uids  map[types.NamespacedName]types.UID
 }
 
 // msState is what the reconciler keeps of one ModelService between
@@ -103,6 +111,13 @@ func (r *Reconciler) now() time.Time {
 	return r.Now()
 }
 
+func (r *Reconciler) metricsTimeout() time.Duration {
+	if r.MetricsTimeout <= 0 {
+		return DefaultMetricsTimeout
+	}
+	return r.MetricsTimeout
+}
+
 func (r *Reconciler) defaults() Defaults {
 	if r.Defaults == (Defaults{}) {
 		return DefaultDefaults
@@ -117,26 +132,36 @@ func (r *Reconciler) apiReader() client.Reader {
 	return r.APIReader
 }
 
-// stateOf returns key's state, creating it.
-func (r *Reconciler) stateOf(key types.NamespacedName) *msState {
+// stateOf returns ms's state, creating it; the state of an earlier
+// ModelService of the same name (deleted and recreated while no reconcile
+// saw it gone) is dropped.
+func (r *Reconciler) stateOf(ms *v1alpha1.ModelService) *msState {
+	key := types.NamespacedName{Namespace: ms.Namespace, Name: ms.Name}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.state == nil {
-		r.state = map[types.NamespacedName]*msState{}
+		r.state, r.uids = map[types.UID]*msState{}, map[types.NamespacedName]types.UID{}
 	}
-	s, ok := r.state[key]
+	if old, ok := r.uids[key]; ok && old != ms.UID {
+		delete(r.state, old)
+	}
+	r.uids[key] = ms.UID
+	s, ok := r.state[ms.UID]
 	if !ok {
 		s = &msState{}
-		r.state[key] = s
+		r.state[ms.UID] = s
 	}
 	return s
 }
 
-// forget drops a deleted ModelService's state and its series of the
-// scaler's metrics.
+// forget drops the state of the ModelService named key (deleted, or being
+// deleted) and its series of the scaler's metrics.
 func (r *Reconciler) forget(key types.NamespacedName) {
 	r.mu.Lock()
-	delete(r.state, key)
+	if uid, ok := r.uids[key]; ok {
+		delete(r.state, uid)
+		delete(r.uids, key)
+	}
 	r.mu.Unlock()
 	deleteMetrics(key.Namespace, key.Name)
 }

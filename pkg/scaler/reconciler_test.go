@@ -25,11 +25,11 @@ import (
 // noMetrics is a metrics source with nothing to report.
 type noMetrics struct{}
 
-func (noMetrics) DeploymentMetric(ns, name, metric string) (float64, error) {
+func (noMetrics) DeploymentMetric(_ context.Context, ns, name, metric string) (float64, error) {
 	return 0, errors.New("no metrics")
 }
 
-func (noMetrics) PodMetrics(ns string, sel labels.Selector, metric string) (map[string]float64, error) {
+func (noMetrics) PodMetrics(_ context.Context, ns string, sel labels.Selector, metric string) (map[string]float64, error) {
 	return nil, errors.New("no metrics")
 }
 

@@ -50,7 +50,7 @@ func (m *fixedMetrics) set(deployment string, rps float64) {
 	m.rps[deployment] = rps
 }
 
-func (m *fixedMetrics) DeploymentMetric(ns, name, metric string) (float64, error) {
+func (m *fixedMetrics) DeploymentMetric(_ context.Context, ns, name, metric string) (float64, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	v, ok := m.rps[name]
@@ -62,7 +62,7 @@ func (m *fixedMetrics) DeploymentMetric(ns, name, metric string) (float64, error
 
 // PodMetrics implements scaler.MetricsSource: no pod has data (a
 // Deployment without a value holds the decision).
-func (m *fixedMetrics) PodMetrics(ns string, sel labels.Selector, metric string) (map[string]float64, error) {
+func (m *fixedMetrics) PodMetrics(_ context.Context, ns string, sel labels.Selector, metric string) (map[string]float64, error) {
 	return nil, fmt.Errorf("no %s for pods %s in %s", metric, sel, ns)
 }
 

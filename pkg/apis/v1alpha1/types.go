@@ -326,4 +326,8 @@ const (
 	ConditionMetricsUnavailable = "MetricsUnavailable"
 	ConditionNoFeasibleType     = "NoFeasibleType"
 	ConditionTrafficSplit       = "TrafficSplit"
+	// ConditionNoCapacity is True while a GPU type has replicas the
+	// scheduler found no room for (PodScheduled False, reason
+	// Unschedulable), naming the types and the scheduler's message.
+	ConditionNoCapacity = "NoCapacity"
 )

@@ -1,0 +1,116 @@
+package scaler
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
+	"github.com/hetsev/hetsev/pkg/gpuinventory"
+)
+
+// deploymentMetrics is a metrics source with requests/s per Deployment;
+// pods have no values.
+type deploymentMetrics map[string]float64
+
+func (m deploymentMetrics) DeploymentMetric(_ context.Context, ns, name, metric string) (float64, error) {
+	if v, ok := m[name]; ok && metric == MetricRequestsPerSecond {
+		return v, nil
+	}
+	return 0, fmt.Errorf("no %s for %s/%s", metric, ns, name)
+}
+
+func (m deploymentMetrics) PodMetrics(_ context.Context, ns string, sel labels.Selector, metric string) (map[string]float64, error) {
+	return nil, fmt.Errorf("no %s for pods %s", metric, sel)
+}
+
+// TestUnschedulableReplicasAreNoCapacity: the T4 Deployment wants 3
+// replicas, but the scheduler found room for one; the other two are
+// Pending with PodScheduled False, reason Unschedulable. The one running
+// T4 instance carries 300 requests/s (saturation 0.83 of its 363, 0.28 if
+// all three counted). The decision must count N_T4 = 1, scale out on the
+// V100 (where there is room) and not on the T4, and report NoCapacity
+// naming T4 and the scheduler's reason at the ModelService's generation.
+func TestUnschedulableReplicasAreNoCapacity(t *testing.T) {
+	ctx := context.Background()
+	ms := resnet()
+	ms.Name, ms.Generation = "no-room", 2
+	ms.Spec.Scaling.ScaleOutPeriodSeconds = ptr(0.0)
+	now := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	r, c := newFakeReconciler(t, ms, &now)
+	t4Name, v100Name := DeploymentName(ms.Name, "T4"), DeploymentName(ms.Name, "V100-32GB")
+	r.Metrics = deploymentMetrics{t4Name: 300}
+	v100Node := node("v100-node", 4, 32768, "64")
+	g, _ := r.Catalog.ByName("V100-32GB")
+	v100Node.Labels[gpuinventory.LabelGPUProduct] = g.ProductLabel
+	for _, n := range []*v1.Node{node("t4-node", 8, 16384, "64"), v100Node} {
+		if err := c.Create(ctx, n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: ms.Namespace, Name: ms.Name}}
+	if _, err := r.Reconcile(ctx, req); err != nil { // creates the Deployments
+		t.Fatal(err)
+	}
+	d := &appsv1.Deployment{}
+	if err := c.Get(ctx, types.NamespacedName{Namespace: ms.Namespace, Name: t4Name}, d); err != nil {
+		t.Fatal(err)
+	}
+	d.Spec.Replicas = ptr[int32](3)
+	if err := c.Update(ctx, d); err != nil {
+		t.Fatal(err)
+	}
+	d.Status.Replicas, d.Status.ReadyReplicas = 3, 1
+	if err := c.Status().Update(ctx, d); err != nil {
+		t.Fatal(err)
+	}
+	const why = "0/2 nodes are available: 1 node(s) didn't match Pod's node affinity/selector, 1 no GPU with 2Gi free"
+	for i := range 3 {
+		p := pod(fmt.Sprintf("%s-%d", t4Name, i), "t4-node", "resnet50", "2Gi", "0", "2")
+		p.Namespace, p.Labels = ms.Namespace, d.Spec.Selector.MatchLabels
+		p.Status.Conditions = []v1.PodCondition{{Type: v1.PodReady, Status: v1.ConditionTrue}}
+		if i > 0 {
+			p.Spec.NodeName = ""
+			delete(p.Annotations, v1alpha1.AnnotationGPUIndex)
+			p.Status.Phase = v1.PodPending
+			p.Status.Conditions = []v1.PodCondition{{Type: v1.PodScheduled, Status: v1.ConditionFalse, Reason: v1.PodReasonUnschedulable, Message: why}}
+		}
+		if err := c.Create(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	now = now.Add(time.Hour) // past the cool-down of the first decision's scale-out
+
+	if _, err := r.Reconcile(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	got := &v1alpha1.ModelService{}
+	if err := c.Get(ctx, req.NamespacedName, got); err != nil {
+		t.Fatal(err)
+	}
+	replicas := func(name string) int32 {
+		d := &appsv1.Deployment{}
+		if err := c.Get(ctx, types.NamespacedName{Namespace: ms.Namespace, Name: name}, d); err != nil {
+			t.Fatal(err)
+		}
+		return replicasOf(d)
+	}
+	if t4, v100 := replicas(t4Name), replicas(v100Name); t4 != 3 || v100 < 1 {
+		t.Errorf("replicas T4 %d, V100 %d, want T4 3 and a V100 scale-out (last decision %+v)", t4, v100, got.Status.LastDecision)
+	}
+	cond := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionNoCapacity)
+	if cond == nil || cond.Status != metav1.ConditionTrue || cond.Reason != v1.PodReasonUnschedulable || cond.ObservedGeneration != 2 ||
+		!strings.Contains(cond.Message, "T4: 2 of 3 replicas unschedulable") || !strings.Contains(cond.Message, why) {
+		t.Errorf("NoCapacity %+v, want True, reason Unschedulable, naming T4's 2 of 3 replicas and the scheduler's message, at generation 2", cond)
+	}
+}
