@@ -45,13 +45,19 @@ type hpaBestTypePolicy struct {
 }
 
 func newHPABestTypePolicy(cfg *Config) (*hpaBestTypePolicy, error) {
+	return newSingleTypeHPA(cfg, func(_ Service, _ string, gpus int) int { return gpus })
+}
+
+// newSingleTypeHPA is an HPA per service on the type singleTypeTarget
+// picks, at its target, with at most maxPods(s, type, its GPUs) replicas.
+func newSingleTypeHPA(cfg *Config, maxPods func(s Service, gpuType string, gpus int) int) (*hpaBestTypePolicy, error) {
 	p := &hpaBestTypePolicy{}
 	for _, s := range cfg.Services {
 		name, target, gpus, err := singleTypeTarget(cfg, s)
 		if err != nil {
 			return nil, err
 		}
-		a, err := hpa.New(int32(cfg.Knobs.MinReplicas), int32(max(gpus, cfg.Knobs.MinReplicas)), target)
+		a, err := hpa.New(int32(cfg.Knobs.MinReplicas), int32(max(maxPods(s, name, gpus), cfg.Knobs.MinReplicas)), target)
 		if err != nil {
 			return nil, err
 		}

@@ -1,7 +1,6 @@
 package evaluate
 
 import (
-	"github.com/hetsev/hetsev/internal/sim/hpa"
 	"github.com/hetsev/hetsev/pkg/gpuinventory"
 	"github.com/hetsev/hetsev/pkg/placement"
 )
@@ -54,56 +53,27 @@ const PolicyKAIFraction = "kai-fraction-hpa"
 // newest pods. KAI's reservation pods and its consolidation action (moving
 // running pods) are left out.
 type kaiFractionPolicy struct {
-	gpuType []string // per service, catalog name
-	hpa     []*hpa.Autoscaler
+	// The HPA on the pinned type: decide and serviceType.
+	*hpaBestTypePolicy
 	// pl only estimates co-location inflation for the view (cluster.inflation),
 	// which decide does not read; placement is pickGPU's.
 	pl placement.Placer
 }
 
 func newKAIFractionPolicy(cfg *Config) (*kaiFractionPolicy, error) {
-	p := &kaiFractionPolicy{pl: placement.Placer{Colocation: cfg.Colocation, Mode: cfg.GPUSharing}}
-	for _, s := range cfg.Services {
-		name, target, gpus, err := singleTypeTarget(cfg, s)
-		if err != nil {
-			return nil, err
-		}
-		// As many pods as the type's GPU memory holds.
-		maxPods := gpus
+	// As many pods as the type's GPU memory holds.
+	h, err := newSingleTypeHPA(cfg, func(s Service, name string, gpus int) int {
 		g, okg := cfg.Catalog.ByName(name)
 		prof, okp := cfg.Profiles.Get(s.Model, name)
 		if okg && okp && prof.GPUMemoryMiB > 0 {
-			maxPods = gpus * int(max(g.MemoryMiB/prof.GPUMemoryMiB, 1))
+			return gpus * int(max(g.MemoryMiB/prof.GPUMemoryMiB, 1))
 		}
-		a, err := hpa.New(int32(cfg.Knobs.MinReplicas), int32(max(maxPods, cfg.Knobs.MinReplicas)), target)
-		if err != nil {
-			return nil, err
-		}
-		p.gpuType, p.hpa = append(p.gpuType, name), append(p.hpa, a)
+		return gpus
+	})
+	if err != nil {
+		return nil, err
 	}
-	return p, nil
-}
-
-func (p *kaiFractionPolicy) decide(svc int, v view) []int {
-	delta := make([]int, len(v.types))
-	i := typeIndexOf(v, p.gpuType[svc])
-	if i < 0 {
-		return delta
-	}
-	current := 0
-	for _, t := range v.types {
-		current += t.running
-	}
-	// The HPA averages the metric over the pods; each pod's requests/s is
-	// its share of W.
-	metric := v.arrival / float64(max(current, 1))
-	want := int(p.hpa[svc].Desired(at(v.now), int32(max(current, 1)), metric))
-	delta[i] = want - current
-	if delta[i] > 0 {
-		delta[i] = min(delta[i], v.types[i].slots) // no GPU memory left: the pods would stay Pending
-	}
-	delta[i] = max(delta[i], -v.types[i].running)
-	return delta
+	return &kaiFractionPolicy{hpaBestTypePolicy: h, pl: placement.Placer{Colocation: cfg.Colocation, Mode: cfg.GPUSharing}}, nil
 }
 
 // pickGPU is KAI's binpack: among the GPUs of type t with d's GPU memory
@@ -156,9 +126,8 @@ func (p *kaiFractionPolicy) slots(c *cluster, t string, d gpuinventory.Demand, c
 	return n
 }
 
-func (p *kaiFractionPolicy) serviceType(svc int) string { return p.gpuType[svc] }
-func (p *kaiFractionPolicy) wholeGPU() bool             { return false }
-func (p *kaiFractionPolicy) instant() bool              { return false }
+func (p *kaiFractionPolicy) wholeGPU() bool { return false }
+func (p *kaiFractionPolicy) instant() bool  { return false }
 
 func (p *kaiFractionPolicy) placer() placement.Placer { return p.pl }
 
