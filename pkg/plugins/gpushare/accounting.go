@@ -67,9 +67,9 @@ func (p *GPUShare) pickOn(ctx context.Context, nodeInfo fwk.NodeInfo, ds *demand
 // made in Reserve (reservedGPU). Because bound pods carry the annotation,
 // the accounting is rebuilt exactly after a scheduler restart. The pod being
 // scheduled is on no node of the cycle's snapshot, so it is never counted.
-// Nominated pods, which the framework adds to a copy of the NodeInfo, hold
-// the GPU they will take (countNominated); that copy's accounting is not
-// kept.
+// Nominated pods, which the framework (in Filter) and withNominated (in
+// Score and Reserve) add to a copy of the NodeInfo, hold the GPU they will
+// take (countNominated); that copy's accounting is not kept.
 //
 // The result is cached per node and NodeInfo generation, which the
 // scheduler bumps on every change to the node or its pods (an assumed,

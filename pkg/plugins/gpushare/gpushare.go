@@ -222,6 +222,8 @@ func (p *GPUShare) reasonNoGPU(nodeInfo fwk.NodeInfo, gpus []gpuinventory.GPU, d
 
 // Score rates the GPU the plugin would pick on the node (placement.Placer.Pick): its
 // rating in [0, 1] (fit against predicted interference) times ratingScale.
+// Pods nominated to the node of equal or higher priority hold their GPU,
+// as in Filter (withNominated).
 // A GPU that already hosts the pod's model (soft anti-affinity only) gives a
 // negative score. NormalizeScore maps it to the framework's range.
 func (p *GPUShare) Score(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodeInfo fwk.NodeInfo) (int64, *fwk.Status) {
@@ -232,7 +234,7 @@ func (p *GPUShare) Score(ctx context.Context, state fwk.CycleState, pod *v1.Pod,
 	if ds.dra != nil {
 		return p.scoreDRA(ctx, ds, nodeInfo), nil
 	}
-	_, r, err := p.pickOn(ctx, nodeInfo, ds)
+	_, r, err := p.pickOn(ctx, p.withNominated(pod, nodeInfo), ds)
 	if err != nil || !r.ok {
 		return 0, nil
 	}
@@ -269,8 +271,8 @@ func (p *GPUShare) NormalizeScore(_ context.Context, _ fwk.CycleState, _ *v1.Pod
 	return nil
 }
 
-// Reserve picks the GPU on the chosen node, the one Score rated, and
-// remembers it.
+// Reserve picks the GPU on the chosen node, the one Score rated (counting
+// the same nominated pods, withNominated), and remembers it.
 func (p *GPUShare) Reserve(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodeName string) *fwk.Status {
 	ds, ok := demandStateFrom(state)
 	if !ok {
@@ -284,6 +286,7 @@ func (p *GPUShare) Reserve(ctx context.Context, state fwk.CycleState, pod *v1.Po
 	if err != nil {
 		return fwk.AsStatus(fmt.Errorf("getting node %q: %w", nodeName, err))
 	}
+	nodeInfo = p.withNominated(pod, nodeInfo)
 	gpus, r, err := p.pickOn(ctx, nodeInfo, ds)
 	if err != nil {
 		return fwk.NewStatus(fwk.Unschedulable, err.Error())

@@ -42,6 +42,9 @@ func (h handle) SnapshotSharedLister() fwk.SharedLister { return h.snapshot }
 func (h handle) ClientSet() kubernetes.Interface        { return h.client }
 func (h handle) APICacher() fwk.APICacher               { return nil }
 
+// NominatedPodsForNode: no preemptor is nominated anywhere.
+func (h handle) NominatedPodsForNode(string) []fwk.PodInfo { return nil }
+
 func t4Node(name string) *v1.Node {
 	return &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
 		gpuinventory.LabelGPUProduct: "Tesla-T4", gpuinventory.LabelGPUCount: "2", gpuinventory.LabelGPUMemory: "16384",
