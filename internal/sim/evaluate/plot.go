@@ -202,6 +202,9 @@ func WriteParetoPlot(path string, r RunResult) error {
 		pl.Legend.Add(name, line, points)
 	}
 	pl.Legend.Top = true
+	// Costs from zero: a spread of cents must not look like one of
+	// dollars.
+	pl.Y.Min = 0
 	pl.Add(plotter.NewGrid())
 	return writePNG(path, 22*vg.Centimeter, 14*vg.Centimeter, [][]*plot.Plot{{pl}})
 }
