@@ -306,7 +306,7 @@ func TestConfigErrors(t *testing.T) {
 // TestBusyInstancesGetAGPUOfTheirOwn: with the default busy share (1 for
 // both demo services: a batching server at the saturation threshold keeps
 // its GPU busy) the two hetsev instances cannot share the only T4 under
-// the cap of 1 (issue 17: summed throughput does not grow on a
+// the cap of 1 (summed throughput does not grow on a
 // time-sliced GPU), so the second stays unplaced; memory alone would have
 // let them share.
 func TestBusyInstancesGetAGPUOfTheirOwn(t *testing.T) {

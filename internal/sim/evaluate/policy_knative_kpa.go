@@ -44,7 +44,7 @@ const (
 //     after the last tick that was;
 //   - in panic mode the desired count is max(stable, panic) and never
 //     below the highest count of this panic (no scale-down in panic);
-//   - min scale 1 (no scale to zero, as issue 18 asks), max scale the
+//   - min scale 1 (no scale to zero: every policy keeps an instance), max scale the
 //     type's GPUs; the Deployment's replicas are set to the result.
 //
 // target is SaturationThreshold x T_i requests/s per pod (Knative's target
