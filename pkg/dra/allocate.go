@@ -10,27 +10,19 @@ import (
 	"k8s.io/dynamic-resource-allocation/structured"
 )
 
-// AllocatorFeatures are the DRA features hetsev's allocations use:
-// consumable capacity (one device shared by several claims).
-var AllocatorFeatures = structured.Features{ConsumableCapacity: true}
-
-// NewCELCache is a cache of compiled DeviceClass and claim selectors for
-// Allocate, kept across scheduling cycles.
-func NewCELCache() *cel.Cache {
-	return cel.NewCache(10, cel.Features{EnableConsumableCapacity: true})
-}
-
 // Allocate allocates claim on one chosen device with
 // k8s.io/dynamic-resource-allocation's structured allocator, the one the
-// upstream DynamicResources plugin runs, offered only that device: the
+// upstream DynamicResources plugin runs, with features (AllocatorFeatures
+// of the scheduler's feature gates), offered only that device: the
 // result (device, shareID, consumedCapacity rounded up by the device's
 // requestPolicy, the node selector of the device's node) is what upstream
 // would write for that device, and the allocator checks the DeviceClass's
 // and the claim's selectors and the device's remaining capacity against
 // allocated (every claim allocated or in flight, as the scheduler's
-// ResourceClaimTracker gathers it). An error says why the device cannot
-// take the claim.
-func Allocate(ctx context.Context, allocated structured.AllocatedState, classes structured.DeviceClassLister, cache *cel.Cache, node *v1.Node, dev Device, claim *resourceapi.ResourceClaim) (*resourceapi.AllocationResult, error) {
+// ResourceClaimTracker gathers it) and, with features.DeviceTaints, the
+// device's taints against the request's tolerations. An error says why the
+// device cannot take the claim.
+func Allocate(ctx context.Context, features structured.Features, allocated structured.AllocatedState, classes structured.DeviceClassLister, cache *cel.Cache, node *v1.Node, dev Device, claim *resourceapi.ResourceClaim) (*resourceapi.AllocationResult, error) {
 	if dev.Slice == nil {
 		return nil, fmt.Errorf("device %s has no ResourceSlice", dev.Key())
 	}
@@ -43,7 +35,7 @@ func Allocate(ctx context.Context, allocated structured.AllocatedState, classes 
 	}
 	// The chosen device's slice alone makes up the pool the allocator sees.
 	only.Spec.Pool.ResourceSliceCount = 1
-	a, err := structured.NewAllocator(ctx, AllocatorFeatures, allocated, classes, []*resourceapi.ResourceSlice{only}, cache)
+	a, err := structured.NewAllocator(ctx, features, allocated, classes, []*resourceapi.ResourceSlice{only}, cache)
 	if err != nil {
 		return nil, fmt.Errorf("DRA allocator: %w", err)
 	}
@@ -52,7 +44,7 @@ func Allocate(ctx context.Context, allocated structured.AllocatedState, classes 
 		return nil, fmt.Errorf("allocating claim %s/%s on device %s: %w", claim.Namespace, claim.Name, dev.Key(), err)
 	}
 	if len(results) != 1 {
-		return nil, fmt.Errorf("claim %s/%s does not fit device %s (the DeviceClass's or claim's selectors, or its remaining capacity)", claim.Namespace, claim.Name, dev.Key())
+		return nil, fmt.Errorf("claim %s/%s does not fit device %s (the DeviceClass's or claim's selectors, its remaining capacity, or a taint the request does not tolerate)", claim.Namespace, claim.Name, dev.Key())
 	}
 	return &results[0], nil
 }

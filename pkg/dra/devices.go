@@ -197,12 +197,7 @@ func SelectByClass(ctx context.Context, nodes map[string]*NodeDevices, class *re
 
 // rejectedBy is why class does not select d, "" when it does.
 func rejectedBy(ctx context.Context, class *resourceapi.DeviceClass, cache *cel.Cache, d Device) string {
-	var dev *resourceapi.Device
-	for i := range d.Slice.Spec.Devices {
-		if d.Slice.Spec.Devices[i].Name == d.Name {
-			dev = &d.Slice.Spec.Devices[i]
-		}
-	}
+	dev := d.published()
 	if dev == nil {
 		return "not in its ResourceSlice"
 	}

@@ -12,8 +12,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	draCEL "k8s.io/dynamic-resource-allocation/cel"
 	"k8s.io/dynamic-resource-allocation/structured"
+	_ "k8s.io/kubernetes/pkg/features" // kube-scheduler's feature gates in utilfeature.DefaultFeatureGate
 	"k8s.io/utils/ptr"
 
 	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
@@ -160,7 +162,7 @@ func TestAllocate(t *testing.T) {
 	classes := classList{&resourceapi.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.DeviceClassName}}}
 	empty := structured.AllocatedState{AllocatedDevices: sets.New[structured.DeviceID](), AllocatedSharedDeviceIDs: sets.New[structured.SharedDeviceID](), AggregatedCapacity: structured.NewConsumedCapacityCollection()}
 	dev := nodes["n1"].Devices[1]
-	a, err := Allocate(ctx, empty, classes, NewCELCache(), node, dev, claim("c", "10Gi"))
+	a, err := Allocate(ctx, AllocatorFeatures(utilfeature.DefaultFeatureGate), empty, classes, NewCELCache(utilfeature.DefaultFeatureGate), node, dev, claim("c", "10Gi"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,7 +175,7 @@ func TestAllocate(t *testing.T) {
 	full.AggregatedCapacity = structured.NewConsumedCapacityCollection()
 	full.AggregatedCapacity.Insert(structured.NewDeviceConsumedCapacity(structured.MakeDeviceID(v1alpha1.DRADriver, "n1", "gpu-1"),
 		map[resourceapi.QualifiedName]resource.Quantity{v1alpha1.DRAMemoryCapacity: resource.MustParse("8Gi")}))
-	if _, err := Allocate(ctx, full, classes, NewCELCache(), node, dev, claim("c", "10Gi")); err == nil {
+	if _, err := Allocate(ctx, AllocatorFeatures(utilfeature.DefaultFeatureGate), full, classes, NewCELCache(utilfeature.DefaultFeatureGate), node, dev, claim("c", "10Gi")); err == nil {
 		t.Errorf("10Gi allocated on a 16Gi device with 8Gi consumed")
 	}
 }
@@ -201,12 +203,12 @@ func TestSelectByClass(t *testing.T) {
 		return &resourceapi.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: "c"}, Spec: resourceapi.DeviceClassSpec{Selectors: []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{Expression: expr}}}}}
 	}
 	nodes := Inventory([]*resourceapi.ResourceSlice{s}, v1alpha1.DRADriver)
-	SelectByClass(ctx, nodes, class(`device.driver == "gpu.nvidia.com" && device.capacity["gpu.nvidia.com"].memory.compareTo(quantity("20Gi")) >= 0`), NewCELCache())
+	SelectByClass(ctx, nodes, class(`device.driver == "gpu.nvidia.com" && device.capacity["gpu.nvidia.com"].memory.compareTo(quantity("20Gi")) >= 0`), NewCELCache(utilfeature.DefaultFeatureGate))
 	if n := nodes["n1"]; len(n.Devices) != 1 || n.Devices[0].Name != "gpu-1" || len(n.Unusable) != 1 || !strings.Contains(n.Unusable[0].Reason, "not selected by DeviceClass c") {
 		t.Errorf("devices %+v unusable %+v, want gpu-1 kept, gpu-0 not selected", n.Devices, n.Unusable)
 	}
 	nodes = Inventory([]*resourceapi.ResourceSlice{s}, v1alpha1.DRADriver)
-	SelectByClass(ctx, nodes, class(`device.nonsense(`), NewCELCache())
+	SelectByClass(ctx, nodes, class(`device.nonsense(`), NewCELCache(utilfeature.DefaultFeatureGate))
 	if n := nodes["n1"]; len(n.Devices) != 0 || len(n.Unusable) != 2 || !strings.Contains(n.Unusable[0].Reason, "selector") {
 		t.Errorf("bad selector: devices %+v unusable %+v, want none kept", n.Devices, n.Unusable)
 	}
@@ -217,7 +219,7 @@ func TestSelectByClass(t *testing.T) {
 // accounting) and the CEL selector the claim templates carry
 // (ProductSelector, the allocator's) select the same devices.
 func TestProductLabelMatchesSelector(t *testing.T) {
-	cache := NewCELCache()
+	cache := NewCELCache(utilfeature.DefaultFeatureGate)
 	for _, label := range []string{"Tesla-T4", "Tesla-V100-SXM2-32GB"} {
 		expr := cache.GetOrCompile(ProductSelector(label))
 		if expr.Error != nil {

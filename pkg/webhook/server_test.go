@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/rest"
 	clienttesting "k8s.io/client-go/testing"
@@ -65,6 +66,16 @@ func readyz(addr string) (int, string) {
 	return resp.StatusCode, string(body)
 }
 
+// readyzUntil polls /readyz every 20 ms until done accepts its status
+// code or 10 s pass, and returns the last answer for the caller to check.
+func readyzUntil(addr string, done func(code int) bool) (code int, body string) {
+	_ = wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		code, body = readyz(addr)
+		return done(code), nil
+	})
+	return code, body
+}
+
 // The manager's /readyz fails while the webhook has no certificate (the
 // Secret read is held back) and passes once the server answers TLS.
 func TestReadinessWaitsForTheWebhookToServe(t *testing.T) {
@@ -92,17 +103,12 @@ func TestReadinessWaitsForTheWebhookToServe(t *testing.T) {
 	release := func() { unblock.Do(func() { close(held) }) }
 	defer release() // before the manager stops, on failure too
 
-	code, body := 0, ""
-	for deadline := time.Now().Add(10 * time.Second); code == 0 && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		code, body = readyz(probe)
-	}
+	code, body := readyzUntil(probe, func(code int) bool { return code != 0 })
 	if code != http.StatusInternalServerError || !strings.Contains(body, "[-]"+ReadyzCheckName) {
 		t.Fatalf("before the certificate exists: /readyz answered %d %q, want 500 with the webhook check failing", code, body)
 	}
 	release()
-	for deadline := time.Now().Add(10 * time.Second); code != http.StatusOK && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		code, body = readyz(probe)
-	}
+	code, body = readyzUntil(probe, func(code int) bool { return code == http.StatusOK })
 	if code != http.StatusOK || !strings.Contains(body, "[+]"+ReadyzCheckName) {
 		t.Fatalf("once the webhook serves: /readyz answered %d %q, want 200", code, body)
 	}
@@ -143,10 +149,7 @@ func TestDisabledWebhookAddsNothing(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
 	defer func() { cancel(); <-done }()
-	code, body := 0, ""
-	for deadline := time.Now().Add(10 * time.Second); code != http.StatusOK && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		code, body = readyz(probe)
-	}
+	code, body := readyzUntil(probe, func(code int) bool { return code == http.StatusOK })
 	if code != http.StatusOK || strings.Contains(body, ReadyzCheckName) {
 		t.Fatalf("disabled webhook: /readyz answered %d %q", code, body)
 	}

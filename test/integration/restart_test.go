@@ -67,8 +67,30 @@ func TestSchedulerSurvivesRestarts(t *testing.T) {
 			time.Sleep(50 * time.Millisecond)
 		}
 	}()
+	// Each restart comes once the running scheduler has bound
+	// boundPerScheduler more pods since it started: it has rebuilt its
+	// accounting and is placing the pods being created. 4 restarts need
+	// 20 binds, well within the about 80 pods that fit.
+	const boundPerScheduler = 5
+	bound := func(ctx context.Context) (int, error) {
+		l, err := c.CoreV1().Pods("default").List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return 0, err
+		}
+		n := 0
+		for _, p := range l.Items {
+			if p.Spec.NodeName != "" {
+				n++
+			}
+		}
+		return n, nil
+	}
+	boundAtStart := 0
 	for i, how := range []string{"kill", "kill", "term", "kill"} {
-		time.Sleep(time.Duration(900+300*i) * time.Millisecond)
+		waitFor(ctx, t, time.Minute, fmt.Sprintf("scheduler %d to bind %d pods", i+1, boundPerScheduler), func(ctx context.Context) (bool, error) {
+			n, err := bound(ctx)
+			return err == nil && n >= boundAtStart+boundPerScheduler, nil
+		})
 		mu.Lock()
 		p := sched
 		mu.Unlock()
@@ -79,6 +101,9 @@ func TestSchedulerSurvivesRestarts(t *testing.T) {
 		}
 		t.Logf("restart %d (%s)", i+1, how)
 		start()
+		if boundAtStart, err = bound(ctx); err != nil {
+			t.Fatalf("listing pods: %v", err)
+		}
 	}
 	<-created
 

@@ -10,7 +10,9 @@ import (
 	resourcev1 "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/dynamic-resource-allocation/structured"
+	_ "k8s.io/kubernetes/pkg/features" // kube-scheduler's feature gates, at their defaults
 
 	"github.com/hetsev/hetsev/internal/sim/trace"
 	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
@@ -100,7 +102,7 @@ func TestDRAClaimIsWhatUpstreamAllocates(t *testing.T) {
 	bare.Status = resourcev1.ResourceClaimStatus{}
 	classes := classList{&resourcev1.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.DeviceClassName}}}
 	empty := structured.AllocatedState{AllocatedDevices: sets.New[structured.DeviceID](), AllocatedSharedDeviceIDs: sets.New[structured.SharedDeviceID](), AggregatedCapacity: structured.NewConsumedCapacityCollection()}
-	up, err := dra.Allocate(context.Background(), empty, classes, dra.NewCELCache(), &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}, n.devices.Devices[1], bare)
+	up, err := dra.Allocate(context.Background(), dra.AllocatorFeatures(utilfeature.DefaultFeatureGate), empty, classes, dra.NewCELCache(utilfeature.DefaultFeatureGate), &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}, n.devices.Devices[1], bare)
 	if err != nil {
 		t.Fatal(err)
 	}

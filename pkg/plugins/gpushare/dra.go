@@ -34,6 +34,9 @@ import (
 //     every allocated claim, from the scheduler's SharedDRAManager, which
 //     includes allocations in flight in any profile of this scheduler
 //     (the upstream DynamicResources plugin's and this plugin's);
+//   - PreFilter drops the GPUs with a NoSchedule or NoExecute taint the
+//     claim's request does not tolerate, when the scheduler's
+//     DRADeviceTaints gate is on (the allocator refuses them then);
 //   - Filter, Score and Reserve build each node's per-GPU occupancy from
 //     that snapshot (pkg/dra: every claim's consumedCapacity, each using
 //     pod's model, busy share and inflation limit) and pick a GPU with
@@ -151,6 +154,13 @@ func (p *GPUShare) preFilterDRA(ctx context.Context, state fwk.CycleState, pod *
 		s.allocatedNode, s.allocatedIndex = node, idx
 		state.Write(stateKey, &demandState{demand: d, dra: s})
 		return &fwk.PreFilterResult{NodeNames: sets.New(node)}, nil
+	}
+	if p.draFeatures.DeviceTaints {
+		// The allocator refuses a GPU with a NoSchedule or NoExecute taint
+		// the request does not tolerate: offer none of them. A claim
+		// already allocated keeps its GPU (above): NoSchedule does not
+		// evict, and NoExecute eviction is the taint controller's.
+		dra.SelectTolerated(view.nodes, dra.RequestTolerations(claim, request))
 	}
 	if largest := dra.MaxMemoryBytes(view.nodes); mem.Value() > largest {
 		return nil, fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("ResourceClaim %s/%s requests %s of GPU memory (capacity %q); the largest shareable GPU of driver %s has %d MiB%s",
@@ -412,7 +422,7 @@ func (p *GPUShare) reserveDRA(ctx context.Context, ds *demandState, pod *v1.Pod,
 	if err != nil {
 		return fwk.AsStatus(err)
 	}
-	alloc, err := dra.Allocate(ctx, *allocated, p.draManager.DeviceClasses(), p.celCache, nodeInfo.Node(), dev, s.claim)
+	alloc, err := dra.Allocate(ctx, p.draFeatures, *allocated, p.draManager.DeviceClasses(), p.celCache, nodeInfo.Node(), dev, s.claim)
 	if err != nil {
 		return fwk.NewStatus(fwk.Unschedulable, err.Error())
 	}

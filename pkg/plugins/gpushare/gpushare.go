@@ -19,11 +19,16 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/dynamic-resource-allocation/cel"
+	"k8s.io/dynamic-resource-allocation/structured"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
+	// Registers kube-scheduler's feature gates (DRA ones included) in
+	// utilfeature.DefaultFeatureGate, which --feature-gates sets.
+	_ "k8s.io/kubernetes/pkg/features"
 
 	"github.com/hetsev/hetsev/pkg/dra"
 	"github.com/hetsev/hetsev/pkg/gpuinventory"
@@ -64,10 +69,13 @@ type GPUShare struct {
 
 	// DRA mode (gpuMode: dra; dra.go). draManager is the scheduler's
 	// SharedDRAManager, shared by all its profiles.
-	draMode     bool
-	draManager  fwk.SharedDRAManager
-	podLister   corelisters.PodLister
-	celCache    *cel.Cache
+	draMode    bool
+	draManager fwk.SharedDRAManager
+	podLister  corelisters.PodLister
+	celCache   *cel.Cache
+	// draFeatures are the structured allocator's features under the
+	// scheduler's feature gates (dra.AllocatorFeatures).
+	draFeatures structured.Features
 	draReserved map[types.UID]*draReservation // by pod, guarded by mu
 	// inFlight is the pod each claim is being allocated for, between
 	// Reserve and the moment its reservedFor names the pod; guarded by mu.
@@ -97,7 +105,14 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 		if p.draManager == nil {
 			return nil, fmt.Errorf("%s: gpuMode %s needs the scheduler's DRA manager (feature DynamicResourceAllocation)", Name, v1alpha1.GPUModeDRA)
 		}
-		p.celCache = dra.NewCELCache()
+		// The scheduler's feature gates decide what the allocator supports,
+		// as for the upstream DynamicResources plugin: with DRADeviceTaints
+		// a tainted GPU gets no share unless the claim tolerates it.
+		p.draFeatures = dra.AllocatorFeatures(utilfeature.DefaultFeatureGate)
+		if !p.draFeatures.ConsumableCapacity {
+			return nil, fmt.Errorf("%s: gpuMode %s needs feature gate %s (one GPU shared by several claims), which --feature-gates turns off", Name, v1alpha1.GPUModeDRA, dra.GateDRAConsumableCapacity)
+		}
+		p.celCache = dra.NewCELCache(utilfeature.DefaultFeatureGate)
 	}
 	if f := h.SharedInformerFactory(); f != nil {
 		p.podLister = f.Core().V1().Pods().Lister()
