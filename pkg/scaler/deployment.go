@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	networkingv1 "istio.io/client-go/pkg/apis/networking/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
@@ -131,11 +132,12 @@ func (r *Reconciler) ensureDeployments(ctx context.Context, svc *service) ([]*ap
 }
 
 // NotControlledError: the Deployment (or, in DRA mode, the
-// ResourceClaimTemplate) a ModelService would keep for a GPU type exists
+// ResourceClaimTemplate) a ModelService would keep for a GPU type, or the
+// Service, VirtualService or DestinationRule of its traffic split, exists
 // but is not controlled by that ModelService (someone's own, or one of
 // another owner); hetsev-scaler neither adopts nor changes it.
 type NotControlledError struct {
-	Deployment string // namespace/name
+	Deployment string // the object's namespace/name
 	Controller string // its controller's kind/name, "" when it has none
 	// Kind is the object's kind in lower case; "" is "deployment".
 	Kind string
@@ -150,7 +152,30 @@ func (e *NotControlledError) Error() string {
 	if kind == "" {
 		kind = "deployment"
 	}
-	return fmt.Sprintf("%s %s exists and is not controlled by this ModelService (%s): hetsev-scaler leaves it alone and holds the service's replicas; delete or rename it", kind, e.Deployment, by)
+	held := "holds the service's replicas"
+	if e.routing() {
+		held = "writes no traffic split for the service"
+	}
+	return fmt.Sprintf("%s %s exists and is not controlled by this ModelService (%s): hetsev-scaler leaves it alone and %s; delete or rename it", kind, e.Deployment, by, held)
+}
+
+// routing says whether the object is one of the traffic split's.
+func (e *NotControlledError) routing() bool {
+	return e.Kind == "service" || e.Kind == "virtualservice" || e.Kind == "destinationrule"
+}
+
+// reason is the condition reason and event reason of a traffic-split
+// object in the way, e.g. "VirtualServiceNotControlled".
+func (e *NotControlledError) reason() string {
+	switch e.Kind {
+	case "service":
+		return "ServiceNotControlled"
+	case "virtualservice":
+		return "VirtualServiceNotControlled"
+	case "destinationrule":
+		return "DestinationRuleNotControlled"
+	}
+	return "DeploymentNotControlled"
 }
 
 // controlledBy says whether obj's controller is ms, or returns why not.
@@ -160,8 +185,15 @@ func controlledBy(obj client.Object, ms *v1alpha1.ModelService) error {
 		return nil
 	}
 	e := &NotControlledError{Deployment: obj.GetNamespace() + "/" + obj.GetName()}
-	if _, ok := obj.(*resourcev1.ResourceClaimTemplate); ok {
+	switch obj.(type) {
+	case *resourcev1.ResourceClaimTemplate:
 		e.Kind = "resourceclaimtemplate"
+	case *v1.Service:
+		e.Kind = "service"
+	case *networkingv1.VirtualService:
+		e.Kind = "virtualservice"
+	case *networkingv1.DestinationRule:
+		e.Kind = "destinationrule"
 	}
 	if ref != nil {
 		e.Controller = ref.Kind + "/" + ref.Name

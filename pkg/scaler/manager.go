@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	istioclient "istio.io/client-go/pkg/clientset/versioned"
+	networkingv1 "istio.io/client-go/pkg/apis/networking/v1"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
@@ -25,7 +25,6 @@ import (
 	"github.com/hetsev/hetsev/pkg/catalog"
 	"github.com/hetsev/hetsev/pkg/interference"
 	"github.com/hetsev/hetsev/pkg/kubeversion"
-	"github.com/hetsev/hetsev/pkg/traffic"
 )
 
 // Leader election timing: a standby takes over within the lease duration
@@ -66,12 +65,17 @@ func (o *Options) NewManager(cfg *rest.Config) (manager.Manager, error) {
 	}
 	mopts := manager.Options{
 		Scheme: Scheme(),
-		// Pods, nodes, Deployments and the ModelServices' Services (only
-		// those: not every Service of the cluster) are cached; managed
-		// fields are not read, so they do not take memory.
+		// Pods, nodes, Deployments and the ModelServices' Services,
+		// VirtualServices and DestinationRules (only those: not every one
+		// of the cluster) are cached; managed fields are not read, so they
+		// do not take memory.
 		Cache: cache.Options{
 			DefaultTransform: cache.TransformStripManagedFields(),
-			ByObject:         map[client.Object]cache.ByObject{&v1.Service{}: {Label: ServiceCacheSelector()}},
+			ByObject: map[client.Object]cache.ByObject{
+				&v1.Service{}:                   {Label: RoutingCacheSelector()},
+				&networkingv1.VirtualService{}:  {Label: RoutingCacheSelector()},
+				&networkingv1.DestinationRule{}: {Label: RoutingCacheSelector()},
+			},
 		},
 		Metrics:                       metricsserver.Options{BindAddress: o.MetricsBindAddress},
 		HealthProbeBindAddress:        o.HealthProbeBindAddress,
@@ -124,13 +128,7 @@ func (o *Options) NewManager(cfg *rest.Config) (manager.Manager, error) {
 		Recorder:     mgr.GetEventRecorderFor(v1alpha1.ScalerName), //nolint:staticcheck
 		Defaults:     o.Defaults,
 		MaxBusyShare: o.MaxBusyShare,
-	}
-	if o.TrafficSplit {
-		ic, err := istioclient.NewForConfig(cfg)
-		if err != nil {
-			return nil, fmt.Errorf("istio client: %w", err)
-		}
-		r.Traffic = &traffic.Writer{Client: ic}
+		TrafficSplit: o.TrafficSplit,
 	}
 	if err := r.SetupWithManager(mgr, o.Workers); err != nil {
 		return nil, err
@@ -138,9 +136,10 @@ func (o *Options) NewManager(cfg *rest.Config) (manager.Manager, error) {
 	return mgr, nil
 }
 
-// ServiceCacheSelector selects the Services the scaler caches: those
-// labelled hetsev.io/modelservice, which it creates.
-func ServiceCacheSelector() labels.Selector {
+// RoutingCacheSelector selects the Services, VirtualServices and
+// DestinationRules the scaler caches: those labelled
+// hetsev.io/modelservice, which it creates.
+func RoutingCacheSelector() labels.Selector {
 	req, err := labels.NewRequirement(v1alpha1.LabelModelService, selection.Exists, nil)
 	if err != nil {
 		panic(err) // a constant, valid label key

@@ -1,13 +1,17 @@
 package scaler
 
 import (
+	"fmt"
 	"sync"
 	"time"
 
+	networkingv1 "istio.io/client-go/pkg/apis/networking/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -21,7 +25,6 @@ import (
 	"github.com/hetsev/hetsev/pkg/catalog"
 	"github.com/hetsev/hetsev/pkg/heterogeneity"
 	"github.com/hetsev/hetsev/pkg/interference"
-	"github.com/hetsev/hetsev/pkg/traffic"
 )
 
 // Reconciler reconciles ModelServices: a reconcile at or after the
@@ -44,9 +47,10 @@ type Reconciler struct {
 	MetricsTimeout time.Duration
 	Catalog        catalog.Catalog
 	Recorder       record.EventRecorder
-	// Traffic receives capacity-weighted VirtualServices and
-	// DestinationRules; nil disables the traffic split.
-	Traffic *traffic.Writer
+	// TrafficSplit keeps, per ModelService, a Service and the
+	// capacity-weighted Istio VirtualService and DestinationRule that split
+	// its traffic (--traffic-split; routing.go).
+	TrafficSplit bool
 	// Defaults are the solver and SLO check used unless a ModelService
 	// says otherwise (zero value: DefaultDefaults).
 	Defaults Defaults
@@ -89,19 +93,48 @@ type msState struct {
 // the reconciler makes itself), and so does any change to a Deployment or
 // Service a ModelService owns; workers ModelServices are reconciled in
 // parallel. In DRA mode, so does any change to a ResourceClaimTemplate it
-// owns.
+// owns; with the traffic split, to a VirtualService or DestinationRule it
+// owns, when the API server serves networking.istio.io/v1 at setup (else
+// they are written without a watch, and status says when Istio is
+// missing).
 func (r *Reconciler) SetupWithManager(mgr manager.Manager, workers int) error {
 	b := builder.ControllerManagedBy(mgr).
 		Named("modelservice").
 		For(&v1alpha1.ModelService{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, deletionStarted{}))).
 		Owns(&appsv1.Deployment{}).
 		Owns(&v1.Service{})
+	if r.TrafficSplit {
+		served, err := istioServed(mgr.GetRESTMapper())
+		if err != nil {
+			return err
+		}
+		if served {
+			b = b.Owns(&networkingv1.VirtualService{}).Owns(&networkingv1.DestinationRule{})
+		} else {
+			mgr.GetLogger().Info("Istio networking.istio.io/v1 is not served: VirtualServices and DestinationRules are written without a watch")
+		}
+	}
 	if r.defaults().GPUMode == v1alpha1.GPUModeDRA {
 		// Only in DRA mode: a cluster without resource.k8s.io/v1 (or RBAC
 		// for it) runs annotation mode.
 		b = b.Owns(&resourcev1.ResourceClaimTemplate{})
 	}
 	return b.WithOptions(controller.Options{MaxConcurrentReconciles: workers}).Complete(r)
+}
+
+// istioServed says whether the API server serves VirtualServices and
+// DestinationRules of networking.istio.io/v1.
+func istioServed(m meta.RESTMapper) (bool, error) {
+	for _, kind := range []string{"VirtualService", "DestinationRule"} {
+		_, err := m.RESTMapping(schema.GroupKind{Group: networkingv1.SchemeGroupVersion.Group, Kind: kind}, networkingv1.SchemeGroupVersion.Version)
+		if meta.IsNoMatchError(err) {
+			return false, nil
+		}
+		if err != nil {
+			return false, fmt.Errorf("looking up Istio's %s: %w", kind, err)
+		}
+	}
+	return true, nil
 }
 
 func (r *Reconciler) now() time.Time {

@@ -7,12 +7,15 @@ import (
 	"sort"
 	"strings"
 
+	networkingapi "istio.io/api/networking/v1alpha3"
+	networkingv1 "istio.io/client-go/pkg/apis/networking/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"k8s.io/klog/v2"
 
 	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
@@ -27,51 +30,75 @@ func ownerRef(ms *v1alpha1.ModelService) metav1.OwnerReference {
 	return metav1.OwnerReference{APIVersion: v1alpha1.GroupVersion.String(), Kind: v1alpha1.Kind, Name: ms.Name, UID: ms.UID, Controller: &isController}
 }
 
-// ensureService creates the Service that fronts every GPU type's pods of a
-// ModelService when it is missing; the VirtualService splits its traffic.
+// ensureService keeps the Service that fronts every GPU type's pods of a
+// ModelService (ensureOwned); the VirtualService splits its traffic.
 // Services are read from the manager's cache, which holds only those
-// labelled hetsev.io/modelservice (see ServiceCacheSelector), and a deleted
-// one triggers a reconcile (the controller owns Services), so it is
-// recreated.
+// labelled hetsev.io/modelservice (RoutingCacheSelector), and a deleted or
+// edited one triggers a reconcile (the controller owns Services), so it is
+// recreated or restored.
 func (r *Reconciler) ensureService(ctx context.Context, ms *v1alpha1.ModelService) error {
-	key := types.NamespacedName{Namespace: ms.Namespace, Name: ms.Name}
-	err := r.Client.Get(ctx, key, &v1.Service{})
-	if err == nil {
-		return nil
-	}
-	if !apierrors.IsNotFound(err) {
-		return fmt.Errorf("reading service %s: %w", key, err)
-	}
 	port := ms.Spec.ServicePort
 	if port == 0 {
 		port = DefaultServicePort
 	}
-	svc := &v1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: ms.Name, Namespace: ms.Namespace, OwnerReferences: []metav1.OwnerReference{ownerRef(ms)},
-			Labels: map[string]string{v1alpha1.LabelModelService: ms.Name}},
-		Spec: v1.ServiceSpec{
-			Selector: map[string]string{v1alpha1.LabelModelService: ms.Name},
-			Ports:    []v1.ServicePort{{Name: "http", Port: port, TargetPort: intstr.FromInt32(port)}},
-		},
+	spec := corev1ac.ServiceSpec().
+		WithSelector(map[string]string{v1alpha1.LabelModelService: ms.Name}).
+		WithPorts(corev1ac.ServicePort().WithName("http").WithProtocol(v1.ProtocolTCP).WithPort(port).WithTargetPort(intstr.FromInt32(port)))
+	want, err := r.desiredOwned(ms, &v1.Service{}, spec)
+	if err != nil {
+		return err
 	}
-	// AlreadyExists: one without the label (the cache does not hold it),
-	// or one not in the cache yet.
-	if err := r.Client.Create(ctx, svc); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("creating service %s: %w", key, err)
+	return r.ensureOwned(ctx, ms, &v1.Service{}, want)
+}
+
+// ensureRoutes keeps the VirtualService and DestinationRule of a
+// ModelService (ensureOwned) with the specs traffic.Routes gives: the
+// DestinationRule first, as the VirtualService names its subsets, and
+// neither past one that is not the ModelService's.
+func (r *Reconciler) ensureRoutes(ctx context.Context, ms *v1alpha1.ModelService, vs *networkingapi.VirtualService, dr *networkingapi.DestinationRule) error {
+	want, err := r.desiredOwned(ms, &networkingv1.DestinationRule{}, dr)
+	if err != nil {
+		return err
 	}
-	return nil
+	if err := r.ensureOwned(ctx, ms, &networkingv1.DestinationRule{}, want); err != nil {
+		return err
+	}
+	if want, err = r.desiredOwned(ms, &networkingv1.VirtualService{}, vs); err != nil {
+		return err
+	}
+	return r.ensureOwned(ctx, ms, &networkingv1.VirtualService{}, want)
+}
+
+// istioMissing says whether err means the Istio networking CRDs are not
+// installed: no REST mapping for the kind, or a 404 that names no object
+// (the API itself is not served).
+func istioMissing(err error) bool {
+	if meta.IsNoMatchError(err) {
+		return true
+	}
+	var st apierrors.APIStatus
+	if apierrors.IsNotFound(err) && errors.As(err, &st) {
+		d := st.Status().Details
+		return d == nil || d.Name == ""
+	}
+	return false
 }
 
 // splitTraffic writes capacity-weighted routes: each GPU type gets requests
 // in proportion to T_i times its ready instances (its desired instances
-// while none is ready yet), and records the outcome in status.
+// while none is ready yet), and records the outcome in status. A Service,
+// VirtualService or DestinationRule of the ModelService's name that it
+// does not control is left alone: TrafficSplit is False naming it, with a
+// Warning event when that is news.
 func (r *Reconciler) splitTraffic(ctx context.Context, svc *service, deps []*appsv1.Deployment, st *v1alpha1.ModelServiceStatus) {
-	if r.Traffic == nil {
+	if !r.TrafficSplit {
 		return
 	}
 	ms := svc.obj
 	if err := r.ensureService(ctx, ms); err != nil {
-		setCondition(st, v1alpha1.ConditionTrafficSplit, metav1.ConditionFalse, "ServiceError", err.Error(), ms.Generation)
+		if !r.reportNotControlled(ms, st, err) {
+			setCondition(st, v1alpha1.ConditionTrafficSplit, metav1.ConditionFalse, "ServiceError", err.Error(), ms.Generation)
+		}
 		return
 	}
 	ready := int32(0)
@@ -87,17 +114,22 @@ func (r *Reconciler) splitTraffic(ctx context.Context, svc *service, deps []*app
 		shares[i] = traffic.Share{GPUType: p.gpuType.Name, Labels: deps[i].Spec.Selector.MatchLabels, CapacityRPS: p.spec.ThroughputRPS * float64(n)}
 	}
 	host := fmt.Sprintf("%s.%s.svc.cluster.local", ms.Name, ms.Namespace)
-	weights, err := r.Traffic.Apply(ctx, ms.Namespace, ms.Name, host, ownerRef(ms), shares)
+	vs, dr, weights, ok := traffic.Routes(host, shares)
+	if !ok {
+		// Nothing serves yet: the routes stay as they are.
+		setCondition(st, v1alpha1.ConditionTrafficSplit, metav1.ConditionFalse, "NoCapacity", "no instance of any GPU type yet", ms.Generation)
+		return
+	}
+	err := r.ensureRoutes(ctx, ms, vs, dr)
 	switch {
-	case errors.Is(err, traffic.ErrIstioMissing):
-		setCondition(st, v1alpha1.ConditionTrafficSplit, metav1.ConditionFalse, "IstioNotInstalled", err.Error(), ms.Generation)
+	case r.reportNotControlled(ms, st, err):
+		return
+	case istioMissing(err):
+		setCondition(st, v1alpha1.ConditionTrafficSplit, metav1.ConditionFalse, "IstioNotInstalled", fmt.Sprintf("Istio networking CRDs are not installed: %v", err), ms.Generation)
 		return
 	case err != nil:
 		klog.FromContext(ctx).Error(err, "writing traffic split", "modelservice", klog.KObj(ms))
 		setCondition(st, v1alpha1.ConditionTrafficSplit, metav1.ConditionFalse, "WriteFailed", err.Error(), ms.Generation)
-		return
-	case weights == nil:
-		setCondition(st, v1alpha1.ConditionTrafficSplit, metav1.ConditionFalse, "NoCapacity", "no instance of any GPU type yet", ms.Generation)
 		return
 	}
 	st.TrafficWeights = map[string]int32{}
@@ -108,4 +140,21 @@ func (r *Reconciler) splitTraffic(ctx context.Context, svc *service, deps []*app
 	}
 	sort.Strings(parts)
 	setCondition(st, v1alpha1.ConditionTrafficSplit, metav1.ConditionTrue, "CapacityWeighted", "VirtualService "+ms.Name+": "+strings.Join(parts, ", "), ms.Generation)
+}
+
+// reportNotControlled, when err is a *NotControlledError, sets
+// TrafficSplit False naming the object (reason e.g.
+// ServiceNotControlled), records a Warning event when that is news, and
+// says it did.
+func (r *Reconciler) reportNotControlled(ms *v1alpha1.ModelService, st *v1alpha1.ModelServiceStatus, err error) bool {
+	var nc *NotControlledError
+	if !errors.As(err, &nc) {
+		return false
+	}
+	reason := nc.reason()
+	if c := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionTrafficSplit); c == nil || c.Reason != reason || c.Message != nc.Error() {
+		r.Recorder.Eventf(ms, v1.EventTypeWarning, reason, "%s", nc.Error())
+	}
+	setCondition(st, v1alpha1.ConditionTrafficSplit, metav1.ConditionFalse, reason, nc.Error(), ms.Generation)
+	return true
 }

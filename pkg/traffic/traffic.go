@@ -1,27 +1,18 @@
 // Package traffic splits a ModelService's requests across its GPU types in
-// proportion to their serving capacity T_i N_i, by writing an Istio
+// proportion to their serving capacity T_i N_i: it builds an Istio
 // VirtualService with one weighted route per GPU-type subset and a
-// DestinationRule defining the subsets. Without it a round-robin split sends
-// a T4 instance as many requests as a V100 one, which has twice its
-// throughput, and the T4 misses the SLO while the V100 idles.
+// DestinationRule defining the subsets, which pkg/scaler writes. Without it
+// a round-robin split sends a T4 instance as many requests as a V100 one,
+// which has twice its throughput, and the T4 misses the SLO while the V100
+// idles.
 package traffic
 
 import (
-	"context"
-	"errors"
-	"fmt"
 	"math"
 	"sort"
 	"strings"
 
-	"google.golang.org/protobuf/proto"
 	networkingapi "istio.io/api/networking/v1alpha3"
-	networkingv1 "istio.io/client-go/pkg/apis/networking/v1"
-	istioclient "istio.io/client-go/pkg/clientset/versioned"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
 )
 
 // Share is one GPU type's part of a service.
@@ -73,74 +64,25 @@ func Weights(shares []Share) (w []int32, ok bool) {
 	return w, true
 }
 
-// Writer writes VirtualServices and DestinationRules.
-type Writer struct{ Client istioclient.Interface }
-
-// ErrIstioMissing wraps errors that mean the Istio CRDs are not installed.
-var ErrIstioMissing = errors.New("Istio networking CRDs are not installed")
-
-// Apply makes the VirtualService and DestinationRule named name in ns route
-// host to the shares' subsets with capacity-proportional weights. owner
-// makes them garbage-collected with the ModelService. It returns the
-// weights written.
-func (w Writer) Apply(ctx context.Context, ns, name, host string, owner metav1.OwnerReference, shares []Share) ([]int32, error) {
-	weights, ok := Weights(shares)
+// Routes returns the specs of the VirtualService and DestinationRule that
+// route host to the shares' subsets (one per GPU type, selecting its pods by
+// Labels) with capacity-proportional weights (Weights), and the weights.
+// ok is false when no share has capacity: nothing serves yet, and the
+// routes written before should be left as they are.
+func Routes(host string, shares []Share) (vs *networkingapi.VirtualService, dr *networkingapi.DestinationRule, weights []int32, ok bool) {
+	weights, ok = Weights(shares)
 	if !ok {
-		return nil, nil // nothing serves yet: leave the routes as they are
+		return nil, nil, nil, false
 	}
-	meta := metav1.ObjectMeta{Name: name, Namespace: ns, OwnerReferences: []metav1.OwnerReference{owner},
-		Labels: map[string]string{"app.kubernetes.io/managed-by": v1alpha1.ScalerName}}
-	dr := &networkingv1.DestinationRule{ObjectMeta: meta}
-	dr.Spec.Host = host
-	vs := &networkingv1.VirtualService{ObjectMeta: *meta.DeepCopy()}
-	vs.Spec.Hosts = []string{host}
+	dr = &networkingapi.DestinationRule{Host: host}
 	route := &networkingapi.HTTPRoute{Name: "capacity-weighted"}
 	for i, s := range shares {
-		dr.Spec.Subsets = append(dr.Spec.Subsets, &networkingapi.Subset{Name: SubsetName(s.GPUType), Labels: s.Labels})
+		dr.Subsets = append(dr.Subsets, &networkingapi.Subset{Name: SubsetName(s.GPUType), Labels: s.Labels})
 		route.Route = append(route.Route, &networkingapi.HTTPRouteDestination{
 			Destination: &networkingapi.Destination{Host: host, Subset: SubsetName(s.GPUType)},
 			Weight:      weights[i],
 		})
 	}
-	vs.Spec.Http = []*networkingapi.HTTPRoute{route}
-
-	drs := w.Client.NetworkingV1().DestinationRules(ns)
-	if cur, err := drs.Get(ctx, name, metav1.GetOptions{}); apierrors.IsNotFound(err) {
-		if _, err := drs.Create(ctx, dr, metav1.CreateOptions{}); err != nil {
-			return nil, wrapMissing(fmt.Errorf("creating DestinationRule %s/%s: %w", ns, name, err))
-		}
-	} else if err != nil {
-		return nil, wrapMissing(fmt.Errorf("reading DestinationRule %s/%s: %w", ns, name, err))
-	} else if !proto.Equal(&cur.Spec, &dr.Spec) { // write only on change
-		cur.Spec.Host, cur.Spec.Subsets = dr.Spec.Host, dr.Spec.Subsets
-		if _, err := drs.Update(ctx, cur, metav1.UpdateOptions{}); err != nil {
-			return nil, fmt.Errorf("updating DestinationRule %s/%s: %w", ns, name, err)
-		}
-	}
-	vss := w.Client.NetworkingV1().VirtualServices(ns)
-	if cur, err := vss.Get(ctx, name, metav1.GetOptions{}); apierrors.IsNotFound(err) {
-		if _, err := vss.Create(ctx, vs, metav1.CreateOptions{}); err != nil {
-			return nil, wrapMissing(fmt.Errorf("creating VirtualService %s/%s: %w", ns, name, err))
-		}
-	} else if err != nil {
-		return nil, wrapMissing(fmt.Errorf("reading VirtualService %s/%s: %w", ns, name, err))
-	} else if !proto.Equal(&cur.Spec, &vs.Spec) {
-		cur.Spec.Hosts, cur.Spec.Http = vs.Spec.Hosts, vs.Spec.Http
-		if _, err := vss.Update(ctx, cur, metav1.UpdateOptions{}); err != nil {
-			return nil, fmt.Errorf("updating VirtualService %s/%s: %w", ns, name, err)
-		}
-	}
-	return weights, nil
-}
-
-// wrapMissing marks a 404 that names no object — the API itself is not
-// served — as ErrIstioMissing.
-func wrapMissing(err error) error {
-	var st apierrors.APIStatus
-	if apierrors.IsNotFound(err) && errors.As(err, &st) {
-		if d := st.Status().Details; d == nil || d.Name == "" {
-			return fmt.Errorf("%w: %v", ErrIstioMissing, err)
-		}
-	}
-	return err
+	vs = &networkingapi.VirtualService{Hosts: []string{host}, Http: []*networkingapi.HTTPRoute{route}}
+	return vs, dr, weights, true
 }
