@@ -272,6 +272,13 @@ func TestArgsInterferenceModel(t *testing.T) {
 			t.Errorf("bad model file: err %v does not name %s", err, w)
 		}
 	}
+	absent := filepath.Join(dir, "absent.yaml")
+	_, err = parseArgs("interferenceModelFile: " + absent)
+	for _, w := range []string{"pluginConfig[HetsevGPUShare].args.interferenceModelFile", absent} {
+		if err == nil || !strings.Contains(err.Error(), w) {
+			t.Errorf("absent model file: err %v does not name %s", err, w)
+		}
+	}
 }
 
 // TestChoiceFitAndSoftAntiAffinity works best fit and soft anti-affinity by
