@@ -37,3 +37,26 @@ if ! "$tmp/importcheck" \
 	echo "verify-imports: production packages depend on test or simulation code (above); move the code or the import" >&2
 	exit 1
 fi
+
+# The API packages (types, defaults, validation, scheme) depend on no
+# domain package: their defaults and names are constants of their own,
+# which a test of pkg/plugins/gpushare keeps equal to the domain's.
+API_FORBIDDEN=(
+	$M/pkg/adapter
+	$M/pkg/catalog
+	$M/pkg/dra
+	$M/pkg/gpuinventory
+	$M/pkg/heterogeneity
+	$M/pkg/interference
+	$M/pkg/placement
+	$M/pkg/plugins
+	$M/pkg/scaler
+	$M/pkg/traffic
+	$M/pkg/webhook
+)
+if ! "$tmp/importcheck" \
+	-roots "./pkg/apis/..." \
+	-forbid "${API_FORBIDDEN[*]}"; then
+	echo "verify-imports: pkg/apis depends on a domain package (above); define the constant in the API package" >&2
+	exit 1
+fi

@@ -50,9 +50,12 @@ var (
 const (
 	// SeriesIstioRequests is Istio's request counter.
 	SeriesIstioRequests = "istio_requests_total"
+	// SeriesIstioDuration is Istio's request duration histogram, in
+	// milliseconds.
+	SeriesIstioDuration = "istio_request_duration_milliseconds"
 	// SeriesIstioDurationBucket is the bucket series of Istio's request
 	// duration histogram (label le, upper bound in milliseconds).
-	SeriesIstioDurationBucket = "istio_request_duration_milliseconds_bucket"
+	SeriesIstioDurationBucket = SeriesIstioDuration + "_bucket"
 	// SeriesDCGMGPUUtil is dcgm-exporter's GPU utilisation gauge (percent).
 	SeriesDCGMGPUUtil = "DCGM_FI_DEV_GPU_UTIL"
 	// SeriesDCGMFBUsed is dcgm-exporter's used framebuffer gauge (MiB).

@@ -85,7 +85,7 @@ func (r *Reconciler) measureArrivalOnce(ctx context.Context, deps []*appsv1.Depl
 		}
 		var v float64
 		err := r.metricsCall(ctx, &a, func(ctx context.Context) (err error) {
-			v, err = r.Metrics.DeploymentMetric(ctx, d.Namespace, d.Name, MetricRequestsPerSecond)
+			v, err = r.Metrics.DeploymentMetric(ctx, d.Namespace, d.Name, adapter.MetricRequestsPerSecond)
 			return err
 		})
 		if a.TimedOut {
@@ -102,7 +102,7 @@ func (r *Reconciler) measureArrivalOnce(ctx context.Context, deps []*appsv1.Depl
 		a.W += v
 		var l float64
 		err = r.metricsCall(ctx, &a, func(ctx context.Context) (err error) {
-			l, err = r.Metrics.DeploymentMetric(ctx, d.Namespace, d.Name, MetricLatencyP98)
+			l, err = r.Metrics.DeploymentMetric(ctx, d.Namespace, d.Name, adapter.MetricLatencyP98)
 			return err
 		})
 		if a.TimedOut {
@@ -133,7 +133,7 @@ func (r *Reconciler) measureArrivalOnce(ctx context.Context, deps []*appsv1.Depl
 		}
 		var byPod map[string]float64
 		err = r.metricsCall(ctx, &a, func(ctx context.Context) (err error) {
-			byPod, err = r.Metrics.PodMetrics(ctx, d.Namespace, sel, MetricRequestsPerSecond)
+			byPod, err = r.Metrics.PodMetrics(ctx, d.Namespace, sel, adapter.MetricRequestsPerSecond)
 			return err
 		})
 		if a.TimedOut {

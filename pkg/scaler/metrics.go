@@ -10,12 +10,6 @@ import (
 	cmclient "k8s.io/metrics/pkg/client/custom_metrics"
 )
 
-// Metric names served by hetsev-metrics-adapter that the scaler reads.
-const (
-	MetricRequestsPerSecond = "requests_per_second"
-	MetricLatencyP98        = "request_latency_p98_ms"
-)
-
 // MetricsSource returns a Deployment's metric value and its pods' values;
 // an error or a missing pod means the value is unknown, never zero. A call
 // returns, with ctx's error, once ctx is done.

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/hetsev/hetsev/pkg/adapter"
 	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
 )
 
@@ -30,7 +31,7 @@ type podMetrics struct {
 }
 
 func (m *podMetrics) DeploymentMetric(_ context.Context, ns, name, metric string) (float64, error) {
-	if metric != MetricRequestsPerSecond {
+	if metric != adapter.MetricRequestsPerSecond {
 		return 0, fmt.Errorf("no %s", metric)
 	}
 	d := &appsv1.Deployment{}
@@ -63,7 +64,7 @@ func (m *podMetrics) PodMetrics(_ context.Context, ns string, sel labels.Selecto
 	}
 	out := map[string]float64{}
 	for _, p := range pods.Items {
-		if v, ok := m.rps[p.Name]; ok && metric == MetricRequestsPerSecond {
+		if v, ok := m.rps[p.Name]; ok && metric == adapter.MetricRequestsPerSecond {
 			out[p.Name] = v
 		}
 	}

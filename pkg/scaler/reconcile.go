@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/hetsev/hetsev/pkg/adapter"
 	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
 	"github.com/hetsev/hetsev/pkg/gpuinventory"
 	"github.com/hetsev/hetsev/pkg/heterogeneity"
@@ -150,9 +151,9 @@ func (r *Reconciler) decide(ctx context.Context, ms *v1alpha1.ModelService, st *
 	now := r.now()
 	r.splitTraffic(ctx, svc, deps, &status)
 	if ar.Nothing || ar.TimedOut {
-		reason, msg := "MetricsUnavailable", fmt.Sprintf("no %s for %s: holding replicas", MetricRequestsPerSecond, strings.Join(ar.Withheld, ", "))
+		reason, msg := "MetricsUnavailable", fmt.Sprintf("no %s for %s: holding replicas", adapter.MetricRequestsPerSecond, strings.Join(ar.Withheld, ", "))
 		if ar.TimedOut {
-			reason, msg = "MetricsTimeout", fmt.Sprintf("custom.metrics.k8s.io gave no %s within %v (--metrics-timeout): holding replicas", MetricRequestsPerSecond, r.metricsTimeout())
+			reason, msg = "MetricsTimeout", fmt.Sprintf("custom.metrics.k8s.io gave no %s within %v (--metrics-timeout): holding replicas", adapter.MetricRequestsPerSecond, r.metricsTimeout())
 			if c := meta.FindStatusCondition(status.Conditions, v1alpha1.ConditionMetricsUnavailable); c == nil || c.Reason != reason {
 				r.Recorder.Eventf(ms, v1.EventTypeWarning, reason, "%s", msg)
 			}

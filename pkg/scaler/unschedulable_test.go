@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/hetsev/hetsev/pkg/adapter"
 	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
 	"github.com/hetsev/hetsev/pkg/gpuinventory"
 )
@@ -24,7 +25,7 @@ import (
 type deploymentMetrics map[string]float64
 
 func (m deploymentMetrics) DeploymentMetric(_ context.Context, ns, name, metric string) (float64, error) {
-	if v, ok := m[name]; ok && metric == MetricRequestsPerSecond {
+	if v, ok := m[name]; ok && metric == adapter.MetricRequestsPerSecond {
 		return v, nil
 	}
 	return 0, fmt.Errorf("no %s for %s/%s", metric, ns, name)

@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/hetsev/hetsev/internal/cluster"
+	"github.com/hetsev/hetsev/pkg/adapter"
 	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
 	"github.com/hetsev/hetsev/pkg/catalog"
 	"github.com/hetsev/hetsev/pkg/scaler"
@@ -54,7 +55,7 @@ func (m *fixedMetrics) DeploymentMetric(_ context.Context, ns, name, metric stri
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	v, ok := m.rps[name]
-	if !ok || metric != scaler.MetricRequestsPerSecond {
+	if !ok || metric != adapter.MetricRequestsPerSecond {
 		return 0, fmt.Errorf("no %s for %s/%s", metric, ns, name)
 	}
 	return v, nil

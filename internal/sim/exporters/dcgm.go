@@ -9,17 +9,17 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/hetsev/hetsev/pkg/adapter"
 )
 
-// dcgm-exporter metric names (default-counters.csv).
-const (
-	DCGMGPUUtil = "DCGM_FI_DEV_GPU_UTIL"
-	DCGMFBUsed  = "DCGM_FI_DEV_FB_USED"
-	DCGMFBFree  = "DCGM_FI_DEV_FB_FREE"
-)
+// DCGMFBFree is dcgm-exporter's free framebuffer gauge (MiB;
+// default-counters.csv), which the adapter does not read. The gauges it
+// reads are named in pkg/adapter (SeriesDCGMGPUUtil, SeriesDCGMFBUsed).
+const DCGMFBFree = "DCGM_FI_DEV_FB_FREE"
 
 // dcgmLabels are dcgm-exporter's per-GPU labels, in its order.
-var dcgmLabels = []string{"gpu", "UUID", "device", "modelName", "Hostname"}
+var dcgmLabels = []string{adapter.LabelDCGMGPU, "UUID", "device", "modelName", adapter.LabelDCGMHostname}
 
 // GPUSample is the latest state of one simulated GPU.
 type GPUSample struct {
@@ -55,8 +55,8 @@ func NewDCGM(hostname string, now func() time.Time) *DCGM {
 	return &DCGM{
 		hostname: labelValue(hostname, ""),
 		now:      clock(now),
-		utilDesc: prometheus.NewDesc(DCGMGPUUtil, "GPU utilization (in %).", dcgmLabels, nil),
-		usedDesc: prometheus.NewDesc(DCGMFBUsed, "Framebuffer memory used (in MiB).", dcgmLabels, nil),
+		utilDesc: prometheus.NewDesc(adapter.SeriesDCGMGPUUtil, "GPU utilization (in %).", dcgmLabels, nil),
+		usedDesc: prometheus.NewDesc(adapter.SeriesDCGMFBUsed, "Framebuffer memory used (in MiB).", dcgmLabels, nil),
 		freeDesc: prometheus.NewDesc(DCGMFBFree, "Framebuffer memory free (in MiB).", dcgmLabels, nil),
 		gpus:     map[int]GPUSample{},
 	}

@@ -12,6 +12,8 @@ import (
 
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+
+	"github.com/hetsev/hetsev/pkg/adapter"
 )
 
 // simClock is a settable simulated clock.
@@ -93,7 +95,7 @@ func TestIstioExposition(t *testing.T) {
 	}
 	wantTs := clk.Now().UnixMilli()
 
-	req := mfs[IstioRequestsTotal]
+	req := mfs[adapter.SeriesIstioRequests]
 	if req == nil || len(req.GetMetric()) != 2 {
 		t.Fatalf("istio_requests_total: %v", req)
 	}
@@ -124,7 +126,7 @@ func TestIstioExposition(t *testing.T) {
 		t.Fatalf("counts = %v", counts)
 	}
 
-	dur := mfs[IstioRequestDuration]
+	dur := mfs[adapter.SeriesIstioDuration]
 	if dur == nil || len(dur.GetMetric()) != 2 {
 		t.Fatalf("duration: %v", dur)
 	}
@@ -161,7 +163,7 @@ func TestIstioExposition(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ts := mfs[IstioRequestsTotal].GetMetric()[0].GetTimestampMs(); ts != 1_700_000_600_000 {
+	if ts := mfs[adapter.SeriesIstioRequests].GetMetric()[0].GetTimestampMs(); ts != 1_700_000_600_000 {
 		t.Fatalf("timestamp after clock move = %d", ts)
 	}
 }
@@ -174,7 +176,7 @@ func TestIstioDefaultsAndBadInput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := labels(mfs[IstioRequestsTotal].GetMetric()[0].GetLabel())
+	l := labels(mfs[adapter.SeriesIstioRequests].GetMetric()[0].GetLabel())
 	if l["source_workload"] != "unknown" || l["destination_service"] != "unknown" || l["destination_workload"] != "bad\uFFFDname" {
 		t.Fatalf("labels %v", l)
 	}
@@ -224,9 +226,9 @@ func TestDCGMExposition(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string]map[string]float64{
-		DCGMGPUUtil: {"0": 80, "1": 37.5},
-		DCGMFBUsed:  {"0": 1024, "1": 3000},
-		DCGMFBFree:  {"0": 14085, "1": 12109},
+		adapter.SeriesDCGMGPUUtil: {"0": 80, "1": 37.5},
+		adapter.SeriesDCGMFBUsed:  {"0": 1024, "1": 3000},
+		DCGMFBFree:                {"0": 14085, "1": 12109},
 	}
 	uuid := map[string]string{"0": "GPU-aaaa", "1": "GPU-bbbb"}
 	for name, vals := range want {
@@ -255,7 +257,7 @@ func TestDCGMExposition(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, m := range mfs[DCGMGPUUtil].GetMetric() {
+	for _, m := range mfs[adapter.SeriesDCGMGPUUtil].GetMetric() {
 		l := labels(m.GetLabel())
 		v := m.GetGauge().GetValue()
 		if (l["gpu"] == "2" && v != 0) || (l["gpu"] == "3" && v != 100) {

@@ -10,12 +10,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-)
 
-// Istio metric names (Istio standard metrics).
-const (
-	IstioRequestsTotal   = "istio_requests_total"
-	IstioRequestDuration = "istio_request_duration_milliseconds"
+	"github.com/hetsev/hetsev/pkg/adapter"
 )
 
 // IstioDurationBucketsMs are Istio's default bucket upper bounds, in
@@ -54,7 +50,7 @@ func (l IstioLabels) constLabels() prometheus.Labels {
 	}
 	const u = "unknown"
 	return prometheus.Labels{
-		"reporter":                       "destination",
+		adapter.LabelReporter:            adapter.ReporterDestination,
 		"source_workload":                labelValue(l.SourceWorkload, u),
 		"source_workload_namespace":      labelValue(l.SourceWorkloadNamespace, u),
 		"destination_workload":           labelValue(l.DestinationWorkload, u),
@@ -98,10 +94,10 @@ func NewIstio(l IstioLabels, now func() time.Time) *Istio {
 	cl := l.constLabels()
 	return &Istio{
 		now: clock(now),
-		reqDesc: prometheus.NewDesc(IstioRequestsTotal,
+		reqDesc: prometheus.NewDesc(adapter.SeriesIstioRequests,
 			"Total number of requests handled by the Istio proxy (simulated).",
 			[]string{"response_code"}, cl),
-		durDesc: prometheus.NewDesc(IstioRequestDuration,
+		durDesc: prometheus.NewDesc(adapter.SeriesIstioDuration,
 			"Request duration in milliseconds as seen by the Istio proxy (simulated).",
 			[]string{"response_code"}, cl),
 		byCode: map[int]*istioSeries{},

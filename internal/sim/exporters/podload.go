@@ -7,6 +7,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/hetsev/hetsev/pkg/adapter"
 )
 
 // PodRequestLoad is a simulated exporter that speaks for many pods at once,
@@ -26,9 +28,9 @@ type PodRequestLoad struct {
 // NewPodRequestLoad returns a load with no pods.
 func NewPodRequestLoad() *PodRequestLoad {
 	return &PodRequestLoad{
-		desc: prometheus.NewDesc(IstioRequestsTotal,
+		desc: prometheus.NewDesc(adapter.SeriesIstioRequests,
 			"Total number of requests handled by the Istio proxy (simulated, per pod).",
-			[]string{"namespace", "pod"}, prometheus.Labels{"reporter": "destination"}),
+			[]string{"namespace", "pod"}, prometheus.Labels{adapter.LabelReporter: adapter.ReporterDestination}),
 		now:      time.Now,
 		last:     time.Now(),
 		rates:    map[types.NamespacedName]float64{},

@@ -30,9 +30,8 @@ type HetsevGPUShareArgs struct {
 
 	// AntiAffinity is AntiAffinityHard (HetSev 4.2) or AntiAffinitySoft.
 	AntiAffinity string
-	// Fit is "WorstFit" (gpuinventory.FitWorst, the GPU with the most free
-	// GPU memory; HetSev 4.2) or "BestFit" (gpuinventory.FitBest, the least
-	// free GPU memory that fits).
+	// Fit is FitWorst (the GPU with the most free GPU memory; HetSev 4.2)
+	// or FitBest (the least free GPU memory that fits).
 	Fit string
 	// InterferenceWeight (0..1, dimensionless) is the share of a GPU's
 	// rating that comes from the predicted latency inflation
@@ -43,7 +42,8 @@ type HetsevGPUShareArgs struct {
 	// InterferenceModelFile is the path of a co-location model file
 	// (interference.ColocationFile, YAML or JSON) the rating predicts
 	// latency inflation with; empty is the model fitted to the H100
-	// measurements (interference.FittedColocation).
+	// measurements (interference.FittedColocation). The plugin's factory
+	// reads it; validation does not.
 	InterferenceModelFile string
 	// MaxBusyShare (dimensionless, >= 0) is the most summed busy share
 	// (hetsev.io/busy-share, absent = 1) the instances on one GPU may
@@ -68,4 +68,14 @@ const (
 	AntiAffinityHard = "Hard"
 	// AntiAffinitySoft does so only when no GPU without the model fits.
 	AntiAffinitySoft = "Soft"
+)
+
+// Fits of HetsevGPUShareArgs.Fit, the names gpuinventory.Fit takes
+// (gpuinventory.FitWorst, gpuinventory.FitBest; the plugin converts, and a
+// test of pkg/plugins/gpushare keeps them equal).
+const (
+	// FitWorst prefers the GPU with the most free GPU memory (HetSev 4.2).
+	FitWorst = "WorstFit"
+	// FitBest prefers the GPU with the least free GPU memory that fits.
+	FitBest = "BestFit"
 )

@@ -18,18 +18,10 @@ import (
 	"github.com/hetsev/hetsev/pkg/gpuinventory"
 )
 
-// picked is placement.Placer.Pick's answer for one demand on one node.
-type picked struct {
-	idx    int
-	rating float64
-	clash  bool
-	ok     bool
-}
-
 // pickOn is placement.Placer.Pick on the node's accounting, cached with it: Filter,
 // Score and Reserve of one pod ask the same question, and so do the next
 // pods of the same shape on every node that did not change in between.
-func (p *GPUShare) pickOn(ctx context.Context, nodeInfo fwk.NodeInfo, ds *demandState) ([]gpuinventory.GPU, picked, error) {
+func (p *AnnotationGPUShare) pickOn(ctx context.Context, nodeInfo fwk.NodeInfo, ds *demandState) ([]gpuinventory.GPU, picked, error) {
 	c, err := p.cached(ctx, nodeInfo)
 	if err != nil {
 		return nil, picked{}, err
@@ -76,7 +68,7 @@ func (p *GPUShare) pickOn(ctx context.Context, nodeInfo fwk.NodeInfo, ds *demand
 // bound, forgotten or deleted pod; a label change), so Filter and Score on
 // hundreds of nodes per pod parse each node's pods only after it changed.
 // Callers must not modify the accounting.
-func (p *GPUShare) cached(ctx context.Context, nodeInfo fwk.NodeInfo) (*cachedNode, error) {
+func (p *AnnotationGPUShare) cached(ctx context.Context, nodeInfo fwk.NodeInfo) (*cachedNode, error) {
 	node := nodeInfo.Node()
 	if node == nil {
 		return nil, errors.New("node not found")
@@ -130,7 +122,7 @@ const maxPicksPerNode = 16
 // promised to nominated pods (countNominated). nominated says whether the
 // node held any: the framework adds them to a copy of the node's NodeInfo
 // only, which the caller does not cache.
-func (p *GPUShare) accountNode(ctx context.Context, node *v1.Node, nodeInfo fwk.NodeInfo) (gpus []gpuinventory.GPU, nominated bool, err error) {
+func (p *AnnotationGPUShare) accountNode(ctx context.Context, node *v1.Node, nodeInfo fwk.NodeInfo) (gpus []gpuinventory.GPU, nominated bool, err error) {
 	inv, err := gpuinventory.NodeGPUsOf(node)
 	if err != nil {
 		if !errors.Is(err, gpuinventory.ErrNoGPULabels) {
@@ -166,7 +158,7 @@ func (p *GPUShare) accountNode(ctx context.Context, node *v1.Node, nodeInfo fwk.
 // or higher priority than the pod being scheduled): it is not bound or
 // assumed (no spec.nodeName), asks for a GPU share, and has neither a GPU
 // index nor a reservation here.
-func (p *GPUShare) isNominated(pod *v1.Pod, node string) bool {
+func (p *AnnotationGPUShare) isNominated(pod *v1.Pod, node string) bool {
 	if pod.Spec.NodeName != "" || gpuinventory.Terminal(pod) {
 		return false
 	}
@@ -191,7 +183,7 @@ func (p *GPUShare) isNominated(pod *v1.Pod, node string) bool {
 //     priority) are gone, counted on top of them: that GPU then fits
 //     nothing until they have left;
 //   - otherwise nothing (the nomination is stale: it cannot fit here).
-func (p *GPUShare) countNominated(ctx context.Context, occ *gpuinventory.Occupancy, nodeInfo fwk.NodeInfo, waiting []*v1.Pod) {
+func (p *AnnotationGPUShare) countNominated(ctx context.Context, occ *gpuinventory.Occupancy, nodeInfo fwk.NodeInfo, waiting []*v1.Pod) {
 	slices.SortStableFunc(waiting, func(a, b *v1.Pod) int {
 		return cmp.Compare(corev1helpers.PodPriority(b), corev1helpers.PodPriority(a))
 	})
@@ -217,7 +209,7 @@ func (p *GPUShare) countNominated(ctx context.Context, occ *gpuinventory.Occupan
 // would find them once every pod it may preempt has left: the bound and
 // assumed pods of that priority or higher, and the nominated pods already
 // counted.
-func (p *GPUShare) afterPreemption(occ *gpuinventory.Occupancy, nodeInfo fwk.NodeInfo, priority int32, counted []gpuinventory.Placement) []gpuinventory.GPU {
+func (p *AnnotationGPUShare) afterPreemption(occ *gpuinventory.Occupancy, nodeInfo fwk.NodeInfo, priority int32, counted []gpuinventory.Placement) []gpuinventory.GPU {
 	after := gpuinventory.NewOccupancy(occ.NodeName, occ.Node)
 	for _, pi := range nodeInfo.GetPods() {
 		pod := pi.GetPod()
@@ -234,7 +226,7 @@ func (p *GPUShare) afterPreemption(occ *gpuinventory.Occupancy, nodeInfo fwk.Nod
 // reservedGPU is the plugin's reservations as gpuinventory.Reservations:
 // the node and GPU reserved for a pod between Reserve and the moment it
 // carries hetsev.io/gpu-index.
-func (p *GPUShare) reservedGPU(uid types.UID) (node string, index int, ok bool) {
+func (p *AnnotationGPUShare) reservedGPU(uid types.UID) (node string, index int, ok bool) {
 	r, ok := p.reservationOf(uid)
 	return r.node, r.index, ok
 }

@@ -56,7 +56,10 @@ type Args struct {
 // ParseArgs checks what the scheduler passes to New: its decoded and
 // defaulted *config.HetsevGPUShareArgs, or nil, which takes the defaults.
 // Any other type is an error naming it; invalid values are an error naming
-// every bad field (pkg/apis/config/validation).
+// every bad field (pkg/apis/config/validation). It then reads the
+// co-location model file InterferenceModelFile names (the config API does
+// no I/O): a file that is absent or invalid is an error naming the field
+// and the file.
 func ParseArgs(obj runtime.Object) (Args, error) {
 	var args Args
 	typed, ok := obj.(*config.HetsevGPUShareArgs)

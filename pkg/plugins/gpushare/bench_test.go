@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	"k8s.io/kubernetes/pkg/scheduler/backend/cache"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
@@ -33,7 +32,7 @@ func BenchmarkSchedulingCycle(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	p := &GPUShare{reserved: map[types.UID]reservation{}, placer: args.placer(), handle: handle{snapshot: snapshot}}
+	p := newAnnotationGPUShare(handle{snapshot: snapshot}, args.placer())
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {

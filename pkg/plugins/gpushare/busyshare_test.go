@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/backend/cache"
@@ -29,16 +28,16 @@ func busyPod(name, node, model, idx, share string) *v1.Pod {
 }
 
 // defaultPlugin is the plugin with default arguments (maxBusyShare 1).
-func defaultPlugin(t *testing.T, h handle) *GPUShare {
+func defaultPlugin(t *testing.T, h handle) *AnnotationGPUShare {
 	t.Helper()
 	a, err := ParseArgs(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &GPUShare{placer: a.placer(), reserved: map[types.UID]reservation{}, handle: h}
+	return newAnnotationGPUShare(h, a.placer())
 }
 
-func filter(p *GPUShare, pod *v1.Pod, ni fwk.NodeInfo) *fwk.Status {
+func filter(p *AnnotationGPUShare, pod *v1.Pod, ni fwk.NodeInfo) *fwk.Status {
 	state := framework.NewCycleState()
 	if _, st := p.PreFilter(context.Background(), state, pod, nil); !st.IsSuccess() {
 		return st

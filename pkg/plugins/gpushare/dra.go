@@ -12,8 +12,12 @@ import (
 	resourceapi "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/util/retry"
+	"k8s.io/dynamic-resource-allocation/cel"
 	"k8s.io/dynamic-resource-allocation/structured"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -21,6 +25,7 @@ import (
 	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
 	"github.com/hetsev/hetsev/pkg/dra"
 	"github.com/hetsev/hetsev/pkg/gpuinventory"
+	"github.com/hetsev/hetsev/pkg/placement"
 )
 
 // DRA mode (args gpuMode: dra). A hetsev pod carries spec.resourceClaims
@@ -55,8 +60,67 @@ import (
 // Nothing is kept in memory across restarts but in-flight allocations:
 // the accounting is the claims' allocations, read through informers.
 
-// draState is a DRA-mode pod's part of the cycle state.
+var (
+	_ fwk.PreFilterPlugin   = &DRAGPUShare{}
+	_ fwk.FilterPlugin      = &DRAGPUShare{}
+	_ fwk.ScorePlugin       = &DRAGPUShare{}
+	_ fwk.ReservePlugin     = &DRAGPUShare{}
+	_ fwk.PreBindPlugin     = &DRAGPUShare{}
+	_ fwk.BindPlugin        = &DRAGPUShare{}
+	_ fwk.EnqueueExtensions = &DRAGPUShare{}
+	_ fwk.SignPlugin        = &DRAGPUShare{}
+)
+
+// DRAGPUShare is HetsevGPUShare in GPU mode dra (see above). Its extension
+// points are PreFilter, Filter, Score, Reserve, PreBind and Bind
+// (manifests/dra/scheduler-config.yaml).
+type DRAGPUShare struct {
+	// gpuShare's reserved is, in this mode, only the GPU index Bind
+	// writes; the accounting is the claims'.
+	gpuShare
+
+	// draManager is the scheduler's SharedDRAManager, shared by all its
+	// profiles.
+	draManager fwk.SharedDRAManager
+	podLister  corelisters.PodLister
+	celCache   *cel.Cache
+	// features are the structured allocator's features under the
+	// scheduler's feature gates (dra.AllocatorFeatures).
+	features structured.Features
+	// draReserved is what Reserve allocated per pod; guarded by mu.
+	draReserved map[types.UID]*draReservation
+	// inFlight is the pod each claim is being allocated for, between
+	// Reserve and the moment its reservedFor names the pod; guarded by mu.
+	inFlight map[types.UID]*v1.Pod
+	// reportedIssues remembers the safe-side counts already logged.
+	reportedIssues sync.Map
+}
+
+// newDRAGPUShare is DRAGPUShare on the scheduler's SharedDRAManager, with
+// the structured allocator's features under the scheduler's feature gates
+// (as for the upstream DynamicResources plugin: with DRADeviceTaints a
+// tainted GPU gets no share unless the claim tolerates it). It is an error
+// without the DRA manager or without consumable capacity.
+func newDRAGPUShare(h fwk.Handle, pl placement.Placer) (*DRAGPUShare, error) {
+	p := &DRAGPUShare{gpuShare: newGPUShare(h, pl), draReserved: map[types.UID]*draReservation{}, inFlight: map[types.UID]*v1.Pod{}}
+	p.draManager = h.SharedDRAManager()
+	if p.draManager == nil {
+		return nil, fmt.Errorf("%s: gpuMode %s needs the scheduler's DRA manager (feature DynamicResourceAllocation)", Name, v1alpha1.GPUModeDRA)
+	}
+	p.features = dra.AllocatorFeatures(utilfeature.DefaultFeatureGate)
+	if !p.features.ConsumableCapacity {
+		return nil, fmt.Errorf("%s: gpuMode %s needs feature gate %s (one GPU shared by several claims), which --feature-gates turns off", Name, v1alpha1.GPUModeDRA, dra.GateDRAConsumableCapacity)
+	}
+	p.celCache = dra.NewCELCache(utilfeature.DefaultFeatureGate)
+	if f := h.SharedInformerFactory(); f != nil {
+		p.podLister = f.Core().V1().Pods().Lister()
+	}
+	return p, nil
+}
+
+// draState is a DRA-mode pod's cycle state.
 type draState struct {
+	demand  gpuinventory.Demand // memory from the claim, the rest from the pod
 	claim   *resourceapi.ResourceClaim
 	request string // the claim's request of v1alpha1.DeviceClassName
 	view    *draView
@@ -67,6 +131,17 @@ type draState struct {
 
 	occMu sync.Mutex
 	occ   map[string]*draNode // per node, built once per cycle
+}
+
+func (s *draState) Clone() fwk.StateData { return s }
+
+func draStateFrom(state fwk.CycleState) (*draState, bool) {
+	v, err := state.Read(stateKey)
+	if err != nil {
+		return nil, false
+	}
+	s, ok := v.(*draState)
+	return s, ok
 }
 
 // draView is the cycle's snapshot: shareable GPUs per node and what every
@@ -97,8 +172,8 @@ type draReservation struct {
 // demand is in their claim, not in the pod.
 var errUnsigned = errors.New("pods with a hetsev ResourceClaim are not signed (their demand is in the claim)")
 
-// preFilterDRA reads the pod's claim: see the DRA mode comment above.
-func (p *GPUShare) preFilterDRA(ctx context.Context, state fwk.CycleState, pod *v1.Pod) (*fwk.PreFilterResult, *fwk.Status) {
+// PreFilter reads the pod's claim: see the DRA mode comment above.
+func (p *DRAGPUShare) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, _ []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
 	claimName, has := dra.ClaimNameOf(pod, v1alpha1.PodClaimName)
 	if !has {
 		if _, isGPU, _ := gpuinventory.DemandOf(pod); isGPU {
@@ -142,7 +217,7 @@ func (p *GPUShare) preFilterDRA(ctx context.Context, state fwk.CycleState, pod *
 	if err != nil {
 		return nil, fwk.AsStatus(err)
 	}
-	s := &draState{claim: claim, request: request, view: view, occ: map[string]*draNode{}}
+	s := &draState{demand: d, claim: claim, request: request, view: view, occ: map[string]*draNode{}}
 	if claim.Status.Allocation != nil {
 		node, idx, err := allocatedGPU(view, claim)
 		if err != nil {
@@ -152,10 +227,10 @@ func (p *GPUShare) preFilterDRA(ctx context.Context, state fwk.CycleState, pod *
 			return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("ResourceClaim %s/%s is in use by another pod", claim.Namespace, claim.Name))
 		}
 		s.allocatedNode, s.allocatedIndex = node, idx
-		state.Write(stateKey, &demandState{demand: d, dra: s})
+		state.Write(stateKey, s)
 		return &fwk.PreFilterResult{NodeNames: sets.New(node)}, nil
 	}
-	if p.draFeatures.DeviceTaints {
+	if p.features.DeviceTaints {
 		// The allocator refuses a GPU with a NoSchedule or NoExecute taint
 		// the request does not tolerate: offer none of them. A claim
 		// already allocated keeps its GPU (above): NoSchedule does not
@@ -166,14 +241,17 @@ func (p *GPUShare) preFilterDRA(ctx context.Context, state fwk.CycleState, pod *
 		return nil, fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("ResourceClaim %s/%s requests %s of GPU memory (capacity %q); the largest shareable GPU of driver %s has %d MiB%s",
 			claim.Namespace, claim.Name, mem.String(), v1alpha1.DRAMemoryCapacity, v1alpha1.DRADriver, largest/(1<<20), unusableSummary(view, "")))
 	}
-	state.Write(stateKey, &demandState{demand: d, dra: s})
+	state.Write(stateKey, s)
 	return nil, nil
 }
 
 // draSnapshot lists the driver's ResourceSlices, keeps the GPUs class
 // selects, and lists every claim, allocated or in flight, from the
 // SharedDRAManager.
-func (p *GPUShare) draSnapshot(ctx context.Context, class *resourceapi.DeviceClass) (*draView, error) {
+// PreFilterExtensions implements fwk.PreFilterPlugin.
+func (p *DRAGPUShare) PreFilterExtensions() fwk.PreFilterExtensions { return nil }
+
+func (p *DRAGPUShare) draSnapshot(ctx context.Context, class *resourceapi.DeviceClass) (*draView, error) {
 	sl, err := p.draManager.ResourceSlices().ListWithDeviceTaintRules()
 	if err != nil {
 		return nil, fmt.Errorf("listing ResourceSlices: %w", err)
@@ -266,7 +344,7 @@ func unusableSummary(view *draView, node string) string {
 // claims' usages of its GPUs (dra.NodeDevices.Occupancy) and, on the safe
 // side, bound hetsev pods whose claim holds no device here
 // (dra.AddUnclaimedPod).
-func (p *GPUShare) draNodeOf(ctx context.Context, s *draState, nodeInfo fwk.NodeInfo) *draNode {
+func (p *DRAGPUShare) draNodeOf(ctx context.Context, s *draState, nodeInfo fwk.NodeInfo) *draNode {
 	node := nodeInfo.Node()
 	if node == nil {
 		return &draNode{err: errors.New("node not found")}
@@ -312,7 +390,7 @@ func (p *GPUShare) draNodeOf(ctx context.Context, s *draState, nodeInfo fwk.Node
 // reportIssue logs a claim or pod counted on the safe side and records a
 // Warning event (reason ReasonCountedSafeSide) about it, once per node and
 // text.
-func (p *GPUShare) reportIssue(ctx context.Context, node string, is dra.Issue) {
+func (p *DRAGPUShare) reportIssue(ctx context.Context, node string, is dra.Issue) {
 	key := node + "\x00" + is.String()
 	if _, seen := p.reportedIssues.LoadOrStore(key, true); seen {
 		return
@@ -331,7 +409,7 @@ const ReasonCountedSafeSide = "GPUShareCountedSafeSide"
 
 // consumers are the pods using a claim: those in its reservedFor that the
 // informer has, and the pod this plugin is allocating it for.
-func (p *GPUShare) consumers(claim *resourceapi.ResourceClaim) []*v1.Pod {
+func (p *DRAGPUShare) consumers(claim *resourceapi.ResourceClaim) []*v1.Pod {
 	var pods []*v1.Pod
 	for _, r := range claim.Status.ReservedFor {
 		if r.Resource != "pods" || r.APIGroup != "" || p.podLister == nil {
@@ -352,53 +430,66 @@ func (p *GPUShare) consumers(claim *resourceapi.ResourceClaim) []*v1.Pod {
 	return pods
 }
 
-// pickOnDRA is placement's pick on the node's GPUs for the pod's demand.
-func (p *GPUShare) pickOnDRA(ctx context.Context, ds *demandState, nodeInfo fwk.NodeInfo) (*draNode, picked) {
-	n := p.draNodeOf(ctx, ds.dra, nodeInfo)
+// pickOn is placement's pick on the node's GPUs for the pod's demand.
+func (p *DRAGPUShare) pickOn(ctx context.Context, s *draState, nodeInfo fwk.NodeInfo) (*draNode, picked) {
+	n := p.draNodeOf(ctx, s, nodeInfo)
 	if n.err != nil {
 		return n, picked{}
 	}
 	var r picked
-	r.idx, r.rating, r.clash, r.ok = p.placer.OnNode(nodeInfo.Node().GetLabels()).Pick(n.gpus, ds.demand)
+	r.idx, r.rating, r.clash, r.ok = p.placer.OnNode(nodeInfo.Node().GetLabels()).Pick(n.gpus, s.demand)
 	return n, r
 }
 
-func (p *GPUShare) filterDRA(ctx context.Context, ds *demandState, nodeInfo fwk.NodeInfo) *fwk.Status {
-	if ds.dra.allocatedNode != "" {
-		if nodeInfo.Node().Name != ds.dra.allocatedNode {
-			return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("ResourceClaim %s/%s is allocated on node %s", ds.dra.claim.Namespace, ds.dra.claim.Name, ds.dra.allocatedNode))
+// Filter keeps the node of a claim already allocated, or nodes with a GPU
+// that fits the claim's memory and the pod's busy share and model, as in
+// annotation mode.
+func (p *DRAGPUShare) Filter(ctx context.Context, state fwk.CycleState, _ *v1.Pod, nodeInfo fwk.NodeInfo) *fwk.Status {
+	s, ok := draStateFrom(state)
+	if !ok {
+		return nil
+	}
+	if s.allocatedNode != "" {
+		if nodeInfo.Node().Name != s.allocatedNode {
+			return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("ResourceClaim %s/%s is allocated on node %s", s.claim.Namespace, s.claim.Name, s.allocatedNode))
 		}
 		return nil
 	}
-	n, r := p.pickOnDRA(ctx, ds, nodeInfo)
+	n, r := p.pickOn(ctx, s, nodeInfo)
 	if n.err != nil {
 		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, n.err.Error())
 	}
 	if !r.ok {
-		return fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("ResourceClaim %s/%s: %s", ds.dra.claim.Namespace, ds.dra.claim.Name, p.reasonNoGPU(nodeInfo, n.gpus, ds.demand)))
+		return fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("ResourceClaim %s/%s: %s", s.claim.Namespace, s.claim.Name, p.reasonNoGPU(nodeInfo, n.gpus, s.demand)))
 	}
 	return nil
 }
 
-func (p *GPUShare) scoreDRA(ctx context.Context, ds *demandState, nodeInfo fwk.NodeInfo) int64 {
-	if ds.dra.allocatedNode != "" {
-		return ratingScale
+// Score rates the GPU placement picks on the node, as in annotation mode
+// (picked.score); the node of a claim already allocated gets the full
+// rating.
+func (p *DRAGPUShare) Score(ctx context.Context, state fwk.CycleState, _ *v1.Pod, nodeInfo fwk.NodeInfo) (int64, *fwk.Status) {
+	s, ok := draStateFrom(state)
+	if !ok {
+		return 0, nil
 	}
-	n, r := p.pickOnDRA(ctx, ds, nodeInfo)
-	if n.err != nil || !r.ok {
-		return 0
+	if s.allocatedNode != "" {
+		return ratingScale, nil
 	}
-	score := int64(r.rating * ratingScale)
-	if r.clash {
-		return -1 - score
+	n, r := p.pickOn(ctx, s, nodeInfo)
+	if n.err != nil {
+		return 0, nil
 	}
-	return score
+	return r.score(), nil
 }
 
-// reserveDRA allocates the claim on the GPU placement picks on the node
+// Reserve allocates the claim on the GPU placement picks on the node
 // and signals the allocation as pending to the ResourceClaimTracker.
-func (p *GPUShare) reserveDRA(ctx context.Context, ds *demandState, pod *v1.Pod, nodeName string) *fwk.Status {
-	s := ds.dra
+func (p *DRAGPUShare) Reserve(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodeName string) *fwk.Status {
+	s, ok := draStateFrom(state)
+	if !ok {
+		return nil
+	}
 	if s.allocatedNode != "" {
 		p.mu.Lock()
 		p.reserved[pod.UID] = reservation{node: nodeName, index: s.allocatedIndex}
@@ -410,19 +501,19 @@ func (p *GPUShare) reserveDRA(ctx context.Context, ds *demandState, pod *v1.Pod,
 	if err != nil {
 		return fwk.AsStatus(fmt.Errorf("getting node %q: %w", nodeName, err))
 	}
-	n, r := p.pickOnDRA(ctx, ds, nodeInfo)
+	n, r := p.pickOn(ctx, s, nodeInfo)
 	if n.err != nil {
 		return fwk.NewStatus(fwk.Unschedulable, n.err.Error())
 	}
 	if !r.ok {
-		return fwk.NewStatus(fwk.Unschedulable, p.reasonNoGPU(nodeInfo, n.gpus, ds.demand))
+		return fwk.NewStatus(fwk.Unschedulable, p.reasonNoGPU(nodeInfo, n.gpus, s.demand))
 	}
 	dev := n.devices.Devices[r.idx]
 	allocated, err := p.gatherAllocatedState()
 	if err != nil {
 		return fwk.AsStatus(err)
 	}
-	alloc, err := dra.Allocate(ctx, p.draFeatures, *allocated, p.draManager.DeviceClasses(), p.celCache, nodeInfo.Node(), dev, s.claim)
+	alloc, err := dra.Allocate(ctx, p.features, *allocated, p.draManager.DeviceClasses(), p.celCache, nodeInfo.Node(), dev, s.claim)
 	if err != nil {
 		return fwk.NewStatus(fwk.Unschedulable, err.Error())
 	}
@@ -446,7 +537,7 @@ func (p *GPUShare) reserveDRA(ctx context.Context, ds *demandState, pod *v1.Pod,
 
 // gatherAllocatedState is the tracker's allocated state, retried while a
 // concurrent change makes it inconsistent.
-func (p *GPUShare) gatherAllocatedState() (*structured.AllocatedState, error) {
+func (p *DRAGPUShare) gatherAllocatedState() (*structured.AllocatedState, error) {
 	var err error
 	for range 20 {
 		var s *structured.AllocatedState
@@ -458,10 +549,10 @@ func (p *GPUShare) gatherAllocatedState() (*structured.AllocatedState, error) {
 	return nil, fmt.Errorf("gathering allocated devices: %v", err)
 }
 
-// PreBindPreFlight implements fwk.PreBindPlugin: PreBind has work for DRA
-// pods only.
-func (p *GPUShare) PreBindPreFlight(_ context.Context, state fwk.CycleState, _ *v1.Pod, _ string) (*fwk.PreBindPreFlightResult, *fwk.Status) {
-	if ds, ok := demandStateFrom(state); ok && ds.dra != nil {
+// PreBindPreFlight implements fwk.PreBindPlugin: PreBind has work for
+// pods with a hetsev claim only.
+func (p *DRAGPUShare) PreBindPreFlight(_ context.Context, state fwk.CycleState, _ *v1.Pod, _ string) (*fwk.PreBindPreFlightResult, *fwk.Status) {
+	if _, ok := draStateFrom(state); ok {
 		return &fwk.PreBindPreFlightResult{}, nil
 	}
 	return nil, fwk.NewStatus(fwk.Skip)
@@ -471,9 +562,9 @@ func (p *GPUShare) PreBindPreFlight(_ context.Context, state fwk.CycleState, _ *
 // pod in its reservedFor, in one status update, as the upstream
 // DynamicResources plugin does, retrying on conflicts; a claim deleted or
 // allocated elsewhere in the meantime is an error (Unreserve follows).
-func (p *GPUShare) PreBind(ctx context.Context, state fwk.CycleState, pod *v1.Pod, _ string) *fwk.Status {
-	ds, ok := demandStateFrom(state)
-	if !ok || ds.dra == nil {
+func (p *DRAGPUShare) PreBind(ctx context.Context, state fwk.CycleState, pod *v1.Pod, _ string) *fwk.Status {
+	s, ok := draStateFrom(state)
+	if !ok {
 		return nil
 	}
 	p.mu.RLock()
@@ -483,7 +574,7 @@ func (p *GPUShare) PreBind(ctx context.Context, state fwk.CycleState, pod *v1.Po
 		return fwk.AsStatus(fmt.Errorf("no GPU share reserved for pod %s", klog.KObj(pod)))
 	}
 	client := p.handle.ClientSet().ResourceV1().ResourceClaims(res.claim.Namespace)
-	claim := ds.dra.claim.DeepCopy()
+	claim := s.claim.DeepCopy()
 	first := true
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		if !first {
@@ -544,10 +635,39 @@ func (p *GPUShare) PreBind(ctx context.Context, state fwk.CycleState, pod *v1.Po
 	return nil
 }
 
-// unreserveDRA rolls back what Reserve and PreBind did for the pod: the
-// pending allocation, or the pod in reservedFor and the allocation it
-// wrote (when no other pod uses the claim).
-func (p *GPUShare) unreserveDRA(ctx context.Context, pod *v1.Pod) {
+// Unreserve rolls back what Reserve and PreBind did for the pod (rollBack),
+// then forgets the pod.
+func (p *DRAGPUShare) Unreserve(ctx context.Context, _ fwk.CycleState, pod *v1.Pod, _ string) {
+	p.rollBack(ctx, pod)
+	p.forget(pod.UID)
+}
+
+// forget drops what the plugin holds for the pod: its reservation, its
+// allocation and its claim in flight (Unreserve, or the pod was deleted).
+func (p *DRAGPUShare) forget(uid types.UID) {
+	p.mu.Lock()
+	delete(p.reserved, uid)
+	if res, ok := p.draReserved[uid]; ok {
+		delete(p.inFlight, res.claim.UID)
+		delete(p.draReserved, uid)
+	}
+	p.mu.Unlock()
+}
+
+// Bind binds the pod with its GPU's index attribute as
+// hetsev.io/gpu-index (gpuShare.bindWithGPUIndex). Pods without a hetsev
+// claim are left to the DefaultBinder (Skip).
+func (p *DRAGPUShare) Bind(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodeName string) *fwk.Status {
+	if _, ok := draStateFrom(state); !ok {
+		return fwk.NewStatus(fwk.Skip)
+	}
+	return p.bindWithGPUIndex(ctx, pod, nodeName)
+}
+
+// rollBack undoes what Reserve and PreBind did for the pod: the pending
+// allocation, or the pod in reservedFor and the allocation it wrote (when
+// no other pod uses the claim).
+func (p *DRAGPUShare) rollBack(ctx context.Context, pod *v1.Pod) {
 	p.mu.RLock()
 	res := p.draReserved[pod.UID]
 	p.mu.RUnlock()

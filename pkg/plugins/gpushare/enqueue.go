@@ -14,16 +14,32 @@ import (
 	"github.com/hetsev/hetsev/pkg/gpuinventory"
 )
 
-var (
-	_ fwk.EnqueueExtensions = &GPUShare{}
-	_ fwk.SignPlugin        = &GPUShare{}
-)
-
 // EventsToRegister implements fwk.EnqueueExtensions: the cluster events
 // that can make a pod this plugin rejected schedulable, each with a
 // queueing hint that skips the events that cannot (a pod that holds no
 // GPU, a node label unrelated to GPUs), so that the scheduler does not
-// retry every GPU pod on every change in the cluster:
+// retry every GPU pod on every change in the cluster (podAndNodeEvents).
+func (p *AnnotationGPUShare) EventsToRegister(context.Context) ([]fwk.ClusterEventWithHint, error) {
+	return podAndNodeEvents(), nil
+}
+
+// EventsToRegister implements fwk.EnqueueExtensions: annotation mode's
+// events (podAndNodeEvents) and also: a ResourceClaim is added, changes or
+// is deleted (a pod's claim was generated, a share was deallocated or
+// freed), a ResourceSlice is added or changes (GPUs published, capacity
+// grown), a DeviceClass is added or changes, and a pod's generated claims
+// are recorded in its status.
+func (p *DRAGPUShare) EventsToRegister(context.Context) ([]fwk.ClusterEventWithHint, error) {
+	return append(podAndNodeEvents(),
+		fwk.ClusterEventWithHint{Event: fwk.ClusterEvent{Resource: fwk.ResourceClaim, ActionType: fwk.Add | fwk.Update | fwk.Delete}},
+		fwk.ClusterEventWithHint{Event: fwk.ClusterEvent{Resource: fwk.ResourceSlice, ActionType: fwk.Add | fwk.Update}},
+		fwk.ClusterEventWithHint{Event: fwk.ClusterEvent{Resource: fwk.DeviceClass, ActionType: fwk.Add | fwk.Update}},
+		fwk.ClusterEventWithHint{Event: fwk.ClusterEvent{Resource: fwk.Pod, ActionType: fwk.UpdatePodGeneratedResourceClaim}},
+	), nil
+}
+
+// podAndNodeEvents are the events both GPU modes register, with their
+// queueing hints:
 //
 //   - a pod that held a GPU share is deleted (or becomes terminal, or its
 //     binding failed and the scheduler forgot it), or a preemptor
@@ -36,27 +52,12 @@ var (
 //   - a node with readable GPU labels is added, or a node's GFD labels
 //     (nvidia.com/gpu.count, nvidia.com/gpu.memory) become readable or
 //     grow.
-//
-// In DRA mode, also: a ResourceClaim is added, changes or is deleted (a
-// pod's claim was generated, a share was deallocated or freed), a
-// ResourceSlice is added or changes (GPUs published, capacity grown), a
-// DeviceClass is added or changes, and a pod's generated claims are
-// recorded in its status.
-func (p *GPUShare) EventsToRegister(context.Context) ([]fwk.ClusterEventWithHint, error) {
-	events := []fwk.ClusterEventWithHint{
+func podAndNodeEvents() []fwk.ClusterEventWithHint {
+	return []fwk.ClusterEventWithHint{
 		{Event: fwk.ClusterEvent{Resource: fwk.Pod, ActionType: fwk.Delete}, QueueingHintFn: isSchedulableAfterPodDeleted},
 		{Event: fwk.ClusterEvent{Resource: fwk.Pod, ActionType: fwk.Update}, QueueingHintFn: isSchedulableAfterPodUpdated},
 		{Event: fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.Add | fwk.UpdateNodeLabel}, QueueingHintFn: isSchedulableAfterNodeChange},
 	}
-	if p.draMode {
-		events = append(events,
-			fwk.ClusterEventWithHint{Event: fwk.ClusterEvent{Resource: fwk.ResourceClaim, ActionType: fwk.Add | fwk.Update | fwk.Delete}},
-			fwk.ClusterEventWithHint{Event: fwk.ClusterEvent{Resource: fwk.ResourceSlice, ActionType: fwk.Add | fwk.Update}},
-			fwk.ClusterEventWithHint{Event: fwk.ClusterEvent{Resource: fwk.DeviceClass, ActionType: fwk.Add | fwk.Update}},
-			fwk.ClusterEventWithHint{Event: fwk.ClusterEvent{Resource: fwk.Pod, ActionType: fwk.UpdatePodGeneratedResourceClaim}},
-		)
-	}
-	return events, nil
 }
 
 // isSchedulableAfterPodDeleted queues the pod when the deleted pod held, or
@@ -168,13 +169,23 @@ const signKey = "v1.Pod.Annotations[hetsev.io/model,hetsev.io/gpu-memory,hetsev.
 // (model, GPU memory in MiB, busy share, inflation limit) are filtered and scored alike on every node.
 // Pods without a GPU share sign as such; a pod with malformed annotations
 // is not signed (PreFilter rejects it anyway).
-//
-// In DRA mode pods with a hetsev claim are not signed: their GPU memory is
-// in the claim.
-func (p *GPUShare) SignPod(_ context.Context, pod *v1.Pod) ([]fwk.SignFragment, *fwk.Status) {
-	if p.draMode && dra.HasHetsevClaim(pod) {
+func (p *AnnotationGPUShare) SignPod(_ context.Context, pod *v1.Pod) ([]fwk.SignFragment, *fwk.Status) {
+	return signDemand(pod)
+}
+
+// SignPod implements fwk.SignPlugin: pods with a hetsev claim are not
+// signed, their GPU memory is in the claim; others sign as in annotation
+// mode.
+func (p *DRAGPUShare) SignPod(_ context.Context, pod *v1.Pod) ([]fwk.SignFragment, *fwk.Status) {
+	if dra.HasHetsevClaim(pod) {
 		return nil, fwk.NewStatus(fwk.Unschedulable, errUnsigned.Error())
 	}
+	return signDemand(pod)
+}
+
+// signDemand is a pod's signature fragment: its GPU demand from its
+// annotations.
+func signDemand(pod *v1.Pod) ([]fwk.SignFragment, *fwk.Status) {
 	d, ok, err := gpuinventory.DemandOf(pod)
 	if err != nil {
 		return nil, fwk.NewStatus(fwk.Unschedulable, err.Error())

@@ -55,7 +55,7 @@ func TestGPUShareQueueingHints(t *testing.T) {
 	waiting.Spec.SchedulerName = v1alpha1.SchedulerName
 	pq := schedqueue.NewTestQueue(ctx, (&queuesort.PrioritySort{}).Less,
 		schedqueue.WithQueueingHintMapPerProfile(schedqueue.QueueingHintMapPerProfile{
-			v1alpha1.SchedulerName: hintMap(t, &GPUShare{}),
+			v1alpha1.SchedulerName: hintMap(t, &AnnotationGPUShare{}),
 		}))
 	pq.Add(ctx, waiting)
 	pi, err := pq.Pop(logger)
@@ -167,7 +167,7 @@ func TestQueueingHintsByEvent(t *testing.T) {
 // malformed annotations are not signed.
 func TestSignPod(t *testing.T) {
 	ctx := context.Background()
-	p := &GPUShare{}
+	p := &AnnotationGPUShare{}
 	sign := func(pod *v1.Pod) any {
 		f, st := p.SignPod(ctx, pod)
 		if !st.IsSuccess() || len(f) != 1 || f[0].Key != signKey {

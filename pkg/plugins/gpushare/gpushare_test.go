@@ -79,7 +79,7 @@ func TestPlacement(t *testing.T) {
 	}
 	incoming := gpuPod("new", "", "resnet50", "4Gi", "")
 	client := fake.NewClientset(incoming)
-	p := &GPUShare{reserved: map[types.UID]reservation{}, handle: handle{snapshot: cache.NewSnapshot(placed, []*v1.Node{a, b}), client: client}}
+	p := newAnnotationGPUShare(handle{snapshot: cache.NewSnapshot(placed, []*v1.Node{a, b}), client: client}, placement.Placer{})
 	ctx := context.Background()
 	state := framework.NewCycleState()
 	if _, st := p.PreFilter(ctx, state, incoming, nil); !st.IsSuccess() {
@@ -144,7 +144,7 @@ func TestPlacement(t *testing.T) {
 
 func TestRejections(t *testing.T) {
 	ctx := context.Background()
-	p := &GPUShare{reserved: map[types.UID]reservation{}}
+	p := newAnnotationGPUShare(nil, placement.Placer{})
 	// Malformed annotation: unresolvable, message names the annotation.
 	_, st := p.PreFilter(ctx, framework.NewCycleState(), gpuPod("bad", "", "m", "lots", ""), nil)
 	if st.Code() != fwk.UnschedulableAndUnresolvable || !contains(st.Message(), v1alpha1.AnnotationGPUMemory) {
@@ -272,6 +272,13 @@ func TestArgsInterferenceModel(t *testing.T) {
 			t.Errorf("bad model file: err %v does not name %s", err, w)
 		}
 	}
+	absent := filepath.Join(dir, "absent.yaml")
+	_, err = parseArgs("interferenceModelFile: " + absent)
+	for _, w := range []string{"pluginConfig[HetsevGPUShare].args.interferenceModelFile", absent} {
+		if err == nil || !strings.Contains(err.Error(), w) {
+			t.Errorf("absent model file: err %v does not name %s", err, w)
+		}
+	}
 }
 
 // TestChoiceFitAndSoftAntiAffinity works best fit and soft anti-affinity by
@@ -284,7 +291,7 @@ func TestChoiceFitAndSoftAntiAffinity(t *testing.T) {
 	run := func(c gpuinventory.Choice, pod *v1.Pod) (int64, int, *fwk.Status) {
 		t.Helper()
 		client := fake.NewClientset(pod)
-		p := &GPUShare{placer: placement.Placer{Choice: c}, reserved: map[types.UID]reservation{}, handle: handle{snapshot: cache.NewSnapshot(placed, []*v1.Node{a}), client: client}}
+		p := newAnnotationGPUShare(handle{snapshot: cache.NewSnapshot(placed, []*v1.Node{a}), client: client}, placement.Placer{Choice: c})
 		state := framework.NewCycleState()
 		p.PreFilter(ctx, state, pod, nil)
 		if st := p.Filter(ctx, state, pod, ni); !st.IsSuccess() {
@@ -320,7 +327,7 @@ func TestChoiceFitAndSoftAntiAffinity(t *testing.T) {
 		t.Errorf("soft anti-affinity chose GPU %d, want 1 (no resnet50 there)", idx)
 	}
 	scores := fwk.NodeScoreList{{Name: "clash", Score: -5000}, {Name: "low", Score: 10}, {Name: "high", Score: 9000}}
-	(&GPUShare{}).NormalizeScore(ctx, nil, nil, scores)
+	(&gpuShare{}).NormalizeScore(ctx, nil, nil, scores)
 	if scores[0].Score != 0 || scores[1].Score != 1 || scores[2].Score != fwk.MaxNodeScore {
 		t.Errorf("normalized %v, want 0, 1, %d", scores, fwk.MaxNodeScore)
 	}
@@ -331,7 +338,7 @@ func TestChoiceFitAndSoftAntiAffinity(t *testing.T) {
 // generation moves).
 func TestPickCacheFollowsNodeChanges(t *testing.T) {
 	ctx := context.Background()
-	p := &GPUShare{reserved: map[types.UID]reservation{}}
+	p := newAnnotationGPUShare(nil, placement.Placer{})
 	ni := framework.NewNodeInfo()
 	ni.SetNode(t4Node("a"))
 	d := &demandState{demand: gpuinventory.Demand{Model: "resnet50", MemoryMiB: 4096}, model: unique.Make("resnet50")}
@@ -367,7 +374,7 @@ func TestUnreserveAfterFailedBindingFreesTheGPU(t *testing.T) {
 		}
 		return false, nil, nil
 	})
-	p := &GPUShare{reserved: map[types.UID]reservation{}, handle: handle{snapshot: cache.NewSnapshot(nil, []*v1.Node{a}), client: client}}
+	p := newAnnotationGPUShare(handle{snapshot: cache.NewSnapshot(nil, []*v1.Node{a}), client: client}, placement.Placer{})
 	state := framework.NewCycleState()
 	p.PreFilter(ctx, state, x, nil)
 	if st := p.Reserve(ctx, state, x, "a"); !st.IsSuccess() {
@@ -415,7 +422,7 @@ func TestUnreserveAfterFailedBindingFreesTheGPU(t *testing.T) {
 // plugin dropped both from the accounting and placed onto their GPUs.
 func TestMalformedPodsKeepTheirGPU(t *testing.T) {
 	ctx := context.Background()
-	p := &GPUShare{reserved: map[types.UID]reservation{}}
+	p := newAnnotationGPUShare(nil, placement.Placer{})
 	ni := framework.NewNodeInfo(gpuPod("bad-mem", "a", "bert", "lots", "0"))
 	ni.SetNode(t4Node("a"))
 	d := &demandState{demand: gpuinventory.Demand{Model: "resnet50", MemoryMiB: 4096}, model: unique.Make("resnet50")}

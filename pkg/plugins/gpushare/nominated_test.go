@@ -160,10 +160,10 @@ func TestGPUShareScoreReserveCountNominatedPods(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var p *GPUShare
+			var p *AnnotationGPUShare
 			factory := func(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
 				pl, err := New(ctx, obj, h)
-				p, _ = pl.(*GPUShare)
+				p, _ = pl.(*AnnotationGPUShare)
 				return pl, err
 			}
 			fw, err := tf.NewFramework(ctx, []tf.RegisterPluginFunc{

@@ -3,8 +3,6 @@ package v1
 import (
 	"github.com/hetsev/hetsev/pkg/apis/config"
 	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
-	"github.com/hetsev/hetsev/pkg/gpuinventory"
-	"github.com/hetsev/hetsev/pkg/placement"
 )
 
 // Defaults of HetsevFairQueueArgs. HetSev 4.2 names k and beta but gives no
@@ -19,13 +17,19 @@ const (
 )
 
 // Defaults of HetsevGPUShareArgs: the paper's rules (HetSev 4.2), and an
-// interference weight that is our choice, not the paper's
-// (placement.DefaultInterferenceWeight).
+// interference weight that is our choice, not the paper's. They are the
+// domain packages' defaults (placement.DefaultInterferenceWeight,
+// gpuinventory.DefaultMaxBusyShare, gpuinventory.FitWorst), written here
+// so that the config API imports no domain package; a test of
+// pkg/plugins/gpushare keeps them equal.
 const (
-	DefaultGPUShareAntiAffinity       = config.AntiAffinityHard
-	DefaultGPUShareFit                = string(gpuinventory.FitWorst)
-	DefaultGPUShareInterferenceWeight = placement.DefaultInterferenceWeight
-	DefaultGPUShareMaxBusyShare       = gpuinventory.DefaultMaxBusyShare
+	DefaultGPUShareAntiAffinity = config.AntiAffinityHard
+	DefaultGPUShareFit          = config.FitWorst
+	// DefaultGPUShareInterferenceWeight is dimensionless, in 0..1.
+	DefaultGPUShareInterferenceWeight = 0.5
+	// DefaultGPUShareMaxBusyShare is the summed busy share one GPU may
+	// carry (dimensionless): busy all the time.
+	DefaultGPUShareMaxBusyShare = 1.0
 	// DefaultGPUShareConsolidate: GPUs in use first for instances that
 	// declare their busy share (ours, not the paper's).
 	DefaultGPUShareConsolidate = true

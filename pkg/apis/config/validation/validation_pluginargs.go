@@ -1,6 +1,8 @@
 // Package validation checks hetsev's scheduler-plugin arguments after
 // defaulting. The plugins' factories call it, so invalid arguments stop
-// hetsev-scheduler at start with each bad field's path.
+// hetsev-scheduler at start with each bad field's path. It checks values
+// only and reads no file: the plugin's factory loads a file the arguments
+// name.
 package validation
 
 import (
@@ -10,8 +12,6 @@ import (
 
 	"github.com/hetsev/hetsev/pkg/apis/config"
 	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
-	"github.com/hetsev/hetsev/pkg/gpuinventory"
-	"github.com/hetsev/hetsev/pkg/interference"
 )
 
 // Bounds of HetsevFairQueueArgs.
@@ -39,15 +39,15 @@ func ValidateHetsevFairQueueArgs(path *field.Path, args *config.HetsevFairQueueA
 // ValidateHetsevGPUShareArgs returns every invalid field of args under path
 // (e.g. pluginConfig[HetsevGPUShare].args): AntiAffinity must be Hard or
 // Soft, Fit WorstFit or BestFit, InterferenceWeight, when set, in 0..1,
-// MaxBusyShare, when set, finite and >= 0, GPUMode annotations or dra, and
-// InterferenceModelFile, when set, a file interference.LoadColocation
-// accepts (its error names the file's field).
+// MaxBusyShare, when set, finite and >= 0, and GPUMode annotations or dra.
+// InterferenceModelFile is not read here: gpushare.ParseArgs loads it and
+// names the field in its error.
 func ValidateHetsevGPUShareArgs(path *field.Path, args *config.HetsevGPUShareArgs) field.ErrorList {
 	var errs field.ErrorList
 	if args.AntiAffinity != config.AntiAffinityHard && args.AntiAffinity != config.AntiAffinitySoft {
 		errs = append(errs, field.NotSupported(path.Child("antiAffinity"), args.AntiAffinity, []string{config.AntiAffinityHard, config.AntiAffinitySoft}))
 	}
-	if fits := []string{string(gpuinventory.FitWorst), string(gpuinventory.FitBest)}; args.Fit != fits[0] && args.Fit != fits[1] {
+	if fits := []string{config.FitWorst, config.FitBest}; args.Fit != fits[0] && args.Fit != fits[1] {
 		errs = append(errs, field.NotSupported(path.Child("fit"), args.Fit, fits))
 	}
 	if w := args.InterferenceWeight; w != nil && !(*w >= 0 && *w <= 1) {
@@ -58,11 +58,6 @@ func ValidateHetsevGPUShareArgs(path *field.Path, args *config.HetsevGPUShareArg
 	}
 	if !v1alpha1.IsGPUMode(args.GPUMode) {
 		errs = append(errs, field.NotSupported(path.Child("gpuMode"), args.GPUMode, v1alpha1.GPUModes()))
-	}
-	if f := args.InterferenceModelFile; f != "" {
-		if _, err := interference.LoadColocation(f); err != nil {
-			errs = append(errs, field.Invalid(path.Child("interferenceModelFile"), f, err.Error()))
-		}
 	}
 	return errs
 }

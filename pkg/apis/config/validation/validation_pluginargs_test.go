@@ -2,16 +2,12 @@ package validation
 
 import (
 	"math"
-	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	"sigs.k8s.io/yaml"
 
 	"github.com/hetsev/hetsev/pkg/apis/config"
-	"github.com/hetsev/hetsev/pkg/interference"
 )
 
 func TestValidateHetsevFairQueueArgs(t *testing.T) {
@@ -41,18 +37,9 @@ func TestValidateHetsevFairQueueArgs(t *testing.T) {
 
 func TestValidateHetsevGPUShareArgs(t *testing.T) {
 	path := field.NewPath("pluginConfig").Key("HetsevGPUShare").Child("args")
-	dir := t.TempDir()
-	good, bad := filepath.Join(dir, "good.yaml"), filepath.Join(dir, "bad.yaml")
-	data, err := yaml.Marshal(interference.FittedColocation().File())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(good, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(bad, []byte(strings.Replace(string(data), "contention: 0.7332", "contention: -1", 1)), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	// Validation reads no file: a model file that does not exist passes
+	// here (gpushare.ParseArgs refuses it).
+	absent := filepath.Join(t.TempDir(), "absent.yaml")
 	w := func(f float64) *float64 { return &f }
 	for _, c := range []struct {
 		args config.HetsevGPUShareArgs
@@ -64,14 +51,12 @@ func TestValidateHetsevGPUShareArgs(t *testing.T) {
 		{config.HetsevGPUShareArgs{AntiAffinity: "hard", Fit: "FirstFit", InterferenceWeight: w(-0.1)}, []string{
 			"pluginConfig[HetsevGPUShare].args.antiAffinity", "pluginConfig[HetsevGPUShare].args.fit", "pluginConfig[HetsevGPUShare].args.interferenceWeight"}},
 		{config.HetsevGPUShareArgs{AntiAffinity: "Hard", Fit: "WorstFit", InterferenceWeight: w(math.NaN())}, []string{"pluginConfig[HetsevGPUShare].args.interferenceWeight"}},
-		{config.HetsevGPUShareArgs{AntiAffinity: "Hard", Fit: "WorstFit", InterferenceModelFile: good}, nil},
+		{config.HetsevGPUShareArgs{AntiAffinity: "Hard", Fit: "WorstFit", InterferenceModelFile: absent}, nil},
 		{config.HetsevGPUShareArgs{AntiAffinity: "Hard", Fit: "WorstFit", MaxBusyShare: w(0)}, nil},
 		{config.HetsevGPUShareArgs{AntiAffinity: "Hard", Fit: "WorstFit", MaxBusyShare: w(1.5)}, nil},
 		{config.HetsevGPUShareArgs{AntiAffinity: "Hard", Fit: "WorstFit", MaxBusyShare: w(-0.5)}, []string{"pluginConfig[HetsevGPUShare].args.maxBusyShare"}},
 		{config.HetsevGPUShareArgs{AntiAffinity: "Hard", Fit: "WorstFit", MaxBusyShare: w(math.NaN())}, []string{"pluginConfig[HetsevGPUShare].args.maxBusyShare"}},
 		{config.HetsevGPUShareArgs{AntiAffinity: "Hard", Fit: "WorstFit", MaxBusyShare: w(math.Inf(1))}, []string{"pluginConfig[HetsevGPUShare].args.maxBusyShare"}},
-		{config.HetsevGPUShareArgs{AntiAffinity: "Hard", Fit: "WorstFit", InterferenceModelFile: bad}, []string{"pluginConfig[HetsevGPUShare].args.interferenceModelFile"}},
-		{config.HetsevGPUShareArgs{AntiAffinity: "Hard", Fit: "WorstFit", InterferenceModelFile: filepath.Join(dir, "absent.yaml")}, []string{"pluginConfig[HetsevGPUShare].args.interferenceModelFile"}},
 		{config.HetsevGPUShareArgs{AntiAffinity: "Hard", Fit: "WorstFit", GPUMode: "dra"}, nil},
 		{config.HetsevGPUShareArgs{AntiAffinity: "Hard", Fit: "WorstFit", GPUMode: "DRA"}, []string{"pluginConfig[HetsevGPUShare].args.gpuMode"}},
 		{config.HetsevGPUShareArgs{AntiAffinity: "Hard", Fit: "WorstFit", GPUMode: "-"}, []string{"pluginConfig[HetsevGPUShare].args.gpuMode"}},
@@ -89,13 +74,6 @@ func TestValidateHetsevGPUShareArgs(t *testing.T) {
 		for i, e := range errs {
 			if e.Field != c.want[i] {
 				t.Errorf("%+v: error at %s, want %s", c.args, e.Field, c.want[i])
-			}
-			// A model file's error names the file and, for a bad value, its field.
-			if c.args.InterferenceModelFile != "" && !strings.Contains(e.Error(), c.args.InterferenceModelFile) {
-				t.Errorf("%s: error %q does not name the file", c.args.InterferenceModelFile, e.Error())
-			}
-			if c.args.InterferenceModelFile == bad && !strings.Contains(e.Error(), "mps.contention") {
-				t.Errorf("bad file: error %q does not name mps.contention", e.Error())
 			}
 		}
 	}
