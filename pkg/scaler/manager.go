@@ -2,6 +2,7 @@ package scaler
 
 import (
 	"fmt"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"os"
 	"sync"
 	"time"
@@ -63,6 +64,18 @@ func (o *Options) NewManager(cfg *rest.Config) (manager.Manager, error) {
 	if err := kubeversion.Check(disc); err != nil {
 		return nil, err
 	}
+	byObject := map[client.Object]cache.ByObject{&v1.Service{}: {Label: RoutingCacheSelector()}}
+	// A cache entry for a kind the API server does not serve fails the
+	// manager's start: the Istio kinds are cached only where Istio's CRDs
+	// are installed (the reconciler then watches them too).
+	istio, err := servesGroupVersion(disc, networkingv1.SchemeGroupVersion.String())
+	if err != nil {
+		return nil, err
+	}
+	if istio {
+		byObject[&networkingv1.VirtualService{}] = cache.ByObject{Label: RoutingCacheSelector()}
+		byObject[&networkingv1.DestinationRule{}] = cache.ByObject{Label: RoutingCacheSelector()}
+	}
 	mopts := manager.Options{
 		Scheme: Scheme(),
 		// Pods, nodes, Deployments and the ModelServices' Services,
@@ -71,11 +84,7 @@ func (o *Options) NewManager(cfg *rest.Config) (manager.Manager, error) {
 		// do not take memory.
 		Cache: cache.Options{
 			DefaultTransform: cache.TransformStripManagedFields(),
-			ByObject: map[client.Object]cache.ByObject{
-				&v1.Service{}:                   {Label: RoutingCacheSelector()},
-				&networkingv1.VirtualService{}:  {Label: RoutingCacheSelector()},
-				&networkingv1.DestinationRule{}: {Label: RoutingCacheSelector()},
-			},
+			ByObject:         byObject,
 		},
 		Metrics:                       metricsserver.Options{BindAddress: o.MetricsBindAddress},
 		HealthProbeBindAddress:        o.HealthProbeBindAddress,
@@ -161,4 +170,19 @@ func loadCatalog(path string) (catalog.Catalog, error) {
 	}
 	defer f.Close()
 	return catalog.LoadCatalog(f, path)
+}
+
+// servesGroupVersion says whether the API server serves groupVersion
+// (e.g. networking.istio.io/v1); an error other than "not found" is
+// returned.
+func servesGroupVersion(disc discovery.DiscoveryInterface, groupVersion string) (bool, error) {
+	_, err := disc.ServerResourcesForGroupVersion(groupVersion)
+	switch {
+	case err == nil:
+		return true, nil
+	case apierrors.IsNotFound(err):
+		return false, nil
+	default:
+		return false, fmt.Errorf("discovery of %s: %w", groupVersion, err)
+	}
 }
