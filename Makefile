@@ -68,8 +68,10 @@ interference-fit:
 # Prometheus (installed by `make prometheus` when missing).
 test: build unit prometheus integration
 
+# The unit tests run under the race detector: the scheduler plugins, the
+# scaler and the adapter's scrape loop are concurrent code.
 unit:
-	$(GO) test -count=1 ./pkg/... ./cmd/... ./internal/... ./data/...
+	$(GO) test -race -count=1 ./pkg/... ./cmd/... ./internal/... ./data/...
 
 integration:
 	$(GO) test -count=1 -p 1 -timeout 20m ./test/...
