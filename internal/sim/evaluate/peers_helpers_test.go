@@ -49,3 +49,21 @@ func syntheticType(name string, price, tput, latencyMs float64, running int) typ
 		running: running, ready: running, slots: 10, inflation: 1,
 	}
 }
+
+// peerCluster is the simulated cluster of policy's replay of peerConfig's
+// ResNet-50 service, with the indices of its T4 nodes, for hand-placed
+// placement tests.
+func peerCluster(t *testing.T, policy string) (*cluster, []int) {
+	t.Helper()
+	r, err := newPolicyRun(peerConfig(t, resnetService), policy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var t4 []int
+	for i, nd := range r.cl.nodes {
+		if nd.gpuType.Name == "T4" {
+			t4 = append(t4, i)
+		}
+	}
+	return r.cl, t4
+}

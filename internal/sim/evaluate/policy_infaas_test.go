@@ -76,18 +76,7 @@ func TestINFaaSPacksByMemoryOnly(t *testing.T) {
 // (worst fit). An instance of 13,500 MiB fits no GPU in use (13,312 MiB
 // free at most) and opens an empty one, on a node in use: node 0 GPU 1.
 func TestINFaaSPlacesOnLeastLoadedWorker(t *testing.T) {
-	cfg := peerConfig(t, resnetService)
-	r, err := newPolicyRun(cfg, PolicyINFaaS)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := r.cl
-	t4 := []int{}
-	for i, nd := range c.nodes {
-		if nd.gpuType.Name == "T4" {
-			t4 = append(t4, i)
-		}
-	}
+	c, t4 := peerCluster(t, PolicyINFaaS)
 	c.add(&instance{demand: gpuinventory.Demand{Model: "a", MemoryMiB: 12288}}, t4[0], 0)
 	c.add(&instance{demand: gpuinventory.Demand{Model: "b", MemoryMiB: 4096}}, t4[1], 0)
 	c.add(&instance{demand: gpuinventory.Demand{Model: "resnet50", MemoryMiB: 3072}}, t4[2], 0)

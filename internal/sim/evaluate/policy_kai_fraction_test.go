@@ -50,18 +50,7 @@ func TestKAIFractionHPA(t *testing.T) {
 // memory. In all 4 + 15 + 2 x 15 = 49, where one per GPU without
 // ResNet-50 would be 6.
 func TestKAIFractionBinpacks(t *testing.T) {
-	cfg := peerConfig(t, resnetService)
-	r, err := newPolicyRun(cfg, PolicyKAIFraction)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := r.cl
-	t4 := []int{}
-	for i, nd := range c.nodes {
-		if nd.gpuType.Name == "T4" {
-			t4 = append(t4, i)
-		}
-	}
+	c, t4 := peerCluster(t, PolicyKAIFraction)
 	c.add(&instance{demand: gpuinventory.Demand{Model: "b", MemoryMiB: 4096}}, t4[1], 0)
 	c.add(&instance{demand: gpuinventory.Demand{Model: "d", MemoryMiB: 2048}}, t4[2], 0)
 	resnet := gpuinventory.Demand{Model: "resnet50", MemoryMiB: 2048}
