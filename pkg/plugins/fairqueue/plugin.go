@@ -18,6 +18,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/informers"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
@@ -55,8 +56,13 @@ var (
 	shared   = map[queueKey]*queue{}
 )
 
-// queueKey is the arguments that make a queue.
-type queueKey struct{ k, beta int32 }
+// queueKey is what makes a queue: the arguments and the informer factory
+// whose pod handler forgets pods for it (one per scheduler process; a
+// factory of its own, as a test has, gets a queue of its own).
+type queueKey struct {
+	k, beta int32
+	pods    informers.SharedInformerFactory
+}
 
 // New is the plugin factory registered with the scheduler command. Invalid
 // arguments are an error naming the field, so the scheduler does not start.
@@ -66,8 +72,9 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 		return nil, err
 	}
 	logger := klog.FromContext(ctx).WithValues("plugin", Name)
+	f := h.SharedInformerFactory()
 	sharedMu.Lock()
-	key := queueKey{args.K, args.Beta}
+	key := queueKey{args.K, args.Beta, f}
 	q, ok := shared[key]
 	if !ok {
 		q = newQueue(int(args.K), int(args.Beta), time.Now)
@@ -75,7 +82,7 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 		shared[key] = q
 	}
 	sharedMu.Unlock()
-	if f := h.SharedInformerFactory(); f != nil && !ok {
+	if f != nil && !ok {
 		_, err := f.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 			// A pod that leaves the queue without an attempt here (deleted,
 			// bound elsewhere) must not keep weighing on its class.
@@ -99,7 +106,7 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 	}
 	logger.V(2).Info("plugin initialised", "k", args.K, "beta", args.Beta)
 	fq := &FairQueue{q: q}
-	if f := h.SharedInformerFactory(); f != nil {
+	if f != nil {
 		fq.pods = f.Core().V1().Pods().Lister()
 	}
 	return fq, nil

@@ -43,6 +43,19 @@ func TestFairQueueForgetsDeletedPods(t *testing.T) {
 	fq := pl.(*FairQueue)
 	f.Start(ctx.Done())
 	f.WaitForCacheSync(ctx.Done())
+	// A synced cache only proves the list: the fake client drops events
+	// that happen before the informer's watch opens, so wait until a pod
+	// created now shows up through that watch.
+	if _, err := client.CoreV1().Pods("default").Create(ctx, pod("watch-open", "other", "1Gi"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	lister := f.Core().V1().Pods().Lister()
+	if err := wait.PollUntilContextTimeout(ctx, time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		_, err := lister.Pods("default").Get("watch-open")
+		return err == nil, nil
+	}); err != nil {
+		t.Fatalf("the pod informer's watch never delivered a created pod: %v", err)
+	}
 
 	queued := func(p *v1.Pod) fwk.QueuedPodInfo {
 		pi, err := framework.NewPodInfo(p)
