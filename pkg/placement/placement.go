@@ -28,8 +28,8 @@ const DefaultInterferenceWeight = 0.5
 const ReferenceBatchLatency = 0.010
 
 // Placer chooses the GPU for an instance on one node: among the GPUs that
-// fit it (gpuinventory.Candidates: GPU memory, anti-affinity), the one with
-// the highest rating. The GPUs' occupancy (memory used, models, instances)
+// admit it (Admit: GPU memory, busy share, anti-affinity, inflation
+// limits), the one with the highest rating. The GPUs' occupancy (memory used, models, instances)
 // is gpuinventory's (Occupancy); only the rating is placement's:
 //
 //	rating = (1 - w) * fit + w * 1 / (1 + ΔI)
@@ -81,22 +81,28 @@ func (pl Placer) OnNode(labels map[string]string) Placer {
 // already hosts the instance's model (soft anti-affinity only) and whether
 // any GPU fits.
 //
-// A GPU where the co-location model predicts, for the new instance or a
-// neighbour, a latency inflation above what its hetsev.io/max-inflation
-// allows is not chosen (Admits). (Under soft anti-affinity, GPUs hosting the
-// model are considered only when no GPU without it fits memory and busy
-// share, as gpuinventory.Candidates decides, before this check.)
+// The GPUs it chooses among are those Admit admits: GPU memory, busy share,
+// anti-affinity and every instance's hetsev.io/max-inflation. Under soft
+// anti-affinity, when none is admitted, it chooses among the GPUs hosting
+// the model that pass the other rules (clash true).
 func (pl Placer) Pick(gpus []gpuinventory.GPU, d gpuinventory.Demand) (idx int, rating float64, clash, ok bool) {
-	fit, clash := gpuinventory.Candidates(gpus, d, pl.Choice)
-	for _, g := range fit {
-		if !pl.Admits(g, d) {
-			continue
+	for _, hosting := range []bool{false, true} {
+		if hosting && (!pl.Choice.SoftAntiAffinity || d.Model == "") {
+			break
 		}
-		if r := pl.Rate(g, d); !ok || r > rating {
-			idx, rating, ok = g.Index, r, true
+		for _, g := range gpus {
+			if pl.admit(g, d, hosting) != nil {
+				continue
+			}
+			if r := pl.Rate(g, d); !ok || r > rating {
+				idx, rating, ok = g.Index, r, true
+			}
+		}
+		if ok {
+			return idx, rating, hosting, true
 		}
 	}
-	return idx, rating, clash, ok
+	return 0, 0, false, false
 }
 
 // Rate is the rating of placing d on g, which must fit. With
