@@ -8,10 +8,8 @@ import (
 
 	"github.com/hetsev/hetsev/pkg/apis/config"
 	configv1 "github.com/hetsev/hetsev/pkg/apis/config/v1"
-	"github.com/hetsev/hetsev/pkg/apis/config/validation"
-	"github.com/hetsev/hetsev/pkg/gpuinventory"
-	"github.com/hetsev/hetsev/pkg/interference"
 	"github.com/hetsev/hetsev/pkg/placement"
+	"github.com/hetsev/hetsev/pkg/schedulerconfig"
 )
 
 // The plugin's arguments are config.HetsevGPUShareArgs, registered in the
@@ -44,13 +42,11 @@ const DefaultInterferenceWeight = configv1.DefaultGPUShareInterferenceWeight
 var argsPath = field.NewPath("pluginConfig").Key(Name).Child("args")
 
 // Args are HetsevGPUShare's arguments as New uses them: the scheduler's
-// decoded, defaulted and validated config.HetsevGPUShareArgs.
+// decoded, defaulted and validated config.HetsevGPUShareArgs with the
+// co-location model they name (schedulerconfig.GPUShareArgs, which
+// hetsev-scaler reads from the same file for its free slots).
 type Args struct {
-	config.HetsevGPUShareArgs
-	// Colocation is the co-location model the rating predicts inflation
-	// with: InterferenceModelFile's, or the fitted default when it is empty.
-	// ParseArgs sets it; the zero value reads as the fitted default.
-	Colocation interference.Colocation
+	schedulerconfig.GPUShareArgs
 }
 
 // ParseArgs checks what the scheduler passes to New: its decoded and
@@ -59,56 +55,20 @@ type Args struct {
 // every bad field (pkg/apis/config/validation). It then reads the
 // co-location model file InterferenceModelFile names (the config API does
 // no I/O): a file that is absent or invalid is an error naming the field
-// and the file.
+// and the file (schedulerconfig.CompleteGPUShareArgs).
 func ParseArgs(obj runtime.Object) (Args, error) {
-	var args Args
 	typed, ok := obj.(*config.HetsevGPUShareArgs)
+	var in config.HetsevGPUShareArgs
 	switch {
 	case ok && typed != nil:
-		args.HetsevGPUShareArgs = *typed.DeepCopy()
+		in = *typed
 	case ok || obj == nil:
-		var v configv1.HetsevGPUShareArgs
-		configv1.SetObjectDefaults_HetsevGPUShareArgs(&v)
-		if err := configv1.Convert_v1_HetsevGPUShareArgs_To_config_HetsevGPUShareArgs(&v, &args.HetsevGPUShareArgs, nil); err != nil {
-			return args, err
-		}
+		in = schedulerconfig.DefaultGPUShareArgs().HetsevGPUShareArgs
 	default:
-		return args, fmt.Errorf("%s: want args of type %T, got %T", argsPath, typed, obj)
+		return Args{}, fmt.Errorf("%s: want args of type %T, got %T", argsPath, typed, obj)
 	}
-	if err := validation.ValidateHetsevGPUShareArgs(argsPath, &args.HetsevGPUShareArgs).ToAggregate(); err != nil {
-		return args, err
-	}
-	m, err := interference.LoadColocation(args.InterferenceModelFile)
-	if err != nil {
-		return args, fmt.Errorf("%s: %w", argsPath.Child("interferenceModelFile"), err)
-	}
-	args.Colocation = m
-	return args, nil
+	a, err := schedulerconfig.CompleteGPUShareArgs(argsPath, in)
+	return Args{a}, err
 }
 
-// Choice is what the arguments mean for choosing a GPU.
-// MaxBusyShare unset (nil) is configv1.DefaultGPUShareMaxBusyShare and
-// Consolidate unset configv1.DefaultGPUShareConsolidate.
-func (a Args) Choice() gpuinventory.Choice {
-	c := configv1.DefaultGPUShareMaxBusyShare
-	if a.MaxBusyShare != nil {
-		c = *a.MaxBusyShare
-	}
-	consolidate := configv1.DefaultGPUShareConsolidate
-	if a.Consolidate != nil {
-		consolidate = *a.Consolidate
-	}
-	return gpuinventory.Choice{Fit: gpuinventory.Fit(a.Fit), SoftAntiAffinity: a.AntiAffinity == config.AntiAffinitySoft, MaxBusyShare: c, Consolidate: consolidate}
-}
-
-func (a Args) placer() placement.Placer {
-	w := float64(DefaultInterferenceWeight)
-	if a.InterferenceWeight != nil {
-		w = *a.InterferenceWeight
-	}
-	m := a.Colocation
-	if m.Source == "" && m.Occupancy == nil {
-		m = interference.FittedColocation()
-	}
-	return placement.Placer{Choice: a.Choice(), InterferenceWeight: w, Colocation: m}
-}
+func (a Args) placer() placement.Placer { return a.Placer() }

@@ -44,11 +44,12 @@ import (
 
 	"github.com/hetsev/hetsev/pkg/gpuinventory"
 	"github.com/hetsev/hetsev/pkg/placement"
+	"github.com/hetsev/hetsev/pkg/schedulerconfig"
 )
 
 // Name is the plugin's name in KubeSchedulerConfiguration, whichever GPU
 // mode New builds.
-const Name = "HetsevGPUShare"
+const Name = schedulerconfig.GPUShareName
 
 const stateKey fwk.StateKey = Name
 
