@@ -125,7 +125,12 @@ func (o *Options) NewManager(cfg *rest.Config) (manager.Manager, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--interference-model: %w", err)
 	}
+	admission, err := o.GPUShareArgs()
+	if err != nil {
+		return nil, fmt.Errorf("--scheduler-config: %w", err)
+	}
 	r := &Reconciler{
+		Admission:      &admission,
 		Colocation:     colocation,
 		Client:         mgr.GetClient(),
 		APIReader:      mgr.GetAPIReader(),
@@ -136,7 +141,6 @@ func (o *Options) NewManager(cfg *rest.Config) (manager.Manager, error) {
 		// read them.
 		Recorder:     mgr.GetEventRecorderFor(v1alpha1.ScalerName), //nolint:staticcheck
 		Defaults:     o.Defaults,
-		MaxBusyShare: o.MaxBusyShare,
 		TrafficSplit: o.TrafficSplit,
 	}
 	if err := r.SetupWithManager(mgr, o.Workers); err != nil {

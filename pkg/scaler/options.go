@@ -3,13 +3,12 @@ package scaler
 import (
 	"flag"
 	"fmt"
-	"math"
 	"time"
 
 	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
-	"github.com/hetsev/hetsev/pkg/gpuinventory"
 	"github.com/hetsev/hetsev/pkg/heterogeneity"
 	"github.com/hetsev/hetsev/pkg/interference"
+	"github.com/hetsev/hetsev/pkg/schedulerconfig"
 )
 
 // Options are hetsev-scaler's command-line settings (the webhook's are
@@ -39,9 +38,12 @@ type Options struct {
 	// interference.ColocationFile) for the capacity factor; empty: the
 	// model fitted to the H100 measurements.
 	InterferenceModel string
-	// MaxBusyShare is hetsev-scheduler's cap on a GPU's summed busy share
-	// (its maxBusyShare), for the free slots the scaler counts.
-	MaxBusyShare float64
+	// SchedulerConfig is the path of hetsev-scheduler's
+	// KubeSchedulerConfiguration file: the free slots are counted with its
+	// HetsevGPUShare arguments (maxBusyShare, anti-affinity, fit,
+	// interference weight and model file; schedulerconfig.LoadFile); ""
+	// takes their defaults.
+	SchedulerConfig string
 	// KubeAPIQPS and KubeAPIBurst limit queries to the API server.
 	KubeAPIQPS   float64
 	KubeAPIBurst int
@@ -69,7 +71,6 @@ func NewOptions() *Options {
 		HealthProbeBindAddress: ":8081",
 		Defaults:               DefaultDefaults,
 		TrafficSplit:           true,
-		MaxBusyShare:           gpuinventory.DefaultMaxBusyShare,
 		KubeAPIQPS:             50,
 		KubeAPIBurst:           100,
 		MetricsTimeout:         DefaultMetricsTimeout,
@@ -93,10 +94,20 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.Defaults.GPUMode, "gpu-mode", o.Defaults.GPUMode, "how pods reach their GPU, as hetsev-scheduler's HetsevGPUShare gpuMode: annotations (the scheduler's hetsev.io/gpu-index read into NVIDIA_VISIBLE_DEVICES, with --gpu-runtime-class; nodes with NVIDIA's device plugin or GPU Operator) or dra (a ResourceClaimTemplate per Deployment requesting the instance's GPU memory as consumable capacity of DeviceClass "+v1alpha1.DeviceClassName+", allocated by hetsev-scheduler; NVIDIA's DRA driver injects the device through CDI; consumable capacity, on by default since Kubernetes 1.36). Also the webhook's mode")
 	fs.BoolVar(&o.TrafficSplit, "traffic-split", o.TrafficSplit, "write Istio VirtualServices and DestinationRules that split each ModelService's traffic across GPU types by capacity")
 	fs.StringVar(&o.InterferenceModel, "interference-model", o.InterferenceModel, "co-location model file (YAML/JSON: version hetsev.io/interference/v1, time-slicing and MPS coefficients, occupancy table) for the latency a neighbour adds in the SLO check; empty: the model fitted to the H100 measurements in data/measurements")
-	fs.Float64Var(&o.MaxBusyShare, "max-busy-share", o.MaxBusyShare, "hetsev-scheduler's cap on a GPU's summed hetsev.io/busy-share (its HetsevGPUShare maxBusyShare argument; 0: no cap), used to count the instances that still fit")
+	fs.StringVar(&o.SchedulerConfig, "scheduler-config", o.SchedulerConfig, "hetsev-scheduler's KubeSchedulerConfiguration file (its --config): the free GPU slots are counted with the HetsevGPUShare arguments of its hetsev-scheduler profile (maxBusyShare, antiAffinity, fit, interferenceWeight, interferenceModelFile), by the scheduler's admission rule; empty: the arguments' defaults")
 	fs.Float64Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS, "queries per second to the API server (client-go's default of 5 throttles a decision every few seconds per ModelService)")
 	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst, "burst of queries to the API server")
 	fs.DurationVar(&o.MetricsTimeout, "metrics-timeout", o.MetricsTimeout, "how long each call to custom.metrics.k8s.io may take (e.g. 5s); a decision whose call runs out holds the replicas and reports MetricsUnavailable with reason MetricsTimeout")
+}
+
+// GPUShareArgs are hetsev-scheduler's HetsevGPUShare arguments from
+// --scheduler-config (schedulerconfig.LoadFile), or their defaults when it
+// is empty. Errors name the file and the field.
+func (o *Options) GPUShareArgs() (schedulerconfig.GPUShareArgs, error) {
+	if o.SchedulerConfig == "" {
+		return schedulerconfig.DefaultGPUShareArgs(), nil
+	}
+	return schedulerconfig.LoadFile(o.SchedulerConfig)
 }
 
 // Validate checks the flags.
@@ -110,8 +121,8 @@ func (o *Options) Validate() error {
 	if o.Defaults.SLOCheck != heterogeneity.SLOCheckModel && o.Defaults.SLOCheck != heterogeneity.SLOCheckPaper {
 		return fmt.Errorf("--slo-check=%q: want model or paper", o.Defaults.SLOCheck)
 	}
-	if math.IsNaN(o.MaxBusyShare) || math.IsInf(o.MaxBusyShare, 0) || o.MaxBusyShare < 0 {
-		return fmt.Errorf("--max-busy-share=%v: want a finite number >= 0 (0: no cap)", o.MaxBusyShare)
+	if _, err := o.GPUShareArgs(); err != nil {
+		return fmt.Errorf("--scheduler-config: %w", err)
 	}
 	if !v1alpha1.IsGPUMode(o.Defaults.GPUMode) {
 		return fmt.Errorf("--gpu-mode=%q: want %s or %s", o.Defaults.GPUMode, v1alpha1.GPUModeAnnotations, v1alpha1.GPUModeDRA)

@@ -21,7 +21,7 @@ func TestOptionsFlagsAndValidate(t *testing.T) {
 		"metrics-bind-address": ":8080", "health-probe-bind-address": ":8081",
 		"solver": heterogeneity.SolverExact, "slo-check": heterogeneity.SLOCheckPaper,
 		"traffic-split": "true", "kube-api-qps": "50", "kube-api-burst": "100",
-		"gpu-mode": v1alpha1.GPUModeAnnotations, "metrics-timeout": "5s",
+		"gpu-mode": v1alpha1.GPUModeAnnotations, "metrics-timeout": "5s", "scheduler-config": "",
 	} {
 		f := fs.Lookup(name)
 		if f == nil {

@@ -332,7 +332,7 @@ func (r *Reconciler) capacityFor(ctx context.Context, svc *service, p gpuProfile
 		}
 	}
 	pl := placement.Placer{Colocation: r.colocation(), Mode: r.gpuSharing()}
-	return capacityOf(pointers(nodes.Items), pointers(pods.Items), svc.obj.Name, p.gpuType.ProductLabel, svc.demand(p), r.MaxBusyShare, pl, cpu, mem, dc), nil
+	return capacityOf(pointers(nodes.Items), pointers(pods.Items), svc.obj.Name, p.gpuType.ProductLabel, svc.demand(p), r.admission(), pl, svc.obj.Spec.Template.Spec.Tolerations, cpu, mem, dc), nil
 }
 
 func pointers[T any](items []T) []*T {

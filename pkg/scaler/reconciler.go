@@ -25,6 +25,8 @@ import (
 	"github.com/hetsev/hetsev/pkg/catalog"
 	"github.com/hetsev/hetsev/pkg/heterogeneity"
 	"github.com/hetsev/hetsev/pkg/interference"
+	"github.com/hetsev/hetsev/pkg/placement"
+	"github.com/hetsev/hetsev/pkg/schedulerconfig"
 )
 
 // Reconciler reconciles ModelServices: a reconcile at or after the
@@ -63,10 +65,12 @@ type Reconciler struct {
 	// time-slicing, CUDA's default and the costlier mode for saturating
 	// servers; the scaler does not look at the nodes' GFD labels).
 	GPUSharing interference.SharingMode
-	// MaxBusyShare caps a GPU's summed declared busy share when free slots
-	// are counted; it should be hetsev-scheduler's maxBusyShare (<= 0: no
-	// cap; --max-busy-share, default gpuinventory.DefaultMaxBusyShare).
-	MaxBusyShare float64
+	// Admission is hetsev-scheduler's HetsevGPUShare arguments, read from
+	// the scheduler's own configuration file (--scheduler-config,
+	// schedulerconfig.LoadFile): free slots are the instances its rule
+	// (placement.Placer.Admit) admits with them. nil is the arguments'
+	// defaults (schedulerconfig.DefaultGPUShareArgs).
+	Admission *schedulerconfig.GPUShareArgs
 
 	mu sync.Mutex
 	// state is kept per ModelService object (its UID): one deleted and
@@ -264,6 +268,14 @@ func (r *Reconciler) colocation() interference.Colocation {
 		return interference.FittedColocation()
 	}
 	return r.Colocation
+}
+
+// admission is the placer hetsev-scheduler admits instances with.
+func (r *Reconciler) admission() placement.Placer {
+	if r.Admission == nil {
+		return schedulerconfig.DefaultGPUShareArgs().Placer()
+	}
+	return r.Admission.Placer()
 }
 
 func (r *Reconciler) gpuSharing() interference.SharingMode {

@@ -4,6 +4,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
+	"k8s.io/klog/v2"
 
 	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
 	"github.com/hetsev/hetsev/pkg/gpuinventory"
@@ -26,10 +28,15 @@ type typeCapacity struct {
 // and cpu/mem, the free slots (HetSev 4.1 constraint 2) and the mean
 // co-location inflation of its bound instances.
 //
-// Free slots are GPUs with enough free GPU memory, no instance of the model
-// and room for demand's busy share under busyShareCap (<= 0: no cap), on
-// nodes with the CPU and memory the pod requests. Pods of the model that are
-// still Pending (not yet placed) take slots first.
+// Free slots are the instances hetsev-scheduler would admit, by its rule
+// and arguments (adm, placement.Placer.Slots: GPU memory, busy share under
+// maxBusyShare, anti-affinity, every instance's hetsev.io/max-inflation),
+// placed one after another so that each counts against the next, on nodes
+// with the CPU and memory the pod requests. Nodes the scheduler does not
+// place the pods on count none: cordoned ones (spec.unschedulable) and
+// those with a NoSchedule or NoExecute taint tolerations (the pod
+// template's) do not tolerate. Pods of the model that are still Pending
+// (not yet placed) take slots first.
 //
 // A node's GPUs are counted by gpuinventory's occupancy rule, the
 // scheduler's: every pod bound to the node until it is terminal, a
@@ -37,12 +44,13 @@ type typeCapacity struct {
 // finishes). The scheduler's in-flight reservations are not in the API;
 // such a pod is still Pending here and counts as pending if it is of the
 // model. Inflation is predicted with pl on the node's sharing mode (GFD's
-// nvidia.com/gpu.sharing-strategy), as the scheduler rates GPUs.
+// nvidia.com/gpu.sharing-strategy), as the scheduler rates GPUs; adm
+// admits on the node's sharing mode too.
 //
 // With dc (GPU mode dra) a node's GPUs are not its GFD labels but the
 // shareable devices of the product its ResourceSlices publish (see
 // draCluster.occupancy); nil is annotation mode.
-func capacityOf(nodes []*v1.Node, pods []*v1.Pod, ms, product string, demand gpuinventory.Demand, busyShareCap float64, pl placement.Placer, cpu, mem resource.Quantity, dc *draCluster) typeCapacity {
+func capacityOf(nodes []*v1.Node, pods []*v1.Pod, ms, product string, demand gpuinventory.Demand, adm, pl placement.Placer, tolerations []v1.Toleration, cpu, mem resource.Quantity, dc *draCluster) typeCapacity {
 	byNode := map[string][]*v1.Pod{}
 	var pendingSame []*v1.Pod
 	for _, p := range pods {
@@ -101,12 +109,12 @@ func capacityOf(nodes []*v1.Node, pods []*v1.Pod, ms, product string, demand gpu
 			bound++
 			inflation += onNode.Inflation(occ.GPUs[idx], demand.Model)
 		}
-		if n.Spec.Unschedulable {
+		if refusesPods(n, tolerations) {
 			continue
 		}
 		freeCPU := n.Status.Allocatable.Cpu().MilliValue() - usedCPU.MilliValue()
 		freeMem := n.Status.Allocatable.Memory().Value() - usedMem.Value()
-		slots += gpuinventory.SlotsOnNode(occ.GPUs, demand, busyShareCap, freeCPU, cpu.MilliValue(), freeMem, mem.Value())
+		slots += adm.OnNode(n.Labels).Slots(occ.GPUs, demand, freeCPU, cpu.MilliValue(), freeMem, mem.Value())
 	}
 	pending := 0
 	for _, p := range pendingSame {
@@ -119,6 +127,24 @@ func capacityOf(nodes []*v1.Node, pods []*v1.Pod, ms, product string, demand gpu
 		c.inflation = inflation / float64(bound)
 	}
 	return c
+}
+
+// refusesPods is whether the scheduler places no pod with tolerations on
+// node n, by the rules of its NodeUnschedulable and TaintToleration
+// filters: n is cordoned (spec.unschedulable) and they do not tolerate
+// the node.kubernetes.io/unschedulable:NoSchedule taint, or n has a
+// NoSchedule or NoExecute taint they do not tolerate (PreferNoSchedule
+// only scores).
+func refusesPods(n *v1.Node, tolerations []v1.Toleration) bool {
+	logger := klog.Background()
+	cordon := v1.Taint{Key: v1.TaintNodeUnschedulable, Effect: v1.TaintEffectNoSchedule}
+	if n.Spec.Unschedulable && !corev1helpers.TolerationsTolerateTaint(logger, tolerations, &cordon, false) {
+		return true
+	}
+	_, untolerated := corev1helpers.FindMatchingUntoleratedTaint(logger, n.Spec.Taints, tolerations, func(t *v1.Taint) bool {
+		return t.Effect == v1.TaintEffectNoSchedule || t.Effect == v1.TaintEffectNoExecute
+	}, false)
+	return untolerated
 }
 
 // gpuIndexOf is the position of a bound pod's GPU among its node's GPUs in
