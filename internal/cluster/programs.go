@@ -48,16 +48,27 @@ func StartSchedulerWithConfig(ctx context.Context, cp *ControlPlane, name, cfg s
 	return StartProcess(ctx, cp.Dir, name, filepath.Join(BinDir(), "hetsev-scheduler"), args...)
 }
 
+// SchedulerConfigFile is the path of the KubeSchedulerConfiguration the
+// manifests deploy: manifests/scheduler-config.yaml or, in GPU mode dra,
+// manifests/dra/scheduler-config.yaml. hetsev-scaler reads
+// HetsevGPUShare's arguments from it (--scheduler-config).
+func SchedulerConfigFile(dra bool) string {
+	if dra {
+		return filepath.Join(RepoRoot(), "manifests", "dra", "scheduler-config.yaml")
+	}
+	return filepath.Join(RepoRoot(), "manifests", "scheduler-config.yaml")
+}
+
 // SchedulerConfig is manifests/scheduler-config.yaml with the given
 // kubeconfig and without leader election.
 func SchedulerConfig(kubeconfig string) (string, error) {
-	return schedulerConfigFile(filepath.Join(RepoRoot(), "manifests", "scheduler-config.yaml"), kubeconfig)
+	return schedulerConfigFile(SchedulerConfigFile(false), kubeconfig)
 }
 
 // DRASchedulerConfig is SchedulerConfig in GPU mode dra: manifests/dra/
 // scheduler-config.yaml, the config overlays/dra deploys.
 func DRASchedulerConfig(kubeconfig string) (string, error) {
-	return schedulerConfigFile(filepath.Join(RepoRoot(), "manifests", "dra", "scheduler-config.yaml"), kubeconfig)
+	return schedulerConfigFile(SchedulerConfigFile(true), kubeconfig)
 }
 
 func schedulerConfigFile(path, kubeconfig string) (string, error) {

@@ -197,7 +197,9 @@ func RunDemo(ctx context.Context, tb ktesting.TB, cfg DemoConfig) (*Summary, err
 	if err != nil {
 		return nil, err
 	}
-	scalerArgs := slices.Clone(cfg.ScalerArgs)
+	// The scaler counts free slots with the scheduler's own arguments
+	// (first, so that cfg.ScalerArgs may name another file).
+	scalerArgs := append([]string{"--scheduler-config=" + cluster.SchedulerConfigFile(dra)}, cfg.ScalerArgs...)
 	if dra {
 		// What NVIDIA's DRA driver and overlays/dra would install.
 		if err := cluster.PublishGPUSlices(ctx, cp, groups); err != nil {
