@@ -174,6 +174,7 @@ func (r *Reconciler) decide(ctx context.Context, ms *v1alpha1.ModelService, st *
 
 	obs := heterogeneity.Observation{Now: now, ArrivalRate: w, ArrivalRateIsLowerBound: ar.Partial}
 	var noRoom []string // per type with unschedulable replicas: how many, and the scheduler's message
+	unsched := make([]unschedulable, len(svc.types))
 	for i, p := range svc.types {
 		cpu, mem := resource.Quantity{}, resource.Quantity{}
 		if p.spec.CPU != "" {
@@ -194,6 +195,7 @@ func (r *Reconciler) decide(ctx context.Context, ms *v1alpha1.ModelService, st *
 		if err != nil {
 			return 0, err
 		}
+		unsched[i] = u
 		if u.pods > 0 {
 			c.slots = 0
 			noRoom = append(noRoom, fmt.Sprintf("%s: %d of %d replicas unschedulable (%s)", p.gpuType.Name, u.pods, replicasOf(deps[i]), u.message))
@@ -217,19 +219,24 @@ func (r *Reconciler) decide(ctx context.Context, ms *v1alpha1.ModelService, st *
 	}
 	decisionsTotal.WithLabelValues(ms.Namespace, ms.Name, kind).Inc()
 
+	target := targetReplicas(deps, unsched, act, obs, svc.policy)
+	if n := removedUnschedulable(deps, unsched, act, target); n != "" {
+		act.Reason = fmt.Sprintf("%s; removed the replicas the scheduler found no room for (%s): the running instances carry the load", act.Reason, n)
+	}
 	delta := map[string]int32{}
-	for i, x := range act.Delta {
+	for i, want := range target {
+		x := want - replicasOf(deps[i])
 		if x == 0 {
 			continue
 		}
-		if err := r.setReplicas(ctx, deps[i], replicasOf(deps[i])+int32(x)); err != nil {
+		if err := r.setReplicas(ctx, deps[i], want); err != nil {
 			if len(delta) > 0 {
 				as.Commit(act) // part of it took effect: its cool-down holds
 			}
 			return 0, err
 		}
-		delta[svc.types[i].gpuType.Name] = int32(x)
-		deps[i].Spec.Replicas = ptr(replicasOf(deps[i]) + int32(x))
+		delta[svc.types[i].gpuType.Name] = x
+		deps[i].Spec.Replicas = ptr(want)
 	}
 	as.Commit(act)
 	if len(delta) > 0 {

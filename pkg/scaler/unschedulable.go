@@ -3,6 +3,7 @@ package scaler
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
@@ -10,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/hetsev/hetsev/pkg/gpuinventory"
+	"github.com/hetsev/hetsev/pkg/heterogeneity"
 )
 
 // unschedulable is what the scheduler said of a Deployment's pods it found
@@ -61,4 +63,44 @@ func (r *Reconciler) unschedulableOf(ctx context.Context, d *appsv1.Deployment) 
 // those as absent would scale out twice.
 func runningOf(d *appsv1.Deployment, u unschedulable) int {
 	return max(int(replicasOf(d))-u.pods, 0)
+}
+
+// targetReplicas is each Deployment's replicas after act: its replicas
+// plus act's Delta, except that the replicas the scheduler found no room
+// for (u) go when the running instances carry the load: act is a
+// scale-in or no action, on a measured arrival rate (not a lower bound),
+// at a saturation within the policy's threshold, with at least
+// MinReplicas instances running after it. They add no capacity (N_i
+// leaves them out), and the autoscaler removes only running instances, so
+// a type with none running (N_i = 0) would keep its Pending pods for
+// ever. While the load needs more (a scale-out is due or waits for its
+// cool-down) they stay: room may come (a node added, a pod gone).
+func targetReplicas(deps []*appsv1.Deployment, u []unschedulable, act heterogeneity.Action, obs heterogeneity.Observation, pol heterogeneity.Policy) []int32 {
+	running := 0
+	for i := range deps {
+		running += runningOf(deps[i], u[i]) + act.Delta[i]
+	}
+	surplus := (act.Kind == heterogeneity.ActionScaleIn || act.Kind == heterogeneity.ActionNone) &&
+		!obs.ArrivalRateIsLowerBound && act.Saturation <= pol.SaturationThreshold && running >= pol.MinReplicas
+	out := make([]int32, len(deps))
+	for i, d := range deps {
+		base := int(replicasOf(d))
+		if surplus && u[i].pods > 0 {
+			base = runningOf(d, u[i])
+		}
+		out[i] = int32(max(base+act.Delta[i], 0))
+	}
+	return out
+}
+
+// removedUnschedulable names, for act's reason, the unschedulable replicas
+// target drops beyond act's Delta ("T4-deployment: 2"), "" if none.
+func removedUnschedulable(deps []*appsv1.Deployment, u []unschedulable, act heterogeneity.Action, target []int32) string {
+	var parts []string
+	for i, d := range deps {
+		if n := int(replicasOf(d)) + act.Delta[i] - int(target[i]); n > 0 && u[i].pods > 0 {
+			parts = append(parts, fmt.Sprintf("%d of %s", n, d.Name))
+		}
+	}
+	return strings.Join(parts, ", ")
 }

@@ -115,3 +115,83 @@ func TestUnschedulableReplicasAreNoCapacity(t *testing.T) {
 		t.Errorf("NoCapacity %+v, want True, reason Unschedulable, naming T4's 2 of 3 replicas and the scheduler's message, at generation 2", cond)
 	}
 }
+
+// TestUnschedulableReplicasOfAnIdleTypeGo: the T4 Deployment has 2
+// replicas, both Pending with PodScheduled False (reason Unschedulable),
+// so N_T4 = 0; one V100 instance carries the load (10 requests/s, well
+// within the saturation threshold), and MinReplicas 1 keeps it. The
+// decision removes no running instance, but the T4 replicas add no
+// capacity and the load does not need them: T4 goes to 0 replicas and
+// V100 stays at 1.
+func TestUnschedulableReplicasOfAnIdleTypeGo(t *testing.T) {
+	ctx := context.Background()
+	ms := resnet()
+	ms.Name, ms.Generation = "idle-type", 1
+	now := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	r, c := newFakeReconciler(t, ms, &now)
+	t4Name, v100Name := DeploymentName(ms.Name, "T4"), DeploymentName(ms.Name, "V100-32GB")
+	r.Metrics = deploymentMetrics{v100Name: 10}
+	v100Node := node("v100-node", 4, 32768, "64")
+	g, _ := r.Catalog.ByName("V100-32GB")
+	v100Node.Labels[gpuinventory.LabelGPUProduct] = g.ProductLabel
+	for _, n := range []*v1.Node{node("t4-node", 1, 16384, "64"), v100Node} {
+		if err := c.Create(ctx, n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: ms.Namespace, Name: ms.Name}}
+	if _, err := r.Reconcile(ctx, req); err != nil { // creates the Deployments
+		t.Fatal(err)
+	}
+	setReplicas := func(name string, replicas, ready int32) *appsv1.Deployment {
+		d := &appsv1.Deployment{}
+		if err := c.Get(ctx, types.NamespacedName{Namespace: ms.Namespace, Name: name}, d); err != nil {
+			t.Fatal(err)
+		}
+		d.Spec.Replicas = ptr(replicas)
+		if err := c.Update(ctx, d); err != nil {
+			t.Fatal(err)
+		}
+		d.Status.Replicas, d.Status.ReadyReplicas = replicas, ready
+		if err := c.Status().Update(ctx, d); err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	t4, v100 := setReplicas(t4Name, 2, 0), setReplicas(v100Name, 1, 1)
+	running := pod(v100Name+"-0", "v100-node", "resnet50", "2Gi", "0", "2")
+	running.Namespace, running.Labels = ms.Namespace, v100.Spec.Selector.MatchLabels
+	running.Spec.NodeSelector[gpuinventory.LabelGPUProduct] = g.ProductLabel
+	running.Status.Conditions = []v1.PodCondition{{Type: v1.PodReady, Status: v1.ConditionTrue}}
+	if err := c.Create(ctx, running); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		p := pod(fmt.Sprintf("%s-%d", t4Name, i), "", "resnet50", "2Gi", "", "2")
+		p.Namespace, p.Labels = ms.Namespace, t4.Spec.Selector.MatchLabels
+		p.Status.Phase = v1.PodPending
+		p.Status.Conditions = []v1.PodCondition{{Type: v1.PodScheduled, Status: v1.ConditionFalse, Reason: v1.PodReasonUnschedulable, Message: "0/2 nodes are available"}}
+		if err := c.Create(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	now = now.Add(time.Hour)
+
+	if _, err := r.Reconcile(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	got := &v1alpha1.ModelService{}
+	if err := c.Get(ctx, req.NamespacedName, got); err != nil {
+		t.Fatal(err)
+	}
+	replicas := func(name string) int32 {
+		d := &appsv1.Deployment{}
+		if err := c.Get(ctx, types.NamespacedName{Namespace: ms.Namespace, Name: name}, d); err != nil {
+			t.Fatal(err)
+		}
+		return replicasOf(d)
+	}
+	if t4, v100 := replicas(t4Name), replicas(v100Name); t4 != 0 || v100 != 1 {
+		t.Errorf("replicas T4 %d, V100 %d, want 0 and 1 (last decision %+v)", t4, v100, got.Status.LastDecision)
+	}
+}
