@@ -284,7 +284,9 @@ type ModelServiceStatus struct {
 	// that a new hetsev-scaler leader honours the cool-down its predecessor
 	// started.
 	ScalingState *ScalingState `json:"scalingState,omitempty"`
-	// Conditions: Ready, MetricsUnavailable, NoFeasibleType, TrafficSplit.
+	// Conditions: Ready, MetricsUnavailable, NoFeasibleType, TrafficSplit,
+	// NoCapacity (True while a GPU type has replicas the scheduler found no
+	// room for).
 	//
 	// +listType=map
 	// +listMapKey=type
