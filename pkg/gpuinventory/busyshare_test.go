@@ -68,19 +68,19 @@ func TestOccupancyBusyShare(t *testing.T) {
 	}
 }
 
-// TestCandidatesBusyShareCap: under a cap of 1, two instances of busy share
+// TestFitsBusyShareCap: under a cap of 1, two instances of busy share
 // 0.7 cannot share a GPU, two of 0.3 can; with no cap (0) memory decides.
-func TestCandidatesBusyShareCap(t *testing.T) {
+func TestFitsBusyShareCap(t *testing.T) {
 	gpus, _ := Account(NodeGPUs{Count: 1, MemoryMiB: 16384}, []Placement{{Index: 0, Demand: Demand{Model: "a", MemoryMiB: 1024, BusyShare: 0.7}}})
-	if fit, _ := Candidates(gpus, Demand{Model: "b", MemoryMiB: 1024, BusyShare: 0.7}, Choice{MaxBusyShare: 1}); len(fit) != 0 {
-		t.Errorf("0.7 + 0.7 under cap 1: got %d candidate GPUs, want 0", len(fit))
+	if gpus[0].FitsBusyShare(Demand{Model: "b", MemoryMiB: 1024, BusyShare: 0.7}, 1) {
+		t.Error("0.7 + 0.7 fits under cap 1")
 	}
-	if fit, _ := Candidates(gpus, Demand{Model: "b", MemoryMiB: 1024, BusyShare: 0.7}, Choice{}); len(fit) != 1 {
-		t.Errorf("no cap: got %d candidate GPUs, want 1", len(fit))
+	if !gpus[0].FitsBusyShare(Demand{Model: "b", MemoryMiB: 1024, BusyShare: 0.7}, 0) {
+		t.Error("0.7 + 0.7 does not fit without a cap")
 	}
 	gpus, _ = Account(NodeGPUs{Count: 1, MemoryMiB: 16384}, []Placement{{Index: 0, Demand: Demand{Model: "a", MemoryMiB: 1024, BusyShare: 0.3}}})
-	if fit, _ := Candidates(gpus, Demand{Model: "b", MemoryMiB: 1024, BusyShare: 0.3}, Choice{MaxBusyShare: 1}); len(fit) != 1 {
-		t.Errorf("0.3 + 0.3 under cap 1: got %d candidate GPUs, want 1", len(fit))
+	if !gpus[0].FitsBusyShare(Demand{Model: "b", MemoryMiB: 1024, BusyShare: 0.3}, 1) {
+		t.Error("0.3 + 0.3 does not fit under cap 1")
 	}
 }
 

@@ -31,7 +31,7 @@ const busyShareSlack = 1e-9
 
 // DefaultMaxBusyShare caps a GPU's summed declared busy share at 1, for
 // hetsev-scheduler (plugin argument maxBusyShare) and hetsev-scaler's free
-// slots (--max-busy-share) alike: a GPU is busy at most all the time, and
+// slots (which read the scheduler's arguments) alike: a GPU is busy at most all the time, and
 // the co-location measurements (data/measurements) show summed throughput
 // does not grow under time-slicing, so instances whose shares sum past 1
 // only queue.
@@ -71,8 +71,8 @@ const (
 	FitBest Fit = "BestFit"
 )
 
-// Choice says which GPU a model instance takes among those that fit it
-// (Candidates); pkg/placement rates them.
+// Choice says which GPU a model instance takes among those that fit it;
+// pkg/placement admits (placement.Placer.Admit) and rates them.
 type Choice struct {
 	Fit Fit // empty means FitWorst
 	// SoftAntiAffinity lets an instance share a GPU with one of its own
@@ -90,34 +90,15 @@ type Choice struct {
 	Consolidate bool
 }
 
-// Candidates returns the GPUs that fit d: enough free GPU memory, busy
-// share within c.MaxBusyShare, and no instance of d's model or, only with SoftAntiAffinity and when none such
-// fits, the ones that host it (clash true). Empty when none fits.
-func Candidates(gpus []GPU, d Demand, c Choice) (fit []GPU, clash bool) {
-	for _, soft := range []bool{false, true} {
-		if soft && !c.SoftAntiAffinity {
-			break
-		}
-		for _, g := range gpus {
-			if d.MemoryMiB <= g.FreeMiB() && g.FitsBusyShare(d, c.MaxBusyShare) && (d.Model != "" && g.Models[d.Model] > 0) == soft {
-				fit = append(fit, g)
-			}
-		}
-		if len(fit) > 0 {
-			return fit, soft
-		}
-	}
-	return nil, false
-}
-
 // SlotsOnNode is how many more instances of d fit one node (HetSev 4.1
 // constraint 2): one per GPU that fits d (free GPU memory, anti-affinity,
 // and d's busy share under busyShareCap as FitsBusyShare counts it; <= 0:
 // no cap), bounded by the node's free CPU and memory. freeCPU and cpu are
 // millicores, freeMem and mem any one unit (bytes, MiB); a request <= 0
-// does not bound. hetsev-scaler counts its MaxAdditional with it and so
-// does the trace-driven evaluator. It does not apply hetsev.io/max-inflation
-// (that needs the co-location model): a GPU it counts may still refuse d.
+// does not bound. The trace-driven evaluator counts with it. It does not
+// apply hetsev.io/max-inflation (that needs the co-location model) nor
+// count several instances on one GPU: hetsev-scaler counts with
+// placement.Placer.Slots, the scheduler's rule.
 func SlotsOnNode(gpus []GPU, d Demand, busyShareCap float64, freeCPU, cpu, freeMem, mem int64) int {
 	n := 0
 	for _, g := range gpus {
