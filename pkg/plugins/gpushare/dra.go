@@ -17,6 +17,7 @@ import (
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/util/retry"
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/dynamic-resource-allocation/cel"
 	"k8s.io/dynamic-resource-allocation/structured"
 	"k8s.io/klog/v2"
@@ -359,51 +360,100 @@ func unusableSummary(view *draView, node string) string {
 	return "; not shared: " + strings.Join(us, "; ")
 }
 
-// draNodeOf is the node's accounting in this cycle, built once: the
-// claims' usages of its GPUs (dra.NodeDevices.Occupancy) and, on the safe
-// side, bound hetsev pods whose claim holds no device here
-// (dra.AddUnclaimedPod).
+// draNodeOf is the node's accounting in this cycle: the claims' usages of
+// its GPUs (dra.NodeDevices.Occupancy) and, on the safe side, bound hetsev
+// pods whose claim holds no device here (dra.AddUnclaimedPod), built once
+// per node; and, on a NodeInfo the framework (Filter) or withNominated
+// (Score, Reserve) added nominated pods to, those pods on the GPU each will
+// take (countNominatedDRA), built on every call and not kept.
 func (p *DRAGPUShare) draNodeOf(ctx context.Context, s *draState, nodeInfo fwk.NodeInfo) *draNode {
 	node := nodeInfo.Node()
 	if node == nil {
 		return &draNode{err: errors.New("node not found")}
+	}
+	if waiting := p.nominatedOn(nodeInfo, node.Name); len(waiting) > 0 {
+		n, occ := p.accountDRANode(ctx, s, nodeInfo, nil)
+		if n.err == nil {
+			p.countNominatedDRA(ctx, s, nodeInfo, occ, waiting)
+			n.gpus = occ.GPUs
+		}
+		return n
 	}
 	s.occMu.Lock()
 	defer s.occMu.Unlock()
 	if n, ok := s.occ[node.Name]; ok {
 		return n
 	}
-	n := &draNode{}
+	n, _ := p.accountDRANode(ctx, s, nodeInfo, nil)
 	s.occ[node.Name] = n
+	return n
+}
+
+// accountDRANode builds the node's accounting from the cycle's snapshot
+// and the node's bound pods. With minPriority, only the claims some pod of
+// that priority or higher uses (or that no pod uses yet) and such bound
+// pods count: the node as a preemptor of that priority finds it once
+// its victims have left.
+func (p *DRAGPUShare) accountDRANode(ctx context.Context, s *draState, nodeInfo fwk.NodeInfo, minPriority *int32) (*draNode, *gpuinventory.Occupancy) {
+	node := nodeInfo.Node()
+	n := &draNode{}
 	nd := s.view.nodes[node.Name]
 	if nd == nil || len(nd.Devices) == 0 {
 		n.err = fmt.Errorf("node %s has no shareable GPU of DRA driver %s%s", node.Name, v1alpha1.DRADriver, unusableSummary(s.view, node.Name))
-		return n
+		return n, nil
 	}
 	n.devices = nd
-	occ, counted, issues := nd.Occupancy(s.view.usages, p.consumers)
+	usages := s.view.usages
+	keep := func(*v1.Pod) bool { return true }
+	if minPriority != nil {
+		keep = func(pod *v1.Pod) bool { return corev1helpers.PodPriority(pod) >= *minPriority }
+		usages = map[dra.DeviceKey][]dra.Usage{}
+		for _, d := range nd.Devices {
+			for _, u := range s.view.usages[d.Key()] {
+				pods := p.consumers(u.Claim)
+				if len(pods) == 0 || slices.ContainsFunc(pods, keep) {
+					usages[d.Key()] = append(usages[d.Key()], u)
+				}
+			}
+		}
+	}
+	occ, counted, issues := nd.Occupancy(usages, p.consumers)
 	for _, pi := range nodeInfo.GetPods() {
 		pod := pi.GetPod()
-		if pod.Spec.NodeName == "" || counted[pod.UID] || gpuinventory.Terminal(pod) || !dra.HasHetsevClaim(pod) {
+		if pod.Spec.NodeName == "" || counted[pod.UID] || gpuinventory.Terminal(pod) || !dra.HasHetsevClaim(pod) || !keep(pod) {
 			continue
 		}
 		var memMiB int64
-		if name, _ := dra.ClaimNameOf(pod, v1alpha1.PodClaimName); name != "" {
-			if c, err := p.draManager.ResourceClaims().Get(pod.Namespace, name); err == nil {
-				if _, q, ok, err := dra.MemoryRequest(c, v1alpha1.DeviceClassName); ok && err == nil {
-					memMiB = dra.ToMiB(q.Value())
-				}
+		if c := p.hetsevClaimOf(pod); c != nil {
+			if _, q, ok, err := dra.MemoryRequest(c, v1alpha1.DeviceClassName); ok && err == nil {
+				memMiB = dra.ToMiB(q.Value())
 			}
 		}
 		if what := dra.AddUnclaimedPod(occ, nd, pod, memMiB); what != "" {
 			issues = append(issues, dra.Issue{Pod: pod.Namespace + "/" + pod.Name, What: what, Object: pod})
 		}
 	}
-	for _, is := range issues {
-		p.reportIssue(ctx, node.Name, is)
+	if minPriority == nil {
+		for _, is := range issues {
+			p.reportIssue(ctx, node.Name, is)
+		}
 	}
 	n.gpus = occ.GPUs
-	return n
+	return n, occ
+}
+
+// hetsevClaimOf is the ResourceClaim behind the pod's hetsev claim from
+// the DRA manager, nil when it has none or it is not found.
+func (p *DRAGPUShare) hetsevClaimOf(pod *v1.Pod) *resourceapi.ResourceClaim {
+	name, _ := dra.ClaimNameOf(pod, v1alpha1.PodClaimName)
+	if name == "" {
+		return nil
+	}
+	c, err := p.draManager.ResourceClaims().Get(pod.Namespace, name)
+	if err != nil {
+		return nil
+	}
+	return c
 }
 
 // reportIssue logs a claim or pod counted on the safe side and records a
@@ -485,9 +535,10 @@ func (p *DRAGPUShare) Filter(ctx context.Context, state fwk.CycleState, _ *v1.Po
 }
 
 // Score rates the GPU placement picks on the node, as in annotation mode
-// (picked.score); the node of a claim already allocated gets the full
-// rating.
-func (p *DRAGPUShare) Score(ctx context.Context, state fwk.CycleState, _ *v1.Pod, nodeInfo fwk.NodeInfo) (int64, *fwk.Status) {
+// (picked.score), counting the pods nominated to the node of equal or
+// higher priority as Filter does (withNominated); the node of a claim
+// already allocated gets the full rating.
+func (p *DRAGPUShare) Score(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodeInfo fwk.NodeInfo) (int64, *fwk.Status) {
 	s, ok := draStateFrom(state)
 	if !ok {
 		return 0, nil
@@ -495,7 +546,7 @@ func (p *DRAGPUShare) Score(ctx context.Context, state fwk.CycleState, _ *v1.Pod
 	if s.allocatedNode != "" {
 		return ratingScale, nil
 	}
-	n, r := p.pickOn(ctx, s, nodeInfo)
+	n, r := p.pickOn(ctx, s, p.withNominated(pod, nodeInfo))
 	if n.err != nil {
 		return 0, nil
 	}
@@ -503,7 +554,7 @@ func (p *DRAGPUShare) Score(ctx context.Context, state fwk.CycleState, _ *v1.Pod
 }
 
 // Reserve allocates the claim on the GPU placement picks on the node
-// and signals the allocation as pending to the ResourceClaimTracker, then
+// (counting the same nominated pods as Score) and signals the allocation as pending to the ResourceClaimTracker, then
 // the pod's other claims (reserveOthers). On failure the framework calls
 // Unreserve, which rolls back what was signalled.
 func (p *DRAGPUShare) Reserve(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodeName string) *fwk.Status {
@@ -523,6 +574,7 @@ func (p *DRAGPUShare) Reserve(ctx context.Context, state fwk.CycleState, pod *v1
 		p.mu.Unlock()
 		return p.reserveOthers(ctx, s.others, pod, nodeInfo.Node(), res)
 	}
+	nodeInfo = p.withNominated(pod, nodeInfo)
 	n, r := p.pickOn(ctx, s, nodeInfo)
 	if n.err != nil {
 		return fwk.NewStatus(fwk.Unschedulable, n.err.Error())

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
 	featuregatetesting "k8s.io/component-base/featuregate/testing"
 	resourceslicetracker "k8s.io/dynamic-resource-allocation/resourceslice/tracker"
@@ -105,6 +106,20 @@ func newDRATestbed(t *testing.T, objs ...runtime.Object) *draTestbed {
 		if !ok {
 			t.Fatalf("informer of %v not synced", typ)
 		}
+	}
+	// The claim cache's handlers (the manager's allocated devices) run
+	// after the informer's sync: wait until the cache has every claim.
+	var nClaims int
+	for _, o := range objs {
+		if _, ok := o.(*resourceapi.ResourceClaim); ok {
+			nClaims++
+		}
+	}
+	if !cache.WaitForCacheSync(ctx.Done(), func() bool {
+		l, err := manager.ResourceClaims().List()
+		return err == nil && len(l) == nClaims
+	}) {
+		t.Fatal("claim cache not synced")
 	}
 	var nodes []*v1.Node
 	var pods []*v1.Pod
