@@ -319,18 +319,13 @@ func withPendingAllocations(claims []*resourceapi.ResourceClaim, tracker fwk.Res
 
 // allocatedGPU is the node and GPU index of a claim's allocation.
 func allocatedGPU(view *draView, claim *resourceapi.ResourceClaim) (string, int, error) {
-	for _, r := range claim.Status.Allocation.Devices.Results {
-		if r.Driver != v1alpha1.DRADriver {
-			continue
-		}
+	for _, k := range dra.AllocatedDevices(claim, v1alpha1.DRADriver) {
 		for node, nd := range view.nodes {
-			for _, d := range nd.Devices {
-				if d.Pool == r.Pool && d.Name == r.Device {
-					return node, d.Index, nil
-				}
+			if i, ok := nd.Position(k); ok {
+				return node, nd.Devices[i].Index, nil
 			}
 		}
-		return "", 0, fmt.Errorf("ResourceClaim %s/%s is allocated on device %s/%s/%s, which no node publishes as a shareable GPU", claim.Namespace, claim.Name, r.Driver, r.Pool, r.Device)
+		return "", 0, fmt.Errorf("ResourceClaim %s/%s is allocated on device %s, which no node publishes as a shareable GPU", claim.Namespace, claim.Name, k)
 	}
 	return "", 0, fmt.Errorf("ResourceClaim %s/%s is allocated, but on no device of driver %s", claim.Namespace, claim.Name, v1alpha1.DRADriver)
 }
@@ -423,13 +418,7 @@ func (p *DRAGPUShare) accountDRANode(ctx context.Context, s *draState, nodeInfo 
 		if pod.Spec.NodeName == "" || counted[pod.UID] || gpuinventory.Terminal(pod) || !dra.HasHetsevClaim(pod) || !keep(pod) {
 			continue
 		}
-		var memMiB int64
-		if c := p.hetsevClaimOf(pod); c != nil {
-			if _, q, ok, err := dra.MemoryRequest(c, v1alpha1.DeviceClassName); ok && err == nil {
-				memMiB = dra.ToMiB(q.Value())
-			}
-		}
-		if what := dra.AddUnclaimedPod(occ, nd, pod, memMiB); what != "" {
+		if what := dra.AddUnclaimedPod(occ, nd, pod, dra.RequestedMiB(p.hetsevClaimOf(pod))); what != "" {
 			issues = append(issues, dra.Issue{Pod: pod.Namespace + "/" + pod.Name, What: what, Object: pod})
 		}
 	}
@@ -445,15 +434,7 @@ func (p *DRAGPUShare) accountDRANode(ctx context.Context, s *draState, nodeInfo 
 // hetsevClaimOf is the ResourceClaim behind the pod's hetsev claim from
 // the DRA manager, nil when it has none or it is not found.
 func (p *DRAGPUShare) hetsevClaimOf(pod *v1.Pod) *resourceapi.ResourceClaim {
-	name, _ := dra.ClaimNameOf(pod, v1alpha1.PodClaimName)
-	if name == "" {
-		return nil
-	}
-	c, err := p.draManager.ResourceClaims().Get(pod.Namespace, name)
-	if err != nil {
-		return nil
-	}
-	return c
+	return dra.PodClaim(pod, v1alpha1.PodClaimName, p.draManager.ResourceClaims().Get)
 }
 
 // reportIssue logs a claim or pod counted on the safe side and records a
@@ -480,15 +461,8 @@ const ReasonCountedSafeSide = "GPUShareCountedSafeSide"
 // informer has, and the pod this plugin is allocating it for.
 func (p *DRAGPUShare) consumers(claim *resourceapi.ResourceClaim) []*v1.Pod {
 	var pods []*v1.Pod
-	for _, r := range claim.Status.ReservedFor {
-		if r.Resource != "pods" || r.APIGroup != "" || p.podLister == nil {
-			continue
-		}
-		pod, err := p.podLister.Pods(claim.Namespace).Get(r.Name)
-		if err != nil || pod.UID != r.UID {
-			continue
-		}
-		pods = append(pods, pod)
+	if p.podLister != nil {
+		pods = dra.ReservedPods(claim, func(ns, name string) (*v1.Pod, error) { return p.podLister.Pods(ns).Get(name) })
 	}
 	p.mu.RLock()
 	pod, ok := p.inFlight[claim.UID]
