@@ -69,11 +69,7 @@ func PodGPUIndex(pod *v1.Pod, getClaim ClaimGetter, slices []*resourceapi.Resour
 		if c == nil || c.Status.Allocation == nil {
 			return 0, fmt.Errorf("ResourceClaim %s/%s is not allocated", pod.Namespace, name)
 		}
-		for _, r := range c.Status.Allocation.Devices.Results {
-			if r.Driver == driver {
-				devices = append(devices, DeviceKey{Driver: r.Driver, Pool: r.Pool, Device: r.Device})
-			}
-		}
+		devices = append(devices, AllocatedDevices(c, driver)...)
 	}
 	if len(devices) == 0 {
 		return 0, fmt.Errorf("none of its ResourceClaims (%v) is allocated a device of driver %s", names, driver)

@@ -49,26 +49,17 @@ func newDRACluster(slices []*resourcev1.ResourceSlice, claims []*resourcev1.Reso
 // consumers are the pods in a claim's status.reservedFor (a pod the
 // scheduler is binding included, before its nodeName is set).
 func (dc *draCluster) consumers(claim *resourcev1.ResourceClaim) []*v1.Pod {
-	var out []*v1.Pod
-	for _, r := range claim.Status.ReservedFor {
-		if r.Resource != "pods" || r.APIGroup != "" {
-			continue
-		}
-		if p := dc.pods[types.NamespacedName{Namespace: claim.Namespace, Name: r.Name}]; p != nil && p.UID == r.UID {
-			out = append(out, p)
-		}
-	}
-	return out
+	return dra.ReservedPods(claim, func(ns, name string) (*v1.Pod, error) {
+		return dc.pods[types.NamespacedName{Namespace: ns, Name: name}], nil
+	})
 }
 
 // claimOf is the ResourceClaim behind a pod's hetsev pod claim, nil when
 // it has none or it is not in the cache.
 func (dc *draCluster) claimOf(p *v1.Pod) *resourcev1.ResourceClaim {
-	name, _ := dra.ClaimNameOf(p, v1alpha1.PodClaimName)
-	if name == "" {
-		return nil
-	}
-	return dc.claims[types.NamespacedName{Namespace: p.Namespace, Name: name}]
+	return dra.PodClaim(p, v1alpha1.PodClaimName, func(ns, name string) (*resourcev1.ResourceClaim, error) {
+		return dc.claims[types.NamespacedName{Namespace: ns, Name: name}], nil
+	})
 }
 
 // occupancy is node's per-GPU occupancy in DRA mode, as hetsev-scheduler
@@ -91,22 +82,12 @@ func (dc *draCluster) occupancy(node string, bound []*v1.Pod, counted map[types.
 		if byClaim[p.UID] || !dra.HasHetsevClaim(p) {
 			continue
 		}
-		var memMiB int64
-		if c := dc.claimOf(p); c != nil {
-			if _, q, ok, err := dra.MemoryRequest(c, v1alpha1.DeviceClassName); ok && err == nil {
-				memMiB = dra.ToMiB(q.Value())
-			}
-		}
-		dra.AddUnclaimedPod(occ, nd, p, memMiB)
+		dra.AddUnclaimedPod(occ, nd, p, dra.RequestedMiB(dc.claimOf(p)))
 	}
 	gpuOf = func(p *v1.Pod) (int, bool) {
-		if c := dc.claimOf(p); c != nil && c.Status.Allocation != nil {
-			for _, r := range c.Status.Allocation.Devices.Results {
-				for i, d := range nd.Devices {
-					if r.Driver == d.Driver && r.Pool == d.Pool && r.Device == d.Name {
-						return i, true
-					}
-				}
+		for _, k := range dra.AllocatedDevices(dc.claimOf(p), v1alpha1.DRADriver) {
+			if i, ok := nd.Position(k); ok {
+				return i, true
 			}
 		}
 		idx, ok := gpuIndexOf(p)

@@ -17,6 +17,7 @@ import (
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/util/retry"
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/dynamic-resource-allocation/cel"
 	"k8s.io/dynamic-resource-allocation/structured"
 	"k8s.io/klog/v2"
@@ -56,6 +57,11 @@ import (
 //     pod out of reservedFor and the allocation it wrote off the claim;
 //   - Bind still writes hetsev.io/gpu-index (the GPU's index attribute):
 //     the metrics adapter joins DCGM's per-GPU series to pods with it.
+//
+// The pod's other ResourceClaims (a NIC, a device of another DeviceClass
+// or driver) go through the same steps with the upstream allocator on all
+// ResourceSlices (draclaims.go): the DRA profile has no DynamicResources
+// plugin to allocate them.
 //
 // Nothing is kept in memory across restarts but in-flight allocations:
 // the accounting is the claims' allocations, read through informers.
@@ -128,6 +134,8 @@ type draState struct {
 	// earlier attempt of this pod wrote it): the pod goes where it is.
 	allocatedNode  string
 	allocatedIndex int
+	// others are the pod's other ResourceClaims (draclaims.go).
+	others *otherClaims
 
 	occMu sync.Mutex
 	occ   map[string]*draNode // per node, built once per cycle
@@ -159,8 +167,16 @@ type draNode struct {
 }
 
 // draReservation is what Reserve allocated for a pod, until PreBind wrote
-// it or Unreserve dropped it.
+// it or Unreserve dropped it: the hetsev claim first, then the pod's other
+// claims (draclaims.go). Its fields are guarded by DRAGPUShare.mu.
 type draReservation struct {
+	claims []*claimReservation
+}
+
+// claimReservation is one claim of a draReservation.
+type claimReservation struct {
+	// read is the claim as PreFilter read it; PreBind writes on it.
+	read  *resourceapi.ResourceClaim
 	claim *resourceapi.ResourceClaim // with the allocation, as signalled
 	// allocation is nil when the claim was allocated before (nothing to
 	// write but reservedFor).
@@ -217,7 +233,11 @@ func (p *DRAGPUShare) PreFilter(ctx context.Context, state fwk.CycleState, pod *
 	if err != nil {
 		return nil, fwk.AsStatus(err)
 	}
-	s := &draState{demand: d, claim: claim, request: request, view: view, occ: map[string]*draNode{}}
+	others, st := p.readOtherClaims(pod, claim.UID)
+	if st != nil {
+		return nil, st
+	}
+	s := &draState{demand: d, claim: claim, request: request, view: view, others: others, occ: map[string]*draNode{}}
 	if claim.Status.Allocation != nil {
 		node, idx, err := allocatedGPU(view, claim)
 		if err != nil {
@@ -299,18 +319,13 @@ func withPendingAllocations(claims []*resourceapi.ResourceClaim, tracker fwk.Res
 
 // allocatedGPU is the node and GPU index of a claim's allocation.
 func allocatedGPU(view *draView, claim *resourceapi.ResourceClaim) (string, int, error) {
-	for _, r := range claim.Status.Allocation.Devices.Results {
-		if r.Driver != v1alpha1.DRADriver {
-			continue
-		}
+	for _, k := range dra.AllocatedDevices(claim, v1alpha1.DRADriver) {
 		for node, nd := range view.nodes {
-			for _, d := range nd.Devices {
-				if d.Pool == r.Pool && d.Name == r.Device {
-					return node, d.Index, nil
-				}
+			if i, ok := nd.Position(k); ok {
+				return node, nd.Devices[i].Index, nil
 			}
 		}
-		return "", 0, fmt.Errorf("ResourceClaim %s/%s is allocated on device %s/%s/%s, which no node publishes as a shareable GPU", claim.Namespace, claim.Name, r.Driver, r.Pool, r.Device)
+		return "", 0, fmt.Errorf("ResourceClaim %s/%s is allocated on device %s, which no node publishes as a shareable GPU", claim.Namespace, claim.Name, k)
 	}
 	return "", 0, fmt.Errorf("ResourceClaim %s/%s is allocated, but on no device of driver %s", claim.Namespace, claim.Name, v1alpha1.DRADriver)
 }
@@ -340,51 +355,86 @@ func unusableSummary(view *draView, node string) string {
 	return "; not shared: " + strings.Join(us, "; ")
 }
 
-// draNodeOf is the node's accounting in this cycle, built once: the
-// claims' usages of its GPUs (dra.NodeDevices.Occupancy) and, on the safe
-// side, bound hetsev pods whose claim holds no device here
-// (dra.AddUnclaimedPod).
+// draNodeOf is the node's accounting in this cycle: the claims' usages of
+// its GPUs (dra.NodeDevices.Occupancy) and, on the safe side, bound hetsev
+// pods whose claim holds no device here (dra.AddUnclaimedPod), built once
+// per node; and, on a NodeInfo the framework (Filter) or withNominated
+// (Score, Reserve) added nominated pods to, those pods on the GPU each will
+// take (countNominatedDRA), built on every call and not kept.
 func (p *DRAGPUShare) draNodeOf(ctx context.Context, s *draState, nodeInfo fwk.NodeInfo) *draNode {
 	node := nodeInfo.Node()
 	if node == nil {
 		return &draNode{err: errors.New("node not found")}
+	}
+	if waiting := p.nominatedOn(nodeInfo, node.Name); len(waiting) > 0 {
+		n, occ := p.accountDRANode(ctx, s, nodeInfo, nil)
+		if n.err == nil {
+			p.countNominatedDRA(ctx, s, nodeInfo, occ, waiting)
+			n.gpus = occ.GPUs
+		}
+		return n
 	}
 	s.occMu.Lock()
 	defer s.occMu.Unlock()
 	if n, ok := s.occ[node.Name]; ok {
 		return n
 	}
-	n := &draNode{}
+	n, _ := p.accountDRANode(ctx, s, nodeInfo, nil)
 	s.occ[node.Name] = n
+	return n
+}
+
+// accountDRANode builds the node's accounting from the cycle's snapshot
+// and the node's bound pods. With minPriority, only the claims some pod of
+// that priority or higher uses (or that no pod uses yet) and such bound
+// pods count: the node as a preemptor of that priority finds it once
+// its victims have left.
+func (p *DRAGPUShare) accountDRANode(ctx context.Context, s *draState, nodeInfo fwk.NodeInfo, minPriority *int32) (*draNode, *gpuinventory.Occupancy) {
+	node := nodeInfo.Node()
+	n := &draNode{}
 	nd := s.view.nodes[node.Name]
 	if nd == nil || len(nd.Devices) == 0 {
 		n.err = fmt.Errorf("node %s has no shareable GPU of DRA driver %s%s", node.Name, v1alpha1.DRADriver, unusableSummary(s.view, node.Name))
-		return n
+		return n, nil
 	}
 	n.devices = nd
-	occ, counted, issues := nd.Occupancy(s.view.usages, p.consumers)
-	for _, pi := range nodeInfo.GetPods() {
-		pod := pi.GetPod()
-		if pod.Spec.NodeName == "" || counted[pod.UID] || gpuinventory.Terminal(pod) || !dra.HasHetsevClaim(pod) {
-			continue
-		}
-		var memMiB int64
-		if name, _ := dra.ClaimNameOf(pod, v1alpha1.PodClaimName); name != "" {
-			if c, err := p.draManager.ResourceClaims().Get(pod.Namespace, name); err == nil {
-				if _, q, ok, err := dra.MemoryRequest(c, v1alpha1.DeviceClassName); ok && err == nil {
-					memMiB = dra.ToMiB(q.Value())
+	usages := s.view.usages
+	keep := func(*v1.Pod) bool { return true }
+	if minPriority != nil {
+		keep = func(pod *v1.Pod) bool { return corev1helpers.PodPriority(pod) >= *minPriority }
+		usages = map[dra.DeviceKey][]dra.Usage{}
+		for _, d := range nd.Devices {
+			for _, u := range s.view.usages[d.Key()] {
+				pods := p.consumers(u.Claim)
+				if len(pods) == 0 || slices.ContainsFunc(pods, keep) {
+					usages[d.Key()] = append(usages[d.Key()], u)
 				}
 			}
 		}
-		if what := dra.AddUnclaimedPod(occ, nd, pod, memMiB); what != "" {
+	}
+	occ, counted, issues := nd.Occupancy(usages, p.consumers)
+	for _, pi := range nodeInfo.GetPods() {
+		pod := pi.GetPod()
+		if pod.Spec.NodeName == "" || counted[pod.UID] || gpuinventory.Terminal(pod) || !dra.HasHetsevClaim(pod) || !keep(pod) {
+			continue
+		}
+		if what := dra.AddUnclaimedPod(occ, nd, pod, dra.RequestedMiB(p.hetsevClaimOf(pod))); what != "" {
 			issues = append(issues, dra.Issue{Pod: pod.Namespace + "/" + pod.Name, What: what, Object: pod})
 		}
 	}
-	for _, is := range issues {
-		p.reportIssue(ctx, node.Name, is)
+	if minPriority == nil {
+		for _, is := range issues {
+			p.reportIssue(ctx, node.Name, is)
+		}
 	}
 	n.gpus = occ.GPUs
-	return n
+	return n, occ
+}
+
+// hetsevClaimOf is the ResourceClaim behind the pod's hetsev claim from
+// the DRA manager, nil when it has none or it is not found.
+func (p *DRAGPUShare) hetsevClaimOf(pod *v1.Pod) *resourceapi.ResourceClaim {
+	return dra.PodClaim(pod, v1alpha1.PodClaimName, p.draManager.ResourceClaims().Get)
 }
 
 // reportIssue logs a claim or pod counted on the safe side and records a
@@ -411,15 +461,8 @@ const ReasonCountedSafeSide = "GPUShareCountedSafeSide"
 // informer has, and the pod this plugin is allocating it for.
 func (p *DRAGPUShare) consumers(claim *resourceapi.ResourceClaim) []*v1.Pod {
 	var pods []*v1.Pod
-	for _, r := range claim.Status.ReservedFor {
-		if r.Resource != "pods" || r.APIGroup != "" || p.podLister == nil {
-			continue
-		}
-		pod, err := p.podLister.Pods(claim.Namespace).Get(r.Name)
-		if err != nil || pod.UID != r.UID {
-			continue
-		}
-		pods = append(pods, pod)
+	if p.podLister != nil {
+		pods = dra.ReservedPods(claim, func(ns, name string) (*v1.Pod, error) { return p.podLister.Pods(ns).Get(name) })
 	}
 	p.mu.RLock()
 	pod, ok := p.inFlight[claim.UID]
@@ -453,7 +496,7 @@ func (p *DRAGPUShare) Filter(ctx context.Context, state fwk.CycleState, _ *v1.Po
 		if nodeInfo.Node().Name != s.allocatedNode {
 			return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("ResourceClaim %s/%s is allocated on node %s", s.claim.Namespace, s.claim.Name, s.allocatedNode))
 		}
-		return nil
+		return p.filterOthers(ctx, s.others, nodeInfo.Node())
 	}
 	n, r := p.pickOn(ctx, s, nodeInfo)
 	if n.err != nil {
@@ -462,13 +505,14 @@ func (p *DRAGPUShare) Filter(ctx context.Context, state fwk.CycleState, _ *v1.Po
 	if !r.ok {
 		return fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("ResourceClaim %s/%s: %s", s.claim.Namespace, s.claim.Name, p.reasonNoGPU(nodeInfo, n.gpus, s.demand)))
 	}
-	return nil
+	return p.filterOthers(ctx, s.others, nodeInfo.Node())
 }
 
 // Score rates the GPU placement picks on the node, as in annotation mode
-// (picked.score); the node of a claim already allocated gets the full
-// rating.
-func (p *DRAGPUShare) Score(ctx context.Context, state fwk.CycleState, _ *v1.Pod, nodeInfo fwk.NodeInfo) (int64, *fwk.Status) {
+// (picked.score), counting the pods nominated to the node of equal or
+// higher priority as Filter does (withNominated); the node of a claim
+// already allocated gets the full rating.
+func (p *DRAGPUShare) Score(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodeInfo fwk.NodeInfo) (int64, *fwk.Status) {
 	s, ok := draStateFrom(state)
 	if !ok {
 		return 0, nil
@@ -476,7 +520,7 @@ func (p *DRAGPUShare) Score(ctx context.Context, state fwk.CycleState, _ *v1.Pod
 	if s.allocatedNode != "" {
 		return ratingScale, nil
 	}
-	n, r := p.pickOn(ctx, s, nodeInfo)
+	n, r := p.pickOn(ctx, s, p.withNominated(pod, nodeInfo))
 	if n.err != nil {
 		return 0, nil
 	}
@@ -484,23 +528,27 @@ func (p *DRAGPUShare) Score(ctx context.Context, state fwk.CycleState, _ *v1.Pod
 }
 
 // Reserve allocates the claim on the GPU placement picks on the node
-// and signals the allocation as pending to the ResourceClaimTracker.
+// (counting the same nominated pods as Score) and signals the allocation as pending to the ResourceClaimTracker, then
+// the pod's other claims (reserveOthers). On failure the framework calls
+// Unreserve, which rolls back what was signalled.
 func (p *DRAGPUShare) Reserve(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodeName string) *fwk.Status {
 	s, ok := draStateFrom(state)
 	if !ok {
-		return nil
-	}
-	if s.allocatedNode != "" {
-		p.mu.Lock()
-		p.reserved[pod.UID] = reservation{node: nodeName, index: s.allocatedIndex}
-		p.draReserved[pod.UID] = &draReservation{claim: s.claim}
-		p.mu.Unlock()
 		return nil
 	}
 	nodeInfo, err := p.handle.SnapshotSharedLister().NodeInfos().Get(nodeName)
 	if err != nil {
 		return fwk.AsStatus(fmt.Errorf("getting node %q: %w", nodeName, err))
 	}
+	if s.allocatedNode != "" {
+		res := &draReservation{claims: []*claimReservation{{read: s.claim, claim: s.claim}}}
+		p.mu.Lock()
+		p.reserved[pod.UID] = reservation{node: nodeName, index: s.allocatedIndex}
+		p.draReserved[pod.UID] = res
+		p.mu.Unlock()
+		return p.reserveOthers(ctx, s.others, pod, nodeInfo.Node(), res)
+	}
+	nodeInfo = p.withNominated(pod, nodeInfo)
 	n, r := p.pickOn(ctx, s, nodeInfo)
 	if n.err != nil {
 		return fwk.NewStatus(fwk.Unschedulable, n.err.Error())
@@ -517,21 +565,34 @@ func (p *DRAGPUShare) Reserve(ctx context.Context, state fwk.CycleState, pod *v1
 	if err != nil {
 		return fwk.NewStatus(fwk.Unschedulable, err.Error())
 	}
-	claim := s.claim.DeepCopy()
+	res := &draReservation{}
+	p.mu.Lock()
+	p.reserved[pod.UID] = reservation{node: nodeName, index: dev.Index}
+	p.draReserved[pod.UID] = res
+	p.mu.Unlock()
+	if st := p.signalAllocation(pod, res, s.claim, alloc); st != nil {
+		return st
+	}
+	klog.FromContext(ctx).V(4).Info("reserved GPU share", "plugin", Name, "pod", klog.KObj(pod), "claim", klog.KObj(s.claim), "node", nodeName, "device", dev.Key().String(), "gpuIndex", dev.Index, "freeMiB", n.gpus[r.idx].FreeMiB())
+	return p.reserveOthers(ctx, s.others, pod, nodeInfo.Node(), res)
+}
+
+// signalAllocation records claim with alloc in res, as in flight for pod,
+// and signals it to the ResourceClaimTracker as pending, so that other
+// pods and profiles count it at once.
+func (p *DRAGPUShare) signalAllocation(pod *v1.Pod, res *draReservation, orig *resourceapi.ResourceClaim, alloc *resourceapi.AllocationResult) *fwk.Status {
+	claim := orig.DeepCopy()
 	if !slices.Contains(claim.Finalizers, resourceapi.Finalizer) {
 		claim.Finalizers = append(claim.Finalizers, resourceapi.Finalizer)
 	}
 	claim.Status.Allocation = alloc
-	p.mu.Lock()
-	p.reserved[pod.UID] = reservation{node: nodeName, index: dev.Index}
-	p.draReserved[pod.UID] = &draReservation{claim: claim, allocation: alloc}
-	p.inFlight[claim.UID] = pod
-	p.mu.Unlock()
 	if err := p.draManager.ResourceClaims().SignalClaimPendingAllocation(claim.UID, claim); err != nil {
-		p.forget(pod.UID)
 		return fwk.AsStatus(fmt.Errorf("signalling the allocation of ResourceClaim %s/%s: %w", claim.Namespace, claim.Name, err))
 	}
-	klog.FromContext(ctx).V(4).Info("reserved GPU share", "plugin", Name, "pod", klog.KObj(pod), "claim", klog.KObj(claim), "node", nodeName, "device", dev.Key().String(), "gpuIndex", dev.Index, "freeMiB", n.gpus[r.idx].FreeMiB())
+	p.mu.Lock()
+	res.claims = append(res.claims, &claimReservation{read: orig, claim: claim, allocation: alloc})
+	p.inFlight[claim.UID] = pod
+	p.mu.Unlock()
 	return nil
 }
 
@@ -558,23 +619,40 @@ func (p *DRAGPUShare) PreBindPreFlight(_ context.Context, state fwk.CycleState, 
 	return nil, fwk.NewStatus(fwk.Skip)
 }
 
-// PreBind writes the claim's allocation (when Reserve made one) and the
-// pod in its reservedFor, in one status update, as the upstream
-// DynamicResources plugin does, retrying on conflicts; a claim deleted or
-// allocated elsewhere in the meantime is an error (Unreserve follows).
+// PreBind writes, for the hetsev claim and then each other claim, the
+// allocation (when Reserve made one) and the pod in reservedFor
+// (writeClaim). The first failure fails PreBind; Unreserve then rolls back
+// the claims written.
 func (p *DRAGPUShare) PreBind(ctx context.Context, state fwk.CycleState, pod *v1.Pod, _ string) *fwk.Status {
-	s, ok := draStateFrom(state)
-	if !ok {
+	if _, ok := draStateFrom(state); !ok {
 		return nil
 	}
 	p.mu.RLock()
 	res := p.draReserved[pod.UID]
+	var claims []*claimReservation
+	if res != nil {
+		claims = slices.Clone(res.claims)
+	}
 	p.mu.RUnlock()
 	if res == nil {
 		return fwk.AsStatus(fmt.Errorf("no GPU share reserved for pod %s", klog.KObj(pod)))
 	}
-	client := p.handle.ClientSet().ResourceV1().ResourceClaims(res.claim.Namespace)
-	claim := s.claim.DeepCopy()
+	for _, cr := range claims {
+		if err := p.writeClaim(ctx, pod, cr); err != nil {
+			return fwk.AsStatus(err)
+		}
+	}
+	return nil
+}
+
+// writeClaim writes one claim's allocation (when Reserve made one) and the
+// pod in its reservedFor, in one status update, as the upstream
+// DynamicResources plugin does: first on the claim as PreFilter read it,
+// then, on a conflict, on the claim read again. A claim deleted, replaced,
+// allocated elsewhere or deallocated in the meantime is an error.
+func (p *DRAGPUShare) writeClaim(ctx context.Context, pod *v1.Pod, cr *claimReservation) error {
+	client := p.handle.ClientSet().ResourceV1().ResourceClaims(cr.read.Namespace)
+	claim := cr.read.DeepCopy()
 	first := true
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		if !first {
@@ -585,13 +663,13 @@ func (p *DRAGPUShare) PreBind(ctx context.Context, state fwk.CycleState, pod *v1
 			claim = got
 		}
 		first = false
-		if claim.UID != res.claim.UID {
+		if claim.UID != cr.read.UID {
 			return fmt.Errorf("ResourceClaim %s was replaced", klog.KObj(claim))
 		}
 		if claim.DeletionTimestamp != nil {
 			return fmt.Errorf("ResourceClaim %s is being deleted", klog.KObj(claim))
 		}
-		if res.allocation != nil {
+		if cr.allocation != nil {
 			if claim.Status.Allocation != nil {
 				return fmt.Errorf("ResourceClaim %s was allocated elsewhere in the meantime", klog.KObj(claim))
 			}
@@ -603,7 +681,7 @@ func (p *DRAGPUShare) PreBind(ctx context.Context, state fwk.CycleState, pod *v1
 				}
 				claim = got
 			}
-			claim.Status.Allocation = res.allocation
+			claim.Status.Allocation = cr.allocation
 		} else if claim.Status.Allocation == nil {
 			return fmt.Errorf("ResourceClaim %s was deallocated in the meantime", klog.KObj(claim))
 		}
@@ -618,20 +696,20 @@ func (p *DRAGPUShare) PreBind(ctx context.Context, state fwk.CycleState, pod *v1
 		return nil
 	})
 	if err != nil {
-		return fwk.AsStatus(err)
+		return err
 	}
 	tracker := p.draManager.ResourceClaims()
 	if err := tracker.AssumeClaimAfterAPICall(claim); err != nil {
 		klog.FromContext(ctx).V(5).Info("claim not assumed", "plugin", Name, "claim", klog.KObj(claim), "err", err)
 	}
-	if res.allocation != nil {
+	if cr.allocation != nil {
 		tracker.MaybeRemoveClaimPendingAllocation(claim.UID, true)
 	}
 	p.mu.Lock()
-	res.written = true
-	res.claim = claim
+	cr.written = true
+	cr.claim = claim
 	p.mu.Unlock()
-	klog.FromContext(ctx).V(4).Info("allocated GPU share", "plugin", Name, "pod", klog.KObj(pod), "claim", klog.KObj(claim))
+	klog.FromContext(ctx).V(4).Info("allocated claim", "plugin", Name, "pod", klog.KObj(pod), "claim", klog.KObj(claim))
 	return nil
 }
 
@@ -648,7 +726,11 @@ func (p *DRAGPUShare) forget(uid types.UID) {
 	p.mu.Lock()
 	delete(p.reserved, uid)
 	if res, ok := p.draReserved[uid]; ok {
-		delete(p.inFlight, res.claim.UID)
+		for _, cr := range res.claims {
+			if p.inFlight[cr.claim.UID] != nil && p.inFlight[cr.claim.UID].UID == uid {
+				delete(p.inFlight, cr.claim.UID)
+			}
+		}
 		delete(p.draReserved, uid)
 	}
 	p.mu.Unlock()
@@ -664,37 +746,49 @@ func (p *DRAGPUShare) Bind(ctx context.Context, state fwk.CycleState, pod *v1.Po
 	return p.bindWithGPUIndex(ctx, pod, nodeName)
 }
 
-// rollBack undoes what Reserve and PreBind did for the pod: the pending
-// allocation, or the pod in reservedFor and the allocation it wrote (when
-// no other pod uses the claim).
+// rollBack undoes what Reserve and PreBind did for the pod, for each of
+// its claims (rollBackClaim).
 func (p *DRAGPUShare) rollBack(ctx context.Context, pod *v1.Pod) {
 	p.mu.RLock()
 	res := p.draReserved[pod.UID]
-	p.mu.RUnlock()
-	if res == nil {
-		return
+	var claims []*claimReservation
+	if res != nil {
+		claims = slices.Clone(res.claims)
 	}
+	p.mu.RUnlock()
+	for _, cr := range claims {
+		p.mu.RLock()
+		c := *cr
+		p.mu.RUnlock()
+		p.rollBackClaim(ctx, pod, &c)
+	}
+}
+
+// rollBackClaim undoes one claim's part: the pending allocation, or the
+// pod in reservedFor and the allocation it wrote (when no other pod uses
+// the claim).
+func (p *DRAGPUShare) rollBackClaim(ctx context.Context, pod *v1.Pod, cr *claimReservation) {
 	tracker := p.draManager.ResourceClaims()
-	if res.allocation != nil && !res.written {
-		if tracker.MaybeRemoveClaimPendingAllocation(res.claim.UID, true) {
-			tracker.AssumedClaimRestore(res.claim.Namespace, res.claim.Name)
+	if cr.allocation != nil && !cr.written {
+		if tracker.MaybeRemoveClaimPendingAllocation(cr.claim.UID, true) {
+			tracker.AssumedClaimRestore(cr.claim.Namespace, cr.claim.Name)
 		}
 		return
 	}
-	if !res.written {
+	if !cr.written {
 		return
 	}
-	client := p.handle.ClientSet().ResourceV1().ResourceClaims(res.claim.Namespace)
+	client := p.handle.ClientSet().ResourceV1().ResourceClaims(cr.claim.Namespace)
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		claim, err := client.Get(ctx, res.claim.Name, metav1.GetOptions{})
+		claim, err := client.Get(ctx, cr.claim.Name, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
-		if claim.UID != res.claim.UID {
+		if claim.UID != cr.claim.UID {
 			return nil
 		}
 		claim.Status.ReservedFor = slices.DeleteFunc(claim.Status.ReservedFor, func(r resourceapi.ResourceClaimConsumerReference) bool { return r.UID == pod.UID })
-		if res.allocation != nil && len(claim.Status.ReservedFor) == 0 {
+		if cr.allocation != nil && len(claim.Status.ReservedFor) == 0 {
 			claim.Status.Allocation = nil
 		}
 		got, err := client.UpdateStatus(ctx, claim, metav1.UpdateOptions{})
@@ -707,6 +801,6 @@ func (p *DRAGPUShare) rollBack(ctx context.Context, pod *v1.Pod) {
 		return nil
 	})
 	if err != nil && !apierrors.IsNotFound(err) {
-		klog.FromContext(ctx).Error(err, "rolling back the GPU share's allocation; the resource-claim controller deallocates it once no pod uses it", "plugin", Name, "pod", klog.KObj(pod), "claim", klog.KObj(res.claim))
+		klog.FromContext(ctx).Error(err, "rolling back a claim's allocation; the resource-claim controller deallocates it once no pod uses it", "plugin", Name, "pod", klog.KObj(pod), "claim", klog.KObj(cr.claim))
 	}
 }

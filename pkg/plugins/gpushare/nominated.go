@@ -15,7 +15,7 @@ import (
 // (countNominated) as Filter does, and a pod of lower priority does not
 // get the GPU a preemption freed. The copy's accounting is not cached
 // (cached), so a node pays for it only while it has such nominations.
-func (p *AnnotationGPUShare) withNominated(pod *v1.Pod, nodeInfo fwk.NodeInfo) fwk.NodeInfo {
+func (p *gpuShare) withNominated(pod *v1.Pod, nodeInfo fwk.NodeInfo) fwk.NodeInfo {
 	node := nodeInfo.Node()
 	if node == nil || p.handle == nil {
 		return nodeInfo
