@@ -195,6 +195,13 @@ func (p *DRAGPUShare) PreFilter(ctx context.Context, state fwk.CycleState, pod *
 		if _, isGPU, _ := gpuinventory.DemandOf(pod); isGPU {
 			return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("GPU mode dra: a pod with %s or %s needs spec.resourceClaims entry %q with a ResourceClaim of DeviceClass %s", v1alpha1.AnnotationModel, v1alpha1.AnnotationGPUMemory, v1alpha1.PodClaimName, v1alpha1.DeviceClassName))
 		}
+		if len(pod.Spec.ResourceClaims) > 0 {
+			// This profile has no DynamicResources plugin: claims are
+			// allocated here, and only beside hetsev's GPU claim. Binding
+			// the pod would leave its claims unallocated and the kubelet
+			// unable to start it.
+			return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("%s allocates ResourceClaims only for pods with spec.resourceClaims entry %q (a hetsev GPU share); schedule a pod with other claims only (entry %q) with a scheduler that runs DynamicResources", v1alpha1.SchedulerName, v1alpha1.PodClaimName, pod.Spec.ResourceClaims[0].Name))
+		}
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
 	if claimName == "" {

@@ -6,6 +6,7 @@ import (
 
 	resourceapi "k8s.io/api/resource/v1"
 	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
 
 	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
 	"github.com/hetsev/hetsev/pkg/dra"
@@ -89,5 +90,19 @@ func TestDRAAllocatedOtherClaim(t *testing.T) {
 	c := tb.storedClaim(t, "p-nic")
 	if got := allocatedDevice(c, nicDriver); got != "n1/nic-0" || !dra.ReservedFor(c, pod.UID) {
 		t.Errorf("claim p-nic: allocated on %q, reservedFor %v; want n1/nic-0 and the pod", got, c.Status.ReservedFor)
+	}
+}
+
+// A pod with claims but not hetsev's is refused with the reason, not
+// skipped: nothing in this profile would allocate its claims.
+func TestDRAPodWithoutGPUClaimIsRefused(t *testing.T) {
+	pod := draPod("p", "", "unused", "p-nic")
+	pod.Annotations = nil
+	pod.Spec.ResourceClaims = pod.Spec.ResourceClaims[1:]
+	objs := append(deviceClasses(), kubeNode("n1"), nicSlice("n1"), nicClaim("p-nic"), pod)
+	tb := newDRATestbed(t, objs...)
+	_, st := tb.plugin.PreFilter(tb.ctx, framework.NewCycleState(), pod, nil)
+	if st.Code() != fwk.UnschedulableAndUnresolvable || !strings.Contains(st.Message(), `entry "p-nic"`) {
+		t.Errorf("PreFilter of a pod with only a NIC claim: %v, want UnschedulableAndUnresolvable naming entry p-nic", st)
 	}
 }
