@@ -144,7 +144,8 @@ func (n *node) gpus() []gpuinventory.GPU {
 }
 
 // slots is MaxAdditional for GPU type t (constraint 2 of HetSev 4.1), as
-// hetsev-scaler counts it: gpuinventory.SlotsOnNode over the type's nodes.
+// hetsev-scaler counts it: placement.Placer.Slots (the scheduler's
+// admission rule, instance after instance) over the type's nodes.
 func (c *cluster) slots(t string, d gpuinventory.Demand, cpu, mem int64) int {
 	if c.rule != nil {
 		return c.rule.slots(c, t, d, cpu, mem)
@@ -152,7 +153,7 @@ func (c *cluster) slots(t string, d gpuinventory.Demand, cpu, mem int64) int {
 	n := 0
 	for _, nd := range c.nodes {
 		if nd.gpuType.Name == t {
-			n += gpuinventory.SlotsOnNode(nd.gpus(), d, c.placer.Choice.MaxBusyShare, nd.freeCPU, cpu, nd.freeMiB, mem)
+			n += c.placer.Slots(nd.gpus(), d, nd.freeCPU, cpu, nd.freeMiB, mem)
 		}
 	}
 	return n

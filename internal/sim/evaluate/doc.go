@@ -19,8 +19,8 @@
 //     neighbours' busy share with pkg/interference;
 //   - hetsev-scaler: heterogeneity.Autoscaler.Decide every interval, on the
 //     Observation pkg/scaler builds (W over the rate window, replicas
-//     including launching ones, MaxAdditional from gpuinventory.SlotsOnNode
-//     under the busy-share cap, T_i over the co-location inflation its
+//     including launching ones, MaxAdditional from placement.Placer.Slots
+//     (the scheduler's admission rule), T_i over the co-location inflation its
 //     instances get where they run); pods declare the busy share and
 //     inflation limit the scaler writes (scaler.Resolved.Demand); new
 //     instances serve after the profile's launch time (an estimate,
