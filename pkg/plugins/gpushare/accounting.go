@@ -18,14 +18,39 @@ import (
 	"github.com/hetsev/hetsev/pkg/gpuinventory"
 )
 
-// pickOn is placement.Placer.Pick on the node's accounting, cached with it: Filter,
-// Score and Reserve of one pod ask the same question, and so do the next
-// pods of the same shape on every node that did not change in between.
+// pickOn is pickWith on the accounting Filter picks on: cached's for
+// nodeInfo. When nodeInfo is the framework's copy with nominated pods in it
+// (and so the accounting counts them), that accounting is also recorded as
+// the node's view for Score and Reserve in this cycle (nominatedViews).
 func (p *AnnotationGPUShare) pickOn(ctx context.Context, nodeInfo fwk.NodeInfo, ds *demandState) ([]gpuinventory.GPU, picked, error) {
 	c, err := p.cached(ctx, nodeInfo)
 	if err != nil {
 		return nil, picked{}, err
 	}
+	if c.nominated {
+		ds.nominated.record(nodeInfo.Node().Name, c)
+	}
+	return p.pickWith(nodeInfo, c, ds)
+}
+
+// scoreAccounting is the accounting Score and Reserve pick on: the view
+// Filter recorded for the node in this cycle when the framework gave it
+// nominated pods to count (nominatedViews), otherwise cached's for
+// nodeInfo.
+func (p *AnnotationGPUShare) scoreAccounting(ctx context.Context, nodeInfo fwk.NodeInfo, ds *demandState) (*cachedNode, error) {
+	if node := nodeInfo.Node(); node != nil {
+		if c := ds.nominated.lookup(node.Name); c != nil {
+			return c, nil
+		}
+	}
+	return p.cached(ctx, nodeInfo)
+}
+
+// pickWith is placement.Placer.Pick on the node's accounting c, cached with
+// it: Filter, Score and Reserve of one pod ask the same question, and so do
+// the next pods of the same shape on every node that did not change in
+// between.
+func (p *AnnotationGPUShare) pickWith(nodeInfo fwk.NodeInfo, c *cachedNode, ds *demandState) ([]gpuinventory.GPU, picked, error) {
 	if c.err != nil {
 		return nil, picked{}, c.err
 	}
@@ -59,9 +84,10 @@ func (p *AnnotationGPUShare) pickOn(ctx context.Context, nodeInfo fwk.NodeInfo, 
 // made in Reserve (reservedGPU). Because bound pods carry the annotation,
 // the accounting is rebuilt exactly after a scheduler restart. The pod being
 // scheduled is on no node of the cycle's snapshot, so it is never counted.
-// Nominated pods, which the framework (in Filter) and withNominated (in
-// Score and Reserve) add to a copy of the NodeInfo, hold the GPU they will
-// take (countNominated); that copy's accounting is not kept.
+// Nominated pods, which the framework adds to a copy of the NodeInfo for
+// Filter, hold the GPU they will take (countNominated); that copy's
+// accounting is not cached by node (nominated is set): Filter keeps it for
+// Score and Reserve in its cycle's nominatedViews.
 //
 // The result is cached per node and NodeInfo generation, which the
 // scheduler bumps on every change to the node or its pods (an assumed,
@@ -81,7 +107,7 @@ func (p *AnnotationGPUShare) cached(ctx context.Context, nodeInfo fwk.NodeInfo) 
 		return c, nil
 	}
 	gpus, nominated, err := p.accountNode(ctx, node, nodeInfo)
-	c = &cachedNode{generation: gen, gpus: gpus, err: err}
+	c = &cachedNode{generation: gen, gpus: gpus, err: err, nominated: nominated}
 	if nominated {
 		// A copy the framework made to add nominated pods: keep the
 		// node's own accounting, which the next Filter asks for.
@@ -102,6 +128,10 @@ type cachedNode struct {
 	generation int64
 	gpus       []gpuinventory.GPU
 	err        error
+	// nominated is whether this is the accounting of a NodeInfo copy the
+	// framework made for Filter with pods nominated to the node in it
+	// (accountNode).
+	nominated bool
 
 	picks atomic.Pointer[[]demandPick]
 }
@@ -120,8 +150,10 @@ const maxPicksPerNode = 16
 // accountNode builds the accounting, uncached: gpuinventory's occupancy of
 // the node's pods, with the reservations of this plugin and the GPUs
 // promised to nominated pods (countNominated). nominated says whether the
-// node held any: the framework adds them to a copy of the node's NodeInfo
-// only, which the caller does not cache.
+// NodeInfo holds a pod without spec.nodeName, which only a copy the
+// framework made to add nominated pods does (the scheduler's own NodeInfos
+// hold bound and assumed pods, all with spec.nodeName): the caller does not
+// cache that copy's accounting by node.
 func (p *AnnotationGPUShare) accountNode(ctx context.Context, node *v1.Node, nodeInfo fwk.NodeInfo) (gpus []gpuinventory.GPU, nominated bool, err error) {
 	inv, err := gpuinventory.NodeGPUsOf(node)
 	if err != nil {
@@ -137,6 +169,9 @@ func (p *AnnotationGPUShare) accountNode(ctx context.Context, node *v1.Node, nod
 	var waiting []*v1.Pod
 	for _, pi := range nodeInfo.GetPods() {
 		pod := pi.GetPod()
+		if pod.Spec.NodeName == "" {
+			nominated = true
+		}
 		if p.isNominated(pod, node.Name) {
 			waiting = append(waiting, pod)
 			continue
@@ -149,7 +184,7 @@ func (p *AnnotationGPUShare) accountNode(ctx context.Context, node *v1.Node, nod
 	for _, is := range occ.Issues {
 		klog.FromContext(ctx).Info("pod whose GPU annotations are malformed or name no GPU of the node", "plugin", Name, "node", node.Name, "pod", klog.KObj(is.Pod), "counted", is.Counted, "err", is.Err)
 	}
-	return occ.GPUs, len(waiting) > 0, nil
+	return occ.GPUs, nominated, nil
 }
 
 // isNominated is whether pod, among the node's pods, is one the framework

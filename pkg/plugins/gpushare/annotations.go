@@ -50,11 +50,20 @@ func newAnnotationGPUShare(h fwk.Handle, pl placement.Placer) *AnnotationGPUShar
 	return &AnnotationGPUShare{gpuShare: newGPUShare(h, pl)}
 }
 
+// demandState is the cycle's state: the pod's demand, which PreFilter
+// parses, and the nodes Filter saw with nominated pods.
 type demandState struct {
 	demand gpuinventory.Demand
 	model  unique.Handle[string] // demand.Model, compared by pointer in pickOn
+	// nominated holds, by node, the accounting Filter built with the pods
+	// nominated to it, for Score and Reserve (nominatedViews).
+	nominated nominatedViews
 }
 
+// Clone implements fwk.StateData. The demand does not change within a
+// cycle; a clone shares the nominated views, which are by node and, when
+// the framework's preemption filters a node, are not read again in the
+// cycle (no Score or Reserve follows a PostFilter).
 func (s *demandState) Clone() fwk.StateData { return s }
 
 func demandStateFrom(state fwk.CycleState) (*demandState, bool) {
@@ -107,8 +116,8 @@ func (p *AnnotationGPUShare) Filter(ctx context.Context, state fwk.CycleState, _
 
 // Score rates the GPU the plugin would pick on the node (placement.Placer.Pick): its
 // rating in [0, 1] (fit against predicted interference) times ratingScale.
-// Pods nominated to the node of equal or higher priority hold their GPU,
-// as in Filter (withNominated).
+// Pods nominated to the node of equal or higher priority hold their GPU:
+// Score picks on the accounting Filter built with them (nominatedViews).
 // A GPU that already hosts the pod's model (soft anti-affinity only) gives a
 // negative score. NormalizeScore maps it to the framework's range.
 func (p *AnnotationGPUShare) Score(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodeInfo fwk.NodeInfo) (int64, *fwk.Status) {
@@ -116,7 +125,11 @@ func (p *AnnotationGPUShare) Score(ctx context.Context, state fwk.CycleState, po
 	if !ok {
 		return 0, nil
 	}
-	_, r, err := p.pickOn(ctx, p.withNominated(pod, nodeInfo), ds)
+	c, err := p.scoreAccounting(ctx, nodeInfo, ds)
+	if err != nil {
+		return 0, nil
+	}
+	_, r, err := p.pickWith(nodeInfo, c, ds)
 	if err != nil {
 		return 0, nil
 	}
@@ -124,7 +137,7 @@ func (p *AnnotationGPUShare) Score(ctx context.Context, state fwk.CycleState, po
 }
 
 // Reserve picks the GPU on the chosen node, the one Score rated (counting
-// the same nominated pods, withNominated), and remembers it.
+// the same nominated pods, nominatedViews), and remembers it.
 func (p *AnnotationGPUShare) Reserve(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodeName string) *fwk.Status {
 	ds, ok := demandStateFrom(state)
 	if !ok {
@@ -134,8 +147,11 @@ func (p *AnnotationGPUShare) Reserve(ctx context.Context, state fwk.CycleState, 
 	if err != nil {
 		return fwk.AsStatus(fmt.Errorf("getting node %q: %w", nodeName, err))
 	}
-	nodeInfo = p.withNominated(pod, nodeInfo)
-	gpus, r, err := p.pickOn(ctx, nodeInfo, ds)
+	c, err := p.scoreAccounting(ctx, nodeInfo, ds)
+	if err != nil {
+		return fwk.NewStatus(fwk.Unschedulable, err.Error())
+	}
+	gpus, r, err := p.pickWith(nodeInfo, c, ds)
 	if err != nil {
 		return fwk.NewStatus(fwk.Unschedulable, err.Error())
 	}
