@@ -181,32 +181,8 @@ type Sharing struct {
 	MPS              MPSCoefficients
 }
 
-// Fitted coefficients, from `make interference-fit` (hack/interference-fit)
-// over data/measurements/gpu-colocation-h100/{timeslice-cudagraph,
-// timeslice-eager,mps-cudagraph}.json: NVIDIA H100 80GB HBM3, measured
-// 2026-11-23. hetsev applies them to T4 and V100 as well, which were not
-// measured: the mechanisms (a time slice, a switch cost, SM sharing under
-// MPS) carry over; the values are the H100's.
-const (
-	// FittedSlice: τ, seconds (H100; applied to T4/V100 unmeasured).
-	FittedSlice = 0.00217
-	// FittedSwitch: s, seconds (H100; applied to T4/V100 unmeasured).
-	FittedSwitch = 0.00025
-	// FittedBackToBackExponent: p (H100; applied to T4/V100 unmeasured).
-	FittedBackToBackExponent = 8
-	// FittedEagerSlice: the effective τ of eager instances, seconds,
-	// fitted to timeslice-eager.json alone (H100; applied to T4/V100
-	// unmeasured). Longer than FittedSlice: an eager context's bursts of
-	// queued kernels, not the driver's slice, decide when it yields.
-	FittedEagerSlice = 0.003037
-	// FittedEagerSwitch: s of eager instances, seconds (H100; applied to
-	// T4/V100 unmeasured).
-	FittedEagerSwitch = 0.000298
-	// FittedMPSContention: γ (H100; applied to T4/V100 unmeasured).
-	FittedMPSContention = 0.7332
-	// FittedMPSOccupancyExponent: α (H100; applied to T4/V100 unmeasured).
-	FittedMPSOccupancyExponent = 0.8911
-)
+// The Fitted* coefficients and the H100*Occupancy values are in fitted.go,
+// which `make interference-fit` (hack/interference-fit) writes.
 
 // FittedSharing returns the model with the Fitted* coefficients.
 func FittedSharing() Sharing {
@@ -426,10 +402,10 @@ func H100Occupancy() OccupancyTable {
 		SharingTimeSlicing: {
 			ExecutionCUDAGraph: {"resnet50": 1, "resnet50-b32": 1, "ssd300-vgg16": 1, "bert-large-seq384": 1},
 			ExecutionEager: {
-				"resnet50":          0.4129,
-				"resnet50-b32":      0.9996,
-				"ssd300-vgg16":      0.7842,
-				"bert-large-seq384": 0.2774,
+				"resnet50":          H100EagerOccupancyResNet50,
+				"resnet50-b32":      H100EagerOccupancyResNet50B32,
+				"ssd300-vgg16":      H100EagerOccupancySSD300,
+				"bert-large-seq384": H100EagerOccupancyBERTLarge,
 			},
 		},
 		SharingMPS: {
@@ -437,10 +413,3 @@ func H100Occupancy() OccupancyTable {
 		},
 	}
 }
-
-// Fitted MPS occupancies of the H100 models (see H100Occupancy).
-const (
-	H100MPSOccupancyResNet50    = 0.3006
-	H100MPSOccupancyResNet50B32 = 0.9826
-	H100MPSOccupancySSD300      = 0.4327
-)
