@@ -11,9 +11,9 @@ package interference
 // MPS) carry over; the values are the H100's.
 const (
 	// FittedSlice: τ, seconds (H100; applied to T4/V100 unmeasured).
-	FittedSlice = 0.00217
+	FittedSlice = 0.00212
 	// FittedSwitch: s, seconds (H100; applied to T4/V100 unmeasured).
-	FittedSwitch = 0.00025
+	FittedSwitch = 0.000244
 	// FittedBackToBackExponent: p (not fitted: the start's value; see
 	// calibration.Fit).
 	FittedBackToBackExponent = 8
@@ -21,25 +21,25 @@ const (
 	// fitted to timeslice-eager.json alone (H100; applied to T4/V100
 	// unmeasured): an eager context's bursts of queued kernels, not the
 	// driver's slice, decide when it yields.
-	FittedEagerSlice = 0.003037
+	FittedEagerSlice = 0.001693
 	// FittedEagerSwitch: s of eager instances, seconds (H100; applied to
 	// T4/V100 unmeasured).
-	FittedEagerSwitch = 0.000298
+	FittedEagerSwitch = 0.00022
 	// FittedMPSContention: γ (H100; applied to T4/V100 unmeasured).
 	FittedMPSContention = 0.7332
 	// FittedMPSOccupancyExponent: α (H100; applied to T4/V100 unmeasured).
-	FittedMPSOccupancyExponent = 0.8911
+	FittedMPSOccupancyExponent = 1.0293
 )
 
 // Fitted solo occupancies of the H100 models (see H100Occupancy): under
 // MPS with CUDA graphs (BERT-large fixed at 1), and under time-slicing
 // with eager execution.
 const (
-	H100MPSOccupancyResNet50      = 0.3006
-	H100MPSOccupancyResNet50B32   = 0.9826
-	H100MPSOccupancySSD300        = 0.4327
-	H100EagerOccupancyResNet50    = 0.4129
-	H100EagerOccupancyResNet50B32 = 0.9996
-	H100EagerOccupancySSD300      = 0.7842
-	H100EagerOccupancyBERTLarge   = 0.2774
+	H100MPSOccupancyResNet50      = 0.3532
+	H100MPSOccupancyResNet50B32   = 0.6062
+	H100MPSOccupancySSD300        = 0.4842
+	H100EagerOccupancyResNet50    = 0.4105
+	H100EagerOccupancyResNet50B32 = 1
+	H100EagerOccupancySSD300      = 0.7781
+	H100EagerOccupancyBERTLarge   = 0.2546
 )

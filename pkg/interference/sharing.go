@@ -391,10 +391,10 @@ func (t OccupancyTable) Models(mode SharingMode, exec Execution) []string {
 //     measured (a solo CUDA-graph instance is busy 0.999-1.002 of the time);
 //   - time-slicing, eager: fitted (`make interference-fit`) to
 //     timeslice-eager.json, bounded to [0.05, 1]. ResNet-50's 0.41 and
-//     SSD300's 0.79 are near the solo CUDA-graph over solo eager batch
+//     SSD300's 0.78 are near the solo CUDA-graph over solo eager batch
 //     latency (0.37, 0.65: the share of an eager batch the GPU runs
 //     kernels); BERT-large runs faster eager than captured in these files,
-//     so that ratio says nothing for it, and the fit gives 0.28;
+//     so that ratio says nothing for it, and the fit gives 0.25;
 //   - MPS, CUDA graphs: fitted (`make interference-fit`) to mps-cudagraph.json
 //     with BERT-large fixed at 1 (only ratios enter the MPS model).
 func H100Occupancy() OccupancyTable {
