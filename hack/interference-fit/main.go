@@ -2,7 +2,9 @@
 // the co-location measurement files (calibration.Fit from
 // calibration.FitStart), prints them with the MAPE per file, and writes
 // them as pkg/interference/fitted.go, the one place the shipped values
-// live (-out "" only prints them).
+// live (-out "" only prints them). It refuses to write a fit whose signed
+// bias is below calibration.MinBias in any mode, in sample or
+// leave-one-scenario-out cross-validated (calibration.CrossValidate).
 //
 //	go run ./hack/interference-fit data/measurements/gpu-colocation-h100/*.json
 package main
@@ -77,6 +79,18 @@ func run(out string, paths []string) error {
 	}
 	for _, f := range files {
 		fmt.Printf("%s: MAPE %.4f (coefficients in the code: %.4f)\n", f.Path, res.MAPE[f.Path], before[f.Path])
+	}
+	// The rule of calibration.MinBias: no mode may under-predict on
+	// average, in sample or held out.
+	for _, f := range files {
+		m, err := calibration.CrossValidate(f, res.Params.Sharing, res.Params.OccupancyTable(), start)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("%s: %s: in sample MAPE %.4f bias %+.4f; leave-one-scenario-out MAPE %.4f bias %+.4f\n", f.Path, m.Mode, m.MAPE, m.Bias, m.CVMAPE, m.CVBias)
+		if err := m.CheckBias(); err != nil {
+			return fmt.Errorf("not writing the fit: %w", err)
+		}
 	}
 	if out == "" {
 		return nil

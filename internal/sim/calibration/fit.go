@@ -62,6 +62,10 @@ func paramsOf(v []float64, p0 FitParams) FitParams {
 	return p
 }
 
+// OccupancyTable is H100Occupancy with p's fitted MPS and eager
+// occupancies.
+func (p FitParams) OccupancyTable() interference.OccupancyTable { return p.table() }
+
 func (p FitParams) table() interference.OccupancyTable {
 	t := interference.H100Occupancy()
 	mps := map[string]float64{"bert-large-seq384": 1}
@@ -173,7 +177,7 @@ func fitBlocks() []fitBlock {
 // coefficients of a mode no file has stay as start has them, and so do the
 // BackToBackExponents (the files hold busy shares of 1 and of at most 0.75
 // only, so any p >= 6 fits them alike). The result does not depend on the
-// order of files.
+// order of files. A file without a co-located scenario is an error.
 func Fit(files []*ColocationFile, start FitParams) (FitResult, error) {
 	x := start.vector()
 	for _, b := range fitBlocks() {
@@ -185,6 +189,11 @@ func Fit(files []*ColocationFile, start FitParams) (FitResult, error) {
 		}
 		if len(fs) == 0 {
 			continue
+		}
+		for _, f := range fs {
+			if len(colocated(f)) == 0 {
+				return FitResult{}, fmt.Errorf("%s: no co-located scenario (two members or more) to fit to", f.Path)
+			}
 		}
 		sort.SliceStable(fs, func(i, j int) bool { return fs[i].Path < fs[j].Path })
 		cost := func(sub []float64) float64 {
