@@ -1,7 +1,11 @@
 // interference-check predicts, for a co-location measurement file, every
 // co-located member's mean latency inflation with pkg/interference's fitted
-// model, prints predicted against measured per member, and ends with
-// `RESULT interference_mape=<fraction> members=<n>` (`make
+// model (in sample) and, leaving one scenario out at a time, with the model
+// refitted without it (internal/sim/calibration.CrossValidate); prints
+// both against measured per member, the MAPE and signed bias (mean
+// predicted/measured − 1) of each, and ends with the cross-validated
+// figures: `RESULT mode=<mode>/<execution> cv_mape=<fraction>
+// bias=<signed fraction> members=<n> scenarios=<n>` (`make
 // interference-check MEASUREMENTS=<file>`).
 package main
 

@@ -4,9 +4,13 @@
 // for every member not overloaded, the file's batch latency table, the
 // member's arrival rate and its co-located members on one GPU through
 // pkg/interference's fitted model; prints predicted against measured p50
-// and p98 latency, the MAPE of the SharedGPU co-simulation for
-// comparison, and ends with `RESULT serving_p98_mape=<fraction>
-// members=<n>` of the engine (`make serving-check MEASUREMENTS=<file>`).
+// and p98 latency, the p98 held out (the co-location model refitted without
+// the co-location scenarios of each co-located scenario's models,
+// internal/sim/calibration.CrossValidateServing), the MAPE of the
+// SharedGPU co-simulation for comparison, the p98 MAPE and signed bias in
+// sample and held out, and ends with the engine's held-out figures:
+// `RESULT mode=<mode>/<execution> cv_p98_mape=<fraction> bias=<signed
+// fraction> members=<n>` (`make serving-check MEASUREMENTS=<file>`).
 // It runs in simulated time.
 package main
 
@@ -25,6 +29,7 @@ func main() {
 	flag.Uint64Var(&opt.Seed, "seed", opt.Seed, "seed of the simulated arrivals")
 	flag.Float64Var(&opt.StepS, "step", opt.StepS, "seconds of trace time per replay engine step (the evaluator's 1 s; interference is set once per step)")
 	model := flag.String("interference-model", "", "co-location model file (YAML/JSON, pkg/interference ColocationFile; default: the model fitted to the H100 measurements)")
+	colocation := flag.String("colocation", "data/measurements/gpu-colocation-h100", "folder of the co-location files the fitted model is refitted to, leaving scenarios out, for the held-out figures (not used with --interference-model)")
 	flag.Usage = func() {
 		fmt.Fprintln(flag.CommandLine.Output(), "usage: serving-check [flags] FILE.json (data/measurements/gpu-serving-h100/*.json)")
 		flag.PrintDefaults()
@@ -39,7 +44,11 @@ func main() {
 		fmt.Fprintln(os.Stderr, "serving-check:", err)
 		os.Exit(1)
 	}
-	if err := calibration.RunServingCheck(os.Stdout, flag.Arg(0), col, opt); err != nil {
+	dir := *colocation
+	if *model != "" {
+		dir = ""
+	}
+	if err := calibration.RunServingCheck(os.Stdout, flag.Arg(0), col, opt, dir); err != nil {
 		fmt.Fprintln(os.Stderr, "serving-check:", err)
 		os.Exit(1)
 	}

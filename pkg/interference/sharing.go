@@ -181,32 +181,8 @@ type Sharing struct {
 	MPS              MPSCoefficients
 }
 
-// Fitted coefficients, from `make interference-fit` (hack/interference-fit)
-// over data/measurements/gpu-colocation-h100/{timeslice-cudagraph,
-// timeslice-eager,mps-cudagraph}.json: NVIDIA H100 80GB HBM3, measured
-// 2026-11-23. hetsev applies them to T4 and V100 as well, which were not
-// measured: the mechanisms (a time slice, a switch cost, SM sharing under
-// MPS) carry over; the values are the H100's.
-const (
-	// FittedSlice: τ, seconds (H100; applied to T4/V100 unmeasured).
-	FittedSlice = 0.00217
-	// FittedSwitch: s, seconds (H100; applied to T4/V100 unmeasured).
-	FittedSwitch = 0.00025
-	// FittedBackToBackExponent: p (H100; applied to T4/V100 unmeasured).
-	FittedBackToBackExponent = 8
-	// FittedEagerSlice: the effective τ of eager instances, seconds,
-	// fitted to timeslice-eager.json alone (H100; applied to T4/V100
-	// unmeasured). Longer than FittedSlice: an eager context's bursts of
-	// queued kernels, not the driver's slice, decide when it yields.
-	FittedEagerSlice = 0.003037
-	// FittedEagerSwitch: s of eager instances, seconds (H100; applied to
-	// T4/V100 unmeasured).
-	FittedEagerSwitch = 0.000298
-	// FittedMPSContention: γ (H100; applied to T4/V100 unmeasured).
-	FittedMPSContention = 0.7332
-	// FittedMPSOccupancyExponent: α (H100; applied to T4/V100 unmeasured).
-	FittedMPSOccupancyExponent = 0.8911
-)
+// The Fitted* coefficients and the H100*Occupancy values are in fitted.go,
+// which `make interference-fit` (hack/interference-fit) writes.
 
 // FittedSharing returns the model with the Fitted* coefficients.
 func FittedSharing() Sharing {
@@ -415,10 +391,10 @@ func (t OccupancyTable) Models(mode SharingMode, exec Execution) []string {
 //     measured (a solo CUDA-graph instance is busy 0.999-1.002 of the time);
 //   - time-slicing, eager: fitted (`make interference-fit`) to
 //     timeslice-eager.json, bounded to [0.05, 1]. ResNet-50's 0.41 and
-//     SSD300's 0.79 are near the solo CUDA-graph over solo eager batch
+//     SSD300's 0.78 are near the solo CUDA-graph over solo eager batch
 //     latency (0.37, 0.65: the share of an eager batch the GPU runs
 //     kernels); BERT-large runs faster eager than captured in these files,
-//     so that ratio says nothing for it, and the fit gives 0.28;
+//     so that ratio says nothing for it, and the fit gives 0.25;
 //   - MPS, CUDA graphs: fitted (`make interference-fit`) to mps-cudagraph.json
 //     with BERT-large fixed at 1 (only ratios enter the MPS model).
 func H100Occupancy() OccupancyTable {
@@ -426,10 +402,10 @@ func H100Occupancy() OccupancyTable {
 		SharingTimeSlicing: {
 			ExecutionCUDAGraph: {"resnet50": 1, "resnet50-b32": 1, "ssd300-vgg16": 1, "bert-large-seq384": 1},
 			ExecutionEager: {
-				"resnet50":          0.4129,
-				"resnet50-b32":      0.9996,
-				"ssd300-vgg16":      0.7842,
-				"bert-large-seq384": 0.2774,
+				"resnet50":          H100EagerOccupancyResNet50,
+				"resnet50-b32":      H100EagerOccupancyResNet50B32,
+				"ssd300-vgg16":      H100EagerOccupancySSD300,
+				"bert-large-seq384": H100EagerOccupancyBERTLarge,
 			},
 		},
 		SharingMPS: {
@@ -437,10 +413,3 @@ func H100Occupancy() OccupancyTable {
 		},
 	}
 }
-
-// Fitted MPS occupancies of the H100 models (see H100Occupancy).
-const (
-	H100MPSOccupancyResNet50    = 0.3006
-	H100MPSOccupancyResNet50B32 = 0.9826
-	H100MPSOccupancySSD300      = 0.4327
-)

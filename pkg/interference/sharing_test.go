@@ -113,7 +113,7 @@ func TestParseSharingMode(t *testing.T) {
 func TestEagerInstancesUseTheirOwnSliceAndSwitch(t *testing.T) {
 	m := FittedSharing()
 	pair := func(exec Execution) []Instance {
-		in := Instance{Model: "resnet50", BusyShare: 1, BatchLatency: 4.74e-3, Occupancy: 0.4129, Execution: exec}
+		in := Instance{Model: "resnet50", BusyShare: 1, BatchLatency: 4.74e-3, Occupancy: H100EagerOccupancyResNet50, Execution: exec}
 		return []Instance{in, in}
 	}
 	eager, err := m.Inflations(SharingTimeSlicing, pair(ExecutionEager))
@@ -121,8 +121,8 @@ func TestEagerInstancesUseTheirOwnSliceAndSwitch(t *testing.T) {
 		t.Fatal(err)
 	}
 	graph, _ := m.Inflations(SharingTimeSlicing, pair(ExecutionCUDAGraph))
-	// ceil(4.74/3.037) = 2 slices eager, ceil(4.74/2.17) = 3 slices graph:
-	// the eager pair waits fewer, longer slices.
+	// The eager pair waits slices and switches of EagerTimeSlicing's
+	// length, the graph pair TimeSlicing's.
 	if eager[0] == graph[0] {
 		t.Errorf("eager and CUDA-graph pair both inflate by %.4f; want EagerTimeSlicing to apply to eager instances", eager[0])
 	}

@@ -130,9 +130,11 @@ func TestShippedMeasurementsMeetTargets(t *testing.T) {
 	}
 }
 
-// TestServingReport: the report has a row per member, the co-simulation's
-// MAPE on a line of its own, and ends with the replay engine's RESULT; a
-// step that is not > 0 is refused.
+// TestServingReport: the report has a row per member (with its held-out
+// p98 where there is one), the co-simulation's MAPE, the in-sample and
+// held-out p98 MAPE and bias on lines of their own, and ends with the
+// replay engine's RESULT, of the held-out figures where there are; a step
+// that is not > 0 is refused.
 func TestServingReport(t *testing.T) {
 	col := interference.FittedColocation()
 	f, err := ParseServing("ok.json", strings.NewReader(servingOK), col.Occupancy)
@@ -148,18 +150,34 @@ func TestServingReport(t *testing.T) {
 		t.Fatalf("PredictServingCoSim = %+v, %v; want 1 member", cosim, err)
 	}
 	cosim[0].PredictedP98 = 2 * cosim[0].MeasuredP98 // MAPE 1: tells the lines apart
-	var b strings.Builder
-	WriteServingReport(&b, f, ps, cosim, DefaultSimOptions)
-	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
-	last, prev := lines[len(lines)-1], lines[len(lines)-2]
-	if want := fmt.Sprintf("RESULT serving_p98_mape=%.4f members=1", P98MAPE(ps)); last != want {
-		t.Errorf("last line %q, want %q", last, want)
-	}
-	if !strings.HasPrefix(prev, "co-simulation (SharedGPU") || !strings.HasSuffix(prev, "serving_p98_mape=1.0000 members=1") {
-		t.Errorf("line before RESULT %q, want the co-simulation's MAPE 1.0000", prev)
-	}
-	if !strings.HasPrefix(lines[len(lines)-3], "solo ") {
-		t.Errorf("line %q, want the member's row", lines[len(lines)-3])
+	held := append([]ServingPrediction(nil), ps...)
+	held[0].PredictedP98 = 0.5 * held[0].MeasuredP98 // MAPE 0.5, bias -0.5
+	for _, c := range []struct {
+		held       []ServingPrediction
+		result, cv string
+	}{
+		{held, "RESULT mode=time-slicing/cuda-graph cv_p98_mape=0.5000 bias=-0.5000 members=1", "held out (co-location model refitted"},
+		{nil, fmt.Sprintf("RESULT mode=time-slicing/cuda-graph p98_mape=%.4f bias=%+.4f members=1", P98MAPE(ps), P98Bias(ps)), "held out: not run"},
+	} {
+		var b strings.Builder
+		WriteServingReport(&b, f, ps, c.held, cosim, DefaultSimOptions)
+		lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+		n := len(lines)
+		if lines[n-1] != c.result {
+			t.Errorf("last line %q, want %q", lines[n-1], c.result)
+		}
+		if !strings.HasPrefix(lines[n-2], c.cv) {
+			t.Errorf("line before RESULT %q, want one starting %q", lines[n-2], c.cv)
+		}
+		if want := fmt.Sprintf("in sample (the model as configured): serving_p98_mape=%.4f bias=%+.4f", P98MAPE(ps), P98Bias(ps)); lines[n-3] != want {
+			t.Errorf("line %q, want %q", lines[n-3], want)
+		}
+		if !strings.HasPrefix(lines[n-4], "co-simulation (SharedGPU") || !strings.HasSuffix(lines[n-4], "serving_p98_mape=1.0000 members=1") {
+			t.Errorf("line %q, want the co-simulation's MAPE 1.0000", lines[n-4])
+		}
+		if !strings.HasPrefix(lines[n-5], "solo ") || (c.held != nil) != strings.HasSuffix(lines[n-5], "-50.0%") {
+			t.Errorf("line %q, want the member's row, with its held-out p98 error -50.0%% where held out", lines[n-5])
+		}
 	}
 	bad := DefaultSimOptions
 	bad.StepS = 0

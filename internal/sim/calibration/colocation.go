@@ -218,30 +218,39 @@ func MAPE(ps []MemberPrediction) float64 {
 	return sum / float64(len(ps))
 }
 
-// WriteColocationReport prints the table of predictions and the RESULT
-// line.
-func WriteColocationReport(w io.Writer, f *ColocationFile, ps []MemberPrediction) {
-	mode, exec := f.Mode()
-	fmt.Fprintf(w, "%s: %s, %s, %s\n", f.Path, f.GPU, mode, exec)
-	fmt.Fprintf(w, "%-62s %-22s %6s %9s %9s %7s\n", "scenario", "member", "busy", "measured", "predicted", "error")
-	for _, p := range ps {
-		fmt.Fprintf(w, "%-62s %-22s %6.3f %9.3f %9.3f %+6.1f%%\n", p.Scenario, p.Worker, p.BusyShare, p.Measured, p.Predicted, 100*(p.Predicted-p.Measured)/p.Measured)
+// WriteColocationReport prints m's table (per co-located member: busy
+// share, measured inflation, the in-sample prediction and its error, the
+// held-out prediction and its error), the in-sample and cross-validated
+// MAPE and bias, and last the RESULT line, which quotes the
+// cross-validated figures:
+//
+//	RESULT mode=<mode>/<execution> cv_mape=<fraction> bias=<signed fraction> members=<n> scenarios=<n>
+func WriteColocationReport(w io.Writer, f *ColocationFile, m ModeFit) {
+	fmt.Fprintf(w, "%s: %s, %s\n", f.Path, f.GPU, m.Mode)
+	fmt.Fprintf(w, "%-62s %-22s %6s %9s %9s %7s %9s %7s\n", "scenario", "member", "busy", "measured", "predicted", "error", "held-out", "error")
+	for i, p := range m.InSample {
+		h := m.Held[i]
+		fmt.Fprintf(w, "%-62s %-22s %6.3f %9.3f %9.3f %+6.1f%% %9.3f %+6.1f%%\n", p.Scenario, p.Worker, p.BusyShare, p.Measured, p.Predicted, 100*(p.Predicted-p.Measured)/p.Measured,
+			h.Predicted, 100*(h.Predicted-h.Measured)/h.Measured)
 	}
-	fmt.Fprintf(w, "RESULT interference_mape=%.4f members=%d\n", MAPE(ps), len(ps))
+	fmt.Fprintf(w, "in sample (the shipped model): interference_mape=%.4f bias=%+.4f\n", m.MAPE, m.Bias)
+	fmt.Fprintf(w, "held out (leave-one-scenario-out: refitted from calibration.FitStart without each of the %d scenarios): cv_mape=%.4f bias=%+.4f\n", m.Scenarios, m.CVMAPE, m.CVBias)
+	fmt.Fprintf(w, "RESULT mode=%s cv_mape=%.4f bias=%+.4f members=%d scenarios=%d\n", m.Mode, m.CVMAPE, m.CVBias, m.Members, m.Scenarios)
 }
 
 // RunColocationCheck reads the co-location file at path, predicts its
-// co-located members with model and occupancies, and writes the report
-// (WriteColocationReport) to w.
+// co-located members with model and occupancies and, leaving one scenario
+// out at a time, with the model refitted from FitStart (CrossValidate),
+// and writes the report (WriteColocationReport) to w.
 func RunColocationCheck(w io.Writer, path string, model interference.Sharing, occupancies interference.OccupancyTable) error {
 	f, err := ReadColocation(path, occupancies)
 	if err != nil {
 		return err
 	}
-	ps, err := PredictColocation(f, model, occupancies)
+	m, err := CrossValidate(f, model, occupancies, FitStart())
 	if err != nil {
 		return err
 	}
-	WriteColocationReport(w, f, ps)
+	WriteColocationReport(w, f, m)
 	return nil
 }

@@ -62,6 +62,10 @@ func paramsOf(v []float64, p0 FitParams) FitParams {
 	return p
 }
 
+// OccupancyTable is H100Occupancy with p's fitted MPS and eager
+// occupancies.
+func (p FitParams) OccupancyTable() interference.OccupancyTable { return p.table() }
+
 func (p FitParams) table() interference.OccupancyTable {
 	t := interference.H100Occupancy()
 	mps := map[string]float64{"bert-large-seq384": 1}
@@ -77,22 +81,31 @@ func (p FitParams) table() interference.OccupancyTable {
 	return t
 }
 
-// Evaluate returns the MAPE of p on each file.
-func (p FitParams) Evaluate(files []*ColocationFile) (map[string]float64, error) {
+// check reports a coefficient or occupancy out of its range: the fit's
+// bounds.
+func (p FitParams) check() error {
 	if err := p.Sharing.Validate(); err != nil {
-		return nil, err
+		return err
 	}
-	t := p.table()
 	for _, o := range p.MPSOccupancy {
 		if !(o > 0 && o <= 1) {
-			return nil, fmt.Errorf("MPS occupancy %g out of (0,1]", o)
+			return fmt.Errorf("MPS occupancy %g out of (0,1]", o)
 		}
 	}
 	for _, o := range p.EagerOccupancy {
 		if !(o >= 0.05 && o <= 1) {
-			return nil, fmt.Errorf("eager occupancy %g out of (0,1]", o)
+			return fmt.Errorf("eager occupancy %g out of [0.05,1]", o)
 		}
 	}
+	return nil
+}
+
+// Evaluate returns the MAPE of p on each file.
+func (p FitParams) Evaluate(files []*ColocationFile) (map[string]float64, error) {
+	if err := p.check(); err != nil {
+		return nil, err
+	}
+	t := p.table()
 	out := map[string]float64{}
 	for _, f := range files {
 		ps, err := PredictColocation(f, p.Sharing, t)
@@ -104,36 +117,146 @@ func (p FitParams) Evaluate(files []*ColocationFile) (map[string]float64, error)
 	return out, nil
 }
 
-// Fit minimises the sum over files of the MAPE of predicted inflations by
-// Nelder-Mead from start; the BackToBackExponents stay as start has them (the
-// files hold busy shares of 1 and of at most 0.75 only, so any p >= 6 fits
-// them alike).
+// FitStart is where Fit starts, for `make interference-fit` and for every
+// fold of CrossValidate alike: round values, none taken from a fit, so that
+// the shipped coefficients are reproducible from the files alone and a fold
+// starts from nothing its held-out scenario decided. τ 2 ms is the order of
+// CUDA's time slice; every occupancy starts at 0.5, the MPS contention at
+// 0.5 and its exponent at 1. BERT-large's MPS occupancy is fixed at 1 (only
+// ratios enter the MPS model), and the BackToBackExponents at 8 (not
+// fitted, see Fit).
+func FitStart() FitParams {
+	ts := interference.TimeSlicingCoefficients{Slice: 0.002, Switch: 0.0002, BackToBackExponent: 8}
+	p := FitParams{
+		Sharing: interference.Sharing{
+			TimeSlicing:      ts,
+			EagerTimeSlicing: ts,
+			MPS:              interference.MPSCoefficients{Contention: 0.5, OccupancyExponent: 1},
+		},
+		MPSOccupancy:   map[string]float64{},
+		EagerOccupancy: map[string]float64{},
+	}
+	for _, m := range fitModels {
+		p.MPSOccupancy[m] = 0.5
+	}
+	for _, m := range eagerModels {
+		p.EagerOccupancy[m] = 0.5
+	}
+	return p
+}
+
+// fitBlock is the part of the optimiser's vector that the files of one
+// sharing mode and execution depend on, and only they: the model's
+// coefficients per mode are disjoint (time-slicing with CUDA graphs: Slice
+// and Switch; eager: EagerTimeSlicing and the eager occupancies; MPS: the MPS
+// coefficients and occupancies), so a fit over several files is one fit per
+// block, each over its own files.
+type fitBlock struct {
+	mode   interference.SharingMode
+	exec   interference.Execution
+	coords []int
+}
+
+func fitBlocks() []fitBlock {
+	span := func(from, n int) []int {
+		out := make([]int, n)
+		for i := range out {
+			out[i] = from + i
+		}
+		return out
+	}
+	return []fitBlock{
+		{interference.SharingTimeSlicing, interference.ExecutionCUDAGraph, []int{0, 1}},
+		{interference.SharingMPS, interference.ExecutionCUDAGraph, append([]int{2, 3}, span(fitShared, len(fitModels))...)},
+		{interference.SharingTimeSlicing, interference.ExecutionEager, append([]int{4, 5}, span(fitShared+len(fitModels), len(eagerModels))...)},
+	}
+}
+
+// Fit minimises, per sharing mode and execution (fitBlock), the fit's cost
+// (FitCost) summed over that mode's files, by Nelder-Mead from start;
+// coefficients of a mode no file has stay as start has them, and so do the
+// BackToBackExponents (the files hold busy shares of 1 and of at most 0.75
+// only, so any p >= 6 fits them alike). The result does not depend on the
+// order of files. A file without a co-located scenario is an error.
 func Fit(files []*ColocationFile, start FitParams) (FitResult, error) {
-	cost := func(v []float64) float64 {
-		p := paramsOf(v, start)
-		m, err := p.Evaluate(files)
-		if err != nil {
-			return math.Inf(1)
+	x := start.vector()
+	for _, b := range fitBlocks() {
+		var fs []*ColocationFile
+		for _, f := range files {
+			if mode, exec := f.Mode(); mode == b.mode && exec == b.exec {
+				fs = append(fs, f)
+			}
 		}
-		s := 0.0
-		for _, x := range m {
-			s += x
+		if len(fs) == 0 {
+			continue
 		}
-		return s
+		for _, f := range fs {
+			if len(colocated(f)) == 0 {
+				return FitResult{}, fmt.Errorf("%s: no co-located scenario (two members or more) to fit to", f.Path)
+			}
+		}
+		sort.SliceStable(fs, func(i, j int) bool { return fs[i].Path < fs[j].Path })
+		cost := func(sub []float64) float64 {
+			v := append([]float64(nil), x...)
+			for i, c := range b.coords {
+				v[c] = sub[i]
+			}
+			p := paramsOf(v, start)
+			s := 0.0
+			for _, f := range fs {
+				c, err := p.cost(f)
+				if err != nil {
+					return math.Inf(1)
+				}
+				s += c
+			}
+			return s
+		}
+		sub := make([]float64, len(b.coords))
+		for i, c := range b.coords {
+			sub[i] = x[c]
+		}
+		// Restarts from the best point found rebuild the simplex, which
+		// gets Nelder-Mead out of the flat spots the piecewise (ceil)
+		// slice count leaves.
+		best := cost(sub)
+		for r := 0; r < fitRestarts; r++ {
+			next := nelderMead(cost, sub, fitIterations)
+			v := cost(next)
+			if !(v < best) && r > 0 {
+				break
+			}
+			sub, best = next, math.Min(v, best)
+		}
+		for i, c := range b.coords {
+			x[c] = sub[i]
+		}
 	}
-	// Restarts from the best point found rebuild the simplex, which gets
-	// Nelder-Mead out of the flat spots the piecewise (ceil) slice count
-	// leaves.
-	best := start.vector()
-	for r := 0; r < 4; r++ {
-		best = nelderMead(cost, best, 3000)
-	}
-	p := paramsOf(best, start)
+	p := paramsOf(x, start)
 	m, err := p.Evaluate(files)
 	if err != nil {
 		return FitResult{}, err
 	}
 	return FitResult{Params: p, MAPE: m}, nil
+}
+
+// The optimiser's budget: restarts of Nelder-Mead per block, and iterations
+// per restart (each stops earlier once its simplex has collapsed).
+const (
+	fitRestarts   = 4
+	fitIterations = 3000
+)
+
+// cost is what Fit minimises on one file: the MAPE of p's predictions.
+func (p FitParams) cost(f *ColocationFile) (float64, error) {
+	if err := p.check(); err != nil {
+		return 0, err
+	}
+	ps, err := PredictColocation(f, p.Sharing, p.table())
+	if err != nil {
+		return 0, err
+	}
+	return MAPE(ps), nil
 }
 
 // nelderMead minimises f from x0 (initial simplex: +10 % per coordinate).
@@ -162,7 +285,10 @@ func nelderMead(f func([]float64) float64, x0 []float64, iters int) []float64 {
 		return out
 	}
 	for it := 0; it < iters; it++ {
-		sort.Slice(simplex, func(i, j int) bool { return simplex[i].v < simplex[j].v })
+		sort.SliceStable(simplex, func(i, j int) bool { return simplex[i].v < simplex[j].v })
+		if collapsed(simplex[0].x, simplex[n].x, simplex[0].v, simplex[n].v) {
+			break
+		}
 		c := make([]float64, n)
 		for _, p := range simplex[:n] {
 			for i := range c {
@@ -194,6 +320,23 @@ func nelderMead(f func([]float64) float64, x0 []float64, iters int) []float64 {
 			}
 		}
 	}
-	sort.Slice(simplex, func(i, j int) bool { return simplex[i].v < simplex[j].v })
+	sort.SliceStable(simplex, func(i, j int) bool { return simplex[i].v < simplex[j].v })
 	return simplex[0].x
+}
+
+// collapsed tells whether a simplex whose best and worst points are a and b
+// (costs va, vb) has converged: costs within 1e-12 and every coordinate
+// within 1e-9 (the optimiser's units: ms and fractions). Both are needed:
+// on the flat steps the slice count leaves, costs agree while the points
+// still differ.
+func collapsed(a, b []float64, va, vb float64) bool {
+	if math.Abs(vb-va) > 1e-12 {
+		return false
+	}
+	for i := range a {
+		if math.Abs(a[i]-b[i]) > 1e-9 {
+			return false
+		}
+	}
+	return true
 }

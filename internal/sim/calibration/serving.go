@@ -261,6 +261,12 @@ func memberSeed(si, i, r int) uint64 { return uint64(si)<<32 | uint64(i)<<16 | u
 // OverrunLimit are left out of the result but still run (they load the
 // GPU).
 func PredictServing(f *ServingFile, col interference.Colocation, opt SimOptions) ([]ServingPrediction, error) {
+	return predictServing(f, col, opt, func(int) bool { return true })
+}
+
+// predictServing is PredictServing of the scenarios si for which which(si)
+// holds; a scenario's arrivals do not depend on the others simulated.
+func predictServing(f *ServingFile, col interference.Colocation, opt SimOptions, which func(si int) bool) ([]ServingPrediction, error) {
 	if err := f.checkServable(); err != nil {
 		return nil, err
 	}
@@ -271,6 +277,9 @@ func PredictServing(f *ServingFile, col interference.Colocation, opt SimOptions)
 	dur := *f.DurS
 	var out []ServingPrediction
 	for si, s := range f.Scenarios {
+		if !which(si) {
+			continue
+		}
 		n := len(s.Members)
 		// The engine's trace is the scenario's summed rate in every second;
 		// each member's service is its share of it.
@@ -396,26 +405,54 @@ func P98MAPE(ps []ServingPrediction) float64 {
 }
 
 // WriteServingReport prints the replay engine's predictions per member
-// (ps, from PredictServing), the co-simulation's MAPE (cosim, from
-// PredictServingCoSim) on a line of its own, and last the RESULT line, of
-// ps: what the demo and the evaluator run.
-func WriteServingReport(w io.Writer, f *ServingFile, ps, cosim []ServingPrediction, opt SimOptions) {
+// (ps, from PredictServing; held, from CrossValidateServing, beside them
+// when not nil), the co-simulation's MAPE (cosim, from
+// PredictServingCoSim) on a line of its own, the p98 MAPE and signed bias
+// (P98Bias) in sample and held out, and last the RESULT line, of what the
+// demo and the evaluator run, which quotes the held-out figures:
+//
+//	RESULT mode=<mode>/<execution> cv_p98_mape=<fraction> bias=<signed fraction> members=<n>
+//
+// Without held (a model file, not fitted here) it quotes the in-sample
+// ones as p98_mape and bias.
+func WriteServingReport(w io.Writer, f *ServingFile, ps, held, cosim []ServingPrediction, opt SimOptions) {
 	mode, exec := f.Mode()
 	fmt.Fprintf(w, "%s: %s, %s, %s; %d runs of %gs\n", f.Path, f.GPU, mode, exec, opt.Runs, *f.DurS)
 	fmt.Fprintf(w, "simulated servers: internal/sim/replay Engine with internal/sim/modelserver Server, as the demo and the evaluator run them (%gs steps, interference from the step before), dynamic batching without delay\n", opt.StepS)
-	fmt.Fprintf(w, "%-33s %-20s %7s %11s %15s %15s %7s\n", "scenario", "server", "rate", "busy m/p", "p50 ms m/p", "p98 ms m/p", "p98 err")
-	for _, p := range ps {
-		fmt.Fprintf(w, "%-33s %-20s %7.0f %5.2f/%5.2f %7.2f/%7.2f %7.2f/%7.2f %+6.1f%%\n", p.Scenario, p.Server, p.RateRPS,
+	fmt.Fprintf(w, "%-33s %-20s %7s %11s %15s %15s %7s", "scenario", "server", "rate", "busy m/p", "p50 ms m/p", "p98 ms m/p", "p98 err")
+	if held != nil {
+		fmt.Fprintf(w, " %8s %7s", "held p98", "err")
+	}
+	fmt.Fprintln(w)
+	for i, p := range ps {
+		fmt.Fprintf(w, "%-33s %-20s %7.0f %5.2f/%5.2f %7.2f/%7.2f %7.2f/%7.2f %+6.1f%%", p.Scenario, p.Server, p.RateRPS,
 			p.MeasuredBusy, p.PredictedBusy, p.MeasuredP50, p.PredictedP50, p.MeasuredP98, p.PredictedP98, 100*(p.PredictedP98-p.MeasuredP98)/p.MeasuredP98)
+		if held != nil {
+			h := held[i]
+			fmt.Fprintf(w, " %8.2f %+6.1f%%", h.PredictedP98, 100*(h.PredictedP98-h.MeasuredP98)/h.MeasuredP98)
+		}
+		fmt.Fprintln(w)
 	}
 	fmt.Fprintf(w, "co-simulation (SharedGPU, virtual time; for comparison, not what the demo runs): serving_p98_mape=%.4f members=%d\n", P98MAPE(cosim), len(cosim))
-	fmt.Fprintf(w, "RESULT serving_p98_mape=%.4f members=%d\n", P98MAPE(ps), len(ps))
+	fmt.Fprintf(w, "in sample (the model as configured): serving_p98_mape=%.4f bias=%+.4f\n", P98MAPE(ps), P98Bias(ps))
+	name := ModeName(mode, exec)
+	if held == nil {
+		fmt.Fprintf(w, "held out: not run (the co-location model is not the one fitted here)\n")
+		fmt.Fprintf(w, "RESULT mode=%s p98_mape=%.4f bias=%+.4f members=%d\n", name, P98MAPE(ps), P98Bias(ps), len(ps))
+		return
+	}
+	fmt.Fprintf(w, "held out (co-location model refitted from calibration.FitStart without the co-location scenarios of each co-located scenario's models): cv_p98_mape=%.4f bias=%+.4f\n", P98MAPE(held), P98Bias(held))
+	fmt.Fprintf(w, "RESULT mode=%s cv_p98_mape=%.4f bias=%+.4f members=%d\n", name, P98MAPE(held), P98Bias(held), len(held))
 }
 
 // RunServingCheck reads the serving file at path, simulates it through
 // the replay engine and, for comparison, the co-simulation, and writes
-// the report to w.
-func RunServingCheck(w io.Writer, path string, col interference.Colocation, opt SimOptions) error {
+// the report to w. With colocationDir (the co-location files' folder,
+// e.g. data/measurements/gpu-colocation-h100) it also simulates it held
+// out (CrossValidateServing, refitting from FitStart against the file of
+// the serving file's mode there); "" skips that, for a model that is not
+// the one Fit gives.
+func RunServingCheck(w io.Writer, path string, col interference.Colocation, opt SimOptions, colocationDir string) error {
 	f, err := ReadServing(path, col.Occupancy)
 	if err != nil {
 		return err
@@ -428,6 +465,17 @@ func RunServingCheck(w io.Writer, path string, col interference.Colocation, opt 
 	if err != nil {
 		return err
 	}
-	WriteServingReport(w, f, ps, cosim, opt)
+	var held []ServingPrediction
+	if colocationDir != "" {
+		mode, exec := f.Mode()
+		c, err := FindColocation(colocationDir, mode, exec, interference.H100Occupancy())
+		if err != nil {
+			return err
+		}
+		if held, err = CrossValidateServing(f, c, col, opt, FitStart()); err != nil {
+			return err
+		}
+	}
+	WriteServingReport(w, f, ps, held, cosim, opt)
 	return nil
 }

@@ -248,6 +248,7 @@ func TestArgsInterferenceModel(t *testing.T) {
 	}
 	m := interference.FittedColocation()
 	m.Sharing.MPS.Contention = 0.5
+	m.Sharing.TimeSlicing.Slice = 0.0025 // the bad file below replaces it
 	m.Source = "operator's A100 fit"
 	data, err := yaml.Marshal(m.File())
 	if err != nil {
@@ -263,7 +264,7 @@ func TestArgsInterferenceModel(t *testing.T) {
 		t.Fatalf("model file: placer model %+v (%v), want %+v", a.placer().Colocation, err, m)
 	}
 	bad := filepath.Join(dir, "bad.yaml")
-	if err := os.WriteFile(bad, []byte(strings.Replace(string(data), "sliceSeconds: 0.00217", "sliceSeconds: 0", 1)), 0o600); err != nil {
+	if err := os.WriteFile(bad, []byte(strings.Replace(string(data), "sliceSeconds: 0.0025", "sliceSeconds: 0", 1)), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	_, err = parseArgs("interferenceModelFile: " + bad)
