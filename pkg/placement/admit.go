@@ -51,28 +51,51 @@ func (r *Refusal) Error() string { return r.Message }
 // Under soft anti-affinity (Choice.SoftAntiAffinity) a GPU refused for
 // rule 3 alone is a fallback Pick takes when no GPU of the node admits d.
 func (pl Placer) Admit(g gpuinventory.GPU, d gpuinventory.Demand) *Refusal {
-	return pl.admit(g, d, false)
+	reason := pl.refusal(g, d, false)
+	if reason == "" {
+		return nil
+	}
+	return &Refusal{reason, pl.refusalMessage(reason, g, d, false)}
 }
 
-// admit is Admit; with hosting the anti-affinity rule is reversed: only a
-// GPU that hosts d's model passes (the soft anti-affinity fallback).
-func (pl Placer) admit(g gpuinventory.GPU, d gpuinventory.Demand, hosting bool) *Refusal {
-	if d.MemoryMiB > g.FreeMiB() {
-		return &Refusal{RefusedGPUMemory, fmt.Sprintf("GPU %d has %d MiB of free GPU memory, the instance needs %d MiB (%s)", g.Index, g.FreeMiB(), d.MemoryMiB, v1alpha1.AnnotationGPUMemory)}
+// refusal is the Reason Admit gives, "" when g admits d, without building
+// its message: Pick and Slots ask it for every GPU of every node. With
+// hosting the anti-affinity rule is reversed: only a GPU that hosts d's
+// model passes (the soft anti-affinity fallback).
+func (pl Placer) refusal(g gpuinventory.GPU, d gpuinventory.Demand, hosting bool) string {
+	switch {
+	case d.MemoryMiB > g.FreeMiB():
+		return RefusedGPUMemory
+	case !g.FitsBusyShare(d, pl.Choice.MaxBusyShare):
+		return RefusedBusyShare
+	case (d.Model != "" && g.Models[d.Model] > 0) != hosting:
+		return RefusedAntiAffinity
+	case !pl.Admits(g, d):
+		return RefusedInflationLimit
 	}
-	if !g.FitsBusyShare(d, pl.Choice.MaxBusyShare) {
-		return &Refusal{RefusedBusyShare, fmt.Sprintf("GPU %d carries busy share %g; with the instance's %s %g it would exceed maxBusyShare %g", g.Index, g.BusyShare, v1alpha1.AnnotationBusyShare, d.Busy(), pl.Choice.MaxBusyShare)}
-	}
-	if (d.Model != "" && g.Models[d.Model] > 0) != hosting {
+	return ""
+}
+
+// refusalMessage says reason for humans, naming the annotation or argument.
+func (pl Placer) refusalMessage(reason string, g gpuinventory.GPU, d gpuinventory.Demand, hosting bool) string {
+	switch reason {
+	case RefusedGPUMemory:
+		return fmt.Sprintf("GPU %d has %d MiB of free GPU memory, the instance needs %d MiB (%s)", g.Index, g.FreeMiB(), d.MemoryMiB, v1alpha1.AnnotationGPUMemory)
+	case RefusedBusyShare:
+		return fmt.Sprintf("GPU %d carries busy share %g; with the instance's %s %g it would exceed maxBusyShare %g", g.Index, g.BusyShare, v1alpha1.AnnotationBusyShare, d.Busy(), pl.Choice.MaxBusyShare)
+	case RefusedAntiAffinity:
 		if hosting {
-			return &Refusal{RefusedAntiAffinity, fmt.Sprintf("GPU %d hosts no instance of model %q", g.Index, d.Model)}
+			return fmt.Sprintf("GPU %d hosts no instance of model %q", g.Index, d.Model)
 		}
-		return &Refusal{RefusedAntiAffinity, fmt.Sprintf("GPU %d already hosts model %q (anti-affinity)", g.Index, d.Model)}
+		return fmt.Sprintf("GPU %d already hosts model %q (anti-affinity)", g.Index, d.Model)
 	}
-	if !pl.Admits(g, d) {
-		return &Refusal{RefusedInflationLimit, fmt.Sprintf("on GPU %d the instance's or a neighbour's predicted latency inflation would exceed its %s", g.Index, v1alpha1.AnnotationMaxInflation)}
-	}
-	return nil
+	return fmt.Sprintf("on GPU %d the instance's or a neighbour's predicted latency inflation would exceed its %s", g.Index, v1alpha1.AnnotationMaxInflation)
+}
+
+// Refusal is Admit's Reason alone ("" when g admits d), for callers that
+// tally reasons over many GPUs and need no message.
+func (pl Placer) Refusal(g gpuinventory.GPU, d gpuinventory.Demand) string {
+	return pl.refusal(g, d, false)
 }
 
 // MaxSlotsPerGPU bounds how many instances Slots counts on one GPU: a

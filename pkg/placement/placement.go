@@ -91,7 +91,7 @@ func (pl Placer) Pick(gpus []gpuinventory.GPU, d gpuinventory.Demand) (idx int, 
 			break
 		}
 		for _, g := range gpus {
-			if pl.admit(g, d, hosting) != nil {
+			if pl.refusal(g, d, hosting) != "" {
 				continue
 			}
 			if r := pl.Rate(g, d); !ok || r > rating {

@@ -58,6 +58,8 @@ type demandState struct {
 	// nominated holds, by node, the accounting Filter built with the pods
 	// nominated to it, for Score and Reserve (nominatedViews).
 	nominated nominatedViews
+	// reasons are Filter's refusal messages, built once (noGPUReasons).
+	reasons noGPUReasons
 }
 
 // Clone implements fwk.StateData. The demand does not change within a
@@ -109,7 +111,7 @@ func (p *AnnotationGPUShare) Filter(ctx context.Context, state fwk.CycleState, _
 		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, err.Error())
 	}
 	if !r.ok {
-		return fwk.NewStatus(fwk.Unschedulable, p.reasonNoGPU(nodeInfo, gpus, ds.demand))
+		return fwk.NewStatus(fwk.Unschedulable, p.reasonNoGPU(&ds.reasons, nodeInfo, gpus, ds.demand))
 	}
 	return nil
 }
@@ -156,7 +158,7 @@ func (p *AnnotationGPUShare) Reserve(ctx context.Context, state fwk.CycleState, 
 		return fwk.NewStatus(fwk.Unschedulable, err.Error())
 	}
 	if !r.ok {
-		return fwk.NewStatus(fwk.Unschedulable, p.reasonNoGPU(nodeInfo, gpus, ds.demand))
+		return fwk.NewStatus(fwk.Unschedulable, p.reasonNoGPU(&ds.reasons, nodeInfo, gpus, ds.demand))
 	}
 	p.reserve(pod.UID, reservation{node: nodeName, index: r.idx})
 	klog.FromContext(ctx).V(4).Info("reserved GPU", "plugin", Name, "pod", klog.KObj(pod), "node", nodeName, "gpuIndex", r.idx, "freeMiB", gpus[r.idx].FreeMiB())

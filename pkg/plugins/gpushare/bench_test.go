@@ -3,6 +3,7 @@ package gpushare
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync/atomic"
 	"testing"
 
@@ -122,7 +123,7 @@ func BenchmarkSchedulingCycle(b *testing.B) {
 		if best < 0 {
 			// Full: start over on empty nodes.
 			for _, ni := range infos {
-				for _, pi := range ni.GetPods() {
+				for _, pi := range slices.Clone(ni.GetPods()) { // RemovePod reorders the list
 					_ = ni.(*framework.NodeInfo).RemovePod(klog.Background(), pi.GetPod())
 				}
 			}

@@ -127,6 +127,7 @@ func newDRAGPUShare(h fwk.Handle, pl placement.Placer) (*DRAGPUShare, error) {
 // draState is a DRA-mode pod's cycle state.
 type draState struct {
 	demand  gpuinventory.Demand // memory from the claim, the rest from the pod
+	reasons noGPUReasons        // Filter's refusal messages, built once
 	claim   *resourceapi.ResourceClaim
 	request string // the claim's request of v1alpha1.DeviceClassName
 	view    *draView
@@ -510,7 +511,7 @@ func (p *DRAGPUShare) Filter(ctx context.Context, state fwk.CycleState, _ *v1.Po
 		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, n.err.Error())
 	}
 	if !r.ok {
-		return fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("ResourceClaim %s/%s: %s", s.claim.Namespace, s.claim.Name, p.reasonNoGPU(nodeInfo, n.gpus, s.demand)))
+		return fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("ResourceClaim %s/%s: %s", s.claim.Namespace, s.claim.Name, p.reasonNoGPU(&s.reasons, nodeInfo, n.gpus, s.demand)))
 	}
 	return p.filterOthers(ctx, s.others, nodeInfo.Node())
 }
@@ -561,7 +562,7 @@ func (p *DRAGPUShare) Reserve(ctx context.Context, state fwk.CycleState, pod *v1
 		return fwk.NewStatus(fwk.Unschedulable, n.err.Error())
 	}
 	if !r.ok {
-		return fwk.NewStatus(fwk.Unschedulable, p.reasonNoGPU(nodeInfo, n.gpus, s.demand))
+		return fwk.NewStatus(fwk.Unschedulable, p.reasonNoGPU(&s.reasons, nodeInfo, n.gpus, s.demand))
 	}
 	dev := n.devices.Devices[r.idx]
 	allocated, err := p.gatherAllocatedState()

@@ -145,31 +145,67 @@ func (p *gpuShare) reservationOf(uid types.UID) (reservation, bool) {
 	return r, ok
 }
 
-func (p *gpuShare) reasonNoGPU(nodeInfo fwk.NodeInfo, gpus []gpuinventory.GPU, d gpuinventory.Demand) string {
+func (p *gpuShare) reasonNoGPU(memo *noGPUReasons, nodeInfo fwk.NodeInfo, gpus []gpuinventory.GPU, d gpuinventory.Demand) string {
 	pl := p.placer.OnNode(nodeInfo.Node().GetLabels())
-	maxBusy := pl.Choice.MaxBusyShare
-	memOK, busyOK, admitted := 0, 0, 0
+	// placement.Placer.Refusal checks the cheap rules first, so a GPU that
+	// hosts the model is refused before its inflation is predicted.
+	var memory, busy, anti, inflation int
 	for _, g := range gpus {
-		if g.FreeMiB() >= d.MemoryMiB {
-			memOK++
-			if g.FitsBusyShare(d, maxBusy) {
-				busyOK++
-				if pl.Admits(g, d) {
-					admitted++
-				}
-			}
+		switch pl.Refusal(g, d) {
+		case placement.RefusedGPUMemory:
+			memory++
+		case placement.RefusedBusyShare:
+			busy++
+		case placement.RefusedAntiAffinity:
+			anti++
+		case placement.RefusedInflationLimit:
+			inflation++
 		}
 	}
-	if memOK == 0 {
-		return fmt.Sprintf("no GPU with %d MiB of free GPU memory", d.MemoryMiB)
+	switch {
+	case memory == len(gpus):
+		return memo.say(reasonMemory, func() string {
+			return fmt.Sprintf("no GPU with %d MiB of free GPU memory", d.MemoryMiB)
+		})
+	case memory+busy == len(gpus):
+		return memo.say(reasonBusyShare, func() string {
+			return fmt.Sprintf("every GPU with %d MiB free would exceed busy share %g with this pod's %s %g", d.MemoryMiB, pl.Choice.MaxBusyShare, v1alpha1.AnnotationBusyShare, d.Busy())
+		})
+	case anti == 0:
+		return memo.say(reasonInflation, func() string {
+			return fmt.Sprintf("every GPU with %d MiB free and busy share to spare would inflate this pod's or a neighbour's latency past its %s", d.MemoryMiB, v1alpha1.AnnotationMaxInflation)
+		})
+	case inflation == 0:
+		return memo.say(reasonAntiAffinity, func() string {
+			return fmt.Sprintf("every GPU with %d MiB free and busy share to spare already hosts model %q (anti-affinity)", d.MemoryMiB, d.Model)
+		})
 	}
-	if busyOK == 0 {
-		return fmt.Sprintf("every GPU with %d MiB free would exceed busy share %g with this pod's %s %g", d.MemoryMiB, maxBusy, v1alpha1.AnnotationBusyShare, d.Busy())
-	}
-	if admitted == 0 {
-		return fmt.Sprintf("every GPU with %d MiB free and busy share to spare would inflate this pod's or a neighbour's latency past its %s", d.MemoryMiB, v1alpha1.AnnotationMaxInflation)
-	}
-	return fmt.Sprintf("every GPU with %d MiB free and busy share to spare already hosts model %q (anti-affinity)", d.MemoryMiB, d.Model)
+	return memo.say(reasonAntiAffinityOrInflation, func() string {
+		return fmt.Sprintf("every GPU with %d MiB free and busy share to spare already hosts model %q (anti-affinity) or would inflate this pod's or a neighbour's latency past its %s", d.MemoryMiB, d.Model, v1alpha1.AnnotationMaxInflation)
+	})
+}
+
+// Kinds of reasonNoGPU's message.
+const (
+	reasonMemory = iota
+	reasonBusyShare
+	reasonInflation
+	reasonAntiAffinity
+	reasonAntiAffinityOrInflation
+	reasonKinds
+)
+
+// noGPUReasons are a cycle's reasonNoGPU messages, built once per kind:
+// they depend on the pod's demand and the plugin's arguments, not on the
+// node, and Filter refuses hundreds of nodes per pod on a full cluster.
+type noGPUReasons struct {
+	once [reasonKinds]sync.Once
+	msg  [reasonKinds]string
+}
+
+func (m *noGPUReasons) say(kind int, build func() string) string {
+	m.once[kind].Do(func() { m.msg[kind] = build() })
+	return m.msg[kind]
 }
 
 // picked is placement.Placer.Pick's answer for one demand on one node.
