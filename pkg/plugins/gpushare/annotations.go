@@ -50,6 +50,15 @@ func newAnnotationGPUShare(h fwk.Handle, pl placement.Placer) *AnnotationGPUShar
 	return &AnnotationGPUShare{gpuShare: newGPUShare(h, pl)}
 }
 
+// forgetNode drops a deleted node's cached accounting and its
+// malformed-labels mark.
+func (p *AnnotationGPUShare) forgetNode(name string) {
+	p.cacheMu.Lock()
+	delete(p.nodeCache, name)
+	p.cacheMu.Unlock()
+	p.badNodes.Delete(name)
+}
+
 // demandState is the cycle's state: the pod's demand, which PreFilter
 // parses, and the nodes Filter saw with nominated pods.
 type demandState struct {

@@ -459,6 +459,17 @@ func (p *DRAGPUShare) reportIssue(ctx context.Context, node string, is dra.Issue
 	}
 }
 
+// forgetNode drops the safe-side counts reported on a deleted node.
+func (p *DRAGPUShare) forgetNode(name string) {
+	prefix := name + "\x00"
+	p.reportedIssues.Range(func(k, _ any) bool {
+		if strings.HasPrefix(k.(string), prefix) {
+			p.reportedIssues.Delete(k)
+		}
+		return true
+	})
+}
+
 // ReasonCountedSafeSide is the reason of the Warning event about a claim
 // (or pod) whose recorded GPU share hetsev-scheduler does not take as is:
 // an allocation consuming less than the claim requests, none of the

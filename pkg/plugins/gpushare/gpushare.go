@@ -64,29 +64,32 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 		return nil, err
 	}
 	var (
-		p      fwk.Plugin
-		forget func(types.UID)
+		p          fwk.Plugin
+		forget     func(types.UID)
+		forgetNode func(string)
 	)
 	if args.GPUMode == v1alpha1.GPUModeDRA {
 		d, err := newDRAGPUShare(h, args.placer())
 		if err != nil {
 			return nil, err
 		}
-		p, forget = d, d.forget
+		p, forget, forgetNode = d, d.forget, d.forgetNode
 	} else {
 		a := newAnnotationGPUShare(h, args.placer())
-		p, forget = a, a.forget
+		p, forget, forgetNode = a, a.forget, a.forgetNode
 	}
-	if err := forgetDeletedPods(h, forget); err != nil {
+	if err := forgetDeleted(h, forget, forgetNode); err != nil {
 		return nil, err
 	}
 	klog.FromContext(ctx).V(2).Info("plugin initialised", "plugin", Name, "gpuMode", args.GPUMode, "fit", args.Fit, "antiAffinity", args.AntiAffinity, "interferenceWeight", *args.InterferenceWeight, "interferenceModel", args.Colocation.Source)
 	return p, nil
 }
 
-// forgetDeletedPods calls forget with the UID of every pod deleted from
-// the scheduler's informer, so that a plugin drops what it held for it.
-func forgetDeletedPods(h fwk.Handle, forget func(types.UID)) error {
+// forgetDeleted calls forget with the UID of every pod, and forgetNode
+// with the name of every node, deleted from the scheduler's informers, so
+// that a plugin drops what it held for them and its caches follow the
+// cluster rather than grow with every node it ever saw.
+func forgetDeleted(h fwk.Handle, forget func(types.UID), forgetNode func(string)) error {
 	f := h.SharedInformerFactory()
 	if f == nil {
 		return nil
@@ -103,6 +106,19 @@ func forgetDeletedPods(h fwk.Handle, forget func(types.UID)) error {
 	})
 	if err != nil {
 		return fmt.Errorf("%s: watching pods: %w", Name, err)
+	}
+	_, err = f.Core().V1().Nodes().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		DeleteFunc: func(obj interface{}) {
+			if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = tomb.Obj
+			}
+			if node, ok := obj.(*v1.Node); ok {
+				forgetNode(node.Name)
+			}
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("%s: watching nodes: %w", Name, err)
 	}
 	return nil
 }
