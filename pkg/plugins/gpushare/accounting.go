@@ -66,6 +66,11 @@ func (p *AnnotationGPUShare) pickWith(nodeInfo fwk.NodeInfo, c *cachedNode, ds *
 	}
 	var r picked
 	r.idx, r.rating, r.clash, r.ok = p.placer.OnNode(nodeInfo.Node().GetLabels()).Pick(c.gpus, d)
+	if !r.ok {
+		// Kept with the pick: Filter refuses a full node for every pod of
+		// this shape until the node changes.
+		r.noGPU = p.noGPUKind(nodeInfo, c.gpus, d)
+	}
 	// Copy on write: readers in parallel Filter and Score calls take no
 	// lock; an insert lost to a concurrent one is only recomputed later.
 	var next []demandPick

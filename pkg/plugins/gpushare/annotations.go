@@ -115,12 +115,12 @@ func (p *AnnotationGPUShare) Filter(ctx context.Context, state fwk.CycleState, _
 	if !ok {
 		return nil
 	}
-	gpus, r, err := p.pickOn(ctx, nodeInfo, ds)
+	_, r, err := p.pickOn(ctx, nodeInfo, ds)
 	if err != nil {
 		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, err.Error())
 	}
 	if !r.ok {
-		return fwk.NewStatus(fwk.Unschedulable, p.reasonNoGPU(&ds.reasons, nodeInfo, gpus, ds.demand))
+		return fwk.NewStatus(fwk.Unschedulable, p.noGPUMessage(&ds.reasons, r.noGPU, ds.demand))
 	}
 	return nil
 }
@@ -167,7 +167,7 @@ func (p *AnnotationGPUShare) Reserve(ctx context.Context, state fwk.CycleState, 
 		return fwk.NewStatus(fwk.Unschedulable, err.Error())
 	}
 	if !r.ok {
-		return fwk.NewStatus(fwk.Unschedulable, p.reasonNoGPU(&ds.reasons, nodeInfo, gpus, ds.demand))
+		return fwk.NewStatus(fwk.Unschedulable, p.noGPUMessage(&ds.reasons, r.noGPU, ds.demand))
 	}
 	p.reserve(pod.UID, reservation{node: nodeName, index: r.idx})
 	klog.FromContext(ctx).V(4).Info("reserved GPU", "plugin", Name, "pod", klog.KObj(pod), "node", nodeName, "gpuIndex", r.idx, "freeMiB", gpus[r.idx].FreeMiB())

@@ -162,6 +162,12 @@ func (p *gpuShare) reservationOf(uid types.UID) (reservation, bool) {
 }
 
 func (p *gpuShare) reasonNoGPU(memo *noGPUReasons, nodeInfo fwk.NodeInfo, gpus []gpuinventory.GPU, d gpuinventory.Demand) string {
+	return p.noGPUMessage(memo, p.noGPUKind(nodeInfo, gpus, d), d)
+}
+
+// noGPUKind is which of reasonNoGPU's messages fits a node where no GPU
+// admits d.
+func (p *gpuShare) noGPUKind(nodeInfo fwk.NodeInfo, gpus []gpuinventory.GPU, d gpuinventory.Demand) int {
 	pl := p.placer.OnNode(nodeInfo.Node().GetLabels())
 	// placement.Placer.Refusal checks the cheap rules first, so a GPU that
 	// hosts the model is refused before its inflation is predicted.
@@ -180,23 +186,31 @@ func (p *gpuShare) reasonNoGPU(memo *noGPUReasons, nodeInfo fwk.NodeInfo, gpus [
 	}
 	switch {
 	case memory == len(gpus):
-		return memo.say(reasonMemory, func() string {
-			return fmt.Sprintf("no GPU with %d MiB of free GPU memory", d.MemoryMiB)
-		})
+		return reasonMemory
 	case memory+busy == len(gpus):
-		return memo.say(reasonBusyShare, func() string {
-			return fmt.Sprintf("every GPU with %d MiB free would exceed busy share %g with this pod's %s %g", d.MemoryMiB, pl.Choice.MaxBusyShare, v1alpha1.AnnotationBusyShare, d.Busy())
-		})
+		return reasonBusyShare
 	case anti == 0:
-		return memo.say(reasonInflation, func() string {
-			return fmt.Sprintf("every GPU with %d MiB free and busy share to spare would inflate this pod's or a neighbour's latency past its %s", d.MemoryMiB, v1alpha1.AnnotationMaxInflation)
-		})
+		return reasonInflation
 	case inflation == 0:
-		return memo.say(reasonAntiAffinity, func() string {
-			return fmt.Sprintf("every GPU with %d MiB free and busy share to spare already hosts model %q (anti-affinity)", d.MemoryMiB, d.Model)
-		})
+		return reasonAntiAffinity
 	}
-	return memo.say(reasonAntiAffinityOrInflation, func() string {
+	return reasonAntiAffinityOrInflation
+}
+
+// noGPUMessage is the message of kind for demand d, built once per cycle
+// in memo.
+func (p *gpuShare) noGPUMessage(memo *noGPUReasons, kind int, d gpuinventory.Demand) string {
+	return memo.say(kind, func() string {
+		switch kind {
+		case reasonMemory:
+			return fmt.Sprintf("no GPU with %d MiB of free GPU memory", d.MemoryMiB)
+		case reasonBusyShare:
+			return fmt.Sprintf("every GPU with %d MiB free would exceed busy share %g with this pod's %s %g", d.MemoryMiB, p.placer.Choice.MaxBusyShare, v1alpha1.AnnotationBusyShare, d.Busy())
+		case reasonInflation:
+			return fmt.Sprintf("every GPU with %d MiB free and busy share to spare would inflate this pod's or a neighbour's latency past its %s", d.MemoryMiB, v1alpha1.AnnotationMaxInflation)
+		case reasonAntiAffinity:
+			return fmt.Sprintf("every GPU with %d MiB free and busy share to spare already hosts model %q (anti-affinity)", d.MemoryMiB, d.Model)
+		}
 		return fmt.Sprintf("every GPU with %d MiB free and busy share to spare already hosts model %q (anti-affinity) or would inflate this pod's or a neighbour's latency past its %s", d.MemoryMiB, d.Model, v1alpha1.AnnotationMaxInflation)
 	})
 }
@@ -230,6 +244,8 @@ type picked struct {
 	rating float64
 	clash  bool
 	ok     bool
+	// noGPU is, when !ok, the kind of reasonNoGPU's message (noGPUKind).
+	noGPU int
 }
 
 // score is a pick's node score: its rating in [0, 1] times ratingScale,
