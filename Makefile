@@ -59,7 +59,8 @@ serving-check:
 	$(GO) run ./cmd/serving-check $(MEASUREMENTS)
 
 # Refit pkg/interference's coefficients to the three co-location files and
-# print them (the Fitted* constants of pkg/interference/sharing.go).
+# write them to pkg/interference/fitted.go (refused when a mode's
+# cross-validated bias is below calibration.MinBias).
 interference-fit:
 	$(GO) run ./hack/interference-fit data/measurements/gpu-colocation-h100/*.json
 
