@@ -45,8 +45,8 @@ import (
 //  2. Stabilized scale-in. Of the instances the solver would remove on the
 //     current rate (W_f), one scale-in removes only those its removal at the
 //     highest W of the last Policy.ScaleInStabilization (0: the
-//     ScaleInCoolDown) also takes (per type, the
-//     smaller of the two removals), the rule of the Kubernetes HPA's
+//     ScaleInCoolDown) also takes (per type, the smaller of the two
+//     removals), the rule of the Kubernetes HPA's
 //     scale-down stabilization window
 //     (behavior.scaleDown.stabilizationWindowSeconds, default 300 s, the
 //     default of ScaleInCoolDown for that reason). When the peak allows
