@@ -123,10 +123,12 @@ func (a *Autoscaler) Commit(act Action) {
 //     the optimum of the ILP restricted to X_i <= 0 (DecisionProblem with
 //     ilp.ScaleInOnly), possibly more than one instance and of several types.
 //
-// While the highest W of the last ScaleInCoolDown is above W_f, the removal
-// is stabilized (burst.go, rule 2): of it, only what the solver's removal
-// at that peak also takes, per type; when that is nothing, one instance of
-// its most expensive type. The heuristic's single removal is kept as it is.
+// While the highest W of the last ScaleInStabilization (0: ScaleInCoolDown)
+// is above W_f, the removal is stabilized (burst.go, rule 2): of it, only
+// what the solver's removal at that peak also takes, per type; when that
+// is nothing, one instance of its most expensive type. The heuristic's
+// single removal is kept as it is. Policy.DisableForecast makes W_f the
+// measured W; Policy.DisableStabilizedScaleIn skips rule 2.
 //
 // Neither solver switches the type of a running instance: an action only
 // adds or only removes.
@@ -155,7 +157,7 @@ func (a *Autoscaler) Propose(obs Observation) Action {
 	}
 	solver, _ := a.Policy.solver() // known: the policy is valid
 	act.Saturation = Saturation(obs.ArrivalRate, obs.Types)
-	a.rates.observe(obs, max(a.Policy.ScaleInCoolDown, a.Policy.DecisionInterval))
+	a.rates.observe(obs, max(a.Policy.stabilizationWindow(), a.Policy.DecisionInterval))
 	f := a.rates.forecastOf(obs, a.Policy)
 	trigger, wait := a.scaleOutTrigger(obs, f)
 	switch {

@@ -6,7 +6,9 @@ import (
 )
 
 // Bursts: what the Autoscaler remembers of the arrival rate, and the two
-// rules it derives from it. Neither has a knob of its own.
+// rules it derives from it. Each can be turned off for an ablation
+// (Policy.DisableForecast, Policy.DisableStabilizedScaleIn); both are on by
+// default.
 //
 // Why. HetSev 4.1 decides on the arrival rate W measured now, and a new
 // instance serves only O_i (Observation.Types[i].LaunchSeconds) later. On a
@@ -42,8 +44,9 @@ import (
 //     rule only brings scale-outs forward.
 //  2. Stabilized scale-in. Of the instances the solver would remove on the
 //     current rate (W_f), one scale-in removes only those its removal at the
-//     highest W of the last Policy.ScaleInCoolDown also takes (per type, the
-//     smaller of the two removals), the rule of the Kubernetes HPA's
+//     highest W of the last Policy.ScaleInStabilization (0: the
+//     ScaleInCoolDown) also takes (per type, the smaller of the two
+//     removals), the rule of the Kubernetes HPA's
 //     scale-down stabilization window
 //     (behavior.scaleDown.stabilizationWindowSeconds, default 300 s, the
 //     default of ScaleInCoolDown for that reason). When the peak allows
@@ -119,7 +122,7 @@ func (f forecast) describe(w float64) string {
 func (r *rates) forecastOf(obs Observation, p Policy) forecast {
 	f := forecast{w: obs.ArrivalRate}
 	n := len(r.samples)
-	if n < 2 {
+	if n < 2 || p.DisableForecast {
 		return f
 	}
 	cur := r.samples[n-1]

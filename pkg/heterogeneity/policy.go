@@ -39,6 +39,22 @@ type Policy struct {
 	// margin. 0 is the paper's rule; a margin stops a scale-in that lands
 	// just under the threshold from triggering the next scale-out.
 	ScaleInHysteresis float64
+	// ScaleInStabilization is the window of the stabilized scale-in
+	// (burst.go, rule 2): a scale-in removes only what its removal at the
+	// highest W of the last ScaleInStabilization also takes, else one
+	// instance. 0 means ScaleInCoolDown (default 5 min, the Kubernetes
+	// HPA's behavior.scaleDown.stabilizationWindowSeconds), so that the
+	// window and the cool-down can be measured apart.
+	ScaleInStabilization time.Duration
+	// DisableStabilizedScaleIn turns rule 2 of burst.go off: a scale-in
+	// removes what the solver computes on the current rate alone, as in
+	// HetSev 4.1. The zero value (false) keeps the rule.
+	DisableStabilizedScaleIn bool
+	// DisableForecast turns rule 1 of burst.go (the launch-time forecast)
+	// off: the scale-out trigger and amount and the scale-in use the
+	// measured W, as in HetSev 4.1. The zero value (false) keeps the
+	// forecast.
+	DisableForecast bool
 	// MinReplicas is the least number of instances over all types, >= 1: a
 	// service never scales to zero.
 	MinReplicas int
@@ -95,6 +111,15 @@ const (
 // DefaultServiceLevel is SL_min = 98 %, the service level of HetSev's
 // evaluation (section 6: "We set [SL_min] to 98% for all models").
 const DefaultServiceLevel = 0.98
+
+// stabilizationWindow is the window of the stabilized scale-in in effect:
+// ScaleInStabilization, or ScaleInCoolDown when it is 0.
+func (p Policy) stabilizationWindow() time.Duration {
+	if p.ScaleInStabilization == 0 {
+		return p.ScaleInCoolDown
+	}
+	return p.ScaleInStabilization
+}
 
 // sloCheck returns the SLO check in effect ("" is SLOCheckPaper).
 func (p Policy) sloCheck() string {
@@ -194,6 +219,9 @@ func (p Policy) Validate() error {
 	}
 	if p.ScaleInCoolDown < 0 {
 		bad("ScaleInCoolDown must be >= 0, got %v", p.ScaleInCoolDown)
+	}
+	if p.ScaleInStabilization < 0 {
+		bad("ScaleInStabilization must be >= 0 (0: ScaleInCoolDown), got %v", p.ScaleInStabilization)
 	}
 	if p.MinReplicas < 1 {
 		bad("MinReplicas must be >= 1 (never scale to zero), got %d", p.MinReplicas)

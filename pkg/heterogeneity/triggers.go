@@ -116,7 +116,7 @@ func withRate(obs Observation, w float64) Observation {
 
 // scaleIn fills act with the scale-in that solver computes for the current
 // rate f.w, stabilized by the highest rate of the window (burst.go, rule
-// 2: stabilize); or None with the
+// 2: stabilize) unless Policy.DisableStabilizedScaleIn; or None with the
 // reason none is due: an arrival rate that is only a lower bound
 // (Observation.ArrivalRateIsLowerBound), the cool-down after a scale-out,
 // the interval since the last scale-in, MinReplicas, or no instance that
@@ -151,8 +151,10 @@ func (a *Autoscaler) scaleIn(solver Solver, obs Observation, f forecast, act Act
 
 	req := Request{Observation: withRate(obs, f.w), Policy: p, Reason: within}
 	amount := solver.ScaleIn(req)
-	if peak := a.rates.peak(p.ScaleInCoolDown); peak > f.w && !isZero(amount.Delta) {
-		amount = stabilize(solver, req, amount, peak, p.ScaleInCoolDown)
+	if win := p.stabilizationWindow(); !p.DisableStabilizedScaleIn {
+		if peak := a.rates.peak(win); peak > f.w && !isZero(amount.Delta) {
+			amount = stabilize(solver, req, amount, peak, win)
+		}
 	}
 	act.Reason = amount.Reason
 	if isZero(amount.Delta) {

@@ -120,6 +120,34 @@ type Knobs struct {
 	ScaleInHysteresis float64
 	Lambda            float64 // per second
 	MinReplicas       int
+
+	// The ablation switches of the hetsev policies (ablation.go), applied
+	// to the heterogeneity.Policy the scaler resolves; the zero values keep
+	// every rule. NoForecast sets Policy.DisableForecast (no launch-time
+	// forecast), NoStabilizedScaleIn sets Policy.DisableStabilizedScaleIn,
+	// and NoScaleInCoolDown sets Policy.ScaleInCoolDown to 0 with the
+	// stabilization window (Policy.ScaleInStabilization) kept at the
+	// cool-down's length, so that only the cool-down goes. The other
+	// policies ignore them.
+	NoForecast          bool
+	NoStabilizedScaleIn bool
+	NoScaleInCoolDown   bool
+}
+
+// ablate applies k's ablation switches to p, a hetsev policy.
+func (k Knobs) ablate(p *heterogeneity.Policy) {
+	if k.NoForecast {
+		p.DisableForecast = true
+	}
+	if k.NoStabilizedScaleIn {
+		p.DisableStabilizedScaleIn = true
+	}
+	if k.NoScaleInCoolDown {
+		if p.ScaleInStabilization == 0 {
+			p.ScaleInStabilization = p.ScaleInCoolDown
+		}
+		p.ScaleInCoolDown = 0
+	}
 }
 
 // DemoKnobs are `make demo`'s ModelService knobs (internal/sim/demo DefaultDemo,

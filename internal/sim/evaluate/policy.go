@@ -277,7 +277,9 @@ func newHetsevPolicy(cfg *Config, solver string, weight float64) (*hetsevPolicy,
 			return nil, err
 		}
 		p.svc = append(p.svc, r)
-		p.as = append(p.as, heterogeneity.NewAutoscaler(r.Policy()))
+		pol := r.Policy()
+		cfg.Knobs.ablate(&pol)
+		p.as = append(p.as, heterogeneity.NewAutoscaler(pol))
 	}
 	return p, nil
 }

@@ -129,6 +129,9 @@ type RunResult struct {
 	// Pareto is the saturation-threshold sweep (pareto.go), when run.
 	Pareto      []ParetoPoint `json:"pareto,omitempty"`
 	WallSeconds float64       `json:"wall_seconds"`
+	// Ablation is hetsev-exact with each rule off in turn (ablation.go),
+	// when run.
+	Ablation []AblationPoint `json:"ablation,omitempty"`
 }
 
 // Recommendation is the GPU mix to provision for the trace: the most GPUs

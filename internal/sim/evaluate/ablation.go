@@ -1,0 +1,125 @@
+package evaluate
+
+import (
+	"fmt"
+	"io"
+	"slices"
+)
+
+// The ablation: hetsev-exact's decision has brakes (the scale-in
+// hysteresis, the stabilized scale-in, the scale-in cool-down) and a
+// forecast (the launch-time forecast of pkg/heterogeneity burst.go). Each
+// is justified only by what the replay loses without it, so every replay
+// is rerun with each rule off in turn, the others on, and every variant's
+// billed cost and excess missed requests E are judged against the main
+// run's targets, as the Pareto sweep's points are (pareto.go).
+
+// Variants of the ablation, in the order they are replayed and printed.
+const (
+	// AblationBaseline is hetsev-exact with every rule, the main run's.
+	AblationBaseline = "baseline"
+	// AblationNoHysteresis sets Knobs.ScaleInHysteresis to 0: a scale-in
+	// may bring the saturation up to the threshold itself.
+	AblationNoHysteresis = "no-hysteresis"
+	// AblationNoStabilizedScaleIn sets Knobs.NoStabilizedScaleIn: a
+	// scale-in removes what the current rate allows at once.
+	AblationNoStabilizedScaleIn = "no-stabilized-scale-in"
+	// AblationNoForecast sets Knobs.NoForecast: scale-outs on the
+	// measured arrival rate only.
+	AblationNoForecast = "no-forecast"
+	// AblationNoCoolDown sets Knobs.NoScaleInCoolDown: a scale-in may
+	// follow a scale-out at once (the stabilization window stays).
+	AblationNoCoolDown = "no-cool-down"
+)
+
+// AblationVariants are the ablation's variants.
+var AblationVariants = []string{AblationBaseline, AblationNoHysteresis, AblationNoStabilizedScaleIn, AblationNoForecast, AblationNoCoolDown}
+
+// AblationPoint is hetsev-exact's outcome on one replay with one rule off
+// (or none: AblationBaseline).
+type AblationPoint struct {
+	Variant string  `json:"variant"`
+	CostUSD float64 `json:"cost_usd"`
+	// ExcessMissed is E against the main run's targets (headline.go);
+	// Qualifies says it is 0.
+	ExcessMissed float64 `json:"excess_missed"`
+	Qualifies    bool    `json:"qualifies"`
+	// SLOAttainment is the share of all services' requests within their
+	// RT_max, in [0, 1].
+	SLOAttainment  float64 `json:"slo_attainment"`
+	ScalingActions int     `json:"scaling_actions"`
+}
+
+// ablatedKnobs is k with the rule of variant off; an unknown variant is
+// an error naming it.
+func ablatedKnobs(k Knobs, variant string) (Knobs, error) {
+	switch variant {
+	case AblationBaseline:
+	case AblationNoHysteresis:
+		k.ScaleInHysteresis = 0
+	case AblationNoStabilizedScaleIn:
+		k.NoStabilizedScaleIn = true
+	case AblationNoForecast:
+		k.NoForecast = true
+	case AblationNoCoolDown:
+		k.NoScaleInCoolDown = true
+	default:
+		return k, fmt.Errorf("ablation: unknown variant %q (want one of %v)", variant, AblationVariants)
+	}
+	return k, nil
+}
+
+// ablation replays cfg with hetsev-exact once per variant and returns its
+// points, judged against main's targets. The baseline reuses the main
+// run's hetsev-exact when main has it.
+func ablation(cfg Config, main RunResult, variants []string) ([]AblationPoint, error) {
+	var out []AblationPoint
+	for _, v := range variants {
+		k, err := ablatedKnobs(cfg.Knobs, v)
+		if err != nil {
+			return nil, err
+		}
+		var r RunResult
+		if _, ok := main.Policy(PolicyExact); ok && v == AblationBaseline {
+			r = main
+			r.Policies = slices.Clone(main.Policies)
+		} else {
+			c := cfg
+			c.Knobs = k
+			c.Policies = []string{PolicyExact}
+			if r, err = Evaluate(c); err != nil {
+				return nil, fmt.Errorf("ablation %s: %w", v, err)
+			}
+		}
+		r.score(main.Targets)
+		p, ok := r.Policy(PolicyExact)
+		if !ok {
+			return nil, fmt.Errorf("ablation %s: no %s result", v, PolicyExact)
+		}
+		out = append(out, AblationPoint{Variant: v, CostUSD: p.CostUSD, ExcessMissed: p.ExcessMissed, Qualifies: p.Qualifies,
+			SLOAttainment: p.SLOAttainment, ScalingActions: p.ScalingActions})
+	}
+	return out, nil
+}
+
+// PrintAblation writes r's ablation as a table, one row per variant, and
+// a RESULT line per variant:
+//
+//	RESULT ablation replay=NAME variant=VARIANT cost_usd=C excess_missed=E
+func PrintAblation(w io.Writer, r RunResult) {
+	if len(r.Ablation) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "Ablation of %s on %s (each rule off in turn; E against the main run's targets, * qualifies):\n", PolicyExact, r.Name)
+	fmt.Fprintf(w, "%-24s %10s %12s %9s %8s\n", "variant", "cost USD", "excess E", "SLO att.", "actions")
+	for _, p := range r.Ablation {
+		mark := ""
+		if p.Qualifies {
+			mark = "*"
+		}
+		fmt.Fprintf(w, "%-24s %10.2f %12s %8.2f%% %8d\n", p.Variant, p.CostUSD, fmt.Sprintf("%.0f%s", p.ExcessMissed, mark), 100*p.SLOAttainment, p.ScalingActions)
+	}
+	for _, p := range r.Ablation {
+		fmt.Fprintf(w, "RESULT ablation replay=%s variant=%s cost_usd=%.4f excess_missed=%.1f\n", r.Name, p.Variant, p.CostUSD, p.ExcessMissed)
+	}
+}
