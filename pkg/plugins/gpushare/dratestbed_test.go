@@ -32,6 +32,7 @@ import (
 
 	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
 	"github.com/hetsev/hetsev/pkg/dra"
+	"github.com/hetsev/hetsev/pkg/gpuinventory"
 )
 
 // The DRA testbed: DRAGPUShare on kube-scheduler's own SharedDRAManager
@@ -272,15 +273,12 @@ func deviceClasses() []runtime.Object {
 	return []runtime.Object{class(v1alpha1.DeviceClassName, v1alpha1.DRADriver), class(nicClass, nicDriver)}
 }
 
-// gpuClaim is a hetsev claim for memory of GPU memory.
+// gpuClaim is a hetsev claim for memory of GPU memory, with the spec
+// hetsev-scaler's templates give (gpuinventory.GPUClaimSpec).
 func gpuClaim(name, memory string) *resourceapi.ResourceClaim {
 	return &resourceapi.ResourceClaim{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", UID: types.UID(name + "-uid")},
-		Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{{
-			Name: v1alpha1.ClaimRequestName,
-			Exactly: &resourceapi.ExactDeviceRequest{DeviceClassName: v1alpha1.DeviceClassName, AllocationMode: resourceapi.DeviceAllocationModeExactCount, Count: 1,
-				Capacity: &resourceapi.CapacityRequirements{Requests: map[resourceapi.QualifiedName]resource.Quantity{v1alpha1.DRAMemoryCapacity: resource.MustParse(memory)}}},
-		}}}},
+		Spec:       gpuinventory.GPUClaimSpec(mib(memory)),
 	}
 }
 
@@ -329,4 +327,10 @@ func uidOf(s string) types.UID { return types.UID(s) }
 func nodeSelectorFor(node string) *v1.NodeSelector {
 	return &v1.NodeSelector{NodeSelectorTerms: []v1.NodeSelectorTerm{{MatchFields: []v1.NodeSelectorRequirement{
 		{Key: "metadata.name", Operator: v1.NodeSelectorOpIn, Values: []string{node}}}}}}
+}
+
+// mib is a quantity such as "4Gi" in MiB.
+func mib(q string) int64 {
+	v := resource.MustParse(q)
+	return v.Value() >> 20
 }
