@@ -157,7 +157,7 @@ func (a *Autoscaler) Propose(obs Observation) Action {
 	}
 	solver, _ := a.Policy.solver() // known: the policy is valid
 	act.Saturation = Saturation(obs.ArrivalRate, obs.Types)
-	a.rates.observe(obs, max(a.Policy.stabilizationWindow(), a.Policy.DecisionInterval))
+	a.rates.observe(obs, max(a.Policy.stabilizationWindow(), a.Policy.forecastSpan()+a.Policy.DecisionInterval))
 	f := a.rates.forecastOf(obs, a.Policy)
 	trigger, wait := a.scaleOutTrigger(obs, f)
 	switch {

@@ -30,18 +30,26 @@ import (
 //
 // The two rules:
 //
-//  1. Launch-time forecast (scale-out). The trigger and the amount of a
-//     scale-out use W_f = W + g * O instead of W, where g is the rise of W
-//     per second since the previous observation (0 when W did not rise, or
-//     when either value is only a lower bound; "previous": the latest at
-//     least half a Policy.DecisionInterval old) and O the longest launch time
-//     of the GPU types that pass the SLO check: a linear extrapolation of W
-//     to the moment new instances serve. Monitored autoscalers that provision
-//     on a predicted rate so that capacity is ready when the load is (Swayam,
-//     Middleware 2017, and MArk/Zhang et al., IEEE TCC 2020: HetSev's refs
-//     [5] and [6]) motivate it; HetSev 2 rejects prediction as expensive,
-//     which a two-point slope is not. A falling W is never extrapolated: the
-//     rule only brings scale-outs forward.
+//  1. Launch-time forecast (scale-out). W_f = W + g * O, where g is the
+//     slope of a least-squares line through the rates observed over the
+//     last Policy.ForecastSpan (default 60 s) and one decision interval
+//     (none when they span less than ForecastSpan, when any is only a
+//     lower bound, or when the slope is not positive) and O the longest launch time of the GPU
+//     types that pass the SLO check: a linear extrapolation of W to the
+//     moment new instances serve. The saturation threshold already leaves
+//     room for a rise during a launch (it provisions W / threshold), so
+//     the forecast counts only when W_f exceeds that headroom; the
+//     triggers and solvers then use threshold * W_f, which provisions W_f
+//     at saturation 1 rather than the threshold's margin on top of the
+//     forecast's. Monitored autoscalers that provision on a predicted rate
+//     so that capacity is ready when the load is (Swayam, Middleware 2017,
+//     and MArk/Zhang et al., IEEE TCC 2020: HetSev's refs [5] and [6])
+//     motivate it; HetSev 2 rejects prediction as expensive, which a
+//     regression over a minute of rates is not. A falling W is never
+//     extrapolated: the rule only brings scale-outs forward. Two points
+//     15 s apart are not a trend on traces that move in steps (the Azure
+//     Functions replay's per-minute counts): a step would be extrapolated
+//     over the whole launch time.
 //  2. Stabilized scale-in. Of the instances the solver would remove on the
 //     current rate (W_f), one scale-in removes only those its removal at the
 //     highest W of the last Policy.ScaleInStabilization (0: the
@@ -79,62 +87,83 @@ type rateSample struct {
 }
 
 // rates is the Autoscaler's memory of the arrival rate: the observations
-// of the last max(stabilization window, Policy.DecisionInterval), oldest
-// first, the current one last.
+// of the last max(stabilization window, Policy.ForecastSpan +
+// Policy.DecisionInterval), oldest first, the current one last.
 type rates struct {
 	samples []rateSample
 }
 
-// observe records obs and forgets the samples older than keep; samples
+// observe records obs and forgets the samples more than keep old; samples
 // after obs.Now (a clock that went back) are forgotten too.
 func (r *rates) observe(obs Observation, keep time.Duration) {
 	kept := r.samples[:0]
 	for _, s := range r.samples {
-		if age := obs.Now.Sub(s.at); age >= 0 && age < keep {
+		if age := obs.Now.Sub(s.at); age >= 0 && age <= keep {
 			kept = append(kept, s)
 		}
 	}
 	r.samples = append(kept, rateSample{at: obs.Now, w: obs.ArrivalRate, lowerBound: obs.ArrivalRateIsLowerBound})
 }
 
+// DefaultForecastSpan is the least time the regression of rule 1 spans
+// by default (Policy.ForecastSpan): a rise measured over less (two
+// decisions 15 s apart on a trace that moves in steps) may be a step, not
+// a trend, and is not extrapolated.
+const DefaultForecastSpan = 60 * time.Second
+
 // forecast is the launch-time forecast of rule 1 for the observation last
 // recorded.
 type forecast struct {
-	w       float64       // W_f, requests/s; the measured W when not rising
-	rise    float64       // g, requests/s per second; 0 when not rising
-	horizon time.Duration // O
+	w        float64       // the rate the triggers and solvers use, requests/s: max(W, threshold x at)
+	at       float64       // W_f = W + g * O, requests/s; W when not rising
+	rise     float64       // g, requests/s per second; 0 when not rising
+	span     time.Duration // the time the regression of g spans
+	horizon  time.Duration // O
+	headroom float64       // W / threshold, requests/s: what the threshold provisions for
 }
 
-// rising reports whether the forecast exceeds the measured rate.
-func (f forecast) rising() bool { return f.rise > 0 && f.horizon > 0 }
+// rising reports whether the forecast exceeds the threshold's headroom, so
+// that it, not the measured rate, decides.
+func (f forecast) rising() bool { return f.at > f.headroom && f.horizon > 0 }
 
 // describe describes a rising forecast for a decision's Reason, e.g. "W
-// 84.3 requests/s rising 3.01/s: 204.8 requests/s forecast in 40s".
+// 102.3 requests/s rising 1/s over 1m0s: 142.3 requests/s forecast in 40s,
+// beyond the threshold's headroom 127.9".
 func (f forecast) describe(w float64) string {
-	return fmt.Sprintf("W %.4g requests/s rising %.3g/s: %.4g requests/s forecast in %v", w, f.rise, f.w, f.horizon)
+	return fmt.Sprintf("W %.4g requests/s rising %.3g/s over %v: %.4g requests/s forecast in %v, beyond the threshold's headroom %.4g",
+		w, f.rise, f.span, f.at, f.horizon, f.headroom)
 }
 
-// forecastOf is rule 1 for obs (recorded last) under p: W + g * O, with g
-// the rise per second since the latest earlier observation at least half
-// of p.DecisionInterval old (the previous regular decision; an extra one
-// soon after it, for a spec edit or a retry, would extrapolate a rise
-// measured over seconds).
+// forecastOf is rule 1 for obs (recorded last) under p. g is the slope of
+// a least-squares line through the rates of the last p.ForecastSpan +
+// p.DecisionInterval (the current one included), when they span at least
+// p.ForecastSpan, none is a lower bound and the slope is positive; W_f =
+// W + g * O. The threshold already provisions W / threshold, room for a
+// rise of W (1/threshold - 1) during a launch, so the forecast decides only
+// when W_f exceeds that headroom: the triggers and solvers then use
+// threshold * W_f, which provisions W_f at saturation 1 (one margin, not
+// the threshold's on top of the forecast's).
 func (r *rates) forecastOf(obs Observation, p Policy) forecast {
-	f := forecast{w: obs.ArrivalRate}
+	f := forecast{w: obs.ArrivalRate, at: obs.ArrivalRate, headroom: obs.ArrivalRate / p.SaturationThreshold}
 	n := len(r.samples)
 	if n < 2 || p.DisableForecast {
 		return f
 	}
-	cur := r.samples[n-1]
-	var ref rateSample
-	for k := n - 2; k >= 0; k-- {
-		if cur.at.Sub(r.samples[k].at) >= p.DecisionInterval/2 {
-			ref = r.samples[k]
-			break
+	cur, span := r.samples[n-1], p.forecastSpan()
+	var pts []rateSample
+	for _, s := range r.samples {
+		if cur.at.Sub(s.at) <= span+p.DecisionInterval {
+			if s.lowerBound {
+				return f // a rise to or from a lower bound may be coverage, not load
+			}
+			pts = append(pts, s)
 		}
 	}
-	dt := cur.at.Sub(ref.at).Seconds()
-	if ref.at.IsZero() || dt <= 0 || ref.lowerBound || cur.lowerBound || !(cur.w > ref.w) {
+	if len(pts) < 2 || cur.at.Sub(pts[0].at) < span {
+		return f
+	}
+	g := slope(pts)
+	if !(g > 0) {
 		return f
 	}
 	var launch float64
@@ -143,10 +172,36 @@ func (r *rates) forecastOf(obs Observation, p Policy) forecast {
 			launch = max(launch, t.LaunchSeconds)
 		}
 	}
-	f.rise = (cur.w - ref.w) / dt
+	f.rise, f.span = g, cur.at.Sub(pts[0].at)
 	f.horizon = time.Duration(launch * float64(time.Second))
-	f.w = obs.ArrivalRate + f.rise*launch
+	f.at = obs.ArrivalRate + g*launch
+	if f.rising() {
+		f.w = p.SaturationThreshold * f.at
+	}
 	return f
+}
+
+// slope is the least-squares slope of the rates in pts over their times,
+// in requests/s per second; 0 when the times do not differ.
+func slope(pts []rateSample) float64 {
+	t0 := pts[0].at
+	var mx, my float64
+	for _, s := range pts {
+		mx += s.at.Sub(t0).Seconds()
+		my += s.w
+	}
+	k := float64(len(pts))
+	mx, my = mx/k, my/k
+	var sxy, sxx float64
+	for _, s := range pts {
+		dx := s.at.Sub(t0).Seconds() - mx
+		sxy += dx * (s.w - my)
+		sxx += dx * dx
+	}
+	if sxx == 0 {
+		return 0
+	}
+	return sxy / sxx
 }
 
 // peak is the highest arrival rate observed within window of the last

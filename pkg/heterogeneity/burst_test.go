@@ -6,44 +6,76 @@ import (
 	"time"
 )
 
-// TestDecideLaunchTimeForecast: rule 1 of burst.go, hand-worked on the
-// burst of the Azure code trace at t = 225..240 s (make evaluate):
+// risingSteps are decisions every 15 s from t = 0 to t = 60 s on 2 T4
+// with MinReplicas 2, with the given rates; every step but the last holds
+// at min replicas, the last is last.
+func risingSteps(rates []float64, last step) []step {
+	var out []step
+	for k, w := range rates[:len(rates)-1] {
+		out = append(out, step{at: time.Duration(k) * 15 * time.Second, w: w, types: ts(bertT4(2, 10)),
+			kind: ActionNone, delta: []int{0}, reason: "at min replicas 2"})
+	}
+	last.at, last.w, last.types = time.Duration(len(rates)-1)*15*time.Second, rates[len(rates)-1], ts(bertT4(2, 10))
+	return append(out, last)
+}
+
+// TestDecideLaunchTimeForecast: rule 1 of burst.go, hand-worked for
 // BERT-large on T4 (T_i 69.3 requests/s, O_i 40 s), 2 running (138.6
-// requests/s), MinReplicas 2 so that nothing scales in.
+// requests/s), threshold 0.8, MinReplicas 2 so that nothing scales in.
 //
-// W goes 39.1 -> 84.3 requests/s in 15 s: saturation 0.61, within the
-// threshold, so HetSev 4.1 waits. The rise is 45.2/15 = 3.0133 requests/s
-// per second; in the 40 s a new instance takes to launch W reaches 84.3 +
-// 3.0133 x 40 = 204.83 requests/s, saturation 1.48 > 0.8: the target
-// 204.83 / 0.8 = 256.04 needs (256.04 - 138.6) / 69.3 = 1.69 -> 2 more T4,
-// objective 0.526 x (2 + 0.01 x 40 x 2) = 1.4728 USD/h. Both solvers agree
+// W rises 1 requests/s per second for a minute, 42.3 -> 102.3: saturation
+// 0.74, within the threshold, so HetSev 4.1 waits. The regression over
+// the minute gives g = 1/s; in the 40 s a new instance takes to launch W
+// reaches 142.3 requests/s, beyond the threshold's headroom 102.3 / 0.8 =
+// 127.9: the triggers use 0.8 x 142.3 = 113.84, saturation 0.82 > 0.8,
+// and the target 142.3 needs (142.3 - 138.6) / 69.3 = 0.05 -> 1 more T4,
+// objective 0.526 x (1 + 0.01 x 40) = 0.7364 USD/h. Both solvers agree
 // (one type).
 func TestDecideLaunchTimeForecast(t *testing.T) {
-	rising := func() []step {
-		return []step{
-			{at: 0, w: 39.1, types: ts(bertT4(2, 10)), kind: ActionNone, delta: []int{0}, reason: "at min replicas 2"},
-			{at: 15 * time.Second, w: 84.3, types: ts(bertT4(2, 10)), kind: ActionScaleOut, delta: []int{2}, objective: 1.4728,
-				reason: "saturation 1.48 at the forecast (W 84.3 requests/s rising 3.01/s: 204.8 requests/s forecast in 40s) > 0.80 for 0s: +2 T4"},
-		}
-	}
 	minTwo := func(p *Policy) { p.MinReplicas = 2 }
+	rising := []float64{42.3, 57.3, 72.3, 87.3, 102.3}
+	out := step{kind: ActionScaleOut, delta: []int{1}, objective: 0.7364,
+		reason: "saturation 0.82 at the forecast (W 102.3 requests/s rising 1/s over 1m0s: 142.3 requests/s forecast in 40s, beyond the threshold's headroom 127.9) > 0.80 for 0s: +1 T4"}
 	runDecisionCases(t, []decisionCase{
-		{name: "heuristic scales out for the load at launch", policy: testPolicy(minTwo), steps: rising()},
-		{name: "exact scales out for the load at launch", policy: exactPolicy(minTwo), steps: rising()},
+		{name: "heuristic scales out for the load at launch", policy: testPolicy(minTwo), steps: risingSteps(rising, out)},
+		{name: "exact scales out for the load at launch", policy: exactPolicy(minTwo), steps: risingSteps(rising, out)},
 		{
-			// Decisions every 15 s; an extra one 1 s after a regular one (a
-			// spec edit) measures the rise since t = 0, at least half an
-			// interval back: (45 - 39.1) / 16 s = 0.369/s, 59.75 requests/s
-			// in 40 s, saturation 0.43. The rise since t = 15 s, 5
-			// requests/s in 1 s, would forecast 245 requests/s.
-			name:   "an extra decision measures the rise over half an interval at least",
-			policy: testPolicy(minTwo, func(p *Policy) { p.DecisionInterval = 15 * time.Second }),
-			steps: []step{
-				{at: 0, w: 39.1, types: ts(bertT4(2, 10)), kind: ActionNone, delta: []int{0}, reason: "at min replicas 2"},
-				{at: 15 * time.Second, w: 40, types: ts(bertT4(2, 10)), kind: ActionNone, delta: []int{0}, reason: "at min replicas 2"},
-				{at: 16 * time.Second, w: 45, types: ts(bertT4(2, 10)), kind: ActionNone, delta: []int{0},
-					reason: "saturation 0.32 within threshold 0.80 (W 45 requests/s rising 0.369/s: 59.75 requests/s forecast in 40s, saturation 0.43); 2 running, at min replicas 2"},
-			},
+			// g = 0.5/s: 102.3 + 0.5 x 40 = 122.3 requests/s at launch,
+			// within the headroom 127.9 the threshold leaves: the forecast
+			// does not decide (provisioning 122.3 / 0.8 would brake twice).
+			name:   "a forecast within the threshold's headroom does not decide",
+			policy: exactPolicy(minTwo),
+			steps: risingSteps([]float64{72.3, 79.8, 87.3, 94.8, 102.3}, step{kind: ActionNone, delta: []int{0},
+				reason: "saturation 0.74 within threshold 0.80; 2 running, at min replicas 2"}),
+		},
+		{
+			// A step 40 -> 100 requests/s after a flat minute: the two
+			// latest points rise 4/s (260 requests/s in 40 s, +2 T4); the
+			// regression over the minute gives 0.8/s, 132 requests/s,
+			// saturation 0.8 x 132 / 138.6 = 0.76 at the forecast: no
+			// scale-out.
+			name:   "a step is not extrapolated as a trend",
+			policy: exactPolicy(minTwo),
+			steps: risingSteps([]float64{40, 40, 40, 40, 100}, step{kind: ActionNone, delta: []int{0},
+				reason: "saturation 0.72 within threshold 0.80 (W 100 requests/s rising 0.8/s over 1m0s: 132 requests/s forecast in 40s, beyond the threshold's headroom 125, saturation 0.76); 2 running, at min replicas 2"}),
+		},
+		{
+			// 39.1 -> 84.3 requests/s in 15 s: less than a minute of rates,
+			// no forecast.
+			name:   "less than a minute of rates is not extrapolated",
+			policy: exactPolicy(minTwo),
+			steps: risingSteps([]float64{39.1, 84.3}, step{kind: ActionNone, delta: []int{0},
+				reason: "saturation 0.61 within threshold 0.80; 2 running, at min replicas 2"}),
+		},
+		{
+			// Decisions every 15 s, and an extra one 1 s after the last
+			// (a spec edit): the regression weighs the extra point as one
+			// of six, 45 -> 50 requests/s in 1 s does not make a trend.
+			name:   "an extra decision is one point of the regression",
+			policy: exactPolicy(minTwo, func(p *Policy) { p.DecisionInterval = 15 * time.Second }),
+			steps: append(risingSteps([]float64{45, 45, 45, 45, 45}, step{kind: ActionNone, delta: []int{0}, reason: "at min replicas 2"}),
+				step{at: 61 * time.Second, w: 50, types: ts(bertT4(2, 10)), kind: ActionNone, delta: []int{0},
+					reason: "saturation 0.36 within threshold 0.80; 2 running, at min replicas 2"}),
 		},
 		{
 			// A falling W is never extrapolated, nor a rise to or from a
@@ -56,6 +88,21 @@ func TestDecideLaunchTimeForecast(t *testing.T) {
 				{at: 30 * time.Second, w: 84.3, types: ts(bertT4(2, 10)), lowerBound: true, kind: ActionNone, delta: []int{0}, reason: "is only a lower bound: scale-in held"},
 				{at: 45 * time.Second, w: 84.3, types: ts(bertT4(2, 10)), kind: ActionNone, delta: []int{0}, reason: "saturation 0.61 within threshold 0.80; 2 running"},
 			},
+		},
+		{
+			// 30, 20 (a lower bound), 45 ... 105 requests/s every 15 s: the
+			// regression would give 1.12/s, 150 requests/s in 40 s,
+			// saturation 0.87 at the forecast; a lower bound in the window
+			// makes it no trend at all. Decisions every 15 s: the window is
+			// 75 s, so the minute would be spanned without the lower bound.
+			name:   "no forecast over a window with a lower bound",
+			policy: exactPolicy(minTwo, func(p *Policy) { p.DecisionInterval = 15 * time.Second }),
+			steps: func() []step {
+				st := risingSteps([]float64{30, 20, 45, 65, 85, 105}, step{kind: ActionNone, delta: []int{0},
+					reason: "saturation 0.76 within threshold 0.80; 2 running, at min replicas 2"})
+				st[1].lowerBound, st[1].reason = true, "is only a lower bound: scale-in held"
+				return st
+			}(),
 		},
 	})
 }

@@ -55,6 +55,12 @@ type Policy struct {
 	// measured W, as in HetSev 4.1. The zero value (false) keeps the
 	// forecast.
 	DisableForecast bool
+	// ForecastSpan is the least time the regression of the launch-time
+	// forecast (burst.go, rule 1) spans, and with DecisionInterval the
+	// window of rates it fits; 0 means DefaultForecastSpan. A longer span
+	// does not take a step in a trace for a trend; a shorter one reacts
+	// sooner to a burst.
+	ForecastSpan time.Duration
 	// MinReplicas is the least number of instances over all types, >= 1: a
 	// service never scales to zero.
 	MinReplicas int
@@ -111,6 +117,14 @@ const (
 // DefaultServiceLevel is SL_min = 98 %, the service level of HetSev's
 // evaluation (section 6: "We set [SL_min] to 98% for all models").
 const DefaultServiceLevel = 0.98
+
+// forecastSpan is the ForecastSpan in effect (0: DefaultForecastSpan).
+func (p Policy) forecastSpan() time.Duration {
+	if p.ForecastSpan == 0 {
+		return DefaultForecastSpan
+	}
+	return p.ForecastSpan
+}
 
 // stabilizationWindow is the window of the stabilized scale-in in effect:
 // ScaleInStabilization, or ScaleInCoolDown when it is 0.
@@ -219,6 +233,9 @@ func (p Policy) Validate() error {
 	}
 	if p.ScaleInCoolDown < 0 {
 		bad("ScaleInCoolDown must be >= 0, got %v", p.ScaleInCoolDown)
+	}
+	if p.ForecastSpan < 0 {
+		bad("ForecastSpan must be >= 0 (0: %v), got %v", DefaultForecastSpan, p.ForecastSpan)
 	}
 	if p.ScaleInStabilization < 0 {
 		bad("ScaleInStabilization must be >= 0 (0: ScaleInCoolDown), got %v", p.ScaleInStabilization)

@@ -11,14 +11,11 @@ import (
 // values change none. Sequences and arithmetic as in burst_test.go:
 // BERT-large on T4 (T_i 69.3 requests/s, O_i 40 s, 0.526 USD/h).
 
-// forecastSteps: W 39.1 -> 84.3 requests/s in 15 s on 2 T4 with
-// MinReplicas 2. With the forecast, 204.8 requests/s in 40 s calls for +2
+// forecastSteps: W 42.3 -> 102.3 requests/s over a minute on 2 T4 with
+// MinReplicas 2. With the forecast, 142.3 requests/s in 40 s calls for +1
 // T4 (TestDecideLaunchTimeForecast).
-func forecastSteps(second step) []step {
-	return []step{
-		{at: 0, w: 39.1, types: ts(bertT4(2, 10)), kind: ActionNone, delta: []int{0}, reason: "at min replicas 2"},
-		second,
-	}
+func forecastSteps(last step) []step {
+	return risingSteps([]float64{42.3, 57.3, 72.3, 87.3, 102.3}, last)
 }
 
 // stabilizedSteps: W 205 on 8 T4 (bar 0.7: -3), then 39.3 on 5 T4 a
@@ -31,8 +28,7 @@ func stabilizedSteps(second step) []step {
 }
 
 var (
-	forecastOut = step{at: 15 * time.Second, w: 84.3, types: ts(bertT4(2, 10)), kind: ActionScaleOut, delta: []int{2}, objective: 1.4728,
-		reason: "at the forecast"}
+	forecastOut   = step{kind: ActionScaleOut, delta: []int{1}, objective: 0.7364, reason: "at the forecast"}
 	stabilizedOne = step{at: time.Minute, w: 39.3, types: ts(bertT4(5, 10)), kind: ActionScaleIn, delta: []int{-1}, objective: -priceT4USDh,
 		reason: "the highest W of the last 5m0s, allows none: one instance at a time"}
 	unstabilizedFour = step{at: time.Minute, w: 39.3, types: ts(bertT4(5, 10)), kind: ActionScaleIn, delta: []int{-4}, objective: -4 * priceT4USDh,
@@ -44,12 +40,12 @@ func TestPolicySwitchesChangeDecisions(t *testing.T) {
 	hyst := func(p *Policy) { p.ScaleInHysteresis = 0.1 }
 	runDecisionCases(t, []decisionCase{
 		{
-			// Without the forecast the saturation is the measured 84.3 /
-			// 138.6 = 0.61, within 0.8: HetSev 4.1 waits.
+			// Without the forecast the saturation is the measured 102.3 /
+			// 138.6 = 0.74, within 0.8: HetSev 4.1 waits.
 			name:   "DisableForecast: scale-out on the measured W only",
 			policy: exactPolicy(minTwo, func(p *Policy) { p.DisableForecast = true }),
-			steps: forecastSteps(step{at: 15 * time.Second, w: 84.3, types: ts(bertT4(2, 10)), kind: ActionNone, delta: []int{0},
-				reason: "saturation 0.61 within threshold 0.80; 2 running, at min replicas 2"}),
+			steps: forecastSteps(step{kind: ActionNone, delta: []int{0},
+				reason: "saturation 0.74 within threshold 0.80; 2 running, at min replicas 2"}),
 		},
 		{
 			// Without rule 2 the exact solver removes the 4 T4 the current W

@@ -4,23 +4,27 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"time"
 )
 
-// The ablation: hetsev-exact's decision has brakes (the scale-in
-// hysteresis, the stabilized scale-in, the scale-in cool-down) and a
-// forecast (the launch-time forecast of pkg/heterogeneity burst.go). Each
-// is justified only by what the replay loses without it, so every replay
-// is rerun with each rule off in turn, the others on, and every variant's
-// billed cost and excess missed requests E are judged against the main
-// run's targets, as the Pareto sweep's points are (pareto.go).
+// The ablation: hetsev-exact's decision has brakes (the stabilized
+// scale-in, the scale-in cool-down) and a forecast (the launch-time
+// forecast of pkg/heterogeneity burst.go). Each is justified only by what
+// the replay loses without it, so every replay is rerun with each rule off
+// in turn, the others on, and every variant's billed cost and excess
+// missed requests E are judged against the main run's targets, as the
+// Pareto sweep's points are (pareto.go). Two variants change a knob
+// instead: a scale-in hysteresis of 0.1 on top of the rules (a third
+// brake), decisions every 5 s instead of every 15 s, and a forecast whose
+// regression spans 15 s (the two latest rates) instead of 60 s.
 
 // Variants of the ablation, in the order they are replayed and printed.
 const (
 	// AblationBaseline is hetsev-exact with every rule, the main run's.
 	AblationBaseline = "baseline"
-	// AblationNoHysteresis sets Knobs.ScaleInHysteresis to 0: a scale-in
-	// may bring the saturation up to the threshold itself.
-	AblationNoHysteresis = "no-hysteresis"
+	// AblationHysteresis sets Knobs.ScaleInHysteresis to 0.1: a scale-in
+	// must leave the saturation 0.1 below the threshold.
+	AblationHysteresis = "hysteresis-0.1"
 	// AblationNoStabilizedScaleIn sets Knobs.NoStabilizedScaleIn: a
 	// scale-in removes what the current rate allows at once.
 	AblationNoStabilizedScaleIn = "no-stabilized-scale-in"
@@ -30,10 +34,17 @@ const (
 	// AblationNoCoolDown sets Knobs.NoScaleInCoolDown: a scale-in may
 	// follow a scale-out at once (the stabilization window stays).
 	AblationNoCoolDown = "no-cool-down"
+	// AblationInterval5s sets Knobs.Interval to 5 s: hetsev-scaler
+	// decides three times as often on the same rate window.
+	AblationInterval5s = "interval-5s"
+	// AblationForecastSpan15s sets Knobs.ForecastSpan to 15 s: the
+	// launch-time forecast fits its slope to the rates of the last 30 s
+	// (15 s and one decision interval: three decisions).
+	AblationForecastSpan15s = "forecast-span-15s"
 )
 
 // AblationVariants are the ablation's variants.
-var AblationVariants = []string{AblationBaseline, AblationNoHysteresis, AblationNoStabilizedScaleIn, AblationNoForecast, AblationNoCoolDown}
+var AblationVariants = []string{AblationBaseline, AblationHysteresis, AblationNoStabilizedScaleIn, AblationNoForecast, AblationNoCoolDown, AblationInterval5s, AblationForecastSpan15s}
 
 // AblationPoint is hetsev-exact's outcome on one replay with one rule off
 // (or none: AblationBaseline).
@@ -55,14 +66,18 @@ type AblationPoint struct {
 func ablatedKnobs(k Knobs, variant string) (Knobs, error) {
 	switch variant {
 	case AblationBaseline:
-	case AblationNoHysteresis:
-		k.ScaleInHysteresis = 0
+	case AblationHysteresis:
+		k.ScaleInHysteresis = 0.1
 	case AblationNoStabilizedScaleIn:
 		k.NoStabilizedScaleIn = true
 	case AblationNoForecast:
 		k.NoForecast = true
 	case AblationNoCoolDown:
 		k.NoScaleInCoolDown = true
+	case AblationInterval5s:
+		k.Interval = 5 * time.Second
+	case AblationForecastSpan15s:
+		k.ForecastSpan = 15 * time.Second
 	default:
 		return k, fmt.Errorf("ablation: unknown variant %q (want one of %v)", variant, AblationVariants)
 	}
@@ -110,7 +125,7 @@ func PrintAblation(w io.Writer, r RunResult) {
 	if len(r.Ablation) == 0 {
 		return
 	}
-	fmt.Fprintf(w, "Ablation of %s on %s (each rule off in turn; E against the main run's targets, * qualifies):\n", PolicyExact, r.Name)
+	fmt.Fprintf(w, "Ablation of %s on %s (each rule off or knob changed in turn; E against the main run's targets, * qualifies):\n", PolicyExact, r.Name)
 	fmt.Fprintf(w, "%-24s %10s %12s %9s %8s\n", "variant", "cost USD", "excess E", "SLO att.", "actions")
 	for _, p := range r.Ablation {
 		mark := ""

@@ -21,12 +21,13 @@ func ramp(lo, hi float64, seconds int) trace.Rates {
 }
 
 // ablationConfig: BERT-large on up to 12 T4 (69.3 requests/s each, O_i
-// 40 s), the load rising steadily from 20 to 500 requests/s over 10
-// minutes: 0.8 requests/s per second, 32 requests/s more by the time an
-// instance launched, which the launch-time forecast provisions for.
+// 40 s), the load rising steadily from 20 to 500 requests/s over 4
+// minutes: 2 requests/s per second, 80 requests/s more by the time an
+// instance launched, beyond the threshold's headroom (W / 0.8 - W) while
+// W < 320 requests/s, which the launch-time forecast provisions for.
 func ablationConfig(t *testing.T) Config {
 	t.Helper()
-	cfg, err := Base("ablation", "ramp", ramp(20, 500, 600), t4Only(12), Service{Name: "b", Model: "bert-large", Share: 1, RTMaxMs: 400})
+	cfg, err := Base("ablation", "ramp", ramp(20, 500, 240), t4Only(12), Service{Name: "b", Model: "bert-large", Share: 1, RTMaxMs: 400})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -127,11 +127,13 @@ type Knobs struct {
 	// forecast), NoStabilizedScaleIn sets Policy.DisableStabilizedScaleIn,
 	// and NoScaleInCoolDown sets Policy.ScaleInCoolDown to 0 with the
 	// stabilization window (Policy.ScaleInStabilization) kept at the
-	// cool-down's length, so that only the cool-down goes. The other
-	// policies ignore them.
+	// cool-down's length, so that only the cool-down goes. ForecastSpan
+	// sets Policy.ForecastSpan (0 keeps its default). The other policies
+	// ignore them.
 	NoForecast          bool
 	NoStabilizedScaleIn bool
 	NoScaleInCoolDown   bool
+	ForecastSpan        time.Duration
 }
 
 // ablate applies k's ablation switches to p, a hetsev policy.
@@ -141,6 +143,9 @@ func (k Knobs) ablate(p *heterogeneity.Policy) {
 	}
 	if k.NoStabilizedScaleIn {
 		p.DisableStabilizedScaleIn = true
+	}
+	if k.ForecastSpan != 0 {
+		p.ForecastSpan = k.ForecastSpan
 	}
 	if k.NoScaleInCoolDown {
 		if p.ScaleInStabilization == 0 {
@@ -158,7 +163,7 @@ func DemoKnobs() Knobs {
 	return Knobs{
 		Interval: 15 * time.Second, RateWindow: 30 * time.Second,
 		ScaleOutPeriod: 0, ScaleInInterval: 60 * time.Second, ScaleInCoolDown: 300 * time.Second,
-		ScaleInHysteresis: 0.1, Lambda: 0.01, MinReplicas: 1,
+		ScaleInHysteresis: 0, Lambda: 0.01, MinReplicas: 1,
 	}
 }
 

@@ -199,11 +199,11 @@ type Scaling struct {
 	ScaleInCoolDownSeconds float64 `json:"scaleInCoolDownSeconds,omitempty"`
 	// ScaleInHysteresis: scale in only when the load fits under
 	// saturationThreshold minus this margin without one instance (default
-	// 0.1; 0 is the paper's rule).
+	// 0, the paper's rule).
 	//
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=1
-	// +kubebuilder:default=0.1
+	// +kubebuilder:default=0
 	ScaleInHysteresis *float64 `json:"scaleInHysteresis,omitempty"`
 	// Lambda weighs launch latency against cost, per second (default 0.01).
 	//
