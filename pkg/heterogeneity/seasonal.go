@@ -310,3 +310,17 @@ func (s seasonal) annotate(act Action, raised bool) Action {
 	}
 	return act
 }
+
+// RecordRate records the arrival rate w, requests/s, observed at t into
+// the history of the seasonal forecast only (no other rule sees it): for a
+// caller that knows the service's rates from before this Autoscaler
+// existed (a metrics backend's range query, a replay's history) and
+// records them, oldest first, before its first decision. A rate that is
+// not a finite number >= 0 is ignored; a time before the latest one
+// recorded starts the history anew, as in Propose.
+func (a *Autoscaler) RecordRate(t time.Time, w float64) {
+	if a == nil || !(w >= 0) || math.IsInf(w, 0) {
+		return
+	}
+	a.seasonal.observe(t, w)
+}

@@ -1,6 +1,7 @@
 package heterogeneity
 
 import (
+	"math"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -199,5 +200,25 @@ func TestSeasonalHistoryBounded(t *testing.T) {
 	a.Propose(obs(3*24*3600 + 300))
 	if n := len(a.seasonal.minutes); n != 1 {
 		t.Errorf("after the clock went back: %d minutes kept, want 1", n)
+	}
+}
+
+// TestSeasonalRecordRate: an Autoscaler given the rates of the 70 minutes
+// before it existed (RecordRate, every 15 s; rates that are not finite
+// numbers >= 0 ignored) forecasts at its first decision: 40 s before the
+// burst at 70 min it scales out +3 T4, as one that decided all along.
+func TestSeasonalRecordRate(t *testing.T) {
+	a := NewAutoscaler(testPolicy(seasonalPolicy))
+	rate := scheduledBursts()
+	for sec := 5; sec < 4160; sec += 15 {
+		at := seasonalEpoch.Add(time.Duration(sec) * time.Second)
+		a.RecordRate(at, rate(sec))
+		a.RecordRate(at, math.NaN())
+		a.RecordRate(at, -1)
+		a.RecordRate(at, math.Inf(1))
+	}
+	act := a.Decide(Observation{Now: seasonalEpoch.Add(4160 * time.Second), ArrivalRate: rate(4160), Types: ts(bertT4(1, 20))})
+	if act.Kind != ActionScaleOut || !slices.Equal(act.Delta, []int{3}) || !strings.HasPrefix(act.Reason, "seasonal: period 30m") {
+		t.Errorf("first decision, 40 s before the burst: %v %v, want scale-out +3 T4 on the seasonal forecast: %s", act.Kind, act.Delta, act.Reason)
 	}
 }
