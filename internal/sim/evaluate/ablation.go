@@ -30,10 +30,15 @@ const (
 	// AblationNoCoolDown sets Knobs.NoScaleInCoolDown: a scale-in may
 	// follow a scale-out at once (the stabilization window stays).
 	AblationNoCoolDown = "no-cool-down"
+	// AblationSeasonalForecast sets Knobs.SeasonalForecast: a rule added,
+	// not removed (the seasonal forecast of pkg/heterogeneity
+	// seasonal.go, off by default). Run leaves it out when the baseline
+	// has it (--seasonal).
+	AblationSeasonalForecast = "seasonal-forecast"
 )
 
 // AblationVariants are the ablation's variants.
-var AblationVariants = []string{AblationBaseline, AblationNoHysteresis, AblationNoStabilizedScaleIn, AblationNoForecast, AblationNoCoolDown}
+var AblationVariants = []string{AblationBaseline, AblationNoHysteresis, AblationNoStabilizedScaleIn, AblationNoForecast, AblationNoCoolDown, AblationSeasonalForecast}
 
 // AblationPoint is hetsev-exact's outcome on one replay with one rule off
 // (or none: AblationBaseline).
@@ -63,6 +68,8 @@ func ablatedKnobs(k Knobs, variant string) (Knobs, error) {
 		k.NoForecast = true
 	case AblationNoCoolDown:
 		k.NoScaleInCoolDown = true
+	case AblationSeasonalForecast:
+		k.SeasonalForecast = true
 	default:
 		return k, fmt.Errorf("ablation: unknown variant %q (want one of %v)", variant, AblationVariants)
 	}
@@ -110,7 +117,11 @@ func PrintAblation(w io.Writer, r RunResult) {
 	if len(r.Ablation) == 0 {
 		return
 	}
-	fmt.Fprintf(w, "Ablation of %s on %s (each rule off in turn; E against the main run's targets, * qualifies):\n", PolicyExact, r.Name)
+	added := ""
+	if slices.ContainsFunc(r.Ablation, func(p AblationPoint) bool { return p.Variant == AblationSeasonalForecast }) {
+		added = ", the seasonal forecast on"
+	}
+	fmt.Fprintf(w, "Ablation of %s on %s (each rule off in turn%s; E against the main run's targets, * qualifies):\n", PolicyExact, r.Name, added)
 	fmt.Fprintf(w, "%-24s %10s %12s %9s %8s\n", "variant", "cost USD", "excess E", "SLO att.", "actions")
 	for _, p := range r.Ablation {
 		mark := ""

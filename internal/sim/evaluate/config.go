@@ -132,6 +132,11 @@ type Knobs struct {
 	NoForecast          bool
 	NoStabilizedScaleIn bool
 	NoScaleInCoolDown   bool
+	// SeasonalForecast sets Policy.SeasonalForecast on the hetsev
+	// policies (pkg/heterogeneity seasonal.go: capacity for a burst that
+	// recurs with a period in the service's own history, before it
+	// starts); false leaves it at the scaler's default (off).
+	SeasonalForecast bool
 }
 
 // ablate applies k's ablation switches to p, a hetsev policy.
@@ -141,6 +146,9 @@ func (k Knobs) ablate(p *heterogeneity.Policy) {
 	}
 	if k.NoStabilizedScaleIn {
 		p.DisableStabilizedScaleIn = true
+	}
+	if k.SeasonalForecast {
+		p.SeasonalForecast = true
 	}
 	if k.NoScaleInCoolDown {
 		if p.ScaleInStabilization == 0 {
