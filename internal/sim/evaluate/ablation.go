@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 )
 
 // The ablation: hetsev-exact's decision has brakes (the scale-in
@@ -53,6 +54,9 @@ type AblationPoint struct {
 	// RT_max, in [0, 1].
 	SLOAttainment  float64 `json:"slo_attainment"`
 	ScalingActions int     `json:"scaling_actions"`
+	// AboveCeiling lists the services whose SLO attainment exceeds their
+	// reactive ceiling (ceiling.go aboveCeiling).
+	AboveCeiling []string `json:"above_ceiling,omitempty"`
 }
 
 // ablatedKnobs is k with the rule of variant off; an unknown variant is
@@ -104,7 +108,7 @@ func ablation(cfg Config, main RunResult, variants []string) ([]AblationPoint, e
 			return nil, fmt.Errorf("ablation %s: no %s result", v, PolicyExact)
 		}
 		out = append(out, AblationPoint{Variant: v, CostUSD: p.CostUSD, ExcessMissed: p.ExcessMissed, Qualifies: p.Qualifies,
-			SLOAttainment: p.SLOAttainment, ScalingActions: p.ScalingActions})
+			SLOAttainment: p.SLOAttainment, ScalingActions: p.ScalingActions, AboveCeiling: aboveCeiling(r, p)})
 	}
 	return out, nil
 }
@@ -122,13 +126,18 @@ func PrintAblation(w io.Writer, r RunResult) {
 		added = ", the seasonal forecast on"
 	}
 	fmt.Fprintf(w, "Ablation of %s on %s (each rule off in turn%s; E against the main run's targets, * qualifies):\n", PolicyExact, r.Name, added)
-	fmt.Fprintf(w, "%-24s %10s %12s %9s %8s\n", "variant", "cost USD", "excess E", "SLO att.", "actions")
+	fmt.Fprintf(w, "%-24s %10s %12s %9s %8s %11s\n", "variant", "cost USD", "excess E", "SLO att.", "actions", "above ceil.")
 	for _, p := range r.Ablation {
 		mark := ""
 		if p.Qualifies {
 			mark = "*"
 		}
-		fmt.Fprintf(w, "%-24s %10.2f %12s %8.2f%% %8d\n", p.Variant, p.CostUSD, fmt.Sprintf("%.0f%s", p.ExcessMissed, mark), 100*p.SLOAttainment, p.ScalingActions)
+		fmt.Fprintf(w, "%-24s %10.2f %12s %8.2f%% %8d %11d\n", p.Variant, p.CostUSD, fmt.Sprintf("%.0f%s", p.ExcessMissed, mark), 100*p.SLOAttainment, p.ScalingActions, len(p.AboveCeiling))
+	}
+	for _, p := range r.Ablation {
+		if len(p.AboveCeiling) > 0 {
+			fmt.Fprintf(w, "%s above reactive ceiling: %s\n", p.Variant, strings.Join(p.AboveCeiling, ", "))
+		}
 	}
 	for _, p := range r.Ablation {
 		fmt.Fprintf(w, "RESULT ablation replay=%s variant=%s cost_usd=%.4f excess_missed=%.1f\n", r.Name, p.Variant, p.CostUSD, p.ExcessMissed)

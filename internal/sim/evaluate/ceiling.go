@@ -90,12 +90,7 @@ func aboveCeilingLine(r RunResult) string {
 		if !ok {
 			continue
 		}
-		var above []string
-		for k, s := range p.Services {
-			if k < len(r.ReactiveCeilings) && s.Requests > 0 && s.SLOAttainment > r.ReactiveCeilings[k] {
-				above = append(above, fmt.Sprintf("%s (%.4f > ceiling %.4f)", s.Service, s.SLOAttainment, r.ReactiveCeilings[k]))
-			}
-		}
+		above := aboveCeiling(r, p)
 		if len(above) == 0 {
 			above = []string{"none"}
 		}
@@ -109,4 +104,17 @@ func aboveCeilingLine(r RunResult) string {
 		on = " (seasonal forecast on)"
 	}
 	return fmt.Sprintf("above reactive ceiling%s: %s", on, strings.Join(parts, "; "))
+}
+
+// aboveCeiling lists, as "fn-17 (0.9910 > ceiling 0.9620)", the services
+// with requests on which p's SLO attainment exceeds their reactive ceiling
+// in r.
+func aboveCeiling(r RunResult, p PolicyResult) []string {
+	var above []string
+	for k, s := range p.Services {
+		if k < len(r.ReactiveCeilings) && s.Requests > 0 && s.SLOAttainment > r.ReactiveCeilings[k] {
+			above = append(above, fmt.Sprintf("%s (%.4f > ceiling %.4f)", s.Service, s.SLOAttainment, r.ReactiveCeilings[k]))
+		}
+	}
+	return above
 }

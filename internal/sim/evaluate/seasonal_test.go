@@ -145,3 +145,29 @@ func TestSeasonalKnob(t *testing.T) {
 		t.Errorf("variant %s: policy %+v, want SeasonalForecast", AblationSeasonalForecast, pol)
 	}
 }
+
+// TestAblationSeasonalRow: the ablation's seasonal-forecast row replays
+// hetsev-exact with the seasonal forecast on; on seasonalConfig it lists
+// the service above its reactive ceiling, the baseline none, and the
+// table names it.
+func TestAblationSeasonalRow(t *testing.T) {
+	cfg := seasonalConfig(t, false)
+	main, err := Evaluate(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	main.judge()
+	pts, err := ablation(cfg, main, []string{AblationBaseline, AblationSeasonalForecast})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pts[0].AboveCeiling) != 0 || len(pts[1].AboveCeiling) != 1 || !strings.HasPrefix(pts[1].AboveCeiling[0], "timer (") {
+		t.Fatalf("above the ceiling: baseline %v, seasonal-forecast %v; want none and timer", pts[0].AboveCeiling, pts[1].AboveCeiling)
+	}
+	main.Ablation = pts
+	var out strings.Builder
+	PrintAblation(&out, main)
+	if want := "seasonal-forecast above reactive ceiling: timer ("; !strings.Contains(out.String(), want) {
+		t.Errorf("no %q in\n%s", want, out.String())
+	}
+}
