@@ -2,6 +2,7 @@ package evaluate
 
 import (
 	"flag"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -169,5 +170,45 @@ func TestAblationSeasonalRow(t *testing.T) {
 	PrintAblation(&out, main)
 	if want := "seasonal-forecast above reactive ceiling: timer ("; !strings.Contains(out.String(), want) {
 		t.Errorf("no %q in\n%s", want, out.String())
+	}
+}
+
+// TestSeasonalNoHindsight: hetsev-exact with the seasonal forecast on
+// seasonalConfig, and the same with every second from replay minute 3 on
+// changed (no bursts; 60 requests/s), decide alike up to minute 3: the
+// forecast learns from the history and the seconds already measured, not
+// from the window's later seconds.
+func TestSeasonalNoHindsight(t *testing.T) {
+	const cut = 3 * 60
+	var logs [2][]decisionRecord
+	for k := range logs {
+		cfg := seasonalConfig(t, true)
+		if k == 1 {
+			rates := append(trace.Rates{}, cfg.Rates...)
+			for i := cut; i < len(rates); i++ {
+				rates[i] = 60
+			}
+			cfg.Rates, cfg.Services[0].Rates = rates, rates
+		}
+		cfg.logDecisions = true
+		cfg.defaultSharing()
+		r, err := newPolicyRun(&cfg, PolicyExact)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.run()
+		for _, d := range r.decisions {
+			if d.t <= cut {
+				logs[k] = append(logs[k], d)
+			}
+		}
+	}
+	if len(logs[0]) == 0 || len(logs[0]) != len(logs[1]) {
+		t.Fatalf("%d and %d decisions up to second %d", len(logs[0]), len(logs[1]), cut)
+	}
+	for i, a := range logs[0] {
+		if b := logs[1][i]; a.t != b.t || fmt.Sprint(a.delta) != fmt.Sprint(b.delta) {
+			t.Fatalf("decision %d at second %d: %v; with the seconds after %d changed: second %d, %v", i, a.t, a.delta, cut, b.t, b.delta)
+		}
 	}
 }
