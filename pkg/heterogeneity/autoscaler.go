@@ -14,11 +14,12 @@ import (
 type Autoscaler struct {
 	Policy Policy
 
-	above        bool      // saturation was above the threshold at the last observation
-	aboveSince   time.Time // first observation of the current run above the threshold
-	lastScaleOut time.Time // zero: never
-	lastScaleIn  time.Time // zero: never
-	rates        rates     // the arrival rates observed (burst.go)
+	above        bool            // saturation was above the threshold at the last observation
+	aboveSince   time.Time       // first observation of the current run above the threshold
+	lastScaleOut time.Time       // zero: never
+	lastScaleIn  time.Time       // zero: never
+	rates        rates           // the arrival rates observed (burst.go)
+	seasonal     seasonalHistory // the highest arrival rate per minute (seasonal.go)
 }
 
 // NewAutoscaler returns an Autoscaler with policy p and no history. Decide
@@ -130,6 +131,12 @@ func (a *Autoscaler) Commit(act Action) {
 // single removal is kept as it is. Policy.DisableForecast makes W_f the
 // measured W; Policy.DisableStabilizedScaleIn skips rule 2.
 //
+// With Policy.SeasonalForecast, W_f is raised to the seasonal forecast
+// (seasonal.go) when the service's own per-minute history shows a period
+// and the rate at this phase of its last two periods was higher: the
+// trigger, the amount and the scale-in then use it; the Reason says the
+// period and the rate expected, or why there is no seasonal forecast.
+//
 // Neither solver switches the type of a running instance: an action only
 // adds or only removes.
 //
@@ -158,17 +165,21 @@ func (a *Autoscaler) Propose(obs Observation) Action {
 	solver, _ := a.Policy.solver() // known: the policy is valid
 	act.Saturation = Saturation(obs.ArrivalRate, obs.Types)
 	a.rates.observe(obs, max(a.Policy.stabilizationWindow(), a.Policy.forecastSpan()+a.Policy.DecisionInterval))
+	a.seasonal.observe(obs.Now, obs.ArrivalRate)
 	f := a.rates.forecastOf(obs, a.Policy)
+	// The seasonal forecast (seasonal.go) only ever raises W_f.
+	season := a.seasonal.seasonalForecastOf(obs, a.Policy)
+	f, raised := season.raise(f)
 	trigger, wait := a.scaleOutTrigger(obs, f)
 	switch {
 	case wait != "":
 		act.Reason = wait
-		return act
 	case trigger != "":
-		return a.scaleOut(solver, obs, f, act, trigger)
+		act = a.scaleOut(solver, obs, f, act, trigger)
 	default:
-		return a.scaleIn(solver, obs, f, act)
+		act = a.scaleIn(solver, obs, f, act)
 	}
+	return season.annotate(act, raised)
 }
 
 // oneLine joins the lines of a joined error with "; ".

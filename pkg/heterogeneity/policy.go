@@ -61,6 +61,15 @@ type Policy struct {
 	// does not take a step in a trace for a trend; a shorter one reacts
 	// sooner to a burst.
 	ForecastSpan time.Duration
+	// SeasonalForecast turns the seasonal forecast (seasonal.go) on: when
+	// the service's own arrival rate, kept per minute for the last 3 h,
+	// recurs with a period of 5 to 60 whole minutes over at least two
+	// periods, the scale-out trigger and amount (and the scale-in) use
+	// max(W_f, the lower of the highest rates at this phase one and two
+	// periods ago, over the launch time plus DecisionInterval), so that
+	// instances are ready when a scheduled burst starts. It never lowers
+	// W_f. The zero value (false) leaves W_f to burst.go's rules.
+	SeasonalForecast bool
 	// MinReplicas is the least number of instances over all types, >= 1: a
 	// service never scales to zero.
 	MinReplicas int

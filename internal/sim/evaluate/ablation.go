@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -41,10 +42,15 @@ const (
 	// launch-time forecast fits its slope to the rates of the last 30 s
 	// (15 s and one decision interval: three decisions).
 	AblationForecastSpan15s = "forecast-span-15s"
+	// AblationSeasonalForecast sets Knobs.SeasonalForecast: a rule added,
+	// not removed (the seasonal forecast of pkg/heterogeneity
+	// seasonal.go, off by default). Run leaves it out when the baseline
+	// has it (--seasonal).
+	AblationSeasonalForecast = "seasonal-forecast"
 )
 
 // AblationVariants are the ablation's variants.
-var AblationVariants = []string{AblationBaseline, AblationHysteresis, AblationNoStabilizedScaleIn, AblationNoForecast, AblationNoCoolDown, AblationInterval5s, AblationForecastSpan15s}
+var AblationVariants = []string{AblationBaseline, AblationHysteresis, AblationNoStabilizedScaleIn, AblationNoForecast, AblationNoCoolDown, AblationInterval5s, AblationForecastSpan15s, AblationSeasonalForecast}
 
 // AblationPoint is hetsev-exact's outcome on one replay with one rule off
 // (or none: AblationBaseline).
@@ -59,6 +65,9 @@ type AblationPoint struct {
 	// RT_max, in [0, 1].
 	SLOAttainment  float64 `json:"slo_attainment"`
 	ScalingActions int     `json:"scaling_actions"`
+	// AboveCeiling lists the services whose SLO attainment exceeds their
+	// reactive ceiling (ceiling.go aboveCeiling).
+	AboveCeiling []string `json:"above_ceiling,omitempty"`
 }
 
 // ablatedKnobs is k with the rule of variant off; an unknown variant is
@@ -78,6 +87,8 @@ func ablatedKnobs(k Knobs, variant string) (Knobs, error) {
 		k.Interval = 5 * time.Second
 	case AblationForecastSpan15s:
 		k.ForecastSpan = 15 * time.Second
+	case AblationSeasonalForecast:
+		k.SeasonalForecast = true
 	default:
 		return k, fmt.Errorf("ablation: unknown variant %q (want one of %v)", variant, AblationVariants)
 	}
@@ -112,7 +123,7 @@ func ablation(cfg Config, main RunResult, variants []string) ([]AblationPoint, e
 			return nil, fmt.Errorf("ablation %s: no %s result", v, PolicyExact)
 		}
 		out = append(out, AblationPoint{Variant: v, CostUSD: p.CostUSD, ExcessMissed: p.ExcessMissed, Qualifies: p.Qualifies,
-			SLOAttainment: p.SLOAttainment, ScalingActions: p.ScalingActions})
+			SLOAttainment: p.SLOAttainment, ScalingActions: p.ScalingActions, AboveCeiling: aboveCeiling(r, p)})
 	}
 	return out, nil
 }
@@ -125,14 +136,23 @@ func PrintAblation(w io.Writer, r RunResult) {
 	if len(r.Ablation) == 0 {
 		return
 	}
-	fmt.Fprintf(w, "Ablation of %s on %s (each rule off or knob changed in turn; E against the main run's targets, * qualifies):\n", PolicyExact, r.Name)
-	fmt.Fprintf(w, "%-24s %10s %12s %9s %8s\n", "variant", "cost USD", "excess E", "SLO att.", "actions")
+	added := ""
+	if slices.ContainsFunc(r.Ablation, func(p AblationPoint) bool { return p.Variant == AblationSeasonalForecast }) {
+		added = ", the seasonal forecast on"
+	}
+	fmt.Fprintf(w, "Ablation of %s on %s (each rule off or knob changed in turn%s; E against the main run's targets, * qualifies):\n", PolicyExact, r.Name, added)
+	fmt.Fprintf(w, "%-24s %10s %12s %9s %8s %11s\n", "variant", "cost USD", "excess E", "SLO att.", "actions", "above ceil.")
 	for _, p := range r.Ablation {
 		mark := ""
 		if p.Qualifies {
 			mark = "*"
 		}
-		fmt.Fprintf(w, "%-24s %10.2f %12s %8.2f%% %8d\n", p.Variant, p.CostUSD, fmt.Sprintf("%.0f%s", p.ExcessMissed, mark), 100*p.SLOAttainment, p.ScalingActions)
+		fmt.Fprintf(w, "%-24s %10.2f %12s %8.2f%% %8d %11d\n", p.Variant, p.CostUSD, fmt.Sprintf("%.0f%s", p.ExcessMissed, mark), 100*p.SLOAttainment, p.ScalingActions, len(p.AboveCeiling))
+	}
+	for _, p := range r.Ablation {
+		if len(p.AboveCeiling) > 0 {
+			fmt.Fprintf(w, "%s above reactive ceiling: %s\n", p.Variant, strings.Join(p.AboveCeiling, ", "))
+		}
 	}
 	for _, p := range r.Ablation {
 		fmt.Fprintf(w, "RESULT ablation replay=%s variant=%s cost_usd=%.4f excess_missed=%.1f\n", r.Name, p.Variant, p.CostUSD, p.ExcessMissed)

@@ -1,6 +1,10 @@
 package evaluate
 
-import "math"
+import (
+	"fmt"
+	"math"
+	"strings"
+)
 
 // The reactive ceiling of a service is the share of its requests a policy
 // could answer at best if it knew the arrival rate of every second as soon
@@ -63,4 +67,54 @@ func reactiveCeiling(cfg *Config, s *Service, threshold float64) float64 {
 		return 1
 	}
 	return answered / offered
+}
+
+// aboveCeilingLine is the report's line of the services on which a hetsev
+// policy's SLO attainment exceeds the service's reactive ceiling: what no
+// policy that provisions for the rates it has measured reaches, and a
+// forecast of rates not yet seen (the seasonal forecast) can. Per hetsev
+// policy of r, e.g.
+//
+//	above reactive ceiling: hetsev-exact: fn-17 (0.9910 > ceiling 0.9620); hetsev-heuristic: none
+//
+// with "(seasonal forecast on)" after "ceiling" when r ran with it; ""
+// when no hetsev policy ran or r has no ceilings. Services without
+// requests are left out.
+func aboveCeilingLine(r RunResult) string {
+	if len(r.ReactiveCeilings) != len(r.Services) {
+		return ""
+	}
+	var parts []string
+	for _, name := range []string{PolicyExact, PolicyHeuristic} {
+		p, ok := r.Policy(name)
+		if !ok {
+			continue
+		}
+		above := aboveCeiling(r, p)
+		if len(above) == 0 {
+			above = []string{"none"}
+		}
+		parts = append(parts, name+": "+strings.Join(above, ", "))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	on := ""
+	if r.SeasonalForecast {
+		on = " (seasonal forecast on)"
+	}
+	return fmt.Sprintf("above reactive ceiling%s: %s", on, strings.Join(parts, "; "))
+}
+
+// aboveCeiling lists, as "fn-17 (0.9910 > ceiling 0.9620)", the services
+// with requests on which p's SLO attainment exceeds their reactive ceiling
+// in r.
+func aboveCeiling(r RunResult, p PolicyResult) []string {
+	var above []string
+	for k, s := range p.Services {
+		if k < len(r.ReactiveCeilings) && s.Requests > 0 && s.SLOAttainment > r.ReactiveCeilings[k] {
+			above = append(above, fmt.Sprintf("%s (%.4f > ceiling %.4f)", s.Service, s.SLOAttainment, r.ReactiveCeilings[k]))
+		}
+	}
+	return above
 }

@@ -134,6 +134,11 @@ type Knobs struct {
 	NoStabilizedScaleIn bool
 	NoScaleInCoolDown   bool
 	ForecastSpan        time.Duration
+	// SeasonalForecast sets Policy.SeasonalForecast on the hetsev
+	// policies (pkg/heterogeneity seasonal.go: capacity for a burst that
+	// recurs with a period in the service's own history, before it
+	// starts); false leaves it at the scaler's default (off).
+	SeasonalForecast bool
 }
 
 // ablate applies k's ablation switches to p, a hetsev policy.
@@ -146,6 +151,9 @@ func (k Knobs) ablate(p *heterogeneity.Policy) {
 	}
 	if k.ForecastSpan != 0 {
 		p.ForecastSpan = k.ForecastSpan
+	}
+	if k.SeasonalForecast {
+		p.SeasonalForecast = true
 	}
 	if k.NoScaleInCoolDown {
 		if p.ScaleInStabilization == 0 {

@@ -279,7 +279,11 @@ func newHetsevPolicy(cfg *Config, solver string, weight float64) (*hetsevPolicy,
 		p.svc = append(p.svc, r)
 		pol := r.Policy()
 		cfg.Knobs.ablate(&pol)
-		p.as = append(p.as, heterogeneity.NewAutoscaler(pol))
+		a := heterogeneity.NewAutoscaler(pol)
+		if pol.SeasonalForecast {
+			recordHistory(a, cfg, s)
+		}
+		p.as = append(p.as, a)
 	}
 	return p, nil
 }

@@ -226,8 +226,9 @@ func PrintTable(w io.Writer, r RunResult) {
 }
 
 // printCeilings names the services whose target (headline.go) is below
-// their SL_min because their reactive ceiling is (ceiling.go), and those
-// on which hetsev-exact misses its target.
+// their SL_min because their reactive ceiling is (ceiling.go), those
+// on which hetsev-exact misses its target, and those on which a hetsev
+// policy exceeds the ceiling (aboveCeilingLine).
 func printCeilings(w io.Writer, r RunResult) {
 	if len(r.Targets) != len(r.Services) {
 		return
@@ -242,6 +243,9 @@ func printCeilings(w io.Writer, r RunResult) {
 		CeilingMargin, len(out), len(r.Services), listed(out))
 	if exact, ok := r.Policy(PolicyExact); ok {
 		fmt.Fprintf(w, "%s below its target: %d services%s\n", PolicyExact, countBelow(r, exact), strings.TrimPrefix(belowTarget(r, exact), " on"))
+	}
+	if line := aboveCeilingLine(r); line != "" {
+		fmt.Fprintln(w, line)
 	}
 }
 

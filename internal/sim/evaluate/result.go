@@ -126,6 +126,9 @@ type RunResult struct {
 	// Targets is each service's target τ_s (headline.go), aligned with
 	// Services.
 	Targets []float64 `json:"targets"`
+	// SeasonalForecast says the hetsev policies ran with their seasonal
+	// forecast (Knobs.SeasonalForecast).
+	SeasonalForecast bool `json:"seasonal_forecast,omitempty"`
 	// Pareto is the saturation-threshold sweep (pareto.go), when run.
 	Pareto      []ParetoPoint `json:"pareto,omitempty"`
 	WallSeconds float64       `json:"wall_seconds"`
@@ -181,7 +184,8 @@ func Evaluate(cfg Config) (RunResult, error) {
 	}
 	start := time.Now()
 	out := RunResult{Name: cfg.Name, Trace: cfg.Trace, Seconds: len(cfg.Rates), MeasuredSeconds: len(cfg.Rates) - cfg.MeasureFrom,
-		Services: cfg.Services, Cluster: cfg.Cluster, GPUMode: cfg.GPUMode, Policies: make([]PolicyResult, len(replayed))}
+		Services: cfg.Services, Cluster: cfg.Cluster, GPUMode: cfg.GPUMode, Policies: make([]PolicyResult, len(replayed)),
+		SeasonalForecast: cfg.Knobs.SeasonalForecast}
 	for k := range cfg.Services {
 		s := &cfg.Services[k]
 		th := s.SaturationThreshold
