@@ -56,8 +56,8 @@ func deploymentLabels(ms, gpuType string) map[string]string {
 //     Operator's GFD publishes it beside the DRA driver.
 func desiredDeployment(s *service, p gpuProfile, replicas int32) *appsv1.Deployment {
 	ms := s.obj
-	name := DeploymentName(ms.Name, p.gpuType.Name)
-	sel := deploymentLabels(ms.Name, p.gpuType.Name)
+	name := DeploymentName(ms.Name, p.column())
+	sel := deploymentLabels(ms.Name, p.column())
 	tpl := *ms.Spec.Template.DeepCopy()
 	if tpl.Labels == nil {
 		tpl.Labels = map[string]string{}
@@ -297,7 +297,7 @@ func (r *Reconciler) retireRemoved(ctx context.Context, svc *service) error {
 	}
 	keep := map[string]bool{}
 	for _, p := range svc.types {
-		keep[DeploymentName(ms.Name, p.gpuType.Name)] = true
+		keep[DeploymentName(ms.Name, p.column())] = true
 	}
 	if svc.dra {
 		left := map[string]bool{}

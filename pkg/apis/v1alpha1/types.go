@@ -237,6 +237,18 @@ type Scaling struct {
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=1
 	BusyShare float64 `json:"busyShare,omitempty"`
+	// Flavors are the busy shares, comma-separated and ascending in
+	// (0, 1], that the scaler may run instances of on each GPU type, e.g.
+	// "0.1,0.25,0.5,1". An instance of a flavor f below 1 declares busy
+	// share f, shares a GPU in use and is counted at min(T_i, f / L_i)
+	// requests/s for f times the GPU's price; each such flavor has a
+	// Deployment of its own. The decision runs light instances while the
+	// service is quiet and whole GPUs when it is busy. With busyShare set,
+	// flavors above it are not offered and busyShare is the largest.
+	// Empty: the scaler's --flavors; "1": whole GPUs only.
+	//
+	// +kubebuilder:validation:Pattern=`^[0-9.]+(,[0-9.]+)*$`
+	Flavors string `json:"flavors,omitempty"`
 }
 
 // ModelServiceStatus is what the scaler observed and decided. The scaler
