@@ -200,3 +200,22 @@ func TestSplitTrafficWeighsFlavorsByCapacity(t *testing.T) {
 		t.Errorf("traffic weights %v, want T4 20, V100-32GB 79, T4-busy0.5 1, other flavors 0", got)
 	}
 }
+
+// Resolved.Columns lists what the evaluator replays: per type its own
+// column, then its light flavors, with their busy shares and prices.
+func TestResolvedColumns(t *testing.T) {
+	cat := defaultCatalog(t)
+	r, err := Resolve(resnet(), cat, flavorDefaults())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cols := r.Columns()
+	t4, _ := cat.ByName("T4")
+	if len(cols) != 8 || cols[0].Name != "T4" || cols[0].Light || cols[0].BusyShare != 1 || cols[0].PriceUSDPerHour != t4.PriceUSDPerHour ||
+		cols[1].Name != "T4-busy0.1" || !cols[1].Light || cols[1].GPUType != "T4" || cols[1].BusyShare != 0.1 || math.Abs(cols[1].PriceUSDPerHour-0.1*t4.PriceUSDPerHour) > 1e-12 {
+		t.Errorf("columns %+v, want T4 (busy share 1, %v USD/h) then T4-busy0.1 (0.1, a tenth of it), ...", cols, t4.PriceUSDPerHour)
+	}
+	if d, ok := r.Demand("T4-busy0.25"); !ok || d.BusyShare != 0.25 {
+		t.Errorf("Demand(T4-busy0.25) = %+v, %v; want busy share 0.25", d, ok)
+	}
+}

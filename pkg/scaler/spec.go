@@ -436,3 +436,32 @@ func roundBusyShare(v float64) float64 {
 func roundMaxInflation(v float64) float64 {
 	return math.Max(1, math.Floor(v*100+1e-9)/100)
 }
+
+// Column is one column of a ModelService's decision: instances of one
+// flavor on one GPU type, each kept by a Deployment of its own.
+type Column struct {
+	// Name is the column's name (TypeState's GPUType): the GPU type's
+	// catalog name for its own column, heterogeneity.ColumnName for a
+	// light flavor.
+	Name string
+	// GPUType is the GPU type's catalog name.
+	GPUType string
+	// BusyShare is the busy share one instance declares, in (0, 1].
+	BusyShare float64
+	// Light says the column is a light flavor of its GPU type.
+	Light bool
+	// PriceUSDPerHour is what the decision counts one instance at, USD/h:
+	// the flavor times the GPU's price with flavors, the GPU's price
+	// without.
+	PriceUSDPerHour float64
+}
+
+// Columns are the ModelService's columns in decision order: per GPU type
+// of spec.profiles, its own column and then its light flavors.
+func (r *Resolved) Columns() []Column {
+	out := make([]Column, len(r.s.types))
+	for i, p := range r.s.types {
+		out[i] = Column{Name: p.column(), GPUType: p.gpuType.Name, BusyShare: r.s.demand(p).BusyShare, Light: p.light, PriceUSDPerHour: p.price}
+	}
+	return out
+}
