@@ -157,7 +157,7 @@ func (r *Reconciler) retireClaimTemplates(ctx context.Context, svc *service, dep
 		if err := r.Client.Delete(ctx, t, client.Preconditions{UID: &uid}); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("deleting resourceclaimtemplate %s/%s of a removed GPU type: %w", t.Namespace, t.Name, err)
 		}
-		r.Recorder.Eventf(ms, v1.EventTypeNormal, "DeletedClaimTemplate", "deleted resourceclaimtemplate %s of GPU type %s, no longer in spec.profiles", t.Name, t.Labels[v1alpha1.LabelGPUType])
+		r.Recorder.Eventf(ms, v1.EventTypeNormal, "DeletedClaimTemplate", "deleted resourceclaimtemplate %s of GPU type %s, no longer offered (spec.profiles, flavors)", t.Name, t.Labels[v1alpha1.LabelGPUType])
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"math"
 	"strings"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -217,5 +218,39 @@ func TestResolvedColumns(t *testing.T) {
 	}
 	if d, ok := r.Demand("T4-busy0.25"); !ok || d.BusyShare != 0.25 {
 		t.Errorf("Demand(T4-busy0.25) = %+v, %v; want busy share 0.25", d, ok)
+	}
+}
+
+// Turning flavors off retires the light Deployments as a removed GPU
+// type's: scaled to zero, then deleted; the whole-GPU ones stay.
+func TestFlavorsOffRetiresLightDeployments(t *testing.T) {
+	r, c, _, req, now := partialBed(t)
+	r.Defaults = flavorDefaults()
+	ctx := context.Background()
+	if _, err := r.Reconcile(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	light := types.NamespacedName{Namespace: req.Namespace, Name: DeploymentName(req.Name, "T4-busy0.25")}
+	ld := &appsv1.Deployment{}
+	if err := c.Get(ctx, light, ld); err != nil {
+		t.Fatalf("with flavors: %v", err)
+	}
+	ld.Spec.Replicas = ptr[int32](1)
+	if err := c.Update(ctx, ld); err != nil {
+		t.Fatal(err)
+	}
+	r.Defaults = Defaults{}
+	*now = now.Add(time.Hour)
+	for range 2 { // the second reconcile deletes what the first scaled to zero
+		if _, err := r.Reconcile(ctx, req); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d := &appsv1.Deployment{}
+	if err := c.Get(ctx, light, d); err == nil && replicasOf(d) != 0 {
+		t.Errorf("flavors off: deployment %s has %d replicas, want it scaled to zero or deleted", light.Name, replicasOf(d))
+	}
+	if got := t4Replicas(t, c, req); got != 3 {
+		t.Errorf("flavors off: T4 replicas %d, want the 3 whole-GPU instances kept", got)
 	}
 }

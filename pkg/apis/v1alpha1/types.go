@@ -259,7 +259,8 @@ type ModelServiceStatus struct {
 	//
 	// +kubebuilder:validation:Minimum=0
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
-	// Replicas per GPU type (the Deployments' desired replicas).
+	// Replicas per GPU type (the Deployments' desired replicas), and per
+	// light instance flavor of one (e.g. "T4-busy0.25", spec.scaling.flavors).
 	Replicas map[string]int32 `json:"replicas,omitempty"`
 	// TotalReplicas is the sum of Replicas over the GPU types: the scale
 	// subresource's status.replicas.
@@ -284,7 +285,9 @@ type ModelServiceStatus struct {
 	// +kubebuilder:validation:Pattern=`^[0-9]+(\.[0-9]+)?$`
 	LatencyP98Ms string `json:"latencyP98Ms,omitempty"`
 	// TrafficWeights is the percent of requests routed to each GPU type
-	// (VirtualService weights, proportional to T_i N_i).
+	// and light instance flavor (VirtualService weights, proportional to
+	// the capacity of their instances: T_i N_i, or min(T_i, f / L_i) N
+	// for a flavor f).
 	TrafficWeights map[string]int32 `json:"trafficWeights,omitempty"`
 	// LastDecision is the scaler's latest decision that differed from the
 	// one before it (another action, or one that changed replicas); a
