@@ -34,16 +34,16 @@ func desiredClaimTemplate(s *service, p gpuProfile) *resourcev1.ResourceClaimTem
 	isController := true
 	return &resourcev1.ResourceClaimTemplate{
 		ObjectMeta: metav1.ObjectMeta{
-			Name:      DeploymentName(ms.Name, p.gpuType.Name),
+			Name:      DeploymentName(ms.Name, p.column()),
 			Namespace: ms.Namespace,
-			Labels:    deploymentLabels(ms.Name, p.gpuType.Name),
+			Labels:    deploymentLabels(ms.Name, p.column()),
 			OwnerReferences: []metav1.OwnerReference{{
 				APIVersion: v1alpha1.GroupVersion.String(), Kind: v1alpha1.Kind,
 				Name: ms.Name, UID: ms.UID, Controller: &isController,
 			}},
 		},
 		Spec: resourcev1.ResourceClaimTemplateSpec{
-			ObjectMeta: metav1.ObjectMeta{Labels: deploymentLabels(ms.Name, p.gpuType.Name)},
+			ObjectMeta: metav1.ObjectMeta{Labels: deploymentLabels(ms.Name, p.column())},
 			Spec:       gpuinventory.GPUClaimSpec(s.demand(p).MemoryMiB, ProductSelector(p.gpuType.ProductLabel)),
 		},
 	}
@@ -146,7 +146,7 @@ func (r *Reconciler) retireClaimTemplates(ctx context.Context, svc *service, dep
 	}
 	keep := map[string]bool{}
 	for _, p := range svc.types {
-		keep[DeploymentName(ms.Name, p.gpuType.Name)] = true
+		keep[DeploymentName(ms.Name, p.column())] = true
 	}
 	for i := range list.Items {
 		t := &list.Items[i]
@@ -157,7 +157,7 @@ func (r *Reconciler) retireClaimTemplates(ctx context.Context, svc *service, dep
 		if err := r.Client.Delete(ctx, t, client.Preconditions{UID: &uid}); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("deleting resourceclaimtemplate %s/%s of a removed GPU type: %w", t.Namespace, t.Name, err)
 		}
-		r.Recorder.Eventf(ms, v1.EventTypeNormal, "DeletedClaimTemplate", "deleted resourceclaimtemplate %s of GPU type %s, no longer in spec.profiles", t.Name, t.Labels[v1alpha1.LabelGPUType])
+		r.Recorder.Eventf(ms, v1.EventTypeNormal, "DeletedClaimTemplate", "deleted resourceclaimtemplate %s of GPU type %s, no longer offered (spec.profiles, flavors)", t.Name, t.Labels[v1alpha1.LabelGPUType])
 	}
 	return nil
 }

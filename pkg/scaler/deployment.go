@@ -56,8 +56,8 @@ func deploymentLabels(ms, gpuType string) map[string]string {
 //     Operator's GFD publishes it beside the DRA driver.
 func desiredDeployment(s *service, p gpuProfile, replicas int32) *appsv1.Deployment {
 	ms := s.obj
-	name := DeploymentName(ms.Name, p.gpuType.Name)
-	sel := deploymentLabels(ms.Name, p.gpuType.Name)
+	name := DeploymentName(ms.Name, p.column())
+	sel := deploymentLabels(ms.Name, p.column())
 	tpl := *ms.Spec.Template.DeepCopy()
 	if tpl.Labels == nil {
 		tpl.Labels = map[string]string{}
@@ -284,9 +284,10 @@ func (r *Reconciler) ensureDeployment(ctx context.Context, svc *service, p gpuPr
 	return cur, nil
 }
 
-// retireRemoved retires the Deployments svc controls whose GPU type is no
-// longer in its spec: scaled to zero first (the type is already out of W
-// and of the traffic split, as it is not in svc), then deleted once the
+// retireRemoved retires the Deployments svc controls whose GPU type or
+// instance flavor is no longer offered (spec.profiles, flavors): scaled to
+// zero first (it is already out of W and of the traffic split, as it is
+// not in svc), then deleted once the
 // Deployment controller reports no pod left; the change of its status
 // triggers the reconcile that deletes it.
 func (r *Reconciler) retireRemoved(ctx context.Context, svc *service) error {
@@ -297,7 +298,7 @@ func (r *Reconciler) retireRemoved(ctx context.Context, svc *service) error {
 	}
 	keep := map[string]bool{}
 	for _, p := range svc.types {
-		keep[DeploymentName(ms.Name, p.gpuType.Name)] = true
+		keep[DeploymentName(ms.Name, p.column())] = true
 	}
 	if svc.dra {
 		left := map[string]bool{}
@@ -318,14 +319,14 @@ func (r *Reconciler) retireRemoved(ctx context.Context, svc *service) error {
 			if err := r.setReplicas(ctx, d, 0); err != nil {
 				return err
 			}
-			r.Recorder.Eventf(ms, v1.EventTypeNormal, "RetiringDeployment", "GPU type %s is no longer in spec.profiles: scaled deployment %s to 0; it is deleted once its pods are gone", d.Labels[v1alpha1.LabelGPUType], d.Name)
+			r.Recorder.Eventf(ms, v1.EventTypeNormal, "RetiringDeployment", "GPU type %s is no longer offered (spec.profiles, flavors): scaled deployment %s to 0; it is deleted once its pods are gone", d.Labels[v1alpha1.LabelGPUType], d.Name)
 		case d.Status.ObservedGeneration >= d.Generation && d.Status.Replicas == 0:
 			uid := d.UID
 			err := r.Client.Delete(ctx, d, client.Preconditions{UID: &uid}, client.PropagationPolicy(metav1.DeletePropagationBackground))
 			if err != nil && !apierrors.IsNotFound(err) {
 				return fmt.Errorf("deleting deployment %s/%s of a removed GPU type: %w", d.Namespace, d.Name, err)
 			}
-			r.Recorder.Eventf(ms, v1.EventTypeNormal, "DeletedDeployment", "deleted deployment %s of GPU type %s, no longer in spec.profiles", d.Name, d.Labels[v1alpha1.LabelGPUType])
+			r.Recorder.Eventf(ms, v1.EventTypeNormal, "DeletedDeployment", "deleted deployment %s of GPU type %s, no longer offered (spec.profiles, flavors)", d.Name, d.Labels[v1alpha1.LabelGPUType])
 		}
 	}
 	return nil

@@ -91,6 +91,14 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.Defaults.Solver, "solver", o.Defaults.Solver, "how the amount of a scaling action is computed: exact (the ILP of HetSev 4.1, solved exactly) or heuristic (the paper's greedy selection); a ModelService's spec.scaling.solver overrides it")
 	fs.StringVar(&o.Defaults.SLOCheck, "slo-check", o.Defaults.SLOCheck, "which GPU types meet the SLO: paper (profiled batch latency <= RT_max, HetSev 4.1) or model (latency model with batch formation, queueing and the fitted co-location inflation of one neighbour busy at the saturation threshold, at SL_min; conservative)")
 	fs.StringVar(&o.Defaults.RuntimeClassName, "gpu-runtime-class", o.Defaults.RuntimeClassName, "RuntimeClass given to GPU pods that name none: the scaler's Deployments and pods the webhook opts in. The NVIDIA runtime reads NVIDIA_VISIBLE_DEVICES, and is not the node's default with the GPU Operator's CDI mode (v25.10 and later); empty leaves runtimeClassName alone (nodes whose default runtime is NVIDIA's)")
+	fs.Func("flavors", "instance flavors, busy shares in (0, 1] comma-separated and ascending, e.g. 0.1,0.25,0.5,1, that each GPU type of a ModelService is offered in unless its spec.scaling.flavors names others: a light flavor f < 1 declares busy share f, shares a GPU in use, and counts min(T_i, f / L_i) requests/s at f times the GPU's price, with a Deployment of its own; empty or 1: whole-GPU instances only", func(v string) error {
+		fl, err := heterogeneity.ParseFlavors(v)
+		if err != nil {
+			return err
+		}
+		o.Defaults.Flavors = fl
+		return nil
+	})
 	fs.StringVar(&o.Defaults.GPUMode, "gpu-mode", o.Defaults.GPUMode, "how pods reach their GPU, as hetsev-scheduler's HetsevGPUShare gpuMode: annotations (the scheduler's hetsev.io/gpu-index read into NVIDIA_VISIBLE_DEVICES, with --gpu-runtime-class; nodes with NVIDIA's device plugin or GPU Operator) or dra (a ResourceClaimTemplate per Deployment requesting the instance's GPU memory as consumable capacity of DeviceClass "+v1alpha1.DeviceClassName+", allocated by hetsev-scheduler; NVIDIA's DRA driver injects the device through CDI; consumable capacity, on by default since Kubernetes 1.36). Also the webhook's mode")
 	fs.BoolVar(&o.TrafficSplit, "traffic-split", o.TrafficSplit, "write Istio VirtualServices and DestinationRules that split each ModelService's traffic across GPU types by capacity")
 	fs.StringVar(&o.InterferenceModel, "interference-model", o.InterferenceModel, "co-location model file (YAML/JSON: version hetsev.io/interference/v1, time-slicing and MPS coefficients, occupancy table) for the latency a neighbour adds in the SLO check; empty: the model fitted to the H100 measurements in data/measurements")

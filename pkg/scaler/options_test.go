@@ -2,6 +2,8 @@ package scaler
 
 import (
 	"flag"
+	"io"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -35,7 +37,7 @@ func TestOptionsFlagsAndValidate(t *testing.T) {
 	if err := o.Validate(); err != nil {
 		t.Errorf("defaults: %v", err)
 	}
-	if o.Defaults != DefaultDefaults {
+	if !reflect.DeepEqual(o.Defaults, DefaultDefaults) {
 		t.Errorf("defaults %+v, want DefaultDefaults %+v", o.Defaults, DefaultDefaults)
 	}
 	for _, args := range [][]string{{"--solver=ilp"}, {"--slo-check=strict"}, {"--workers=0"}, {"--gpu-mode=cdi"}, {"--metrics-timeout=0s"}, {"--metrics-timeout=1h"}} {
@@ -49,5 +51,24 @@ func TestOptionsFlagsAndValidate(t *testing.T) {
 		if err := o.Validate(); err == nil || !strings.Contains(err.Error(), "--"+flagName) {
 			t.Errorf("%v: error %v, want one naming --%s", args, err, flagName)
 		}
+	}
+}
+
+func TestFlavorsFlag(t *testing.T) {
+	o := NewOptions()
+	fs := flag.NewFlagSet("hetsev-scaler", flag.ContinueOnError)
+	o.AddFlags(fs)
+	if err := fs.Parse([]string{"--flavors=0.1,0.25,0.5,1"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := o.Defaults.Flavors.String(); got != "0.1,0.25,0.5,1" {
+		t.Errorf("--flavors=0.1,0.25,0.5,1: Defaults.Flavors = %s", got)
+	}
+	o = NewOptions()
+	fs = flag.NewFlagSet("hetsev-scaler", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	o.AddFlags(fs)
+	if err := fs.Parse([]string{"--flavors=0.5,0.1"}); err == nil || !strings.Contains(err.Error(), "0.1 follows 0.5") {
+		t.Errorf("--flavors=0.5,0.1: %v, want an error naming 0.1", err)
 	}
 }

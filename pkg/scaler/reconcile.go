@@ -198,7 +198,7 @@ func (r *Reconciler) decide(ctx context.Context, ms *v1alpha1.ModelService, st *
 		unsched[i] = u
 		if u.pods > 0 {
 			c.slots = 0
-			noRoom = append(noRoom, fmt.Sprintf("%s: %d of %d replicas unschedulable (%s)", p.gpuType.Name, u.pods, replicasOf(deps[i]), u.message))
+			noRoom = append(noRoom, fmt.Sprintf("%s: %d of %d replicas unschedulable (%s)", p.column(), u.pods, replicasOf(deps[i]), u.message))
 		}
 		// Expected co-location for the SLO check: one neighbour as busy as
 		// the service's instances at its saturation threshold, by the
@@ -235,7 +235,7 @@ func (r *Reconciler) decide(ctx context.Context, ms *v1alpha1.ModelService, st *
 			}
 			return 0, err
 		}
-		delta[svc.types[i].gpuType.Name] = x
+		delta[svc.types[i].column()] = x
 		deps[i].Spec.Replicas = ptr(want)
 	}
 	as.Commit(act)
@@ -256,9 +256,9 @@ func (r *Reconciler) decide(ctx context.Context, ms *v1alpha1.ModelService, st *
 	// Series of removed GPU types go with the rest.
 	replicasGauge.DeletePartialMatch(prometheus.Labels{"namespace": ms.Namespace, "modelservice": ms.Name})
 	for i, p := range svc.types {
-		status.Replicas[p.gpuType.Name] = replicasOf(deps[i])
+		status.Replicas[p.column()] = replicasOf(deps[i])
 		status.TotalReplicas += replicasOf(deps[i])
-		replicasGauge.WithLabelValues(ms.Namespace, ms.Name, p.gpuType.Name).Set(float64(replicasOf(deps[i])))
+		replicasGauge.WithLabelValues(ms.Namespace, ms.Name, p.column()).Set(float64(replicasOf(deps[i])))
 	}
 	status.ArrivalRate = strconv.FormatFloat(w, 'f', 2, 64)
 	status.Saturation = formatSaturation(act.Saturation)

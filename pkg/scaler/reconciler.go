@@ -155,8 +155,9 @@ func (r *Reconciler) metricsTimeout() time.Duration {
 	return r.MetricsTimeout
 }
 
+// defaults is r.Defaults, or DefaultDefaults when none is set.
 func (r *Reconciler) defaults() Defaults {
-	if r.Defaults == (Defaults{}) {
+	if d := r.Defaults; d.Solver == "" && d.SLOCheck == "" && d.RuntimeClassName == "" && d.GPUMode == "" && len(d.Flavors) == 0 {
 		return DefaultDefaults
 	}
 	return r.Defaults

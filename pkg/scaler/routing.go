@@ -84,9 +84,10 @@ func istioMissing(err error) bool {
 	return false
 }
 
-// splitTraffic writes capacity-weighted routes: each GPU type gets requests
-// in proportion to T_i times its ready instances (its desired instances
-// while none is ready yet), and records the outcome in status. A Service,
+// splitTraffic writes capacity-weighted routes: each column (a GPU type,
+// or a light flavor of one) gets requests in proportion to its capacity
+// per instance (routedRPS) times its ready instances (its desired
+// instances while none is ready yet), and records the outcome in status. A Service,
 // VirtualService or DestinationRule of the ModelService's name that it
 // does not control is left alone: TrafficSplit is False naming it, with a
 // Warning event when that is news.
@@ -111,7 +112,7 @@ func (r *Reconciler) splitTraffic(ctx context.Context, svc *service, deps []*app
 		if ready == 0 {
 			n = replicasOf(deps[i])
 		}
-		shares[i] = traffic.Share{GPUType: p.gpuType.Name, Labels: deps[i].Spec.Selector.MatchLabels, CapacityRPS: p.spec.ThroughputRPS * float64(n)}
+		shares[i] = traffic.Share{GPUType: p.column(), Labels: deps[i].Spec.Selector.MatchLabels, CapacityRPS: p.routedRPS() * float64(n)}
 	}
 	host := fmt.Sprintf("%s.%s.svc.cluster.local", ms.Name, ms.Namespace)
 	vs, dr, weights, ok := traffic.Routes(host, shares)
@@ -135,11 +136,21 @@ func (r *Reconciler) splitTraffic(ctx context.Context, svc *service, deps []*app
 	st.TrafficWeights = map[string]int32{}
 	var parts []string
 	for i, p := range svc.types {
-		st.TrafficWeights[p.gpuType.Name] = weights[i]
-		parts = append(parts, fmt.Sprintf("%s %d%%", p.gpuType.Name, weights[i]))
+		st.TrafficWeights[p.column()] = weights[i]
+		parts = append(parts, fmt.Sprintf("%s %d%%", p.column(), weights[i]))
 	}
 	sort.Strings(parts)
 	setCondition(st, v1alpha1.ConditionTrafficSplit, metav1.ConditionTrue, "CapacityWeighted", "VirtualService "+ms.Name+": "+strings.Join(parts, ", "), ms.Generation)
+}
+
+// routedRPS is the capacity per instance, in requests/s, by which the
+// traffic split weighs p's column: the profile's T_i for the type's own
+// column, min(T_i, f / L_i) for a light flavor f (its counted throughput).
+func (p gpuProfile) routedRPS() float64 {
+	if p.light {
+		return p.throughputRPS
+	}
+	return p.spec.ThroughputRPS
 }
 
 // reportNotControlled, when err is a *NotControlledError, sets

@@ -47,6 +47,12 @@ type Defaults struct {
 	// ResourceClaimTemplate per Deployment, allocated by hetsev-scheduler;
 	// the DRA driver injects the device through CDI).
 	GPUMode string
+	// Flavors are the instance flavors (busy shares) every GPU type of a
+	// ModelService is offered in, unless its spec.scaling.flavors names
+	// its own: each light flavor is a column of the decision with its own
+	// Deployment (withFlavors). Empty, or {1}: whole-GPU instances only,
+	// one Deployment per GPU type, each at the GPU's whole price.
+	Flavors heterogeneity.Flavors
 }
 
 // DefaultDefaults: the exact solver and the paper's SLO check. On the
@@ -86,6 +92,17 @@ type gpuProfile struct {
 	// maxInflation is the co-location latency inflation its SLO allows
 	// (hetsev.io/max-inflation, see maxInflation).
 	maxInflation float64
+	// light: the column of a light flavor of the type (busy share
+	// busyShare below the type's top flavor, withFlavors), with a
+	// Deployment of its own; false for the type's own column.
+	light bool
+}
+
+// column names p's column of the decision and its objects: the GPU type
+// (catalog name) for the type's own column, heterogeneity.ColumnName
+// (e.g. "T4-busy0.25") for a light flavor.
+func (p gpuProfile) column() string {
+	return heterogeneity.ColumnName(p.gpuType.Name, p.busyShare, p.light)
 }
 
 // instanceShare is the busy share one instance of a type keeps on its GPU
@@ -239,8 +256,57 @@ func validate(ms *v1alpha1.ModelService, cat catalog.Catalog, d Defaults) (*serv
 		p := &out.types[i]
 		p.busyShare, p.throughputRPS = instanceShare(p.spec.ThroughputRPS, p.spec.LatencyMs, pol.SaturationThreshold, s.Scaling.BusyShare)
 	}
+	flavors := d.Flavors
+	if sc.Flavors != "" {
+		fl, err := heterogeneity.ParseFlavors(sc.Flavors)
+		if err != nil {
+			return nil, fmt.Errorf("spec.scaling.flavors: %w", err)
+		}
+		flavors = fl
+	}
+	if len(flavors) > 0 && flavors[0] < 1 {
+		types, err := withFlavors(out.types, flavors, s.Scaling.BusyShare)
+		if err != nil {
+			return nil, err
+		}
+		out.types = types
+	}
 	out.policy = pol
 	out.interval = pol.DecisionInterval
+	return out, nil
+}
+
+// withFlavors expands each GPU type of types into its flavor columns
+// (heterogeneity.ExpandFlavors; busyShare, 0 when unset, bounds them): the
+// type's own column, as instanceShare resolves it, at top x C_i USD/h
+// (top: busyShare, or 1), followed by its light columns, each declaring
+// its flavor as busy share and counted at min(T_i, f / L_i) requests/s
+// for f x C_i USD/h.
+func withFlavors(types []gpuProfile, flavors heterogeneity.Flavors, busyShare float64) ([]gpuProfile, error) {
+	top := 1.0
+	if busyShare > 0 {
+		top = busyShare
+	}
+	var out []gpuProfile
+	for _, p := range types {
+		base := heterogeneity.TypeState{GPUType: p.gpuType.Name, ThroughputRPS: p.spec.ThroughputRPS,
+			LatencyMs: p.spec.LatencyMs, PriceUSDPerHour: p.price, LaunchSeconds: p.spec.LaunchSeconds}
+		cols, err := heterogeneity.ExpandFlavors(base, flavors, busyShare)
+		if err != nil {
+			return nil, fmt.Errorf("spec.profiles (%s): %w", p.gpuType.Name, err)
+		}
+		own := p
+		own.price = top * p.price
+		out = append(out, own)
+		for _, c := range cols {
+			if !c.Light {
+				continue
+			}
+			l := p
+			l.light, l.busyShare, l.throughputRPS, l.price = true, c.Flavor, c.Type.ThroughputRPS, c.Type.PriceUSDPerHour
+			out = append(out, l)
+		}
+	}
 	return out, nil
 }
 
@@ -271,7 +337,7 @@ func catalogNames(cat catalog.Catalog) string {
 func (s *service) typeState(i, running, maxAdditional int, latencyInflation, sharedInflation float64) heterogeneity.TypeState {
 	p := s.types[i]
 	return heterogeneity.TypeState{
-		GPUType:          p.gpuType.Name,
+		GPUType:          p.column(),
 		Running:          running,
 		ThroughputRPS:    p.throughputRPS / math.Max(1, sharedInflation),
 		LatencyMs:        p.spec.LatencyMs,
@@ -301,7 +367,7 @@ func (s *service) capacityInflation(i int, m interference.Colocation, mode inter
 // shared in mode; false if the service has no such type.
 func (r *Resolved) CapacityInflation(gpuType string, m interference.Colocation, mode interference.SharingMode) (float64, bool) {
 	for i, p := range r.s.types {
-		if p.gpuType.Name == gpuType {
+		if p.column() == gpuType {
 			return r.s.capacityInflation(i, m, mode), true
 		}
 	}
@@ -327,24 +393,25 @@ func Resolve(ms *v1alpha1.ModelService, cat catalog.Catalog, d Defaults) (*Resol
 // Policy is the heterogeneity.Policy of the ModelService.
 func (r *Resolved) Policy() heterogeneity.Policy { return r.s.policy }
 
-// TypeState is the heterogeneity.TypeState of the ModelService's profile for
-// gpuType (catalog name) with running instances, maxAdditional more that fit,
-// and latencyInflation (>= 1); false when spec.profiles lacks gpuType.
+// TypeState is the heterogeneity.TypeState of the ModelService's column
+// gpuType (a GPU type's catalog name for its own column, or a light
+// flavor's column, Columns) with running instances, maxAdditional more
+// that fit, and latencyInflation (>= 1); false when it has no such column.
 func (r *Resolved) TypeState(gpuType string, running, maxAdditional int, latencyInflation, sharedInflation float64) (heterogeneity.TypeState, bool) {
 	for i, p := range r.s.types {
-		if p.gpuType.Name == gpuType {
+		if p.column() == gpuType {
 			return r.s.typeState(i, running, maxAdditional, latencyInflation, sharedInflation), true
 		}
 	}
 	return heterogeneity.TypeState{}, false
 }
 
-// Demand is what one instance of the ModelService on gpuType asks of its
-// GPU, as its pods declare it (hetsev.io/model, gpu-memory, busy-share,
-// max-inflation); false if the service has no such type.
+// Demand is what one instance of the ModelService's column gpuType (see
+// TypeState) asks of its GPU, as its pods declare it (hetsev.io/model,
+// gpu-memory, busy-share, max-inflation); false if it has no such column.
 func (r *Resolved) Demand(gpuType string) (gpuinventory.Demand, bool) {
 	for _, p := range r.s.types {
-		if p.gpuType.Name == gpuType {
+		if p.column() == gpuType {
 			return r.s.demand(p), true
 		}
 	}
@@ -368,4 +435,33 @@ func roundBusyShare(v float64) float64 {
 // more lenient), at least 1.
 func roundMaxInflation(v float64) float64 {
 	return math.Max(1, math.Floor(v*100+1e-9)/100)
+}
+
+// Column is one column of a ModelService's decision: instances of one
+// flavor on one GPU type, each kept by a Deployment of its own.
+type Column struct {
+	// Name is the column's name (TypeState's GPUType): the GPU type's
+	// catalog name for its own column, heterogeneity.ColumnName for a
+	// light flavor.
+	Name string
+	// GPUType is the GPU type's catalog name.
+	GPUType string
+	// BusyShare is the busy share one instance declares, in (0, 1].
+	BusyShare float64
+	// Light says the column is a light flavor of its GPU type.
+	Light bool
+	// PriceUSDPerHour is what the decision counts one instance at, USD/h:
+	// the flavor times the GPU's price with flavors, the GPU's price
+	// without.
+	PriceUSDPerHour float64
+}
+
+// Columns are the ModelService's columns in decision order: per GPU type
+// of spec.profiles, its own column and then its light flavors.
+func (r *Resolved) Columns() []Column {
+	out := make([]Column, len(r.s.types))
+	for i, p := range r.s.types {
+		out[i] = Column{Name: p.column(), GPUType: p.gpuType.Name, BusyShare: r.s.demand(p).BusyShare, Light: p.light, PriceUSDPerHour: p.price}
+	}
+	return out
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/hetsev/hetsev/internal/sim/trace"
 	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
+	"github.com/hetsev/hetsev/pkg/heterogeneity"
 	"github.com/hetsev/hetsev/pkg/interference"
 )
 
@@ -34,6 +35,9 @@ type Options struct {
 	// GPUMode is the simulated cluster's GPU accounting: annotations or
 	// dra (Config.GPUMode).
 	GPUMode string
+	// Flavors are hetsev's instance flavors, comma-separated busy shares
+	// (Config.Flavors; "": whole GPUs only).
+	Flavors string
 
 	// SweepThresholds and SweepPolicies are the Pareto sweep (pareto.go):
 	// comma-separated saturation thresholds ("" for no sweep) and the
@@ -97,6 +101,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.Float64Var(&o.AzurePeak, "azure-peak", o.AzurePeak, "peak arrival rate the Azure code trace is scaled to, requests/s")
 	fs.StringVar(&o.GPUSharing, "gpu-sharing", o.GPUSharing, "how co-located instances share a simulated GPU: time-slicing (CUDA's default) or mps (the fitted co-location model's modes)")
 	fs.StringVar(&o.GPUMode, "gpu-mode", o.GPUMode, "how the simulated cluster accounts GPU shares, as hetsev-scheduler's gpuMode: annotations (each instance's declared GPU memory on its GPU) or dra (a ResourceSlice per node with each GPU's memory capacity and an allocated ResourceClaim per instance, counted by pkg/dra as the scheduler and scaler do in DRA mode)")
+	fs.StringVar(&o.Flavors, "flavors", o.Flavors, "instance flavors of hetsev-exact and hetsev-heuristic, as hetsev-scaler's --flavors: busy shares in (0, 1], comma-separated and ascending (e.g. 0.1,0.25,0.5,1); each GPU type is offered in each, a light flavor f counted at min(T_i, f / L_i) requests/s for f times the GPU's price; empty or 1: whole GPUs only")
 	fs.StringVar(&o.InterferenceModel, "interference-model", o.InterferenceModel, "co-location model file (YAML/JSON, pkg/interference ColocationFile; default: the model fitted to the H100 measurements)")
 	fs.StringVar(&o.Trace, "trace", o.Trace, "what-if mode: a trace file, per-second counts or one timestamp per request (RFC 3339 or the Azure traces' format)")
 	fs.StringVar(&o.FunctionsFile, "functions", o.FunctionsFile, "what-if mode: a per-function, per-minute trace, one service per function by the AzureFunctions replay's rules (models, SLOs, scale, cluster); CSV with a header naming its columns in any order: HashFunction (required), HashOwner, HashApp, Trigger (optional; absent: every function's trigger is \"others\", the model's base RT_max and SL_min 0.98) and consecutive minute columns N or minute_N (the Azure Functions trace's format is HashOwner,HashApp,HashFunction,Trigger,<minute>,...)")
@@ -203,6 +208,10 @@ func Run(o Options, w io.Writer) error {
 	if o.GPUMode != "" && !v1alpha1.IsGPUMode(o.GPUMode) {
 		return fmt.Errorf("--gpu-mode=%q: want %s or %s", o.GPUMode, GPUModeAnnotations, GPUModeDRA)
 	}
+	flavors, err := heterogeneity.ParseFlavors(o.Flavors)
+	if err != nil {
+		return fmt.Errorf("--flavors: %w", err)
+	}
 	model, err := interference.LoadColocation(o.InterferenceModel)
 	if err != nil {
 		return fmt.Errorf("--interference-model: %w", err)
@@ -231,6 +240,7 @@ func Run(o Options, w io.Writer) error {
 		c.Colocation, c.GPUSharing = model, mode
 		c.GPUMode = o.GPUMode
 		c.Knobs.SeasonalForecast = o.Seasonal
+		c.Flavors = flavors
 		r, err := Evaluate(c)
 		if err != nil {
 			return err

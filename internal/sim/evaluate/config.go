@@ -200,6 +200,11 @@ type Config struct {
 	// per node and an allocated ResourceClaim per instance, counted by
 	// pkg/dra).
 	GPUMode string `json:",omitempty"`
+	// Flavors are the instance flavors hetsev-exact and hetsev-heuristic
+	// offer every GPU type in, as hetsev-scaler's --flavors (each light
+	// flavor a column of the decision, its instances declaring it as busy
+	// share); empty: whole-GPU instances only.
+	Flavors heterogeneity.Flavors `json:",omitempty"`
 	Knobs   Knobs
 	// Policies to compare, by name (PolicyNames); empty means all.
 	Policies []string
@@ -328,14 +333,19 @@ func (c Config) Validate() error {
 	if err := c.Colocation.Validate(); err != nil {
 		bad("Colocation: %v", err)
 	}
+	if len(c.Flavors) > 0 {
+		if err := c.Flavors.Validate(); err != nil {
+			bad("Flavors: %v", err)
+		}
+	}
 	return errors.Join(errs...)
 }
 
 // resolve is what hetsev-scaler decides service s with: its ModelService
 // (built as the demo builds it, with c.Knobs, listing the profiles of the
 // cluster's GPU types as the demo's lists its testbed's) through the scaler's own
-// translation (scaler.Resolve), with the given solver and the paper's SLO
-// check, the scaler's default.
+// translation (scaler.Resolve), with the given solver, the paper's SLO
+// check, the scaler's default, and c.Flavors.
 func (c Config) resolve(s Service, solver string) (*scaler.Resolved, error) {
 	k := c.Knobs
 	lambda, hysteresis := k.Lambda, k.ScaleInHysteresis
@@ -356,7 +366,7 @@ func (c Config) resolve(s Service, solver string) (*scaler.Resolved, error) {
 	if err != nil {
 		return nil, err
 	}
-	r, err := scaler.Resolve(ms, c.Catalog, scaler.Defaults{Solver: solver, SLOCheck: heterogeneity.SLOCheckPaper})
+	r, err := scaler.Resolve(ms, c.Catalog, scaler.Defaults{Solver: solver, SLOCheck: heterogeneity.SLOCheckPaper, Flavors: c.Flavors})
 	if err != nil {
 		return nil, fmt.Errorf("service %s: %w", s.Name, err)
 	}

@@ -46,8 +46,11 @@ func knownPolicy(name string) bool { return slices.Contains(PolicyNames, name) }
 
 // typeView is what a policy sees of one GPU type for one service.
 type typeView struct {
-	prof    catalog.Profile
-	gpu     catalog.GPUType
+	prof catalog.Profile
+	gpu  catalog.GPUType
+	// column names the column of the decision (serviceType.column); ""
+	// is the GPU type's own.
+	column  string
 	running int       // instances, launching ones included
 	ready   int       // of them, those that serve (launched)
 	starts  []float64 // creation time of each, trace seconds, oldest first
@@ -55,6 +58,15 @@ type typeView struct {
 	// inflation is the mean co-location latency inflation of the
 	// running instances where they run (1 for none).
 	inflation float64
+}
+
+// columnName is t's column, or its GPU type's name (the type's own
+// column) when the view names none.
+func (t typeView) columnName() string {
+	if t.column == "" {
+		return t.gpu.Name
+	}
+	return t.column
 }
 
 // view is what a policy sees of one service at a decision.
@@ -111,6 +123,13 @@ type (
 		// history is how many seconds view.offered should cover.
 		history() int
 	}
+	// columnPolicy decides over columns of its own per GPU type (hetsev's
+	// instance flavors) instead of one per type.
+	columnPolicy interface {
+		// columns are service svc's columns on gpuType (catalog name),
+		// the type's own first, named for the type.
+		columns(svc int, gpuType string) []columnOffer
+	}
 	// singleTypePolicy runs each service on one GPU type, its first
 	// instance included.
 	singleTypePolicy interface {
@@ -118,6 +137,17 @@ type (
 		serviceType(svc int) string
 	}
 )
+
+// columnOffer is one column of a policy's decision on a GPU type: its
+// name, what the decision counts one instance at, USD/h, and the load it
+// counts one instance to carry.
+type columnOffer struct {
+	name            string
+	priceUSDPerHour float64
+	// thresholdRPS is the load one instance carries at the service's
+	// saturation threshold, requests/s (0: unknown).
+	thresholdRPS float64
+}
 
 // typeOffer is what a peer that picks one GPU type per service compares:
 // one GPU type's price and its profile for the service's model.
@@ -291,16 +321,32 @@ func newHetsevPolicy(cfg *Config, solver string, weight float64) (*hetsevPolicy,
 func (p *hetsevPolicy) decide(svc int, v view) []int {
 	obs := heterogeneity.Observation{Now: at(v.now), ArrivalRate: v.arrival}
 	for _, t := range v.types {
-		inflat, _ := p.svc[svc].CapacityInflation(t.gpu.Name, p.colocation, p.mode)
-		ts, _ := p.svc[svc].TypeState(t.gpu.Name, t.running, t.slots, inflat, t.inflation)
+		inflat, _ := p.svc[svc].CapacityInflation(t.columnName(), p.colocation, p.mode)
+		ts, _ := p.svc[svc].TypeState(t.columnName(), t.running, t.slots, inflat, t.inflation)
 		obs.Types = append(obs.Types, ts)
 	}
 	return p.as[svc].Decide(obs).Delta
 }
 
-// demand is what hetsev-scaler's pods declare (scaler.Resolved.Demand).
-func (p *hetsevPolicy) demand(svc int, gpuType string, base gpuinventory.Demand) gpuinventory.Demand {
-	if d, ok := p.svc[svc].Demand(gpuType); ok {
+// columns are hetsev-scaler's columns of service svc on gpuType
+// (scaler.Resolved.Columns): the type's own, then its light flavors
+// when Config.Flavors has any.
+func (p *hetsevPolicy) columns(svc int, gpuType string) []columnOffer {
+	var out []columnOffer
+	thr := p.svc[svc].Policy().SaturationThreshold
+	for _, c := range p.svc[svc].Columns() {
+		if c.GPUType == gpuType {
+			ts, _ := p.svc[svc].TypeState(c.Name, 0, 0, 0, 1)
+			out = append(out, columnOffer{name: c.Name, priceUSDPerHour: c.PriceUSDPerHour, thresholdRPS: thr * ts.ThroughputRPS})
+		}
+	}
+	return out
+}
+
+// demand is what hetsev-scaler's pods of a column declare
+// (scaler.Resolved.Demand).
+func (p *hetsevPolicy) demand(svc int, column string, base gpuinventory.Demand) gpuinventory.Demand {
+	if d, ok := p.svc[svc].Demand(column); ok {
 		return d
 	}
 	return base

@@ -21,6 +21,17 @@ type serviceType struct {
 	gpu  catalog.GPUType
 	// demand is what one instance's pod declares (policy.demand).
 	demand gpuinventory.Demand
+	// column names the type's column in the policy's decisions: the GPU
+	// type's name, or a light flavor's column of hetsev's (columnPolicy).
+	column string
+	// ilpUSDPerHour is what the policy's decision counts one instance at,
+	// USD/h: the column's flavor times the GPU's price for hetsev
+	// (scaler.Column), the GPU's price for the others.
+	ilpUSDPerHour float64
+	// thresholdRPS is the load the policy counts one instance to carry at
+	// the saturation threshold, requests/s; 0 where it does not say
+	// (columnOffer).
+	thresholdRPS float64
 }
 
 // serviceRun is one service's state in one policy's replay.
@@ -44,12 +55,15 @@ type serviceRun struct {
 type serviceTally struct {
 	requests, within, unserved int64
 	costUSD, memoryCostUSD     float64
-	instanceSecs, busySecs     float64
-	typeSecs                   map[string]float64 // instance-seconds per GPU type
-	actions, decisions         int
-	decideTime                 time.Duration
-	unplaced                   int
-	latency                    latencyHist // response times of the measured requests
+	// ilpCostUSD is what the decisions assumed the instances cost: each
+	// instance's ilpUSDPerHour over its measured seconds, USD.
+	ilpCostUSD             float64
+	instanceSecs, busySecs float64
+	typeSecs               map[string]float64 // instance-seconds per GPU type
+	actions, decisions     int
+	decideTime             time.Duration
+	unplaced               int
+	latency                latencyHist // response times of the measured requests
 }
 
 // policyRun is one policy's run over the trace.
@@ -141,8 +155,15 @@ func newPolicyRun(cfg *Config, name string) (*policyRun, error) {
 			if !ok || typeIndex(sr.types, gt.Name) >= 0 {
 				continue
 			}
-			sr.types = append(sr.types, serviceType{prof: prof, gpu: gt, demand: pol.demand(i, gt.Name, gpuinventory.Demand{Model: s.identity(), MemoryMiB: prof.GPUMemoryMiB})})
-			sr.queueTO = append(sr.queueTO, modelserver.DeadlineQueueTimeout(s.RTMaxMs, prof.LatencyMs, cfg.Colocation.PairInflation(cfg.GPUSharing, s.Model, 1, prof.LatencyMs/1000), cfg.NetworkMs))
+			cols := []columnOffer{{name: gt.Name, priceUSDPerHour: gt.PriceUSDPerHour}}
+			if cp, ok := pol.(columnPolicy); ok {
+				cols = cp.columns(i, gt.Name)
+			}
+			for _, c := range cols {
+				sr.types = append(sr.types, serviceType{prof: prof, gpu: gt, column: c.name, ilpUSDPerHour: c.priceUSDPerHour, thresholdRPS: c.thresholdRPS,
+					demand: pol.demand(i, c.name, gpuinventory.Demand{Model: s.identity(), MemoryMiB: prof.GPUMemoryMiB})})
+				sr.queueTO = append(sr.queueTO, modelserver.DeadlineQueueTimeout(s.RTMaxMs, prof.LatencyMs, cfg.Colocation.PairInflation(cfg.GPUSharing, s.Model, 1, prof.LatencyMs/1000), cfg.NetworkMs))
+			}
 		}
 		if len(sr.types) == 0 {
 			return nil, fmt.Errorf("evaluate: service %s: no GPU type of the cluster has a profile for %s", s.Name, s.Model)
@@ -166,9 +187,11 @@ func (r *policyRun) batchCounts() ([]batchCount, error) {
 	return out, nil
 }
 
+// typeIndex is the index of the column named name (a GPU type's own
+// column is named for the type) in ts, -1 if absent.
 func typeIndex(ts []serviceType, name string) int {
 	for i, t := range ts {
-		if t.gpu.Name == name {
+		if t.column == name {
 			return i
 		}
 	}
@@ -212,7 +235,8 @@ func (r *policyRun) run() PolicyResult {
 // cheapest that meets RT_max (what hetsev's first scale-out picks; for
 // default Kubernetes, whose later pods get a random type, it fixes the
 // first pod's), or the type a single-type policy runs the service on
-// (singleTypePolicy).
+// (singleTypePolicy). For a policy with light columns, the cheapest
+// column that carries the starting rate.
 func (r *policyRun) firstType(s *serviceRun) int {
 	if p, ok := r.pol.(singleTypePolicy); ok {
 		if i := typeIndex(s.types, p.serviceType(s.idx)); i >= 0 {
@@ -222,6 +246,15 @@ func (r *policyRun) firstType(s *serviceRun) int {
 	best := 0
 	for i, t := range s.types {
 		if t.prof.LatencyMs <= s.RTMaxMs && t.gpu.PriceUSDPerHour < s.types[best].gpu.PriceUSDPerHour {
+			best = i
+		}
+	}
+	// A policy with light columns (columnPolicy) starts on a cheaper one
+	// when its first instances carry the starting rate at the threshold,
+	// as its first scale-out would.
+	need := r.cfg.startRate(&s.Service, r.window) / float64(r.cfg.Knobs.MinReplicas)
+	for i, t := range s.types {
+		if t.thresholdRPS > 0 && t.thresholdRPS >= need && t.prof.LatencyMs <= s.RTMaxMs && t.ilpUSDPerHour < s.types[best].ilpUSDPerHour {
 			best = i
 		}
 	}
@@ -250,7 +283,7 @@ func (r *policyRun) decide(s *serviceRun, t int) {
 	}
 	for i, st := range s.types {
 		tv := &v.types[i]
-		tv.prof, tv.gpu = st.prof, st.gpu
+		tv.prof, tv.gpu, tv.column = st.prof, st.gpu, st.column
 		var ofType []*instance
 		for _, in := range s.insts {
 			if in.typ == i {
@@ -365,6 +398,7 @@ func (r *policyRun) tallyInstances() {
 			s.tally.instanceSecs++
 			s.tally.busySecs += in.run.Util()
 			s.tally.typeSecs[s.types[in.typ].gpu.Name]++
+			s.tally.ilpCostUSD += s.types[in.typ].ilpUSDPerHour / 3600
 		}
 	}
 }

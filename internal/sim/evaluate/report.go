@@ -214,6 +214,7 @@ func PrintTable(w io.Writer, r RunResult) {
 			att(p.SLOAttainment, p.MeetsSLOs), fmt.Sprintf("%d/%d", p.SLOsMet, len(p.Services)), p.Qualifies, p.ExcessMissed, p.GPUUtilization, p.GoodputPerGPU,
 			p.ScalingActions, strings.Join(h, "/"), strings.Join(k, "/"))
 	}
+	printILPCost(w, r)
 	printCeilings(w, r)
 	if rec := r.Recommendation; rec.Policy != "" {
 		var mix []string
@@ -222,6 +223,24 @@ func PrintTable(w io.Writer, r RunResult) {
 		}
 		fmt.Fprintf(w, "recommended GPU mix (most GPUs %s held at once): %s; cost %.2f USD, lowest SLO attainment %.4f\n",
 			rec.Policy, strings.Join(mix, ", "), rec.CostUSD, rec.SLOAttainment)
+	}
+}
+
+// printILPCost prints, for hetsev-heuristic and hetsev-exact, the billed
+// GPU cost beside what their decisions assumed (PolicyResult.ILPCostUSD),
+// so that a packing that bills more than the ILP counted shows.
+func printILPCost(w io.Writer, r RunResult) {
+	flavors := "whole GPUs only"
+	if r.Flavors != "" {
+		flavors = "flavors " + r.Flavors
+	}
+	for _, name := range []string{PolicyHeuristic, PolicyExact} {
+		p, ok := r.Policy(name)
+		if !ok {
+			continue
+		}
+		fmt.Fprintf(w, "%s (%s): billed %.2f USD, its ILP assumed %.2f USD (busy share x price x time over instances), billed/assumed %.3f\n",
+			name, flavors, p.CostUSD, p.ILPCostUSD, ratio(p.CostUSD, p.ILPCostUSD))
 	}
 }
 

@@ -63,6 +63,12 @@ type PolicyResult struct {
 	// NodeCostUSD bills every node hosting at least one instance for all
 	// its GPUs, as a cloud bills a multi-GPU instance. USD.
 	NodeCostUSD float64 `json:"node_cost_usd"`
+	// ILPCostUSD is what the policy's decisions assumed its instances
+	// cost: the sum over instances of the price the decision counts one
+	// at (hetsev: busy share x GPU price with flavors, the GPU's price
+	// without) times its measured time, USD. Against CostUSD it shows
+	// whether the packing bills what the ILP assumed.
+	ILPCostUSD float64 `json:"ilp_cost_usd"`
 	// GoodputPerGPU is the requests answered within RT_max per second of
 	// billed GPU time, requests/s per GPU.
 	GoodputPerGPU float64 `json:"goodput_per_gpu"`
@@ -116,7 +122,10 @@ type RunResult struct {
 	Cluster         []NodeGroup `json:"cluster"`
 	// GPUMode is how the simulated cluster accounted GPU shares
 	// (Config.GPUMode; "" is annotations).
-	GPUMode        string         `json:"gpu_mode,omitempty"`
+	GPUMode string `json:"gpu_mode,omitempty"`
+	// Flavors are hetsev's instance flavors (Config.Flavors), e.g.
+	// "0.1,0.25,0.5,1"; "" for whole GPUs only.
+	Flavors        string         `json:"flavors,omitempty"`
 	Policies       []PolicyResult `json:"policies"`
 	Recommendation Recommendation `json:"recommendation"`
 	// ReactiveCeilings is each service's reactive ceiling (ceiling.go),
@@ -184,7 +193,7 @@ func Evaluate(cfg Config) (RunResult, error) {
 	}
 	start := time.Now()
 	out := RunResult{Name: cfg.Name, Trace: cfg.Trace, Seconds: len(cfg.Rates), MeasuredSeconds: len(cfg.Rates) - cfg.MeasureFrom,
-		Services: cfg.Services, Cluster: cfg.Cluster, GPUMode: cfg.GPUMode, Policies: make([]PolicyResult, len(replayed)),
+		Services: cfg.Services, Cluster: cfg.Cluster, GPUMode: cfg.GPUMode, Flavors: cfg.Flavors.String(), Policies: make([]PolicyResult, len(replayed)),
 		SeasonalForecast: cfg.Knobs.SeasonalForecast}
 	for k := range cfg.Services {
 		s := &cfg.Services[k]
@@ -296,6 +305,7 @@ func (r *policyRun) result() PolicyResult {
 		out.Services = append(out.Services, sr)
 		out.CostUSD += t.costUSD
 		out.MemoryCostUSD += t.memoryCostUSD
+		out.ILPCostUSD += t.ilpCostUSD
 		out.ScalingActions += t.actions
 		if t.requests > 0 { // a service without requests missed nothing
 			out.LowestSLOAttainment = math.Min(out.LowestSLOAttainment, sr.SLOAttainment)

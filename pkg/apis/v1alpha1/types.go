@@ -237,6 +237,18 @@ type Scaling struct {
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=1
 	BusyShare float64 `json:"busyShare,omitempty"`
+	// Flavors are the busy shares, comma-separated and ascending in
+	// (0, 1], that the scaler may run instances of on each GPU type, e.g.
+	// "0.1,0.25,0.5,1". An instance of a flavor f below 1 declares busy
+	// share f, shares a GPU in use and is counted at min(T_i, f / L_i)
+	// requests/s for f times the GPU's price; each such flavor has a
+	// Deployment of its own. The decision runs light instances while the
+	// service is quiet and whole GPUs when it is busy. With busyShare set,
+	// flavors above it are not offered and busyShare is the largest.
+	// Empty: the scaler's --flavors; "1": whole GPUs only.
+	//
+	// +kubebuilder:validation:Pattern=`^[0-9.]+(,[0-9.]+)*$`
+	Flavors string `json:"flavors,omitempty"`
 }
 
 // ModelServiceStatus is what the scaler observed and decided. The scaler
@@ -247,7 +259,8 @@ type ModelServiceStatus struct {
 	//
 	// +kubebuilder:validation:Minimum=0
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
-	// Replicas per GPU type (the Deployments' desired replicas).
+	// Replicas per GPU type (the Deployments' desired replicas), and per
+	// light instance flavor of one (e.g. "T4-busy0.25", spec.scaling.flavors).
 	Replicas map[string]int32 `json:"replicas,omitempty"`
 	// TotalReplicas is the sum of Replicas over the GPU types: the scale
 	// subresource's status.replicas.
@@ -272,7 +285,9 @@ type ModelServiceStatus struct {
 	// +kubebuilder:validation:Pattern=`^[0-9]+(\.[0-9]+)?$`
 	LatencyP98Ms string `json:"latencyP98Ms,omitempty"`
 	// TrafficWeights is the percent of requests routed to each GPU type
-	// (VirtualService weights, proportional to T_i N_i).
+	// and light instance flavor (VirtualService weights, proportional to
+	// the capacity of their instances: T_i N_i, or min(T_i, f / L_i) N
+	// for a flavor f).
 	TrafficWeights map[string]int32 `json:"trafficWeights,omitempty"`
 	// LastDecision is the scaler's latest decision that differed from the
 	// one before it (another action, or one that changed replicas); a

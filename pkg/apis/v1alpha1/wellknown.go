@@ -51,7 +51,9 @@ const (
 	// hetsev-scaler writes it on every Deployment it keeps and its pods.
 	LabelModelService = GroupName + "/modelservice"
 	// LabelGPUType names the GPU type (catalog name, e.g. "t4") a Deployment
-	// kept by hetsev-scaler serves on.
+	// kept by hetsev-scaler serves on, followed for the Deployment of a
+	// light instance flavor by its busy share (e.g. "t4-busy0.25"), so that
+	// no two Deployments of a ModelService select each other's pods.
 	LabelGPUType = GroupName + "/gpu-type"
 
 	// GPU modes: how a hetsev pod reaches its GPU, chosen per cluster

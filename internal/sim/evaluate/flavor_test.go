@@ -1,0 +1,80 @@
+package evaluate
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/hetsev/hetsev/pkg/heterogeneity"
+)
+
+// runFlavors replays hetsev-exact on rates over cluster with flavors.
+func runFlavors(t *testing.T, flavors heterogeneity.Flavors, rates []float64, cluster []NodeGroup, services ...Service) RunResult {
+	t.Helper()
+	cfg, err := Base("test", "test", rates, cluster, services...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Policies = []string{PolicyExact}
+	cfg.Flavors = flavors
+	r, err := Evaluate(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// Two idle services (resnet50 and ssd) for an hour on two T4s. Without
+// flavors each keeps a whole T4: billed 2 GPU-hours, and the ILP counted
+// the same. With flavors each runs one instance of flavor 0.1, which the
+// ILP counts at a tenth of a T4's price, 0.2 x 0.526 USD/h in all; the two
+// pack onto one T4, which bills its whole price: the report shows billed
+// five times what the ILP assumed.
+func TestFlavorsPackIdleServicesAndReportILPCost(t *testing.T) {
+	rates := constant(0, 3600)
+	whole := runFlavors(t, nil, rates, t4Only(2), DemoServices()...)
+	h := float64(whole.MeasuredSeconds) / 3600
+	p := whole.Policies[0]
+	if !near(p.CostUSD, 2*t4Price*h) || !near(p.ILPCostUSD, 2*t4Price*h) {
+		t.Errorf("whole GPUs: billed %v USD, ILP assumed %v USD; want both %v", p.CostUSD, p.ILPCostUSD, 2*t4Price*h)
+	}
+	light := runFlavors(t, heterogeneity.DefaultFlavors, rates, t4Only(2), DemoServices()...)
+	p = light.Policies[0]
+	if !near(p.CostUSD, t4Price*h) || !near(p.ILPCostUSD, 0.2*t4Price*h) || p.PeakGPUs["T4"] != 1 {
+		t.Errorf("flavors: billed %v USD on %d T4s at peak, ILP assumed %v USD; want %v on 1 and %v", p.CostUSD, p.PeakGPUs["T4"], p.ILPCostUSD, t4Price*h, 0.2*t4Price*h)
+	}
+	var out bytes.Buffer
+	PrintTable(&out, light)
+	if want := "hetsev-exact (flavors 0.1,0.25,0.5,1): billed 0.53 USD, its ILP assumed 0.11 USD"; !strings.Contains(out.String(), want) {
+		t.Errorf("report lacks %q:\n%s", want, out.String())
+	}
+}
+
+// Under load a service scales out of its light flavor: ResNet-50 at 100
+// requests/s (a 0.1 instance carries 3.6 at the threshold) still meets
+// its SLO with flavors offered.
+func TestFlavorsFollowTheLoad(t *testing.T) {
+	rates := constant(0, 900)
+	for i := 400; i < len(rates); i++ {
+		rates[i] = 100
+	}
+	r := runFlavors(t, heterogeneity.DefaultFlavors, rates, t4Only(4), Service{Name: "r", Model: "resnet50", Share: 1, RTMaxMs: 400})
+	p := r.Policies[0]
+	if s := p.Services[0]; s.SLOAttainment < 0.95 || s.Requests == 0 {
+		t.Errorf("flavors under load: SLO attainment %v over %d requests, want >= 0.95", s.SLOAttainment, s.Requests)
+	}
+	if idle := 0.1 * t4Price * float64(r.MeasuredSeconds) / 3600; p.ILPCostUSD <= idle {
+		t.Errorf("flavors under load: ILP assumed %v USD, want more than one 0.1 instance's %v", p.ILPCostUSD, idle)
+	}
+}
+
+func TestConfigRejectsBadFlavors(t *testing.T) {
+	cfg, err := Base("test", "test", constant(0, 600), t4Only(1), DemoServices()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Flavors = heterogeneity.Flavors{0.5, 0.1}
+	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "Flavors") || !strings.Contains(err.Error(), "0.1 follows 0.5") {
+		t.Errorf("Validate with flavors 0.5,0.1: %v, want an error naming Flavors and 0.1", err)
+	}
+}

@@ -1,0 +1,164 @@
+package heterogeneity
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+)
+
+// Flavors is a set of instance flavors: busy shares in (0, 1], strictly
+// ascending. An instance of flavor f < 1 declares busy share f
+// (hetsev.io/busy-share), so the scheduler packs it onto a GPU in use
+// within the busy-share cap; it does not batch, each request holding the
+// GPU for the batch latency L_i, so it serves at most f / L_i requests/s.
+// Flavor 1 is a whole GPU that batches, T_i requests/s.
+type Flavors []float64
+
+// DefaultFlavors is the flavor set {0.1, 0.25, 0.5, 1}: steps of about a
+// factor 2 between a tenth of a GPU and a whole one.
+var DefaultFlavors = Flavors{0.1, 0.25, 0.5, 1}
+
+// Validate reports a flavor set that is empty, not strictly ascending
+// (unsorted or with a duplicate), or has a value outside (0, 1]; the
+// error names the value.
+func (fl Flavors) Validate() error {
+	if len(fl) == 0 {
+		return errors.New("flavors: the set is empty")
+	}
+	var errs []error
+	for i, f := range fl {
+		switch {
+		case math.IsNaN(f) || !(f > 0 && f <= 1):
+			errs = append(errs, fmt.Errorf("flavors: %v (position %d) is not a busy share in (0, 1]", f, i))
+		case i > 0 && f == fl[i-1]:
+			errs = append(errs, fmt.Errorf("flavors: %v appears twice", f))
+		case i > 0 && f < fl[i-1]:
+			errs = append(errs, fmt.Errorf("flavors: %v follows %v: list them in ascending order", f, fl[i-1]))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// ParseFlavors parses a comma-separated flavor set, e.g. "0.1,0.25,0.5,1"
+// (a flag's value), and validates it. "" is no set (nil, nil): each GPU
+// type runs whole-GPU instances only.
+func ParseFlavors(s string) (Flavors, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, nil
+	}
+	var fl Flavors
+	for _, part := range strings.Split(s, ",") {
+		f, err := strconv.ParseFloat(strings.TrimSpace(part), 64)
+		if err != nil {
+			return nil, fmt.Errorf("flavors: %q is not a number", strings.TrimSpace(part))
+		}
+		fl = append(fl, f)
+	}
+	if err := fl.Validate(); err != nil {
+		return nil, err
+	}
+	return fl, nil
+}
+
+// String is the set as ParseFlavors reads it, e.g. "0.1,0.25,0.5,1".
+func (fl Flavors) String() string {
+	parts := make([]string, len(fl))
+	for i, f := range fl {
+		parts[i] = strconv.FormatFloat(f, 'f', -1, 64)
+	}
+	return strings.Join(parts, ",")
+}
+
+// FlavorColumn is one column of the ILP for a GPU type: instances of one
+// flavor.
+type FlavorColumn struct {
+	// Flavor is the busy share each instance of the column declares, in
+	// (0, 1]; the type's top flavor (1, or the upper bound) for its own
+	// column.
+	Flavor float64
+	// Light is false for the type's own column (the top flavor, named by
+	// the GPU type alone) and true for a lighter flavor.
+	Light bool
+	// Type is the column's coefficients: GPUType named by ColumnName,
+	// ThroughputRPS min(T_i, f / L_i), PriceUSDPerHour f x C_i, and the
+	// type's other fields; Running and MaxAdditional are 0, for the caller
+	// to fill per column.
+	Type TypeState
+}
+
+// ColumnName names the column of flavor f of gpuType: gpuType itself for
+// its top flavor (light false), else gpuType + "-busy" + f, e.g.
+// "T4-busy0.25". A caller derives its object names from it.
+func ColumnName(gpuType string, f float64, light bool) string {
+	if !light {
+		return gpuType
+	}
+	return gpuType + "-busy" + strconv.FormatFloat(f, 'f', -1, 64)
+}
+
+// ExpandFlavors splits GPU type t into one ILP column per flavor, lightest
+// first, the type's own column last:
+//
+//   - the top flavor is 1 (a whole GPU), or upper when upper is in (0, 1)
+//     (a service's busy-share bound, spec.scaling.busyShare; 0 means none);
+//     its column is named t.GPUType;
+//   - each flavor f of fl below the top is a light column named
+//     ColumnName(t.GPUType, f, true);
+//   - a column of flavor f serves min(T_i, f / L_i) requests/s (T_i for
+//     the whole GPU, and for L_i = 0) and costs f x C_i USD/h; a light
+//     column that serves as much as the top column is dropped, as the top
+//     one does the same at no more cost per request.
+//
+// Running and MaxAdditional are left 0. It returns an error for an invalid
+// flavor set, an upper bound outside [0, 1], or a type whose T_i, L_i or
+// C_i the rule cannot use.
+func ExpandFlavors(t TypeState, fl Flavors, upper float64) ([]FlavorColumn, error) {
+	if err := fl.Validate(); err != nil {
+		return nil, err
+	}
+	if math.IsNaN(upper) || upper < 0 || upper > 1 {
+		return nil, fmt.Errorf("flavors: upper bound %v of %s is not a busy share in (0, 1] (0: none)", upper, t.GPUType)
+	}
+	var errs []error
+	validateTypes([]TypeState{t}, func(format string, args ...any) {
+		errs = append(errs, fmt.Errorf("flavors: "+format, args...))
+	})
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	top := 1.0
+	if upper > 0 {
+		top = upper
+	}
+	column := func(f float64, light bool) FlavorColumn {
+		c := t
+		c.GPUType = ColumnName(t.GPUType, f, light)
+		c.Running, c.MaxAdditional = 0, 0
+		c.ThroughputRPS = flavorThroughput(t.ThroughputRPS, t.LatencyMs, f)
+		c.PriceUSDPerHour = f * t.PriceUSDPerHour
+		return FlavorColumn{Flavor: f, Light: light, Type: c}
+	}
+	own := column(top, false)
+	var out []FlavorColumn
+	for _, f := range fl {
+		if f >= top {
+			break
+		}
+		if c := column(f, true); c.Type.ThroughputRPS < own.Type.ThroughputRPS {
+			out = append(out, c)
+		}
+	}
+	return append(out, own), nil
+}
+
+// flavorThroughput is the requests/s one instance of flavor f serves:
+// T_i for a whole GPU (f = 1), which batches; else min(T_i, f / L_i), one
+// request per batch latency L_i ms for the share f of the time.
+func flavorThroughput(throughputRPS, latencyMs, f float64) float64 {
+	if f >= 1 || latencyMs <= 0 {
+		return throughputRPS
+	}
+	return math.Min(throughputRPS, f/(latencyMs/1000))
+}

@@ -1,0 +1,141 @@
+package heterogeneity
+
+import (
+	"math"
+	"strings"
+	"testing"
+)
+
+func TestParseFlavors(t *testing.T) {
+	fl, err := ParseFlavors(" 0.1, 0.25,0.5 ,1")
+	if err != nil {
+		t.Fatalf("ParseFlavors: %v", err)
+	}
+	if got := fl.String(); got != DefaultFlavors.String() {
+		t.Errorf("ParseFlavors = %s, want %s", got, DefaultFlavors)
+	}
+	if fl, err := ParseFlavors(""); err != nil || fl != nil {
+		t.Errorf(`ParseFlavors("") = %v, %v; want nil, nil (whole GPUs only)`, fl, err)
+	}
+	for _, tc := range []struct{ in, want string }{
+		{"0.5,0.25", "0.25 follows 0.5"},
+		{"0.25,0.25,1", "0.25 appears twice"},
+		{"0,0.5", "0 (position 0) is not a busy share in (0, 1]"},
+		{"0.5,1.5", "1.5 (position 1) is not a busy share"},
+		{"-0.1", "-0.1 (position 0) is not a busy share"},
+		{"NaN", "NaN (position 0) is not a busy share"},
+		{"0.1,,1", `"" is not a number`},
+		{"0.1,x", `"x" is not a number`},
+	} {
+		_, err := ParseFlavors(tc.in)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("ParseFlavors(%q) = %v, want an error containing %q", tc.in, err, tc.want)
+		}
+	}
+	if err := (Flavors{}).Validate(); err == nil || !strings.Contains(err.Error(), "empty") {
+		t.Errorf("Flavors{}.Validate() = %v, want the set is empty", err)
+	}
+}
+
+func TestExpandFlavors(t *testing.T) {
+	// ResNet-50 on a T4: T = 363 requests/s, L = 22.41 ms; f / L is
+	// 4.46, 11.16 and 22.31 requests/s for 0.1, 0.25 and 0.5.
+	cols, err := ExpandFlavors(resnetT4(3, 2), DefaultFlavors, 0)
+	if err != nil {
+		t.Fatalf("ExpandFlavors: %v", err)
+	}
+	want := []struct {
+		name   string
+		flavor float64
+		light  bool
+		rps    float64
+		price  float64
+	}{
+		{"T4-busy0.1", 0.1, true, 0.1 / 0.02241, 0.1 * priceT4USDh},
+		{"T4-busy0.25", 0.25, true, 0.25 / 0.02241, 0.25 * priceT4USDh},
+		{"T4-busy0.5", 0.5, true, 0.5 / 0.02241, 0.5 * priceT4USDh},
+		{"T4", 1, false, resnetT4RPS, priceT4USDh},
+	}
+	if len(cols) != len(want) {
+		t.Fatalf("ExpandFlavors gave %d columns %+v, want %d", len(cols), cols, len(want))
+	}
+	for i, w := range want {
+		c := cols[i]
+		if c.Type.GPUType != w.name || c.Flavor != w.flavor || c.Light != w.light || !near(c.Type.ThroughputRPS, w.rps) || !near(c.Type.PriceUSDPerHour, w.price) {
+			t.Errorf("column %d = %s flavor %v light %v %v requests/s %v USD/h, want %s %v %v %v %v",
+				i, c.Type.GPUType, c.Flavor, c.Light, c.Type.ThroughputRPS, c.Type.PriceUSDPerHour, w.name, w.flavor, w.light, w.rps, w.price)
+		}
+		if c.Type.Running != 0 || c.Type.MaxAdditional != 0 || c.Type.LatencyMs != resnetT4Ms || c.Type.LaunchSeconds != resnetLaunchS {
+			t.Errorf("column %d: Running %d MaxAdditional %d LatencyMs %v LaunchSeconds %v, want 0, 0 and the type's",
+				i, c.Type.Running, c.Type.MaxAdditional, c.Type.LatencyMs, c.Type.LaunchSeconds)
+		}
+	}
+}
+
+// A light flavor that would serve as much as the whole GPU is dropped.
+func TestExpandFlavorsDropsFullCapacity(t *testing.T) {
+	// T = 10 requests/s, L = 30 ms: 0.1 / L = 3.3, 0.25 / L = 8.3,
+	// 0.5 / L = 16.7 >= T.
+	ty := TypeState{GPUType: "T4", ThroughputRPS: 10, LatencyMs: 30, PriceUSDPerHour: 1}
+	cols, err := ExpandFlavors(ty, DefaultFlavors, 0)
+	if err != nil {
+		t.Fatalf("ExpandFlavors: %v", err)
+	}
+	var names []string
+	for _, c := range cols {
+		names = append(names, c.Type.GPUType)
+	}
+	if got := strings.Join(names, " "); got != "T4-busy0.1 T4-busy0.25 T4" {
+		t.Errorf("columns = %s, want T4-busy0.1 T4-busy0.25 T4", got)
+	}
+	// The set {1}: the type's own column alone.
+	cols, err = ExpandFlavors(ty, Flavors{1}, 0)
+	if err != nil || len(cols) != 1 || cols[0].Type.GPUType != "T4" || cols[0].Type.ThroughputRPS != 10 || cols[0].Type.PriceUSDPerHour != 1 {
+		t.Errorf("ExpandFlavors({1}) = %+v, %v; want the T4 column alone", cols, err)
+	}
+}
+
+// A busy-share bound caps the flavors and is the type's own column.
+func TestExpandFlavorsUpperBound(t *testing.T) {
+	cols, err := ExpandFlavors(resnetT4(0, 0), DefaultFlavors, 0.3)
+	if err != nil {
+		t.Fatalf("ExpandFlavors: %v", err)
+	}
+	if len(cols) != 3 {
+		t.Fatalf("ExpandFlavors(upper 0.3) gave %d columns %+v, want 0.1, 0.25 and 0.3", len(cols), cols)
+	}
+	own := cols[2]
+	if own.Type.GPUType != "T4" || own.Light || own.Flavor != 0.3 || !near(own.Type.ThroughputRPS, 0.3/0.02241) || !near(own.Type.PriceUSDPerHour, 0.3*priceT4USDh) {
+		t.Errorf("own column = %+v, want T4 of flavor 0.3, 0.3 / L requests/s, 0.3 C USD/h", own)
+	}
+	if cols[0].Flavor != 0.1 || cols[1].Flavor != 0.25 || cols[1].Type.GPUType != "T4-busy0.25" {
+		t.Errorf("light columns = %+v, %+v; want 0.1 and 0.25", cols[0], cols[1])
+	}
+	// A bound in the set is not offered twice.
+	cols, err = ExpandFlavors(resnetT4(0, 0), DefaultFlavors, 0.25)
+	if err != nil || len(cols) != 2 || cols[1].Flavor != 0.25 || cols[1].Light {
+		t.Errorf("ExpandFlavors(upper 0.25) = %+v, %v; want 0.1 light and 0.25 own", cols, err)
+	}
+}
+
+func TestExpandFlavorsErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		ty    TypeState
+		fl    Flavors
+		upper float64
+		want  string
+	}{
+		{"empty set", resnetT4(0, 0), Flavors{}, 0, "empty"},
+		{"unsorted", resnetT4(0, 0), Flavors{0.5, 0.1}, 0, "0.1 follows 0.5"},
+		{"bound above 1", resnetT4(0, 0), DefaultFlavors, 1.2, "upper bound 1.2"},
+		{"negative bound", resnetT4(0, 0), DefaultFlavors, -0.5, "upper bound -0.5"},
+		{"no throughput", TypeState{GPUType: "T4", LatencyMs: 10}, DefaultFlavors, 0, "ThroughputRPS"},
+		{"infinite latency", TypeState{GPUType: "T4", ThroughputRPS: 1, LatencyMs: math.Inf(1)}, DefaultFlavors, 0, "LatencyMs"},
+	} {
+		_, err := ExpandFlavors(tc.ty, tc.fl, tc.upper)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: ExpandFlavors = %v, want an error containing %q", tc.name, err, tc.want)
+		}
+	}
+}

@@ -1,0 +1,256 @@
+package scaler
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
+	"github.com/hetsev/hetsev/pkg/gpuinventory"
+	"github.com/hetsev/hetsev/pkg/heterogeneity"
+)
+
+func flavorDefaults() Defaults {
+	d := DefaultDefaults
+	d.Flavors = heterogeneity.DefaultFlavors
+	return d
+}
+
+func columnsOf(s *service) string {
+	var names []string
+	for _, p := range s.types {
+		names = append(names, p.column())
+	}
+	return strings.Join(names, " ")
+}
+
+// With flavors {0.1, 0.25, 0.5, 1}, each GPU type of resnet50 is four
+// columns: its own (a whole GPU, as without flavors) and three light
+// ones, each a Deployment of its own that declares its flavor as busy
+// share and is counted at f / L_i requests/s for f times the GPU's price.
+func TestFlavorColumnsAndDeployments(t *testing.T) {
+	cat := defaultCatalog(t)
+	s, err := validate(resnet(), cat, flavorDefaults())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "T4 T4-busy0.1 T4-busy0.25 T4-busy0.5 V100-32GB V100-32GB-busy0.1 V100-32GB-busy0.25 V100-32GB-busy0.5"
+	if got := columnsOf(s); got != want {
+		t.Fatalf("columns %s, want %s", got, want)
+	}
+	t4, _ := cat.ByName("T4")
+	for _, c := range []struct {
+		i                int
+		deployment, gpu  string
+		share            string
+		rps, priceFactor float64
+	}{
+		{0, "resnet50-t4", "t4", "1", 363, 1},
+		{2, "resnet50-t4-busy0-25", "t4-busy0.25", "0.25", 0.25 / 0.02241, 0.25},
+		{3, "resnet50-t4-busy0-5", "t4-busy0.5", "0.5", 0.5 / 0.02241, 0.5},
+	} {
+		p := s.types[c.i]
+		d := desiredDeployment(s, p, 1)
+		if d.Name != c.deployment || d.Labels[v1alpha1.LabelGPUType] != c.gpu || d.Spec.Template.Labels[v1alpha1.LabelGPUType] != c.gpu {
+			t.Errorf("column %s: deployment %s labelled %q, want %s labelled %q", p.column(), d.Name, d.Labels[v1alpha1.LabelGPUType], c.deployment, c.gpu)
+		}
+		if got := d.Spec.Template.Annotations[v1alpha1.AnnotationBusyShare]; got != c.share {
+			t.Errorf("column %s: pods declare busy share %q, want %q", p.column(), got, c.share)
+		}
+		if got := d.Spec.Template.Spec.NodeSelector[gpuinventory.LabelGPUProduct]; got != t4.ProductLabel {
+			t.Errorf("column %s: node selector %q, want the T4's %q", p.column(), got, t4.ProductLabel)
+		}
+		ts := s.typeState(c.i, 2, 5, 0, 1)
+		if ts.GPUType != p.column() || math.Abs(ts.ThroughputRPS-c.rps) > 1e-9 || math.Abs(ts.PriceUSDPerHour-c.priceFactor*t4.PriceUSDPerHour) > 1e-12 || ts.Running != 2 || ts.MaxAdditional != 5 {
+			t.Errorf("column %s: observation %+v, want %.4f requests/s at %.4f USD/h", p.column(), ts, c.rps, c.priceFactor*t4.PriceUSDPerHour)
+		}
+	}
+	// No Deployment selects another's pods.
+	for _, a := range s.types {
+		sel, err := metav1.LabelSelectorAsSelector(desiredDeployment(s, a, 1).Spec.Selector)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, b := range s.types {
+			if a.column() != b.column() && sel.Matches(labels.Set(desiredDeployment(s, b, 1).Spec.Template.Labels)) {
+				t.Errorf("deployment of %s selects the pods of %s", a.column(), b.column())
+			}
+		}
+	}
+}
+
+// spec.scaling.busyShare bounds the flavors and is the type's own column;
+// spec.scaling.flavors overrides the scaler's and "1" turns them off.
+func TestFlavorsOfTheModelService(t *testing.T) {
+	cat := defaultCatalog(t)
+	ms := resnet()
+	ms.Spec.Scaling.BusyShare = 0.3
+	s, err := validate(ms, cat, flavorDefaults())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := columnsOf(s), "T4 T4-busy0.1 T4-busy0.25 V100-32GB V100-32GB-busy0.1 V100-32GB-busy0.25"; got != want {
+		t.Errorf("busyShare 0.3: columns %s, want %s", got, want)
+	}
+	t4, _ := cat.ByName("T4")
+	if own := s.typeState(0, 0, 0, 0, 1); math.Abs(own.PriceUSDPerHour-0.3*t4.PriceUSDPerHour) > 1e-12 || math.Abs(own.ThroughputRPS-0.3/0.02241) > 1e-9 {
+		t.Errorf("busyShare 0.3: T4 column %+v, want 0.3 / L_i requests/s at 0.3 x %v USD/h", own, t4.PriceUSDPerHour)
+	}
+
+	ms = resnet()
+	ms.Spec.Scaling.Flavors = "1"
+	if s, err := validate(ms, cat, flavorDefaults()); err != nil || columnsOf(s) != "T4 V100-32GB" {
+		t.Errorf("spec.scaling.flavors 1: columns %v (%v), want T4 V100-32GB", columnsOf(s), err)
+	}
+	ms.Spec.Scaling.Flavors = "0.5"
+	if s, err := validate(ms, cat, DefaultDefaults); err != nil || columnsOf(s) != "T4 T4-busy0.5 V100-32GB V100-32GB-busy0.5" {
+		t.Errorf("spec.scaling.flavors 0.5: columns %v (%v), want T4 T4-busy0.5 V100-32GB V100-32GB-busy0.5", columnsOf(s), err)
+	}
+	ms.Spec.Scaling.Flavors = "0.5,0.25"
+	if _, err := validate(ms, cat, DefaultDefaults); err == nil || !strings.Contains(err.Error(), "spec.scaling.flavors") || !strings.Contains(err.Error(), "0.25 follows 0.5") {
+		t.Errorf("spec.scaling.flavors 0.5,0.25: %v, want an error naming the field and 0.25", err)
+	}
+}
+
+// A small deficit goes to a light instance: three whole T4s at saturation
+// 0.81 (885 of 1,089 requests/s) fall 17 requests/s short of the
+// threshold; with flavors the scaler adds a 0.5 instance (22.3 requests/s
+// for half a T4's price) instead of a fourth whole T4.
+func TestSmallDeficitScalesOutLightInstances(t *testing.T) {
+	for _, flavors := range []bool{false, true} {
+		t.Run(map[bool]string{false: "whole", true: "flavors"}[flavors], func(t *testing.T) {
+			r, c, m, req, _ := partialBed(t)
+			if flavors {
+				r.Defaults = flavorDefaults()
+			}
+			for i := range 3 {
+				m.rps[fmt.Sprintf("%s-t4-%d", req.Name, i)] = 295
+			}
+			if _, err := r.Reconcile(context.Background(), req); err != nil {
+				t.Fatal(err)
+			}
+			ms := &v1alpha1.ModelService{}
+			if err := c.Get(context.Background(), req.NamespacedName, ms); err != nil {
+				t.Fatal(err)
+			}
+			light, lightRPS := int32(0), 0.0
+			for _, f := range []float64{0.1, 0.25, 0.5} {
+				name := DeploymentName(req.Name, heterogeneity.ColumnName("T4", f, true))
+				d := &appsv1.Deployment{}
+				err := c.Get(context.Background(), types.NamespacedName{Namespace: req.Namespace, Name: name}, d)
+				if !flavors {
+					if err == nil {
+						t.Errorf("deployment %s exists without flavors", name)
+					}
+					continue
+				}
+				if err != nil {
+					t.Fatalf("deployment %s: %v", name, err)
+				}
+				light += replicasOf(d)
+				lightRPS += float64(replicasOf(d)) * f / 0.02241
+				if got := ms.Status.Replicas[heterogeneity.ColumnName("T4", f, true)]; got != replicasOf(d) {
+					t.Errorf("status.replicas[%s] = %d, want %d", heterogeneity.ColumnName("T4", f, true), got, replicasOf(d))
+				}
+			}
+			t4 := t4Replicas(t, c, req)
+			if !flavors && t4 != 4 {
+				t.Errorf("without flavors: T4 replicas %d, want 4 (last decision %+v)", t4, ms.Status.LastDecision)
+			}
+			if flavors && (t4 != 3 || light == 0 || lightRPS < 885/0.8-3*363) {
+				t.Errorf("with flavors: T4 replicas %d, light instances %d serving %.1f requests/s; want 3 whole and light ones covering %.1f (last decision %+v)",
+					t4, light, lightRPS, 885/0.8-3*363, ms.Status.LastDecision)
+			}
+		})
+	}
+}
+
+// The traffic split weighs a light column by its counted capacity: one
+// T4 (363 requests/s), two V100s (709 each) and one T4 instance of flavor
+// 0.5 (0.5 / 22.41 ms = 22.3 requests/s) get 20, 79 and 1 percent.
+func TestSplitTrafficWeighsFlavorsByCapacity(t *testing.T) {
+	f := newRoutingFixture(t, resnet())
+	f.r.Defaults = flavorDefaults()
+	f.reconcile(t)
+	ctx := context.Background()
+	d := &appsv1.Deployment{}
+	if err := f.api.Get(ctx, types.NamespacedName{Namespace: "default", Name: "resnet50-t4-busy0-5"}, d); err != nil {
+		t.Fatal(err)
+	}
+	d.Spec.Replicas = ptr[int32](1)
+	if err := f.api.Update(ctx, d); err != nil {
+		t.Fatal(err)
+	}
+	d.Status.Replicas, d.Status.ReadyReplicas = 1, 1
+	if err := f.api.Status().Update(ctx, d); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.r.Reconcile(ctx, f.req); err != nil {
+		t.Fatal(err)
+	}
+	got := f.modelService(t).Status.TrafficWeights
+	if got["T4"] != 20 || got["V100-32GB"] != 79 || got["T4-busy0.5"] != 1 || got["T4-busy0.1"] != 0 {
+		t.Errorf("traffic weights %v, want T4 20, V100-32GB 79, T4-busy0.5 1, other flavors 0", got)
+	}
+}
+
+// Resolved.Columns lists what the evaluator replays: per type its own
+// column, then its light flavors, with their busy shares and prices.
+func TestResolvedColumns(t *testing.T) {
+	cat := defaultCatalog(t)
+	r, err := Resolve(resnet(), cat, flavorDefaults())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cols := r.Columns()
+	t4, _ := cat.ByName("T4")
+	if len(cols) != 8 || cols[0].Name != "T4" || cols[0].Light || cols[0].BusyShare != 1 || cols[0].PriceUSDPerHour != t4.PriceUSDPerHour ||
+		cols[1].Name != "T4-busy0.1" || !cols[1].Light || cols[1].GPUType != "T4" || cols[1].BusyShare != 0.1 || math.Abs(cols[1].PriceUSDPerHour-0.1*t4.PriceUSDPerHour) > 1e-12 {
+		t.Errorf("columns %+v, want T4 (busy share 1, %v USD/h) then T4-busy0.1 (0.1, a tenth of it), ...", cols, t4.PriceUSDPerHour)
+	}
+	if d, ok := r.Demand("T4-busy0.25"); !ok || d.BusyShare != 0.25 {
+		t.Errorf("Demand(T4-busy0.25) = %+v, %v; want busy share 0.25", d, ok)
+	}
+}
+
+// Turning flavors off retires the light Deployments as a removed GPU
+// type's: scaled to zero, then deleted; the whole-GPU ones stay.
+func TestFlavorsOffRetiresLightDeployments(t *testing.T) {
+	r, c, _, req, now := partialBed(t)
+	r.Defaults = flavorDefaults()
+	ctx := context.Background()
+	if _, err := r.Reconcile(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	light := types.NamespacedName{Namespace: req.Namespace, Name: DeploymentName(req.Name, "T4-busy0.25")}
+	ld := &appsv1.Deployment{}
+	if err := c.Get(ctx, light, ld); err != nil {
+		t.Fatalf("with flavors: %v", err)
+	}
+	ld.Spec.Replicas = ptr[int32](1)
+	if err := c.Update(ctx, ld); err != nil {
+		t.Fatal(err)
+	}
+	r.Defaults = Defaults{}
+	*now = now.Add(time.Hour)
+	for range 2 { // the second reconcile deletes what the first scaled to zero
+		if _, err := r.Reconcile(ctx, req); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d := &appsv1.Deployment{}
+	if err := c.Get(ctx, light, d); err == nil && replicasOf(d) != 0 {
+		t.Errorf("flavors off: deployment %s has %d replicas, want it scaled to zero or deleted", light.Name, replicasOf(d))
+	}
+	if got := t4Replicas(t, c, req); got != 3 {
+		t.Errorf("flavors off: T4 replicas %d, want the 3 whole-GPU instances kept", got)
+	}
+}
