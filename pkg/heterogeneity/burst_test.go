@@ -21,7 +21,8 @@ func risingSteps(rates []float64, last step) []step {
 
 // TestDecideLaunchTimeForecast: rule 1 of burst.go, hand-worked for
 // BERT-large on T4 (T_i 69.3 requests/s, O_i 40 s), 2 running (138.6
-// requests/s), threshold 0.8, MinReplicas 2 so that nothing scales in.
+// requests/s), threshold 0.8, MinReplicas 2 so that nothing scales in,
+// and a forecast span of a minute but in the last case.
 //
 // W rises 1 requests/s per second for a minute, 42.3 -> 102.3: saturation
 // 0.74, within the threshold, so HetSev 4.1 waits. The regression over
@@ -32,7 +33,9 @@ func risingSteps(rates []float64, last step) []step {
 // objective 0.526 x (1 + 0.01 x 40) = 0.7364 USD/h. Both solvers agree
 // (one type).
 func TestDecideLaunchTimeForecast(t *testing.T) {
-	minTwo := func(p *Policy) { p.MinReplicas = 2 }
+	// span60: the regression over a minute; the default 15 s is the last
+	// case.
+	minTwo := func(p *Policy) { p.MinReplicas = 2; p.ForecastSpan = time.Minute }
 	rising := []float64{42.3, 57.3, 72.3, 87.3, 102.3}
 	out := step{kind: ActionScaleOut, delta: []int{1}, objective: 0.7364,
 		reason: "saturation 0.82 at the forecast (W 102.3 requests/s rising 1/s over 1m0s: 142.3 requests/s forecast in 40s, beyond the threshold's headroom 127.9) > 0.80 for 0s: +1 T4"}
@@ -76,6 +79,17 @@ func TestDecideLaunchTimeForecast(t *testing.T) {
 			steps: append(risingSteps([]float64{45, 45, 45, 45, 45}, step{kind: ActionNone, delta: []int{0}, reason: "at min replicas 2"}),
 				step{at: 61 * time.Second, w: 50, types: ts(bertT4(2, 10)), kind: ActionNone, delta: []int{0},
 					reason: "saturation 0.36 within threshold 0.80; 2 running, at min replicas 2"}),
+		},
+		{
+			// The default span, 15 s and one decision interval, fits the
+			// three latest rates: 40, 40, 100 requests/s rise 2/s, 180
+			// requests/s in 40 s; 0.8 x 180 / 138.6 = 1.04 at the forecast,
+			// and the target 180 needs (180 - 138.6) / 69.3 = 0.6 -> 1
+			// more T4.
+			name:   "the default span fits the three latest rates",
+			policy: exactPolicy(func(p *Policy) { p.MinReplicas = 2; p.DecisionInterval = 15 * time.Second }),
+			steps: risingSteps([]float64{40, 40, 40, 40, 100}, step{kind: ActionScaleOut, delta: []int{1}, objective: 0.7364,
+				reason: "saturation 1.04 at the forecast (W 100 requests/s rising 2/s over 30s: 180 requests/s forecast in 40s, beyond the threshold's headroom 125) > 0.80 for 0s: +1 T4"}),
 		},
 		{
 			// A falling W is never extrapolated, nor a rise to or from a

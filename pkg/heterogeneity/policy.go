@@ -57,9 +57,9 @@ type Policy struct {
 	DisableForecast bool
 	// ForecastSpan is the least time the regression of the launch-time
 	// forecast (burst.go, rule 1) spans, and with DecisionInterval the
-	// window of rates it fits; 0 means DefaultForecastSpan. A longer span
-	// does not take a step in a trace for a trend; a shorter one reacts
-	// sooner to a burst.
+	// window of rates it fits; 0 means DefaultForecastSpan (15 s). A
+	// longer span does not take a step in a trace for a trend; a shorter
+	// one reacts sooner to a burst.
 	ForecastSpan time.Duration
 	// SeasonalForecast turns the seasonal forecast (seasonal.go) on: when
 	// the service's own arrival rate, kept per minute for the last 3 h,

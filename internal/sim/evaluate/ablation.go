@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/hetsev/hetsev/pkg/heterogeneity"
 )
 
 // The ablation: hetsev-exact's decision has brakes (the stabilized
@@ -17,7 +19,7 @@ import (
 // Pareto sweep's points are (pareto.go). Two variants change a knob
 // instead: a scale-in hysteresis of 0.1 on top of the rules (a third
 // brake), decisions every 5 s instead of every 15 s, and a forecast whose
-// regression spans 15 s (the two latest rates) instead of 60 s.
+// regression spans 60 s instead of 15 s.
 
 // Variants of the ablation, in the order they are replayed and printed.
 const (
@@ -38,19 +40,43 @@ const (
 	// AblationInterval5s sets Knobs.Interval to 5 s: hetsev-scaler
 	// decides three times as often on the same rate window.
 	AblationInterval5s = "interval-5s"
-	// AblationForecastSpan15s sets Knobs.ForecastSpan to 15 s: the
-	// launch-time forecast fits its slope to the rates of the last 30 s
-	// (15 s and one decision interval: three decisions).
-	AblationForecastSpan15s = "forecast-span-15s"
+	// AblationForecastSpan60s sets Knobs.ForecastSpan to 60 s: the
+	// launch-time forecast fits its slope to the rates of the last 75 s
+	// (60 s and one decision interval: six decisions).
+	AblationForecastSpan60s = "forecast-span-60s"
 	// AblationSeasonalForecast sets Knobs.SeasonalForecast: a rule added,
 	// not removed (the seasonal forecast of pkg/heterogeneity
 	// seasonal.go, off by default). Run leaves it out when the baseline
 	// has it (--seasonal).
 	AblationSeasonalForecast = "seasonal-forecast"
+	// AblationNoSeasonalForecast clears Knobs.SeasonalForecast, for a
+	// baseline that has it (--seasonal); Run replays it instead of
+	// AblationSeasonalForecast then.
+	AblationNoSeasonalForecast = "no-seasonal-forecast"
+	// AblationFlavors sets Config.Flavors to heterogeneity.DefaultFlavors
+	// (instance flavors, pkg/heterogeneity flavor.go), for a baseline
+	// without them; AblationNoFlavors clears them, for a baseline with
+	// them (--flavors). Run replays the one that changes the baseline.
+	AblationFlavors   = "flavors"
+	AblationNoFlavors = "no-flavors"
 )
 
 // AblationVariants are the ablation's variants.
-var AblationVariants = []string{AblationBaseline, AblationHysteresis, AblationNoStabilizedScaleIn, AblationNoForecast, AblationNoCoolDown, AblationInterval5s, AblationForecastSpan15s, AblationSeasonalForecast}
+var AblationVariants = []string{AblationBaseline, AblationHysteresis, AblationNoStabilizedScaleIn, AblationNoForecast, AblationNoCoolDown, AblationInterval5s, AblationForecastSpan60s, AblationSeasonalForecast}
+
+// ablationVariants are AblationVariants for a baseline with or without
+// the seasonal forecast and instance flavors: each of the two is turned
+// on where the baseline lacks it and off where it has it.
+func ablationVariants(seasonal, flavors bool) []string {
+	out := slices.Clone(AblationVariants)
+	if seasonal {
+		out[slices.Index(out, AblationSeasonalForecast)] = AblationNoSeasonalForecast
+	}
+	if flavors {
+		return append(out, AblationNoFlavors)
+	}
+	return append(out, AblationFlavors)
+}
 
 // AblationPoint is hetsev-exact's outcome on one replay with one rule off
 // (or none: AblationBaseline).
@@ -85,10 +111,13 @@ func ablatedKnobs(k Knobs, variant string) (Knobs, error) {
 		k.NoScaleInCoolDown = true
 	case AblationInterval5s:
 		k.Interval = 5 * time.Second
-	case AblationForecastSpan15s:
-		k.ForecastSpan = 15 * time.Second
+	case AblationForecastSpan60s:
+		k.ForecastSpan = 60 * time.Second
 	case AblationSeasonalForecast:
 		k.SeasonalForecast = true
+	case AblationNoSeasonalForecast:
+		k.SeasonalForecast = false
+	case AblationFlavors, AblationNoFlavors: // Config.Flavors: ablatedConfig
 	default:
 		return k, fmt.Errorf("ablation: unknown variant %q (want one of %v)", variant, AblationVariants)
 	}
@@ -112,6 +141,12 @@ func ablation(cfg Config, main RunResult, variants []string) ([]AblationPoint, e
 		} else {
 			c := cfg
 			c.Knobs = k
+			switch v {
+			case AblationFlavors:
+				c.Flavors = heterogeneity.DefaultFlavors
+			case AblationNoFlavors:
+				c.Flavors = nil
+			}
 			c.Policies = []string{PolicyExact}
 			if r, err = Evaluate(c); err != nil {
 				return nil, fmt.Errorf("ablation %s: %w", v, err)
@@ -137,8 +172,10 @@ func PrintAblation(w io.Writer, r RunResult) {
 		return
 	}
 	added := ""
-	if slices.ContainsFunc(r.Ablation, func(p AblationPoint) bool { return p.Variant == AblationSeasonalForecast }) {
-		added = ", the seasonal forecast on"
+	if slices.ContainsFunc(r.Ablation, func(p AblationPoint) bool {
+		return p.Variant == AblationSeasonalForecast || p.Variant == AblationFlavors
+	}) {
+		added = ", or added"
 	}
 	fmt.Fprintf(w, "Ablation of %s on %s (each rule off or knob changed in turn%s; E against the main run's targets, * qualifies):\n", PolicyExact, r.Name, added)
 	fmt.Fprintf(w, "%-24s %10s %12s %9s %8s %11s\n", "variant", "cost USD", "excess E", "SLO att.", "actions", "above ceil.")
