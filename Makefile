@@ -9,16 +9,25 @@ export HETSEV_BIN := $(BIN)
 
 PROGRAMS := hetsev-scheduler hetsev-metrics-adapter hetsev-scaler hetsev-demo kwok
 
-.PHONY: all build demo evaluate test unit integration prometheus bench-scaler bench-scheduler bench-adapter fuzz kind-e2e vet generate verify clean interference-check serving-check interference-fit
+# hetsev's version: the VERSION file, plus git's suffix when HEAD is not the
+# tag v<VERSION> or the tree is dirty (hack/version.sh). Linked into every
+# program (pkg/version; --version and the start-up log print it) and the
+# images' tag v$(VERSION).
+VERSION := $(shell hack/version.sh)
+VERSION_LDFLAGS := -X github.com/hetsev/hetsev/pkg/version.Version=$(VERSION)
+# Every timestamp in the images: the last commit's time (0 outside git).
+SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
+
+.PHONY: all build demo evaluate test unit integration prometheus bench-scaler bench-scheduler bench-adapter fuzz kind-e2e images push vet generate verify clean interference-check serving-check interference-fit
 
 all: build
 
 build:
 	@mkdir -p $(BIN)
-	$(GO) build -o $(BIN)/hetsev-scheduler ./cmd/scheduler
-	$(GO) build -o $(BIN)/hetsev-metrics-adapter ./cmd/metrics-adapter
-	$(GO) build -o $(BIN)/hetsev-scaler ./cmd/scaler
-	$(GO) build -o $(BIN)/hetsev-demo ./cmd/demo
+	$(GO) build -ldflags "$(VERSION_LDFLAGS)" -o $(BIN)/hetsev-scheduler ./cmd/scheduler
+	$(GO) build -ldflags "$(VERSION_LDFLAGS)" -o $(BIN)/hetsev-metrics-adapter ./cmd/metrics-adapter
+	$(GO) build -ldflags "$(VERSION_LDFLAGS)" -o $(BIN)/hetsev-scaler ./cmd/scaler
+	$(GO) build -ldflags "$(VERSION_LDFLAGS)" -o $(BIN)/hetsev-demo ./cmd/demo
 	$(GO) build -o $(BIN)/kwok sigs.k8s.io/kwok/cmd/kwok
 	@# Istio's own CRDs, from the istio.io/api module the scaler is built with,
 	@# installed on the local API server by the demo and the tests.
@@ -114,6 +123,26 @@ fuzz:
 kind-e2e:
 	kind-config/e2e.sh --build
 
+# OCI images of hetsev-scheduler, hetsev-metrics-adapter and hetsev-scaler
+# for linux/amd64 and linux/arm64, built without a container engine or a
+# base image (hack/images, internal/imagebuild): static binaries, user
+# 65532, reproducible (the same tree gives the same digests). Writes
+# images/<program>-$(VERSION).oci.tar, OCI image layout tarballs naming
+# ghcr.io/hetsev/<program>:v$(VERSION): `podman load -i FILE`,
+# `skopeo copy oci-archive:FILE docker://...`.
+images:
+	SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) GO=$(GO) $(GO) run ./hack/images --version $(VERSION) --out images
+
+# Push the images of `make images` to $(REGISTRY)/<program>:v$(VERSION), e.g.
+# make push REGISTRY=registry.example.com/hetsev; credentials from the Docker
+# config (~/.docker/config.json, as `docker login` or `crane auth login`
+# write it).
+REGISTRY ?=
+push:
+	@if [ -z "$(REGISTRY)" ]; then echo "make push: set REGISTRY, e.g. make push REGISTRY=registry.example.com/hetsev" >&2; exit 2; fi
+	$(MAKE) images
+	$(GO) run ./hack/images --version $(VERSION) --out images --push $(REGISTRY)
+
 vet:
 	$(GO) vet ./...
 
@@ -133,4 +162,4 @@ verify:
 	hack/verify.sh
 
 clean:
-	rm -rf $(BIN) demo-summary.json evaluation
+	rm -rf $(BIN) demo-summary.json evaluation images

@@ -19,13 +19,16 @@ PRODUCTION=(
 )
 
 # data/traces: the request traces, embedded for the demo and the evaluator
-# only; production binaries embed data/profiles.
+# only; production binaries embed data/profiles. internal/imagebuild and
+# go-containerregistry: the image builder of `make images`, build tooling.
 FORBIDDEN=(
 	$M/test
 	$M/internal/sim
 	$M/internal/cluster
 	$M/internal/bench
+	$M/internal/imagebuild
 	$M/data/traces
+	github.com/google/go-containerregistry
 )
 
 tmp=$(mktemp -d)

@@ -38,7 +38,7 @@ done
 NS=hetsev-system
 TEST_NS=hetsev-e2e
 POD=resnet50-opt-in
-TAG=v0.1.0
+TAG="v$(tr -d "[:space:]" < VERSION)"   # the manifests' tag (pkg/version test)
 PROGRAMS=(scheduler metrics-adapter scaler)   # directories under cmd/
 image_of() { echo "ghcr.io/hetsev/hetsev-$1:${TAG}"; }
 DEPLOYMENTS=(hetsev-scheduler hetsev-metrics-adapter hetsev-scaler)

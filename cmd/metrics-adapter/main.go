@@ -19,6 +19,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 
 	"github.com/spf13/pflag"
@@ -27,6 +28,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/hetsev/hetsev/pkg/adapter/server"
+	"github.com/hetsev/hetsev/pkg/version"
 )
 
 func main() {
@@ -36,7 +38,13 @@ func main() {
 	opts := server.NewOptions()
 	opts.AddFlags(pflag.CommandLine)
 	logs.AddFlags(pflag.CommandLine)
+	printVersion := pflag.Bool("version", false, "Print hetsev's version and exit.")
 	pflag.Parse()
+	if *printVersion {
+		fmt.Println("hetsev-metrics-adapter", version.Version)
+		return
+	}
+	klog.InfoS("Starting hetsev-metrics-adapter", "version", version.Version)
 	opts.Complete()
 
 	err := opts.Validate()

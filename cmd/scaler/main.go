@@ -6,6 +6,7 @@ package main
 
 import (
 	"flag"
+	"fmt"
 	"os"
 
 	"k8s.io/client-go/kubernetes"
@@ -14,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager/signals"
 
 	"github.com/hetsev/hetsev/pkg/scaler"
+	"github.com/hetsev/hetsev/pkg/version"
 	"github.com/hetsev/hetsev/pkg/webhook"
 )
 
@@ -23,7 +25,13 @@ func main() {
 	o.AddFlags(flag.CommandLine)
 	wh := webhook.NewOptions()
 	wh.AddFlags(flag.CommandLine)
+	printVersion := flag.Bool("version", false, "Print hetsev's version and exit.")
 	flag.Parse()
+	if *printVersion {
+		fmt.Println("hetsev-scaler", version.Version)
+		return
+	}
+	klog.InfoS("Starting hetsev-scaler", "version", version.Version)
 	// One flag each for the webhook and the Deployments.
 	wh.RuntimeClassName, wh.GPUMode = o.Defaults.RuntimeClassName, o.Defaults.GPUMode
 	if err := run(o, wh); err != nil {
