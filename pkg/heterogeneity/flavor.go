@@ -12,8 +12,10 @@ import (
 // ascending. An instance of flavor f < 1 declares busy share f
 // (hetsev.io/busy-share), so the scheduler packs it onto a GPU in use
 // within the busy-share cap; it does not batch, each request holding the
-// GPU for the batch latency L_i, so it serves at most f / L_i requests/s.
-// Flavor 1 is a whole GPU that batches, T_i requests/s.
+// GPU for the batch latency L_i, so it is counted at f / L_i requests/s
+// at most (a planning assumption: the pod runs the same server, and the
+// traffic split sends it that share of the load). Flavor 1 is a whole GPU
+// that batches, T_i requests/s.
 type Flavors []float64
 
 // DefaultFlavors is the flavor set {0.1, 0.25, 0.5, 1}: steps of about a
@@ -61,6 +63,10 @@ func ParseFlavors(s string) (Flavors, error) {
 	}
 	return fl, nil
 }
+
+// HasLight reports whether the set offers a light flavor (f < 1): an
+// empty set and {1} run whole-GPU instances only.
+func (fl Flavors) HasLight() bool { return len(fl) > 0 && fl[0] < 1 }
 
 // String is the set as ParseFlavors reads it, e.g. "0.1,0.25,0.5,1".
 func (fl Flavors) String() string {

@@ -254,3 +254,37 @@ func TestFlavorsOffRetiresLightDeployments(t *testing.T) {
 		t.Errorf("flavors off: T4 replicas %d, want the 3 whole-GPU instances kept", got)
 	}
 }
+
+// With a declared busy share every column is weighed by the throughput the
+// decision counts for it: busyShare 0.5 bounds the flavors, so one T4 of
+// the own column counts 0.5 / 22.41 ms = 22.3 requests/s, two V100s 0.5 /
+// 11.5 ms = 43.5 each and one T4 instance of flavor 0.25 11.2: 19, 72 and
+// 9 percent. Weighed by the profiles' T_i (363, 709) the light instance
+// would get 1 % while the own columns ran past their busy share.
+func TestSplitTrafficWeighsDeclaredBusyShare(t *testing.T) {
+	ms := resnet()
+	ms.Spec.Scaling.BusyShare = 0.5
+	f := newRoutingFixture(t, ms)
+	f.r.Defaults = flavorDefaults()
+	f.reconcile(t)
+	ctx := context.Background()
+	d := &appsv1.Deployment{}
+	if err := f.api.Get(ctx, types.NamespacedName{Namespace: "default", Name: "resnet50-t4-busy0-25"}, d); err != nil {
+		t.Fatal(err)
+	}
+	d.Spec.Replicas = ptr[int32](1)
+	if err := f.api.Update(ctx, d); err != nil {
+		t.Fatal(err)
+	}
+	d.Status.Replicas, d.Status.ReadyReplicas = 1, 1
+	if err := f.api.Status().Update(ctx, d); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.r.Reconcile(ctx, f.req); err != nil {
+		t.Fatal(err)
+	}
+	got := f.modelService(t).Status.TrafficWeights
+	if got["T4"] != 19 || got["V100-32GB"] != 72 || got["T4-busy0.25"] != 9 {
+		t.Errorf("traffic weights %v, want T4 19, V100-32GB 72, T4-busy0.25 9", got)
+	}
+}

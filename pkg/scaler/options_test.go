@@ -72,3 +72,27 @@ func TestFlavorsFlag(t *testing.T) {
 		t.Errorf("--flavors=0.5,0.1: %v, want an error naming 0.1", err)
 	}
 }
+
+// --seasonal-forecast reaches the policy every ModelService resolves to;
+// without it the forecast is off.
+func TestSeasonalForecastFlag(t *testing.T) {
+	for _, on := range []bool{false, true} {
+		o := NewOptions()
+		fs := flag.NewFlagSet("hetsev-scaler", flag.ContinueOnError)
+		o.AddFlags(fs)
+		var args []string
+		if on {
+			args = []string{"--seasonal-forecast"}
+		}
+		if err := fs.Parse(args); err != nil {
+			t.Fatal(err)
+		}
+		s, err := validate(resnet(), defaultCatalog(t), o.Defaults)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.policy.SeasonalForecast != on {
+			t.Errorf("flags %v: policy SeasonalForecast %v, want %v", args, s.policy.SeasonalForecast, on)
+		}
+	}
+}

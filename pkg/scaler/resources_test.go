@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
 	"github.com/hetsev/hetsev/pkg/gpuinventory"
 	"github.com/hetsev/hetsev/pkg/placement"
 )
@@ -20,9 +21,8 @@ func freeSlots(nodes []*v1.Node, pods []*v1.Pod, product string, d gpuinventory.
 // gpuinventory's occupancy rule, the scheduler's. On one T4 node with two
 // 16 GiB GPUs: a terminating resnet50 still holds GPU 0 (the scheduler
 // keeps it until it finishes), a finished one holds nothing, and a pod whose
-// gpu-memory became unreadable holds its whole GPU. The scaler used to skip
-// terminating pods and drop malformed ones, and so promised slots the
-// scheduler would not give.
+// gpu-memory became unreadable holds its whole GPU: skipping either would
+// promise slots the scheduler does not give.
 func TestFreeSlotsCountsWhatTheSchedulerCounts(t *testing.T) {
 	nodes := []*v1.Node{node("a", 2, 16384, "40")}
 	leaving := pod("leaving", "a", "resnet50", "2Gi", "0", "2")
@@ -46,5 +46,29 @@ func TestFreeSlotsCountsWhatTheSchedulerCounts(t *testing.T) {
 	}
 	if got := freeSlots(nodes, []*v1.Pod{leaving, done}, "Tesla-T4", gpuinventory.Demand{MemoryMiB: 1}, resource.MustParse("20"), resource.Quantity{}); got != 1 {
 		t.Errorf("20-CPU slots = %d, want 1", got)
+	}
+}
+
+// TestPendingPodsCountAgainstTheirOwnColumn: a pending pod takes a slot
+// from the column whose demand it declares, not from every column of its
+// model and type: two pending light instances (busy share 0.1) leave the
+// whole-GPU column's two free GPUs free, and take two of the light
+// column's.
+func TestPendingPodsCountAgainstTheirOwnColumn(t *testing.T) {
+	nodes := []*v1.Node{node("a", 2, 16384, "40")}
+	var pods []*v1.Pod
+	for _, name := range []string{"light-0", "light-1"} {
+		p := pod(name, "", "resnet50", "2Gi", "", "2")
+		p.Annotations[v1alpha1.AnnotationBusyShare] = "0.1"
+		pods = append(pods, p)
+	}
+	cpu := resource.MustParse("2")
+	whole := gpuinventory.Demand{Model: "resnet50", MemoryMiB: 2048, BusyShare: 1}
+	if got := freeSlots(nodes, pods, "Tesla-T4", whole, cpu, resource.Quantity{}); got != 2 {
+		t.Errorf("whole-GPU column with two light instances pending: %d free slots, want 2", got)
+	}
+	light := gpuinventory.Demand{Model: "resnet50", MemoryMiB: 2048, BusyShare: 0.1}
+	if got := freeSlots(nodes, pods, "Tesla-T4", light, cpu, resource.Quantity{}); got != 0 {
+		t.Errorf("light column with two of its instances pending: %d free slots, want 0 (two GPUs, anti-affinity)", got)
 	}
 }

@@ -144,13 +144,12 @@ func (r *Reconciler) splitTraffic(ctx context.Context, svc *service, deps []*app
 }
 
 // routedRPS is the capacity per instance, in requests/s, by which the
-// traffic split weighs p's column: the profile's T_i for the type's own
-// column, min(T_i, f / L_i) for a light flavor f (its counted throughput).
+// traffic split weighs p's column: the throughput the decision counts for
+// it, T_i, or busyShare / L_i for a declared busy share, min(T_i, f / L_i)
+// for a light flavor f. Every column is weighed by the same measure, so an
+// instance gets the load its busy share was planned for.
 func (p gpuProfile) routedRPS() float64 {
-	if p.light {
-		return p.throughputRPS
-	}
-	return p.spec.ThroughputRPS
+	return p.throughputRPS
 }
 
 // reportNotControlled, when err is a *NotControlledError, sets

@@ -53,6 +53,12 @@ type Defaults struct {
 	// Deployment (withFlavors). Empty, or {1}: whole-GPU instances only,
 	// one Deployment per GPU type, each at the GPU's whole price.
 	Flavors heterogeneity.Flavors
+	// SeasonalForecast turns heterogeneity.Policy.SeasonalForecast on for
+	// every ModelService: capacity for a burst that recurs with a period
+	// of 5 to 60 minutes in the service's own arrival rate, before it
+	// starts. The history is the scaler's memory: a new leader forecasts
+	// after two periods.
+	SeasonalForecast bool
 }
 
 // DefaultDefaults: the exact solver and the paper's SLO check. On the
@@ -224,8 +230,8 @@ func validate(ms *v1alpha1.ModelService, cat catalog.Catalog, d Defaults) (*serv
 		pol.ScaleOutPeriod = seconds(*sc.ScaleOutPeriodSeconds)
 	}
 	pol.ScaleInInterval = seconds(orDefault(sc.ScaleInIntervalSeconds, DefaultScaleInIntervalSeconds))
-	// The decision interval: the span the launch-time forecast measures the
-	// rise of W over (heterogeneity.Policy.DecisionInterval).
+	// The decision interval: with the forecast span, the window of rates
+	// the launch-time forecast fits (heterogeneity.Policy.DecisionInterval).
 	pol.DecisionInterval = seconds(orDefault(sc.IntervalSeconds, DefaultIntervalSeconds))
 	pol.ScaleInCoolDown = seconds(orDefault(sc.ScaleInCoolDownSeconds, DefaultScaleInCoolDownSeconds))
 	pol.ScaleInHysteresis = DefaultScaleInHysteresis
@@ -242,6 +248,7 @@ func validate(ms *v1alpha1.ModelService, cat catalog.Catalog, d Defaults) (*serv
 		pol.Solver = sc.Solver
 	}
 	pol.SLOCheck = d.SLOCheck
+	pol.SeasonalForecast = d.SeasonalForecast
 	pol.ServiceLevel = s.SLO.ServiceLevel
 	if pol.ServiceLevel >= 1 {
 		pol.ServiceLevel = 0.999 // the model's percentile must stay below 1
@@ -264,7 +271,7 @@ func validate(ms *v1alpha1.ModelService, cat catalog.Catalog, d Defaults) (*serv
 		}
 		flavors = fl
 	}
-	if len(flavors) > 0 && flavors[0] < 1 {
+	if flavors.HasLight() {
 		types, err := withFlavors(out.types, flavors, s.Scaling.BusyShare)
 		if err != nil {
 			return nil, err

@@ -16,10 +16,11 @@ import (
 // the replay loses without it, so every replay is rerun with each rule off
 // in turn, the others on, and every variant's billed cost and excess
 // missed requests E are judged against the main run's targets, as the
-// Pareto sweep's points are (pareto.go). Two variants change a knob
+// Pareto sweep's points are (pareto.go). Other variants change a knob
 // instead: a scale-in hysteresis of 0.1 on top of the rules (a third
-// brake), decisions every 5 s instead of every 15 s, and a forecast whose
-// regression spans 60 s instead of 15 s.
+// brake), decisions every 5 s instead of every 15 s, a forecast whose
+// regression spans 60 s instead of 15 s, and the seasonal forecast and
+// the instance flavors each turned on, or off where the baseline has them.
 
 // Variants of the ablation, in the order they are replayed and printed.
 const (
@@ -143,7 +144,7 @@ func ablation(cfg Config, main RunResult, variants []string) ([]AblationPoint, e
 			c.Knobs = k
 			switch v {
 			case AblationFlavors:
-				c.Flavors = heterogeneity.DefaultFlavors
+				c.Flavors = slices.Clone(heterogeneity.DefaultFlavors)
 			case AblationNoFlavors:
 				c.Flavors = nil
 			}

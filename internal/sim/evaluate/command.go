@@ -267,7 +267,7 @@ func Run(o Options, w io.Writer) error {
 			plots = append(plots, pareto)
 		}
 		if o.Ablation {
-			if r.Ablation, err = ablation(c, r, ablationVariants(o.Seasonal, len(c.Flavors) > 0)); err != nil {
+			if r.Ablation, err = ablation(c, r, ablationVariants(o.Seasonal, c.Flavors.HasLight())); err != nil {
 				return err
 			}
 			PrintAblation(w, r)

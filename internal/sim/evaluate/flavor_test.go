@@ -78,3 +78,20 @@ func TestConfigRejectsBadFlavors(t *testing.T) {
 		t.Errorf("Validate with flavors 0.5,0.1: %v, want an error naming Flavors and 0.1", err)
 	}
 }
+
+// INFaaS has no flavors: with Config.Flavors set for hetsev, infaas-packing
+// still scales its whole-GPU instances with the load (a rise from 20 to 500
+// requests/s of BERT-large needs several T4s), as it does without them.
+func TestFlavorsLeaveINFaaSWholeGPUs(t *testing.T) {
+	cfg := ablationConfig(t)
+	cfg.Policies = []string{PolicyINFaaS}
+	cfg.Flavors = heterogeneity.DefaultFlavors
+	r, err := Evaluate(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := r.Policies[0]
+	if p.ScalingActions == 0 || p.PeakGPUs["T4"] < 3 {
+		t.Errorf("infaas-packing with hetsev's flavors set: %d scaling actions, peak %d T4s; want it to scale out to 3 or more", p.ScalingActions, p.PeakGPUs["T4"])
+	}
+}

@@ -73,11 +73,15 @@ type infaasPolicy struct {
 func newINFaaSPolicy(cfg *Config) (*infaasPolicy, error) {
 	// Without a declared busy share an instance counts its profile's T_i
 	// (scaler's instanceShare) and declares none.
+	// INFaaS has neither instance flavors nor a seasonal forecast: both
+	// are hetsev's, and the embedded hetsevPolicy would inherit them.
 	c := *cfg
 	c.Services = slices.Clone(cfg.Services)
 	for i := range c.Services {
 		c.Services[i].BusyShare = 0
 	}
+	c.Flavors = nil
+	c.Knobs.SeasonalForecast = false
 	h, err := newHetsevPolicy(&c, heterogeneity.SolverHeuristic, 0)
 	if err != nil {
 		return nil, err
