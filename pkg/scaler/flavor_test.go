@@ -180,23 +180,7 @@ func TestSplitTrafficWeighsFlavorsByCapacity(t *testing.T) {
 	f := newRoutingFixture(t, resnet())
 	f.r.Defaults = flavorDefaults()
 	f.reconcile(t)
-	ctx := context.Background()
-	d := &appsv1.Deployment{}
-	if err := f.api.Get(ctx, types.NamespacedName{Namespace: "default", Name: "resnet50-t4-busy0-5"}, d); err != nil {
-		t.Fatal(err)
-	}
-	d.Spec.Replicas = ptr[int32](1)
-	if err := f.api.Update(ctx, d); err != nil {
-		t.Fatal(err)
-	}
-	d.Status.Replicas, d.Status.ReadyReplicas = 1, 1
-	if err := f.api.Status().Update(ctx, d); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.r.Reconcile(ctx, f.req); err != nil {
-		t.Fatal(err)
-	}
-	got := f.modelService(t).Status.TrafficWeights
+	got := oneReadyInstance(t, f, "resnet50-t4-busy0-5")
 	if got["T4"] != 20 || got["V100-32GB"] != 79 || got["T4-busy0.5"] != 1 || got["T4-busy0.1"] != 0 {
 		t.Errorf("traffic weights %v, want T4 20, V100-32GB 79, T4-busy0.5 1, other flavors 0", got)
 	}
@@ -267,9 +251,19 @@ func TestSplitTrafficWeighsDeclaredBusyShare(t *testing.T) {
 	f := newRoutingFixture(t, ms)
 	f.r.Defaults = flavorDefaults()
 	f.reconcile(t)
+	got := oneReadyInstance(t, f, "resnet50-t4-busy0-25")
+	if got["T4"] != 19 || got["V100-32GB"] != 72 || got["T4-busy0.25"] != 9 {
+		t.Errorf("traffic weights %v, want T4 19, V100-32GB 72, T4-busy0.25 9", got)
+	}
+}
+
+// oneReadyInstance gives the Deployment name one Ready replica, reconciles
+// and returns the traffic weights the status then shows.
+func oneReadyInstance(t *testing.T, f *routingFixture, name string) map[string]int32 {
+	t.Helper()
 	ctx := context.Background()
 	d := &appsv1.Deployment{}
-	if err := f.api.Get(ctx, types.NamespacedName{Namespace: "default", Name: "resnet50-t4-busy0-25"}, d); err != nil {
+	if err := f.api.Get(ctx, types.NamespacedName{Namespace: "default", Name: name}, d); err != nil {
 		t.Fatal(err)
 	}
 	d.Spec.Replicas = ptr[int32](1)
@@ -283,8 +277,5 @@ func TestSplitTrafficWeighsDeclaredBusyShare(t *testing.T) {
 	if _, err := f.r.Reconcile(ctx, f.req); err != nil {
 		t.Fatal(err)
 	}
-	got := f.modelService(t).Status.TrafficWeights
-	if got["T4"] != 19 || got["V100-32GB"] != 72 || got["T4-busy0.25"] != 9 {
-		t.Errorf("traffic weights %v, want T4 19, V100-32GB 72, T4-busy0.25 9", got)
-	}
+	return f.modelService(t).Status.TrafficWeights
 }

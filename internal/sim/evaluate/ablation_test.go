@@ -84,15 +84,8 @@ func TestAblationNoForecastDecides(t *testing.T) {
 	decisions := func(k Knobs) []string {
 		cfg := ablationConfig(t)
 		cfg.Knobs = k
-		cfg.logDecisions = true
-		cfg.defaultSharing()
-		r, err := newPolicyRun(&cfg, PolicyExact)
-		if err != nil {
-			t.Fatal(err)
-		}
-		r.run()
 		var out []string
-		for _, d := range r.decisions {
+		for _, d := range decisionLog(t, cfg, PolicyExact, -1) {
 			if slices.ContainsFunc(d.delta, func(x int) bool { return x != 0 }) {
 				out = append(out, fmt.Sprintf("%d s: %v", d.t, d.delta))
 			}

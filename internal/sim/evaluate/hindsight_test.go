@@ -58,17 +58,7 @@ func TestNoHindsight(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			var logs [2][]decisionRecord
 			for k, cfg := range []Config{orig, pert} {
-				cfg.defaultSharing()
-				r, err := newPolicyRun(&cfg, name)
-				if err != nil {
-					t.Fatal(err)
-				}
-				r.run()
-				for _, d := range r.decisions {
-					if d.t <= cut {
-						logs[k] = append(logs[k], d)
-					}
-				}
+				logs[k] = decisionLog(t, cfg, name, cut)
 			}
 			if len(logs[0]) == 0 {
 				t.Fatal("no decisions logged")

@@ -67,3 +67,23 @@ func peerCluster(t *testing.T, policy string) (*cluster, []int) {
 	}
 	return r.cl, t4
 }
+
+// decisionLog replays cfg under policy with its decisions logged and
+// returns those up to trace second until (all: a negative until).
+func decisionLog(t *testing.T, cfg Config, policy string, until int) []decisionRecord {
+	t.Helper()
+	cfg.logDecisions = true
+	cfg.defaultSharing()
+	r, err := newPolicyRun(&cfg, policy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.run()
+	var out []decisionRecord
+	for _, d := range r.decisions {
+		if until < 0 || d.t <= until {
+			out = append(out, d)
+		}
+	}
+	return out
+}

@@ -190,18 +190,7 @@ func TestSeasonalNoHindsight(t *testing.T) {
 			}
 			cfg.Rates, cfg.Services[0].Rates = rates, rates
 		}
-		cfg.logDecisions = true
-		cfg.defaultSharing()
-		r, err := newPolicyRun(&cfg, PolicyExact)
-		if err != nil {
-			t.Fatal(err)
-		}
-		r.run()
-		for _, d := range r.decisions {
-			if d.t <= cut {
-				logs[k] = append(logs[k], d)
-			}
-		}
+		logs[k] = decisionLog(t, cfg, PolicyExact, cut)
 	}
 	if len(logs[0]) == 0 || len(logs[0]) != len(logs[1]) {
 		t.Fatalf("%d and %d decisions up to second %d", len(logs[0]), len(logs[1]), cut)
