@@ -5,9 +5,9 @@
 // and colocation.go for Colocation, the one configured model every hetsev
 // component uses (fitted by default, replaceable by a model file).
 //
-// It replaced the ESTIMATED pair factors of HetSev section 3.2 (+18 % for a
-// busy different neighbour, +40 % for a busy identical one): measured, a
-// busy neighbour about doubles a saturating (CUDA-graph/TensorRT)
+// It does not use the ESTIMATED pair factors of HetSev section 3.2 (+18 %
+// for a busy different neighbour, +40 % for a busy identical one): measured,
+// a busy neighbour about doubles a saturating (CUDA-graph/TensorRT)
 // instance's batch latency under time-slicing.
 package interference
 

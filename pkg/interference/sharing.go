@@ -3,7 +3,7 @@ package interference
 // GPU sharing as measured: the latency inflation of model instances that
 // share one GPU, by the GPU's sharing mode, fitted to the H100 measurements
 // in data/measurements/gpu-colocation-h100 (see data/measurements/
-// PROVENANCE.md). It replaced the ESTIMATED pair factors of HetSev 3.2;
+// PROVENANCE.md), not the ESTIMATED pair factors of HetSev 3.2;
 // callers use it through Colocation (colocation.go).
 //
 // Inputs, per instance on the GPU (Instance):

@@ -224,7 +224,7 @@ func TestInflationOfPlacedInstance(t *testing.T) {
 	if !(heavy > light && light > 1 && alone == 1) {
 		t.Errorf("inflation beside ssd busy 0.9: %.3f, busy 0.1: %.3f, alone: %.3f; want heavy > light > 1 = alone", heavy, light, alone)
 	}
-	// Time-slicing: about 1 + the neighbour's busy share (issue 17's data).
+	// Time-slicing: about 1 + the neighbour's busy share (the H100 measurements).
 	if heavy < 1.6 || heavy > 2.2 {
 		t.Errorf("inflation beside a neighbour busy 0.9: %.3f, want about 1.9", heavy)
 	}

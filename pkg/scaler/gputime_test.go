@@ -83,9 +83,9 @@ func TestFreeSlotsHonourBusyShareCap(t *testing.T) {
 // resnet50 carry 762 requests/s, saturation 0.7 of their solo 1,089, below
 // the threshold 0.8. Alone on their GPUs they hold. Each beside a
 // neighbour busy 0.9 of the time, a time-sliced GPU stretches their batches
-// by about 1.9 (the fitted model; issue 17's measurements), so they serve
-// about half as much and the scaler must scale out (it used to count T_i
-// as if alone, and held).
+// by about 1.9 (the fitted model; the H100 measurements), so they serve
+// about half as much and the scaler must scale out (counting T_i as if
+// alone, it would hold).
 func TestScalerCountsSharedThroughput(t *testing.T) {
 	for _, shared := range []bool{false, true} {
 		t.Run(map[bool]string{false: "alone", true: "shared"}[shared], func(t *testing.T) {

@@ -132,7 +132,7 @@ func checkBusyShares(t *testing.T, byGPU map[gpuKey][]v1.Pod, want map[string]gp
 	return sums
 }
 
-// TestBusyShareSeparatesHeavyInstances (issue 17, item 6): hetsev-scheduler
+// TestBusyShareSeparatesHeavyInstances: hetsev-scheduler
 // keeps the summed hetsev.io/busy-share per GPU within maxBusyShare (1).
 // On t4-0's two GPUs heavy-a (0.7) takes GPU 0 and three light instances of
 // other models (0.1 each) share it (1.0). heavy-b (0.7) must go to the

@@ -84,7 +84,7 @@ func TestParseServingRefusesBadInput(t *testing.T) {
 	}
 }
 
-// The shipped measurements meet the targets of issue 17: interference MAPE
+// The shipped measurements meet the calibration targets: interference MAPE
 // <= 0.10 on every co-location file, serving p98 MAPE <= 0.25 on every
 // serving file, both through the replay engine (what the demo and the
 // evaluator run, serving-check's RESULT) and through the SharedGPU
