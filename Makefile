@@ -47,10 +47,12 @@ demo: build
 # LLM code trace (BERT-large) under default Kubernetes, hetsev (heuristic,
 # exact) and a lower bound: a table per trace, evaluation/evaluation.json,
 # a PNG per trace, and a RESULT line. EVALUATE_ARGS passes flags, e.g. the
-# what-if mode's --trace.
+# what-if mode's --trace or --ablation. hetsev runs with its seasonal
+# forecast (hetsev-scaler --seasonal-forecast), as the scoreboard in
+# docs/evaluation.md; --seasonal=false in EVALUATE_ARGS turns it off.
 EVALUATE_ARGS ?=
 evaluate:
-	$(GO) run ./cmd/evaluate --out evaluation $(EVALUATE_ARGS)
+	$(GO) run ./cmd/evaluate --out evaluation --seasonal $(EVALUATE_ARGS)
 
 # The co-location model (pkg/interference) against a measurement file of
 # data/measurements/gpu-colocation-h100: predicted against measured latency
