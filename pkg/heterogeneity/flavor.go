@@ -144,6 +144,7 @@ func ExpandFlavors(t TypeState, fl Flavors, upper float64) ([]FlavorColumn, erro
 		c.Running, c.MaxAdditional = 0, 0
 		c.ThroughputRPS = flavorThroughput(t.ThroughputRPS, t.LatencyMs, f)
 		c.PriceUSDPerHour = f * t.PriceUSDPerHour
+		c.Light = light
 		return FlavorColumn{Flavor: f, Light: light, Type: c}
 	}
 	own := column(top, false)

@@ -4,6 +4,7 @@ import (
 	"math"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestParseFlavors(t *testing.T) {
@@ -136,6 +137,53 @@ func TestExpandFlavorsErrors(t *testing.T) {
 		_, err := ExpandFlavors(tc.ty, tc.fl, tc.upper)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: ExpandFlavors = %v, want an error containing %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+// flavorColumns are BERT-large's columns on a T4 with the default flavors
+// (0.1, 0.25, 0.5: 0.87, 2.18 and 4.37 requests/s at L_i 114.5 ms; the
+// whole T4 69.3), none running, room for 10 of each.
+func flavorColumns(t *testing.T) []TypeState {
+	t.Helper()
+	cols, err := ExpandFlavors(bertT4(0, 0), DefaultFlavors, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []TypeState
+	for _, c := range cols {
+		c.Type.MaxAdditional = 10
+		out = append(out, c.Type)
+	}
+	return out
+}
+
+// A quiet service starts on light instances; one planned past the largest
+// light instance (W 10 requests/s / 0.8 = 12.5 > 4.37) starts on a whole
+// GPU, with the reason saying why.
+func TestLightFlavorsOnlyWhileQuiet(t *testing.T) {
+	for _, c := range []struct {
+		w     float64
+		light bool
+	}{{2, true}, {10, false}} {
+		a := NewAutoscaler(exactPolicy())
+		act := a.Decide(Observation{Now: time.Unix(0, 0), ArrivalRate: c.w, Types: flavorColumns(t)})
+		if act.Kind != ActionScaleOut {
+			t.Fatalf("W %v: %v (%s), want a scale-out", c.w, act.Kind, act.Reason)
+		}
+		light, whole := 0, 0
+		for i, d := range act.Delta {
+			if flavorColumns(t)[i].Light {
+				light += d
+			} else {
+				whole += d
+			}
+		}
+		if (light > 0) != c.light || (whole > 0) == c.light {
+			t.Errorf("W %v requests/s: +%d light, +%d whole (%s); want light %v", c.w, light, whole, act.Reason, c.light)
+		}
+		if !c.light && !strings.Contains(act.Reason, "light flavors not offered") {
+			t.Errorf("W %v: reason %q does not say why no light flavor was offered", c.w, act.Reason)
 		}
 	}
 }

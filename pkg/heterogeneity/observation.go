@@ -35,6 +35,13 @@ type TypeState struct {
 	// free GPU memory, CPU and memory and the anti-affinity rule (no two
 	// instances of one model on one GPU).
 	MaxAdditional int
+	// Light marks a light flavor's column (flavor.go: an instance of busy
+	// share f < 1 that shares a GPU). A scale-out adds light instances only
+	// while the service's planned capacity fits in one of them (see
+	// Autoscaler.Propose): a busy service's extra light instances would
+	// each open a GPU of their own, as no two instances of one model share
+	// a GPU, and bill it whole.
+	Light bool
 
 	// The fields below feed the latency model of the SLO check
 	// Policy.SLOCheck = SLOCheckModel; the paper's check ignores them.

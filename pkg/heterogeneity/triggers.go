@@ -2,6 +2,7 @@ package heterogeneity
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -97,6 +98,7 @@ func (a *Autoscaler) scaleOut(solver Solver, obs Observation, f forecast, act Ac
 		return act
 	}
 
+	obs, trigger = lightOnlyWhileQuiet(obs, f.w/p.SaturationThreshold, trigger)
 	amount := solver.ScaleOut(Request{Observation: withRate(obs, f.w), Policy: p, Reason: trigger})
 	act.Reason = amount.Reason
 	if isZero(amount.Delta) {
@@ -164,4 +166,31 @@ func (a *Autoscaler) scaleIn(solver Solver, obs Observation, f forecast, act Act
 	act.Delta = amount.Delta
 	act.Objective = objective(obs.Types, amount.Delta, p.Lambda)
 	return act // recorded by Commit
+}
+
+// lightOnlyWhileQuiet offers the light flavor columns of obs (TypeState.Light)
+// to a scale-out only while need, the capacity the service is planned for
+// (W_f / threshold, requests/s), fits in one instance of the largest of
+// them; otherwise it returns obs with their MaxAdditional 0 and says so in
+// the reason. A quiet service then runs on a fraction of a GPU; a busy one
+// adds whole GPUs, since each of its extra light instances would need a
+// GPU of its own (anti-affinity) and bill it whole.
+func lightOnlyWhileQuiet(obs Observation, need float64, reason string) (Observation, string) {
+	largest := 0.0
+	for _, t := range obs.Types {
+		if t.Light {
+			largest = max(largest, t.ThroughputRPS)
+		}
+	}
+	if largest == 0 || need <= largest {
+		return obs, reason
+	}
+	types := slices.Clone(obs.Types)
+	for i := range types {
+		if types[i].Light {
+			types[i].MaxAdditional = 0
+		}
+	}
+	obs.Types = types
+	return obs, fmt.Sprintf("%s; light flavors not offered (%.4g requests/s planned > %.4g of the largest light instance)", reason, need, largest)
 }

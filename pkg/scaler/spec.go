@@ -351,6 +351,7 @@ func (s *service) typeState(i, running, maxAdditional int, latencyInflation, sha
 		PriceUSDPerHour:  p.price,
 		LaunchSeconds:    p.spec.LaunchSeconds,
 		MaxAdditional:    maxAdditional,
+		Light:            p.light,
 		BatchSize:        s.obj.Spec.BatchSize,
 		LatencyInflation: latencyInflation,
 	}
