@@ -73,3 +73,11 @@ func ParseArgs(obj runtime.Object) (Args, error) {
 }
 
 func (a Args) placer() placement.Placer { return a.Placer() }
+
+// pool is the arg gpuPool; unset is configv1.DefaultGPUSharePool.
+func (a Args) pool() bool {
+	if a.GPUPool == nil {
+		return configv1.DefaultGPUSharePool
+	}
+	return *a.GPUPool
+}
