@@ -44,7 +44,7 @@ func deploymentLabels(ms, gpuType string) map[string]string {
 // GPU memory, busy share and inflation limit: service.demand), with
 // hetsev-scheduler's arg gpuPool on also pinned to the GPU pool (node
 // selector hetsev.io/gpu-pool=true) and tolerating the pool taint
-// (service.tolerations), and its GPU:
+// (gpuinventory.WithGPUPoolToleration), and its GPU:
 //   - annotation mode: NVIDIA_VISIBLE_DEVICES read from the GPU index the
 //     scheduler writes in every container and init container, and the
 //     NVIDIA runtime class (Defaults.RuntimeClassName) unless the template
@@ -83,7 +83,7 @@ func desiredDeployment(s *service, p gpuProfile, replicas int32) *appsv1.Deploym
 	tpl.Spec.NodeSelector[gpuinventory.LabelGPUProduct] = p.gpuType.ProductLabel
 	if s.pool {
 		tpl.Spec.NodeSelector[v1alpha1.LabelGPUPool] = v1alpha1.GPUPoolValue
-		tpl.Spec.Tolerations = s.tolerations()
+		tpl.Spec.Tolerations = gpuinventory.WithGPUPoolToleration(tpl.Spec.Tolerations)
 	}
 	if s.dra {
 		claimPodSpec(&tpl.Spec, name)
