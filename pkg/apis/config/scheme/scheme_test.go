@@ -240,7 +240,7 @@ func TestConfigzShowsArgs(t *testing.T) {
 	}
 	for name, want := range map[string]string{
 		fairqueue.Name: `{"kind":"HetsevFairQueueArgs","apiVersion":"kubescheduler.config.k8s.io/v1","k":3,"beta":16}`,
-		gpushare.Name:  `{"kind":"HetsevGPUShareArgs","apiVersion":"kubescheduler.config.k8s.io/v1","antiAffinity":"Hard","fit":"WorstFit","interferenceWeight":0.5,"maxBusyShare":1,"consolidate":true,"gpuMode":"annotations"}`,
+		gpushare.Name:  `{"kind":"HetsevGPUShareArgs","apiVersion":"kubescheduler.config.k8s.io/v1","antiAffinity":"Hard","fit":"WorstFit","interferenceWeight":0.5,"maxBusyShare":1,"consolidate":true,"gpuMode":"annotations","gpuPool":false}`,
 	} {
 		if got[name] != want {
 			t.Errorf("%s args on /configz: %s, want %s", name, got[name], want)
