@@ -44,6 +44,13 @@ func run(o *scaler.Options, wh *webhook.Options) error {
 	if err := o.Validate(); err != nil {
 		return err
 	}
+	// The webhook keeps the pods it opts in on the GPU pool when the
+	// scheduler does (gpuPool in --scheduler-config), as the Deployments do.
+	args, err := o.GPUShareArgs()
+	if err != nil {
+		return err
+	}
+	wh.GPUPool = args.GPUPool != nil && *args.GPUPool
 	if err := wh.Validate(); err != nil {
 		return err
 	}

@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
 
+	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
 	"github.com/hetsev/hetsev/pkg/gpuinventory"
 )
 
@@ -26,6 +27,15 @@ type NodeGroup struct {
 	GPUsPerNode int
 	CPUs        int64
 	MemoryGiB   int64
+	// OutsideGPUPool leaves the nodes without the GPU pool label
+	// (v1alpha1.LabelGPUPool), which every other node carries: the
+	// manifests' scheduler configuration has gpuPool on.
+	OutsideGPUPool bool
+	// TaintGPUPool taints the nodes with the pool taint
+	// (v1alpha1.TaintGPUPool=true:NoSchedule), as an operator taints the
+	// pool beside the GPU Operator; off by default, so that the pods tests
+	// make by hand need no toleration.
+	TaintGPUPool bool
 }
 
 // NodeName is the name of the group's i-th node (from 0).
@@ -65,6 +75,7 @@ func T4Nodes(count int) (NodeGroup, error) {
 }
 
 // CreateNodes creates the groups' nodes with GPU Feature Discovery labels,
+// the GPU pool label (unless OutsideGPUPool) and taint (with TaintGPUPool),
 // a loopback InternalIP and podCIDR each, and capacity, for kwok to manage,
 // and the NVIDIA RuntimeClass the GPU Operator installs with them (hetsev's
 // GPU pods name it; the API server refuses a pod naming a RuntimeClass that
@@ -98,6 +109,12 @@ func CreateNodes(ctx context.Context, c kubernetes.Interface, groups []NodeGroup
 					},
 				},
 				Spec: v1.NodeSpec{PodCIDR: podCIDR(n), PodCIDRs: []string{podCIDR(n)}},
+			}
+			if !g.OutsideGPUPool {
+				node.Labels[v1alpha1.LabelGPUPool] = v1alpha1.GPUPoolValue
+			}
+			if g.TaintGPUPool {
+				node.Spec.Taints = []v1.Taint{{Key: v1alpha1.TaintGPUPool, Value: v1alpha1.GPUPoolValue, Effect: v1.TaintEffectNoSchedule}}
 			}
 			created, err := c.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
 			if err != nil {

@@ -64,7 +64,7 @@ func TestFreeSlotsAreWhatTheSchedulerAdmits(t *testing.T) {
 			t.Errorf("GPU %d: refused for %q, want %q", i, got, want)
 		}
 	}
-	if got := capacityOf(nodes, pods, "resnet50", "Tesla-T4", d, adm, adm, nil, resource.MustParse("2"), resource.Quantity{}, nil).slots; got != 2 {
+	if got := capacityOf(nodes, pods, "resnet50", "Tesla-T4", d, adm, adm, nil, false, resource.MustParse("2"), resource.Quantity{}, nil).slots; got != 2 {
 		t.Errorf("free slots = %d, want 2 (GPUs 2 and 3)", got)
 	}
 }
@@ -86,7 +86,7 @@ func TestFreeSlotsSkipNodesTheSchedulerRefuses(t *testing.T) {
 	d := gpuinventory.Demand{Model: "resnet50", MemoryMiB: 2048}
 	adm := schedulerconfig.DefaultGPUShareArgs().Placer()
 	slots := func(tol []v1.Toleration) int {
-		return capacityOf(nodes, nil, "resnet50", "Tesla-T4", d, adm, adm, tol, resource.MustParse("2"), resource.Quantity{}, nil).slots
+		return capacityOf(nodes, nil, "resnet50", "Tesla-T4", d, adm, adm, tol, false, resource.MustParse("2"), resource.Quantity{}, nil).slots
 	}
 	if got := slots(nil); got != 2 {
 		t.Errorf("no tolerations: %d free slots, want 2 (node prefer)", got)
@@ -137,7 +137,7 @@ func TestSchedulerConfigSetsTheFreeSlots(t *testing.T) {
 			t.Fatal(err)
 		}
 		r := &Reconciler{Admission: &args}
-		return capacityOf(nodes, pods, "resnet50", "Tesla-T4", d, r.admission(), r.admission(), nil, resource.MustParse("2"), resource.Quantity{}, nil).slots
+		return capacityOf(nodes, pods, "resnet50", "Tesla-T4", d, r.admission(), r.admission(), nil, false, resource.MustParse("2"), resource.Quantity{}, nil).slots
 	}
 	o := NewOptions()
 	if got := slotsWith(o); got != 2 {

@@ -41,7 +41,10 @@ func deploymentLabels(ms, gpuType string) map[string]string {
 // desiredDeployment builds the Deployment of one GPU type: the service's pod
 // template, pinned to the type's nodes by GFD's product label, scheduled by
 // hetsev-scheduler, with the hetsev annotations the scheduler needs (model,
-// GPU memory, busy share and inflation limit: service.demand), and its GPU:
+// GPU memory, busy share and inflation limit: service.demand), with
+// hetsev-scheduler's arg gpuPool on also pinned to the GPU pool (node
+// selector hetsev.io/gpu-pool=true) and tolerating the pool taint
+// (gpuinventory.WithGPUPoolToleration), and its GPU:
 //   - annotation mode: NVIDIA_VISIBLE_DEVICES read from the GPU index the
 //     scheduler writes in every container and init container, and the
 //     NVIDIA runtime class (Defaults.RuntimeClassName) unless the template
@@ -78,6 +81,10 @@ func desiredDeployment(s *service, p gpuProfile, replicas int32) *appsv1.Deploym
 		tpl.Spec.NodeSelector = map[string]string{}
 	}
 	tpl.Spec.NodeSelector[gpuinventory.LabelGPUProduct] = p.gpuType.ProductLabel
+	if s.pool {
+		tpl.Spec.NodeSelector[v1alpha1.LabelGPUPool] = v1alpha1.GPUPoolValue
+		tpl.Spec.Tolerations = gpuinventory.WithGPUPoolToleration(tpl.Spec.Tolerations)
+	}
 	if s.dra {
 		claimPodSpec(&tpl.Spec, name)
 	} else {

@@ -73,7 +73,7 @@ func TestFreeSlotsHonourBusyShareCap(t *testing.T) {
 		cap  float64
 		want int
 	}{{1, 4}, {0, 5}} {
-		if got := capacityOf(nodes, pods, "resnet50", "Tesla-T4", d, placement.Placer{Choice: gpuinventory.Choice{MaxBusyShare: c.cap}}, placement.Placer{}, nil, resource.MustParse("2"), resource.Quantity{}, nil).slots; got != c.want {
+		if got := capacityOf(nodes, pods, "resnet50", "Tesla-T4", d, placement.Placer{Choice: gpuinventory.Choice{MaxBusyShare: c.cap}}, placement.Placer{}, nil, false, resource.MustParse("2"), resource.Quantity{}, nil).slots; got != c.want {
 			t.Errorf("cap %g: %d free slots, want %d", c.cap, got, c.want)
 		}
 	}

@@ -78,6 +78,7 @@ func (r *Reconciler) refresh(ctx context.Context, ms *v1alpha1.ModelService) (ti
 	if err != nil {
 		return 0, nil // reported by the decision of this generation
 	}
+	svc.pool = r.gpuPool()
 	status := *ms.Status.DeepCopy()
 	status.ObservedGeneration = ms.Generation
 	deps, err := r.ensureDeployments(ctx, svc)
@@ -123,6 +124,7 @@ func (r *Reconciler) decide(ctx context.Context, ms *v1alpha1.ModelService, st *
 		setCondition(&status, v1alpha1.ConditionReady, metav1.ConditionFalse, "InvalidSpec", err.Error(), ms.Generation)
 		return 0, r.writeStatusIfChanged(ctx, ms, status)
 	}
+	svc.pool = r.gpuPool()
 	as := st.autoscalerFor(svc.policy, ms.Status.ScalingState)
 
 	// Desired Deployments exist, one per GPU type, and those of removed
@@ -339,7 +341,7 @@ func (r *Reconciler) capacityFor(ctx context.Context, svc *service, p gpuProfile
 		}
 	}
 	pl := placement.Placer{Colocation: r.colocation(), Mode: r.gpuSharing()}
-	return capacityOf(pointers(nodes.Items), pointers(pods.Items), svc.obj.Name, p.gpuType.ProductLabel, svc.demand(p), r.admission(), pl, svc.obj.Spec.Template.Spec.Tolerations, cpu, mem, dc), nil
+	return capacityOf(pointers(nodes.Items), pointers(pods.Items), svc.obj.Name, p.gpuType.ProductLabel, svc.demand(p), r.admission(), pl, svc.tolerations(), svc.pool, cpu, mem, dc), nil
 }
 
 func pointers[T any](items []T) []*T {

@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
+	configv1 "github.com/hetsev/hetsev/pkg/apis/config/v1"
 	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
 	"github.com/hetsev/hetsev/pkg/catalog"
 	"github.com/hetsev/hetsev/pkg/heterogeneity"
@@ -277,6 +278,16 @@ func (r *Reconciler) admission() placement.Placer {
 		return schedulerconfig.DefaultGPUShareArgs().Placer()
 	}
 	return r.Admission.Placer()
+}
+
+// gpuPool is hetsev-scheduler's arg gpuPool (Admission; unset is its
+// default): whether the scheduler places hetsev pods only on nodes in the
+// GPU pool (v1alpha1.LabelGPUPool).
+func (r *Reconciler) gpuPool() bool {
+	if r.Admission == nil || r.Admission.GPUPool == nil {
+		return configv1.DefaultGPUSharePool
+	}
+	return *r.Admission.GPUPool
 }
 
 func (r *Reconciler) gpuSharing() interference.SharingMode {

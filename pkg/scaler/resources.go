@@ -35,7 +35,9 @@ type typeCapacity struct {
 // with the CPU and memory the pod requests. Nodes the scheduler does not
 // place the pods on count none: cordoned ones (spec.unschedulable) and
 // those with a NoSchedule or NoExecute taint tolerations (the pod
-// template's) do not tolerate. Pods of the model that are still Pending
+// template's) do not tolerate, and, with pool (hetsev-scheduler's arg
+// gpuPool), nodes outside the GPU pool (gpuinventory.InGPUPool), which
+// the scheduler refuses. Pods of the model that are still Pending
 // (not yet placed) take slots first.
 //
 // A node's GPUs are counted by gpuinventory's occupancy rule, the
@@ -50,7 +52,7 @@ type typeCapacity struct {
 // With dc (GPU mode dra) a node's GPUs are not its GFD labels but the
 // shareable devices of the product its ResourceSlices publish (see
 // draCluster.occupancy); nil is annotation mode.
-func capacityOf(nodes []*v1.Node, pods []*v1.Pod, ms, product string, demand gpuinventory.Demand, adm, pl placement.Placer, tolerations []v1.Toleration, cpu, mem resource.Quantity, dc *draCluster) typeCapacity {
+func capacityOf(nodes []*v1.Node, pods []*v1.Pod, ms, product string, demand gpuinventory.Demand, adm, pl placement.Placer, tolerations []v1.Toleration, pool bool, cpu, mem resource.Quantity, dc *draCluster) typeCapacity {
 	byNode := map[string][]*v1.Pod{}
 	var pendingSame []*v1.Pod
 	for _, p := range pods {
@@ -109,7 +111,7 @@ func capacityOf(nodes []*v1.Node, pods []*v1.Pod, ms, product string, demand gpu
 			bound++
 			inflation += onNode.Inflation(occ.GPUs[idx], demand.Model)
 		}
-		if refusesPods(n, tolerations) {
+		if refusesPods(n, tolerations) || pool && !gpuinventory.InGPUPool(n) {
 			continue
 		}
 		freeCPU := n.Status.Allocatable.Cpu().MilliValue() - usedCPU.MilliValue()

@@ -14,7 +14,7 @@ import (
 
 // freeSlots is capacityOf's slot count without a busy-share cap.
 func freeSlots(nodes []*v1.Node, pods []*v1.Pod, product string, d gpuinventory.Demand, cpu, mem resource.Quantity) int {
-	return capacityOf(nodes, pods, "", product, d, placement.Placer{}, placement.Placer{}, nil, cpu, mem, nil).slots
+	return capacityOf(nodes, pods, "", product, d, placement.Placer{}, placement.Placer{}, nil, false, cpu, mem, nil).slots
 }
 
 // TestFreeSlotsCountsWhatTheSchedulerCounts: free slots follow

@@ -8,6 +8,7 @@ import (
 
 	"github.com/hetsev/hetsev/pkg/catalog"
 
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
@@ -82,6 +83,19 @@ type service struct {
 	runtimeClass string
 	// dra: Defaults.GPUMode is v1alpha1.GPUModeDRA.
 	dra bool
+	// pool: hetsev-scheduler's arg gpuPool is on (Reconciler.gpuPool); its
+	// pods tolerate the pool taint and select the pool label.
+	pool bool
+}
+
+// tolerations are the tolerations of the service's pods: its template's,
+// with the pool taint's (gpuinventory.GPUPoolToleration) when pool is on.
+func (s *service) tolerations() []v1.Toleration {
+	t := s.obj.Spec.Template.Spec.Tolerations
+	if s.pool {
+		t = gpuinventory.WithGPUPoolToleration(t)
+	}
+	return t
 }
 
 // gpuProfile is one GPU type of a service, resolved against the catalog.

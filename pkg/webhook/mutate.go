@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 
 	"gomodules.xyz/jsonpatch/v2"
 	admissionv1 "k8s.io/api/admission/v1"
@@ -83,6 +84,32 @@ func schedulerOps(pod *v1.Pod) (ops []PatchOp, why string, ok bool) {
 	return ops, "", true
 }
 
+// GPUPoolOps is the patch that keeps an opted-in pod on hetsev's GPU pool
+// (hetsev-scheduler's arg gpuPool): a toleration of the pool taint
+// v1alpha1.TaintGPUPool=v1alpha1.GPUPoolValue:NoSchedule unless the pod
+// tolerates it already, and the node selector
+// v1alpha1.LabelGPUPool=v1alpha1.GPUPoolValue unless the pod selects that
+// label already (a value of its own is left for the scheduler to refuse).
+func GPUPoolOps(pod *v1.Pod) []PatchOp {
+	var ops []PatchOp
+	if !gpuinventory.ToleratesGPUPool(pod.Spec.Tolerations) {
+		if len(pod.Spec.Tolerations) == 0 {
+			ops = append(ops, PatchOp{Operation: "add", Path: "/spec/tolerations", Value: []v1.Toleration{gpuinventory.GPUPoolToleration()}})
+		} else {
+			ops = append(ops, PatchOp{Operation: "add", Path: "/spec/tolerations/-", Value: gpuinventory.GPUPoolToleration()})
+		}
+	}
+	if _, ok := pod.Spec.NodeSelector[v1alpha1.LabelGPUPool]; !ok {
+		if len(pod.Spec.NodeSelector) == 0 {
+			ops = append(ops, PatchOp{Operation: "add", Path: "/spec/nodeSelector", Value: map[string]string{v1alpha1.LabelGPUPool: v1alpha1.GPUPoolValue}})
+		} else {
+			// JSON pointer (RFC 6901): "/" in the key is written "~1".
+			ops = append(ops, PatchOp{Operation: "add", Path: "/spec/nodeSelector/" + strings.ReplaceAll(v1alpha1.LabelGPUPool, "/", "~1"), Value: v1alpha1.GPUPoolValue})
+		}
+	}
+	return ops
+}
+
 // visibleDevicesOps adds NVIDIA_VISIBLE_DEVICES from the GPU index to each
 // of containers (at /spec/<field>) that does not set it.
 func visibleDevicesOps(field string, containers []v1.Container) []PatchOp {
@@ -114,6 +141,10 @@ type PodMutator struct {
 	// Templates makes sure the per-namespace ResourceClaimTemplate a pod is
 	// referred to exists (DRA mode; nil: refer without making sure).
 	Templates ClaimTemplateEnsurer
+	// GPUPool is hetsev-scheduler's arg gpuPool: the pods the webhook opts
+	// in also get GPUPoolOps (the pool taint's toleration and the pool
+	// label as a node selector), in both GPU modes.
+	GPUPool bool
 }
 
 var _ admission.Handler = PodMutator{}
@@ -152,6 +183,12 @@ func (m PodMutator) Handle(ctx context.Context, req admission.Request) admission
 		}
 	} else {
 		ops, why = MutatePod(&pod, m.RuntimeClassName)
+	}
+	if _, _, optedIn := schedulerOps(&pod); optedIn && m.GPUPool {
+		if pool := GPUPoolOps(&pod); len(pool) > 0 {
+			ops = append(ops, pool...)
+			why += "; placed on the GPU pool"
+		}
 	}
 	klog.V(2).InfoS("admission review", "pod", klog.KRef(req.Namespace, name), "patched", len(ops) > 0, "why", why)
 	resp.Patches = ops

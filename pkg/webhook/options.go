@@ -51,6 +51,9 @@ type Options struct {
 	// GPUMode is PodMutator.GPUMode. It has no flag of its own either: it
 	// is hetsev-scaler's --gpu-mode.
 	GPUMode string
+	// GPUPool is PodMutator.GPUPool. It has no flag: it is the gpuPool of
+	// the scheduler configuration hetsev-scaler reads (--scheduler-config).
+	GPUPool bool
 }
 
 // NewOptions returns the defaults of the flags.
@@ -173,7 +176,7 @@ func (o *Options) AddToManager(mgr manager.Manager, kube kubernetes.Interface) e
 			Cert: CertOptions{Namespace: o.Namespace, SecretName: o.Secret, Hosts: o.hosts(), MaxAge: o.CertValidity, RenewBefore: o.CertRenewBefore}}
 		srv.interval = o.CertCheckInterval
 	}
-	srv.Register(Path, NewHandler(PodMutator{RuntimeClassName: o.RuntimeClassName, GPUMode: o.GPUMode, Templates: ClaimTemplates{Client: kube}}))
+	srv.Register(Path, NewHandler(PodMutator{RuntimeClassName: o.RuntimeClassName, GPUMode: o.GPUMode, Templates: ClaimTemplates{Client: kube}, GPUPool: o.GPUPool}))
 	srv.Register("/healthz", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) }))
 	if err := mgr.Add(srv); err != nil {
 		return fmt.Errorf("adding the webhook server to the manager: %w", err)

@@ -59,6 +59,11 @@ type HetsevGPUShareArgs struct {
 	// v1alpha1.GPUModeDRA (the plugin allocates the pod's ResourceClaim of
 	// v1alpha1.DeviceClassName on a shared GPU's memory capacity).
 	GPUMode string
+	// GPUPool places hetsev pods only on nodes labelled
+	// v1alpha1.LabelGPUPool=true, the GPU pool hetsev manages; a node
+	// without the label is refused with a reason naming it. After
+	// defaulting never nil.
+	GPUPool *bool
 }
 
 // Anti-affinity modes of HetsevGPUShareArgs.AntiAffinity.

@@ -56,6 +56,20 @@ const (
 	// no two Deployments of a ModelService select each other's pods.
 	LabelGPUType = GroupName + "/gpu-type"
 
+	// LabelGPUPool and TaintGPUPool mark the nodes whose GPUs hetsev
+	// manages, its GPU pool: the label LabelGPUPool=GPUPoolValue, and the
+	// taint LabelGPUPool=GPUPoolValue:NoSchedule that keeps other pods (and
+	// the default scheduler's nvidia.com/gpu pods) off them. With
+	// HetsevGPUShare's arg gpuPool on, hetsev-scheduler places hetsev pods
+	// only on labelled nodes, and hetsev-scaler and the webhook give the
+	// pods they make or opt in a toleration of the taint. Operators label
+	// and taint the nodes (docs/gpu-modes.md, GPU pool).
+	LabelGPUPool = GroupName + "/gpu-pool"
+	// TaintGPUPool is the pool taint's key (LabelGPUPool's name).
+	TaintGPUPool = LabelGPUPool
+	// GPUPoolValue is the pool label's and taint's value.
+	GPUPoolValue = "true"
+
 	// GPU modes: how a hetsev pod reaches its GPU, chosen per cluster
 	// (hetsev-scheduler's HetsevGPUShare arg gpuMode, hetsev-scaler's,
 	// hetsev-metrics-adapter's and the demo's --gpu-mode). In GPUModeAnnotations the scheduler writes

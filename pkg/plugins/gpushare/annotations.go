@@ -109,11 +109,15 @@ func (p *AnnotationGPUShare) PreFilterExtensions() fwk.PreFilterExtensions { ret
 // Filter keeps nodes with at least one GPU that has the pod's GPU memory
 // free, room for its busy share under maxBusyShare, no instance of the
 // pod's model, and where no instance's predicted latency inflation would
-// exceed its hetsev.io/max-inflation (placement.Placer.Admits).
+// exceed its hetsev.io/max-inflation (placement.Placer.Admits); with the
+// arg gpuPool on, only nodes in the GPU pool (outsidePool).
 func (p *AnnotationGPUShare) Filter(ctx context.Context, state fwk.CycleState, _ *v1.Pod, nodeInfo fwk.NodeInfo) *fwk.Status {
 	ds, ok := demandStateFrom(state)
 	if !ok {
 		return nil
+	}
+	if st := p.outsidePool(nodeInfo.Node()); st != nil {
+		return st
 	}
 	_, r, err := p.pickOn(ctx, nodeInfo, ds)
 	if err != nil {

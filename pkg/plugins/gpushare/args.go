@@ -28,6 +28,7 @@ import (
 //	      maxBusyShare: 1.0    # summed hetsev.io/busy-share per GPU; 0: no cap
 //	      consolidate: true    # declared busy share: a GPU in use first
 //	      gpuMode: annotations # or dra: allocate hetsev ResourceClaims (dra.go)
+//	      gpuPool: true        # only nodes labelled hetsev.io/gpu-pool=true
 //
 // The scheduler decodes them (unknown fields are errors), fills missing
 // fields with the defaults of pkg/apis/config/v1 (the paper's behaviour, and
@@ -72,3 +73,11 @@ func ParseArgs(obj runtime.Object) (Args, error) {
 }
 
 func (a Args) placer() placement.Placer { return a.Placer() }
+
+// pool is the arg gpuPool; unset is configv1.DefaultGPUSharePool.
+func (a Args) pool() bool {
+	if a.GPUPool == nil {
+		return configv1.DefaultGPUSharePool
+	}
+	return *a.GPUPool
+}

@@ -505,11 +505,15 @@ func (p *DRAGPUShare) pickOn(ctx context.Context, s *draState, nodeInfo fwk.Node
 
 // Filter keeps the node of a claim already allocated, or nodes with a GPU
 // that fits the claim's memory and the pod's busy share and model, as in
-// annotation mode.
+// annotation mode; with the arg gpuPool on, only nodes in the GPU pool
+// (outsidePool).
 func (p *DRAGPUShare) Filter(ctx context.Context, state fwk.CycleState, _ *v1.Pod, nodeInfo fwk.NodeInfo) *fwk.Status {
 	s, ok := draStateFrom(state)
 	if !ok {
 		return nil
+	}
+	if st := p.outsidePool(nodeInfo.Node()); st != nil {
+		return st
 	}
 	if s.allocatedNode != "" {
 		if nodeInfo.Node().Name != s.allocatedNode {

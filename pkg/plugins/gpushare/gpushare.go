@@ -73,15 +73,17 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 		if err != nil {
 			return nil, err
 		}
+		d.pool = args.pool()
 		p, forget, forgetNode = d, d.forget, d.forgetNode
 	} else {
 		a := newAnnotationGPUShare(h, args.placer())
+		a.pool = args.pool()
 		p, forget, forgetNode = a, a.forget, a.forgetNode
 	}
 	if err := forgetDeleted(h, forget, forgetNode); err != nil {
 		return nil, err
 	}
-	klog.FromContext(ctx).V(2).Info("plugin initialised", "plugin", Name, "gpuMode", args.GPUMode, "fit", args.Fit, "antiAffinity", args.AntiAffinity, "interferenceWeight", *args.InterferenceWeight, "interferenceModel", args.Colocation.Source)
+	klog.FromContext(ctx).V(2).Info("plugin initialised", "plugin", Name, "gpuMode", args.GPUMode, "fit", args.Fit, "antiAffinity", args.AntiAffinity, "interferenceWeight", *args.InterferenceWeight, "interferenceModel", args.Colocation.Source, "gpuPool", args.pool())
 	return p, nil
 }
 
@@ -129,6 +131,9 @@ func forgetDeleted(h fwk.Handle, forget func(types.UID), forgetNode func(string)
 type gpuShare struct {
 	handle fwk.Handle
 	placer placement.Placer // from Args: fit, anti-affinity, interference weight
+	// pool is the arg gpuPool: Filter refuses nodes outside the GPU pool
+	// (outsidePool).
+	pool bool
 
 	mu sync.RWMutex
 	// reserved holds the node and GPU chosen for a pod in Reserve, until
@@ -160,6 +165,20 @@ func (p *gpuShare) reservationOf(uid types.UID) (reservation, bool) {
 	r, ok := p.reserved[uid]
 	return r, ok
 }
+
+// outsidePool is Filter's refusal of a node that is not in the GPU pool
+// (gpuinventory.InGPUPool) when the arg gpuPool is on, nil otherwise. The
+// refusal is UnschedulableAndUnresolvable: preempting pods frees no pool
+// label, so the scheduler does not try.
+func (p *gpuShare) outsidePool(node *v1.Node) *fwk.Status {
+	if !p.pool || gpuinventory.InGPUPool(node) {
+		return nil
+	}
+	return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, msgOutsidePool)
+}
+
+// msgOutsidePool is outsidePool's reason, shown in FailedScheduling events.
+const msgOutsidePool = "node is outside hetsev's GPU pool: no label " + v1alpha1.LabelGPUPool + "=" + v1alpha1.GPUPoolValue + " (HetsevGPUShare arg gpuPool is on)"
 
 func (p *gpuShare) reasonNoGPU(memo *noGPUReasons, nodeInfo fwk.NodeInfo, gpus []gpuinventory.GPU, d gpuinventory.Demand) string {
 	return p.noGPUMessage(memo, p.noGPUKind(nodeInfo, gpus, d), d)

@@ -213,7 +213,7 @@ func checkManifestArgs(t *testing.T, prof schedconfig.KubeSchedulerProfile, mode
 		t.Errorf("HetsevFairQueue: %+v %v", fq, err)
 	}
 	gs, err := gpushare.ParseArgs(args(prof, gpushare.Name))
-	if err != nil || gs.AntiAffinity != "Hard" || gs.Fit != "WorstFit" || *gs.InterferenceWeight != 0.5 || gs.MaxBusyShare == nil || *gs.MaxBusyShare != 1 || gs.Consolidate == nil || !*gs.Consolidate || gs.GPUMode != mode {
+	if err != nil || gs.AntiAffinity != "Hard" || gs.Fit != "WorstFit" || *gs.InterferenceWeight != 0.5 || gs.MaxBusyShare == nil || *gs.MaxBusyShare != 1 || gs.Consolidate == nil || !*gs.Consolidate || gs.GPUMode != mode || gs.GPUPool == nil || !*gs.GPUPool {
 		t.Errorf("HetsevGPUShare: %+v %v (want gpuMode %s)", gs, err, mode)
 	}
 }
@@ -240,10 +240,40 @@ func TestConfigzShowsArgs(t *testing.T) {
 	}
 	for name, want := range map[string]string{
 		fairqueue.Name: `{"kind":"HetsevFairQueueArgs","apiVersion":"kubescheduler.config.k8s.io/v1","k":3,"beta":16}`,
-		gpushare.Name:  `{"kind":"HetsevGPUShareArgs","apiVersion":"kubescheduler.config.k8s.io/v1","antiAffinity":"Hard","fit":"WorstFit","interferenceWeight":0.5,"maxBusyShare":1,"consolidate":true,"gpuMode":"annotations"}`,
+		gpushare.Name:  `{"kind":"HetsevGPUShareArgs","apiVersion":"kubescheduler.config.k8s.io/v1","antiAffinity":"Hard","fit":"WorstFit","interferenceWeight":0.5,"maxBusyShare":1,"consolidate":true,"gpuMode":"annotations","gpuPool":false}`,
 	} {
 		if got[name] != want {
 			t.Errorf("%s args on /configz: %s, want %s", name, got[name], want)
 		}
+	}
+}
+
+// TestGPUPoolArg: gpuPool defaults to false (unlabelled nodes of older
+// installs keep their pods) and an explicit value is kept.
+func TestGPUPoolArg(t *testing.T) {
+	for _, c := range []struct {
+		name, pluginConfig string
+		want               bool
+	}{
+		{name: "default", want: false},
+		{name: "on", want: true, pluginConfig: `
+      - name: HetsevGPUShare
+        args:
+          gpuPool: true`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cfg := head
+			if c.pluginConfig != "" {
+				cfg += "    pluginConfig:" + c.pluginConfig + "\n"
+			}
+			got, err := load(t, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			gs, ok := args(got.Profiles[0], gpushare.Name).(*config.HetsevGPUShareArgs)
+			if !ok || gs.GPUPool == nil || *gs.GPUPool != c.want {
+				t.Fatalf("HetsevGPUShare args %#v, want gpuPool %v", args(got.Profiles[0], gpushare.Name), c.want)
+			}
+		})
 	}
 }

@@ -36,6 +36,10 @@ const (
 	// DefaultGPUShareGPUMode: annotations, for clusters without a DRA GPU
 	// driver.
 	DefaultGPUShareGPUMode = v1alpha1.GPUModeAnnotations
+	// DefaultGPUSharePool: off, so that nodes without the pool label
+	// (clusters installed before it) keep their pods on upgrade; the
+	// shipped scheduler configuration turns it on.
+	DefaultGPUSharePool = false
 )
 
 // SetDefaults_HetsevFairQueueArgs fills zero fields.
@@ -67,6 +71,10 @@ func SetDefaults_HetsevGPUShareArgs(obj *HetsevGPUShareArgs) {
 	}
 	if obj.GPUMode == "" {
 		obj.GPUMode = DefaultGPUShareGPUMode
+	}
+	if obj.GPUPool == nil {
+		p := DefaultGPUSharePool
+		obj.GPUPool = &p
 	}
 	if obj.MaxBusyShare == nil {
 		c := DefaultGPUShareMaxBusyShare // dimensionless

@@ -41,6 +41,7 @@ type HetsevFairQueueArgs struct {
 //	      maxBusyShare: 1.0    # summed hetsev.io/busy-share per GPU; 0: no cap
 //	      consolidate: true    # declared busy share: a GPU in use first
 //	      gpuMode: annotations # or dra: allocate ResourceClaims
+//	      gpuPool: true        # only nodes labelled hetsev.io/gpu-pool=true
 //
 // A missing field takes its default (SetDefaults_HetsevGPUShareArgs), which
 // is the paper's behaviour except for interferenceWeight.
@@ -91,4 +92,13 @@ type HetsevGPUShareArgs struct {
 	// profile must disable the upstream DynamicResources plugin and enable
 	// HetsevGPUShare at preBind.
 	GPUMode string `json:"gpuMode,omitempty"`
+	// GPUPool (default DefaultGPUSharePool, false) places hetsev pods only
+	// on the GPU pool: nodes labelled hetsev.io/gpu-pool=true. A node
+	// without the label is refused (Unschedulable, with a reason naming
+	// the label), so hetsev never places beside another GPU allocator
+	// (the NVIDIA GPU Operator's device plugin) on nodes it does not
+	// manage. Off by default so that clusters whose nodes predate the
+	// label keep their placements on upgrade; manifests/scheduler-config.yaml
+	// turns it on. A pointer, so an explicit false is kept.
+	GPUPool *bool `json:"gpuPool,omitempty"`
 }

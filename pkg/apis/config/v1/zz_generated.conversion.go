@@ -73,6 +73,7 @@ func autoConvert_v1_HetsevGPUShareArgs_To_config_HetsevGPUShareArgs(in *HetsevGP
 	out.MaxBusyShare = (*float64)(unsafe.Pointer(in.MaxBusyShare))
 	out.Consolidate = (*bool)(unsafe.Pointer(in.Consolidate))
 	out.GPUMode = in.GPUMode
+	out.GPUPool = (*bool)(unsafe.Pointer(in.GPUPool))
 	return nil
 }
 
@@ -89,6 +90,7 @@ func autoConvert_config_HetsevGPUShareArgs_To_v1_HetsevGPUShareArgs(in *config.H
 	out.MaxBusyShare = (*float64)(unsafe.Pointer(in.MaxBusyShare))
 	out.Consolidate = (*bool)(unsafe.Pointer(in.Consolidate))
 	out.GPUMode = in.GPUMode
+	out.GPUPool = (*bool)(unsafe.Pointer(in.GPUPool))
 	return nil
 }
 

@@ -53,6 +53,11 @@ func (in *HetsevGPUShareArgs) DeepCopyInto(out *HetsevGPUShareArgs) {
 		*out = new(bool)
 		**out = **in
 	}
+	if in.GPUPool != nil {
+		in, out := &in.GPUPool, &out.GPUPool
+		*out = new(bool)
+		**out = **in
+	}
 	return
 }
 
