@@ -14,7 +14,6 @@ import (
 
 	"github.com/hetsev/hetsev/internal/cluster"
 	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
-	"github.com/hetsev/hetsev/pkg/catalog"
 	"github.com/hetsev/hetsev/pkg/gpuinventory"
 )
 
@@ -30,14 +29,7 @@ var (
 // node in the cluster.
 func busyShareNode(ctx context.Context, t *testing.T, cp *cluster.ControlPlane) {
 	t.Helper()
-	cat, err := catalog.DefaultCatalog()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t4, ok := cat.ByName("T4")
-	if !ok {
-		t.Fatal("catalog has no T4")
-	}
+	t4 := catalogT4(t)
 	if _, err := cluster.CreateNodes(ctx, cp.Client, []cluster.NodeGroup{{Prefix: "t4-", Count: 1, GPUType: t4, GPUsPerNode: 2, CPUs: 40, MemoryGiB: 62}}); err != nil {
 		t.Fatal(err)
 	}

@@ -13,7 +13,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
-	"github.com/hetsev/hetsev/pkg/catalog"
 	"github.com/hetsev/hetsev/pkg/gpuinventory"
 
 	"github.com/hetsev/hetsev/internal/cluster"
@@ -35,14 +34,7 @@ import (
 //     accounting, free GPU memory.
 func TestGPUPoolKeepsAllocatorsApart(t *testing.T) {
 	cp, ctx := controlPlane(t)
-	cat, err := catalog.DefaultCatalog()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t4, ok := cat.ByName("T4")
-	if !ok {
-		t.Fatal("catalog has no T4")
-	}
+	t4 := catalogT4(t)
 	if _, err := cluster.CreateNodes(ctx, cp.Client, []cluster.NodeGroup{
 		{Prefix: "pool-", Count: 1, GPUType: t4, GPUsPerNode: 2, CPUs: 40, MemoryGiB: 62, TaintGPUPool: true},
 		{Prefix: "other-", Count: 1, GPUType: t4, GPUsPerNode: 2, CPUs: 40, MemoryGiB: 62, OutsideGPUPool: true},

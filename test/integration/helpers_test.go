@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/hetsev/hetsev/pkg/catalog"
 	"github.com/hetsev/hetsev/pkg/gpuinventory"
 )
 
@@ -127,4 +128,18 @@ func eventsFor(ctx context.Context, c kubernetes.Interface, ns, name string) (st
 		msgs = append(msgs, e.Reason+": "+e.Message)
 	}
 	return strings.Join(msgs, "\n"), nil
+}
+
+// catalogT4 is the default GPU catalog's T4.
+func catalogT4(t *testing.T) catalog.GPUType {
+	t.Helper()
+	cat, err := catalog.DefaultCatalog()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t4, ok := cat.ByName("T4")
+	if !ok {
+		t.Fatal("catalog has no T4")
+	}
+	return t4
 }
