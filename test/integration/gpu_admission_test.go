@@ -256,6 +256,12 @@ func TestGPUPodsGetNvidiaRuntimeClass(t *testing.T) {
 	if _, err := c.CoreV1().Pods("default").Create(ctx, devicePlugin, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
 		t.Errorf("a pod with the NVIDIA runtime and a device-plugin GPU: %v", err)
 	}
+	// A hetsev share and a device-plugin GPU in one pod: refused, naming
+	// both (the webhook opts the annotated pod in first).
+	both := userPod("share-and-device-plugin", true, "")
+	both.Spec.Containers[0].Resources.Limits = v1.ResourceList{"nvidia.com/gpu": resource.MustParse("1")}
+	_, err = c.CoreV1().Pods("default").Create(ctx, both, metav1.CreateOptions{})
+	expectDenied(t, "a hetsev pod that also asks for nvidia.com/gpu", err, "asks for both a hetsev GPU share (hetsev.io/model, scheduled by hetsev-scheduler) and nvidia.com/gpu from the device plugin (container(s) server)")
 	system := userPod("gpu-operator-agent", false, "")
 	system.Namespace = "kube-system"
 	system.Spec.RuntimeClassName = &nvidia
