@@ -220,7 +220,7 @@ func TestSchedulerConfigzShowsPluginArgs(t *testing.T) {
 	}
 	for name, want := range map[string]map[string]any{
 		"HetsevFairQueue": {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "HetsevFairQueueArgs", "k": 3.0, "beta": 16.0},
-		"HetsevGPUShare":  {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "HetsevGPUShareArgs", "antiAffinity": "Hard", "fit": "WorstFit", "interferenceWeight": 0.5, "maxBusyShare": 1.0, "consolidate": true, "gpuMode": "annotations", "gpuPool": true},
+		"HetsevGPUShare":  {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "HetsevGPUShareArgs", "antiAffinity": "Hard", "fit": "WorstFit", "interferenceWeight": 0.5, "maxBusyShare": 1.0, "consolidate": true, "gpuMode": "annotations", "gpuPool": false},
 	} {
 		if !reflect.DeepEqual(got[name], want) {
 			t.Errorf("/configz args of %s: %v, want %v", name, got[name], want)
