@@ -129,14 +129,7 @@ func TestSchedulerConfigSetsTheFreeSlots(t *testing.T) {
 	d := gpuinventory.Demand{Model: "resnet50", MemoryMiB: 2048, BusyShare: 0.4}
 	slotsWith := func(o *Options) int {
 		t.Helper()
-		if err := o.Validate(); err != nil {
-			t.Fatal(err)
-		}
-		args, err := o.GPUShareArgs()
-		if err != nil {
-			t.Fatal(err)
-		}
-		r := &Reconciler{Admission: &args}
+		r := reconcilerWithArgs(t, o)
 		return capacityOf(nodes, pods, "resnet50", "Tesla-T4", d, r.admission(), r.admission(), nil, false, resource.MustParse("2"), resource.Quantity{}, nil).slots
 	}
 	o := NewOptions()
@@ -162,4 +155,18 @@ func TestSchedulerConfigSetsTheFreeSlots(t *testing.T) {
 			t.Errorf("args %q: Validate() = %v, want an error naming --scheduler-config, %s and %s", strings.TrimSpace(args), err, o.SchedulerConfig, field)
 		}
 	}
+}
+
+// reconcilerWithArgs validates o and returns a Reconciler with the
+// HetsevGPUShare arguments its --scheduler-config gives.
+func reconcilerWithArgs(t *testing.T, o *Options) *Reconciler {
+	t.Helper()
+	if err := o.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	args, err := o.GPUShareArgs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &Reconciler{Admission: &args}
 }

@@ -33,14 +33,7 @@ func TestGPUPoolFreeSlotsAndTemplate(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			o := NewOptions()
 			o.SchedulerConfig = schedulerConfig(t, c.args)
-			if err := o.Validate(); err != nil {
-				t.Fatal(err)
-			}
-			args, err := o.GPUShareArgs()
-			if err != nil {
-				t.Fatal(err)
-			}
-			r := &Reconciler{Admission: &args}
+			r := reconcilerWithArgs(t, o)
 			svc, err := validate(resnet(), defaultCatalog(t), DefaultDefaults)
 			if err != nil {
 				t.Fatal(err)

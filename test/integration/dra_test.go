@@ -37,19 +37,7 @@ func draSchedulerConfig(t *testing.T, kubeconfig string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Upstream's plugins; the queue sort must be the same in every profile.
-	return strings.TrimRight(cfg, "\n") + `
-  - schedulerName: default-scheduler
-    plugins:
-      queueSort:
-        disabled:
-          - name: "*"
-        enabled:
-          - name: HetsevFairQueue
-      preFilter:
-        enabled:
-          - name: HetsevFairQueue
-`
+	return withDefaultSchedulerProfile(cfg)
 }
 
 // draGPU is one GPU a test publishes in a ResourceSlice.

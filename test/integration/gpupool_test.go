@@ -53,19 +53,7 @@ func TestGPUPoolKeepsAllocatorsApart(t *testing.T) {
 	if !strings.Contains(cfg, "gpuPool: true") {
 		t.Fatal("manifests/scheduler-config.yaml does not turn gpuPool on")
 	}
-	// Upstream's plugins; the queue sort must be the same in every profile.
-	cfg = strings.TrimRight(cfg, "\n") + `
-  - schedulerName: default-scheduler
-    plugins:
-      queueSort:
-        disabled:
-          - name: "*"
-        enabled:
-          - name: HetsevFairQueue
-      preFilter:
-        enabled:
-          - name: HetsevFairQueue
-`
+	cfg = withDefaultSchedulerProfile(cfg)
 	sched, err := cluster.StartSchedulerWithConfig(ctx, cp, v1alpha1.SchedulerName, cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -143,3 +143,22 @@ func catalogT4(t *testing.T) catalog.GPUType {
 	}
 	return t4
 }
+
+// withDefaultSchedulerProfile appends to the KubeSchedulerConfiguration cfg
+// a default-scheduler profile with upstream's plugins, so that one process
+// schedules hetsev's pods and others; the queue sort must be the same in
+// every profile, so it is hetsev's.
+func withDefaultSchedulerProfile(cfg string) string {
+	return strings.TrimRight(cfg, "\n") + `
+  - schedulerName: default-scheduler
+    plugins:
+      queueSort:
+        disabled:
+          - name: "*"
+        enabled:
+          - name: HetsevFairQueue
+      preFilter:
+        enabled:
+          - name: HetsevFairQueue
+`
+}
