@@ -153,9 +153,15 @@ func TestBusyShareSeparatesHeavyInstances(t *testing.T) {
 
 	busySharePod("medium", "0.5").create(ctx, t, c)
 	const reason = "every GPU with 1024 MiB free would exceed busy share 1 with this pod's hetsev.io/busy-share 0.5"
-	waitFor(ctx, t, 30*time.Second, "medium's FailedScheduling event naming "+v1alpha1.AnnotationBusyShare, func(ctx context.Context) (bool, error) {
-		if p, err := c.CoreV1().Pods("default").Get(ctx, "medium", metav1.GetOptions{}); err == nil && p.Spec.NodeName != "" {
+	// The scheduler records the event and patches the pod's condition
+	// separately: wait for both.
+	waitFor(ctx, t, 30*time.Second, "medium's FailedScheduling event and condition naming "+v1alpha1.AnnotationBusyShare, func(ctx context.Context) (bool, error) {
+		p, err := c.CoreV1().Pods("default").Get(ctx, "medium", metav1.GetOptions{})
+		if err == nil && p.Spec.NodeName != "" {
 			return false, fmt.Errorf("medium (busy share 0.5) bound to %s with annotations %v, want Pending", p.Spec.NodeName, p.Annotations)
+		}
+		if err != nil || !strings.Contains(unschedulableReason(*p), reason) {
+			return false, nil
 		}
 		msgs, err := eventsFor(ctx, c, "default", "medium")
 		return err == nil && strings.Contains(msgs, "FailedScheduling") && strings.Contains(msgs, reason), nil
