@@ -144,7 +144,11 @@ const OverrunLimit = 0.5
 // ServingPrediction is one member: measured and simulated latency
 // percentiles (ms) and busy shares.
 type ServingPrediction struct {
-	Scenario, Server            string
+	Scenario, Server string
+	// CoLocated is true when the scenario runs more than one server on
+	// the GPU: its error is the co-location model's on top of the
+	// server's own; a solo member's error is the server's alone.
+	CoLocated                   bool
 	RateRPS                     float64
 	MeasuredBusy, PredictedBusy float64
 	MeasuredP50, PredictedP50   float64
@@ -239,7 +243,7 @@ func predictions(s ServingScenario, stats []memberStats) []ServingPrediction {
 		if *m.OverrunS >= OverrunLimit {
 			continue
 		}
-		out = append(out, ServingPrediction{Scenario: s.Label, Server: m.Server, RateRPS: *m.RateRPS,
+		out = append(out, ServingPrediction{Scenario: s.Label, Server: m.Server, CoLocated: len(s.Members) > 1, RateRPS: *m.RateRPS,
 			MeasuredBusy: *m.BusyShare, PredictedBusy: stats[i].busy,
 			MeasuredP50: *m.LatMsP50, PredictedP50: stats[i].p50,
 			MeasuredP98: *m.LatMsP98, PredictedP98: stats[i].p98})
@@ -442,6 +446,8 @@ func WriteServingReport(w io.Writer, f *ServingFile, ps, held, cosim []ServingPr
 		return
 	}
 	fmt.Fprintf(w, "held out (co-location model refitted from calibration.FitStart without the co-location scenarios of each co-located scenario's models): cv_p98_mape=%.4f bias=%+.4f\n", P98MAPE(held), P98Bias(held))
+	solo, shared := SplitCoLocated(held)
+	fmt.Fprintf(w, "held-out bias by source: co-located members (co-location model and server) %+.4f over %d, solo members (server alone) %+.4f over %d\n", P98Bias(shared), len(shared), P98Bias(solo), len(solo))
 	fmt.Fprintf(w, "RESULT mode=%s cv_p98_mape=%.4f bias=%+.4f members=%d\n", name, P98MAPE(held), P98Bias(held), len(held))
 }
 

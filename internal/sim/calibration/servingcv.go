@@ -23,6 +23,22 @@ func P98Bias(ps []ServingPrediction) float64 {
 	return s / float64(len(ps))
 }
 
+// SplitCoLocated returns the members of ps that ran alone on their GPU
+// and those that shared it, in ps's order. The bias of the shared ones is
+// the co-location model's (with the server's own error under it); the
+// solo ones' bias is the simulated server's alone, which no co-location
+// coefficient changes.
+func SplitCoLocated(ps []ServingPrediction) (solo, shared []ServingPrediction) {
+	for _, p := range ps {
+		if p.CoLocated {
+			shared = append(shared, p)
+		} else {
+			solo = append(solo, p)
+		}
+	}
+	return solo, shared
+}
+
 // modelSet is the sorted models of a scenario's members, joined by "+".
 func modelSet(models []string) string {
 	sort.Strings(models)

@@ -87,3 +87,24 @@ func TestCrossValidateServingLeavesTheModelsOut(t *testing.T) {
 		}
 	}
 }
+
+// TestSplitCoLocatedSeparatesSoloMembers: the members of a scenario with
+// one server are solo, those of a pair co-located, so the report can say
+// which part of the bias the co-location model carries.
+func TestSplitCoLocatedSeparatesSoloMembers(t *testing.T) {
+	occ := interference.H100Occupancy()
+	withSolo := strings.Replace(servingMPSPair, `"scenarios": [`, `"scenarios": [{"label": "solo", "members": [
+   {"server": "resnet50#0", "rate_rps": 400, "lat_ms_p50": 1.2, "lat_ms_p98": 2.0, "busy_share": 0.3, "overrun_s": 0}]},`, 1)
+	f, err := ParseServing("solo-and-pair.json", strings.NewReader(withSolo), occ)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps, err := PredictServing(f, interference.FittedColocation(), SimOptions{Runs: 1, Seed: 1, StepS: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	solo, shared := SplitCoLocated(ps)
+	if len(solo) != 1 || solo[0].Scenario != "solo" || len(shared) != 2 || shared[0].Scenario != "pair" || shared[1].Scenario != "pair" {
+		t.Fatalf("solo %v, co-located %v; want the solo scenario's one member alone and the pair's two together", solo, shared)
+	}
+}
