@@ -99,6 +99,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 		o.Defaults.Flavors = fl
 		return nil
 	})
+	fs.BoolVar(&o.Defaults.ModelThresholds, "model-thresholds", o.Defaults.ModelThresholds, "give every ModelService without spec.scaling.saturationThreshold the highest threshold at which the SLO latency model (batch formation and queueing at SL_min, each instance on a GPU of its own) meets RT_max on all its GPU types, in [0.3, 0.99]; off: 0.8")
 	fs.BoolVar(&o.Defaults.SeasonalForecast, "seasonal-forecast", o.Defaults.SeasonalForecast, "provision for bursts that recur with a period of 5 to 60 minutes in a ModelService's own arrival rate before they start (the highest rate per minute is kept in memory for 3 h; a new leader forecasts after two periods)")
 	fs.StringVar(&o.Defaults.GPUMode, "gpu-mode", o.Defaults.GPUMode, "how pods reach their GPU, as hetsev-scheduler's HetsevGPUShare gpuMode: annotations (the scheduler's hetsev.io/gpu-index read into NVIDIA_VISIBLE_DEVICES, with --gpu-runtime-class; nodes with NVIDIA's device plugin or GPU Operator) or dra (a ResourceClaimTemplate per Deployment requesting the instance's GPU memory as consumable capacity of DeviceClass "+v1alpha1.DeviceClassName+", allocated by hetsev-scheduler; NVIDIA's DRA driver injects the device through CDI; consumable capacity, on by default since Kubernetes 1.36). Also the webhook's mode")
 	fs.BoolVar(&o.TrafficSplit, "traffic-split", o.TrafficSplit, "write Istio VirtualServices and DestinationRules that split each ModelService's traffic across GPU types by capacity")

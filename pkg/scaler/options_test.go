@@ -96,3 +96,31 @@ func TestSeasonalForecastFlag(t *testing.T) {
 		}
 	}
 }
+
+// TestModelThresholdsFlag: --model-thresholds gives a ModelService without
+// a saturation threshold the model's; without it, the default 0.8.
+func TestModelThresholdsFlag(t *testing.T) {
+	for _, on := range []bool{false, true} {
+		o := NewOptions()
+		fs := flag.NewFlagSet("hetsev-scaler", flag.ContinueOnError)
+		o.AddFlags(fs)
+		var args []string
+		if on {
+			args = []string{"--model-thresholds"}
+		}
+		if err := fs.Parse(args); err != nil {
+			t.Fatal(err)
+		}
+		s, err := validate(resnet(), defaultCatalog(t), o.Defaults)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := 0.8
+		if on {
+			want = modelThreshold(s.policy, s.types, 8)
+		}
+		if s.policy.SaturationThreshold != want || (on && want == 0.8) {
+			t.Errorf("flags %v: saturation threshold %v, want %v", args, s.policy.SaturationThreshold, want)
+		}
+	}
+}

@@ -60,6 +60,14 @@ type Defaults struct {
 	// starts. The history is the scaler's memory: a new leader forecasts
 	// after two periods.
 	SeasonalForecast bool
+	// ModelThresholds derives the saturation threshold of every
+	// ModelService whose spec.scaling.saturationThreshold is unset from
+	// the SLO latency model at SL_min
+	// (heterogeneity.ServiceModelThreshold over its GPU types' profiles,
+	// each instance on a GPU of its own: the scheduler's inflation limit
+	// bounds what co-location adds). A service no type of which meets the
+	// SLO at any threshold keeps v1alpha1.DefaultSaturationThreshold.
+	ModelThresholds bool
 }
 
 // DefaultDefaults: the exact solver and the paper's SLO check. On the
@@ -156,6 +164,18 @@ func instanceShare(throughputRPS, latencyMs, threshold, busyShare float64) (shar
 	return atThreshold, throughputRPS
 }
 
+// modelThreshold is heterogeneity.ServiceModelThreshold over the GPU
+// types of a service (batch size batchSize) with policy pol, each
+// instance alone on its GPU; 0 when no type meets the SLO at a threshold.
+func modelThreshold(pol heterogeneity.Policy, types []gpuProfile, batchSize int) float64 {
+	ts := make([]heterogeneity.TypeState, 0, len(types))
+	for _, p := range types {
+		ts = append(ts, heterogeneity.TypeState{GPUType: p.gpuType.Name, ThroughputRPS: p.spec.ThroughputRPS,
+			LatencyMs: p.spec.LatencyMs, BatchSize: batchSize, LatencyInflation: 1})
+	}
+	return heterogeneity.ServiceModelThreshold(pol, ts)
+}
+
 // maxInflation is the co-location latency inflation an instance of batch
 // latency latencyMs tolerates within RT_max rtMaxMs: below saturation a
 // request waits at most for the batch in progress and then runs in the
@@ -235,6 +255,15 @@ func validate(ms *v1alpha1.ModelService, cat catalog.Catalog, d Defaults) (*serv
 	if sc.SaturationThreshold > 0 {
 		pol.SaturationThreshold = sc.SaturationThreshold
 	}
+	pol.ServiceLevel = s.SLO.ServiceLevel
+	if pol.ServiceLevel >= 1 {
+		pol.ServiceLevel = 0.999 // the model's percentile must stay below 1
+	}
+	if d.ModelThresholds && sc.SaturationThreshold == 0 {
+		if th := modelThreshold(pol, out.types, s.BatchSize); th > 0 {
+			pol.SaturationThreshold = th
+		}
+	}
 	pol.Lambda = DefaultLambda
 	if sc.Lambda != nil {
 		pol.Lambda = *sc.Lambda
@@ -263,10 +292,6 @@ func validate(ms *v1alpha1.ModelService, cat catalog.Catalog, d Defaults) (*serv
 	}
 	pol.SLOCheck = d.SLOCheck
 	pol.SeasonalForecast = d.SeasonalForecast
-	pol.ServiceLevel = s.SLO.ServiceLevel
-	if pol.ServiceLevel >= 1 {
-		pol.ServiceLevel = 0.999 // the model's percentile must stay below 1
-	}
 	if err := pol.Validate(); err != nil {
 		return nil, fmt.Errorf("spec.scaling: %w", err)
 	}

@@ -248,3 +248,28 @@ func TestSolverChoice(t *testing.T) {
 		t.Error("unknown solver accepted")
 	}
 }
+
+// TestModelThresholdsReplaceTheDefaultOnly: with Defaults.ModelThresholds
+// a ModelService without spec.scaling.saturationThreshold gets the
+// threshold the latency model gives its GPU types at SL_min; one that
+// sets it keeps its own; without the option the default stays.
+func TestModelThresholdsReplaceTheDefaultOnly(t *testing.T) {
+	d := DefaultDefaults
+	d.ModelThresholds = true
+	s, err := validate(resnet(), defaultCatalog(t), d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := modelThreshold(s.policy, s.types, 8)
+	if want == 0 || want == v1alpha1.DefaultSaturationThreshold || s.policy.SaturationThreshold != want {
+		t.Errorf("derived threshold %v, want the model's %v (not the default %v)", s.policy.SaturationThreshold, want, v1alpha1.DefaultSaturationThreshold)
+	}
+	own := resnet()
+	own.Spec.Scaling.SaturationThreshold = 0.6
+	if s, err := validate(own, defaultCatalog(t), d); err != nil || s.policy.SaturationThreshold != 0.6 {
+		t.Errorf("spec.scaling.saturationThreshold 0.6: got %v (%v), want 0.6 kept", s.policy.SaturationThreshold, err)
+	}
+	if s, err := validate(resnet(), defaultCatalog(t), DefaultDefaults); err != nil || s.policy.SaturationThreshold != v1alpha1.DefaultSaturationThreshold {
+		t.Errorf("without ModelThresholds: got %v (%v), want the default", s.policy.SaturationThreshold, err)
+	}
+}

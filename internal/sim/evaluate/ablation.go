@@ -19,8 +19,9 @@ import (
 // Pareto sweep's points are (pareto.go). Other variants change a knob
 // instead: a scale-in hysteresis of 0.1 on top of the rules (a third
 // brake), decisions every 5 s instead of every 15 s, a forecast whose
-// regression spans 60 s instead of 15 s, and the seasonal forecast and
-// the instance flavors each turned on, or off where the baseline has them.
+// regression spans 60 s instead of 15 s, saturation thresholds derived
+// from the SLO latency model, and the seasonal forecast and the instance
+// flavors each turned on, or off where the baseline has them.
 
 // Variants of the ablation, in the order they are replayed and printed.
 const (
@@ -60,10 +61,14 @@ const (
 	// them (--flavors). Run replays the one that changes the baseline.
 	AblationFlavors   = "flavors"
 	AblationNoFlavors = "no-flavors"
+	// AblationModelThresholds sets Knobs.ModelThresholds: every service's
+	// saturation threshold derived from the SLO latency model at SL_min
+	// (hetsev-scaler's --model-thresholds) instead of its own.
+	AblationModelThresholds = "model-thresholds"
 )
 
 // AblationVariants are the ablation's variants.
-var AblationVariants = []string{AblationBaseline, AblationHysteresis, AblationNoStabilizedScaleIn, AblationNoForecast, AblationNoCoolDown, AblationInterval5s, AblationForecastSpan60s, AblationSeasonalForecast}
+var AblationVariants = []string{AblationBaseline, AblationHysteresis, AblationNoStabilizedScaleIn, AblationNoForecast, AblationNoCoolDown, AblationInterval5s, AblationForecastSpan60s, AblationSeasonalForecast, AblationModelThresholds}
 
 // ablationVariants are AblationVariants for a baseline with or without
 // the seasonal forecast and instance flavors: each of the two is turned
@@ -118,6 +123,8 @@ func ablatedKnobs(k Knobs, variant string) (Knobs, error) {
 		k.SeasonalForecast = true
 	case AblationNoSeasonalForecast:
 		k.SeasonalForecast = false
+	case AblationModelThresholds:
+		k.ModelThresholds = true
 	case AblationFlavors, AblationNoFlavors: // Config.Flavors: ablatedConfig
 	default:
 		return k, fmt.Errorf("ablation: unknown variant %q (want one of %v)", variant, AblationVariants)

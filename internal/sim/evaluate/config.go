@@ -139,6 +139,11 @@ type Knobs struct {
 	// recurs with a period in the service's own history, before it
 	// starts); false leaves it at the scaler's default (off).
 	SeasonalForecast bool
+	// ModelThresholds gives the hetsev policies the saturation thresholds
+	// hetsev-scaler derives from the SLO latency model at SL_min
+	// (scaler.Defaults.ModelThresholds) in place of the services' own;
+	// the peers keep the services' thresholds.
+	ModelThresholds bool
 }
 
 // ablate applies k's ablation switches to p, a hetsev policy.
@@ -347,6 +352,22 @@ func (c Config) Validate() error {
 // translation (scaler.Resolve), with the given solver, the paper's SLO
 // check, the scaler's default, and c.Flavors.
 func (c Config) resolve(s Service, solver string) (*scaler.Resolved, error) {
+	return c.resolveWith(s, solver, false)
+}
+
+// resolveHetsev is resolve for the hetsev policies: with
+// Knobs.ModelThresholds, every service's saturation threshold is the one
+// hetsev-scaler derives from the SLO latency model (its
+// --model-thresholds), in place of the service's hand-set one; the peers
+// keep theirs.
+func (c Config) resolveHetsev(s Service, solver string) (*scaler.Resolved, error) {
+	if c.Knobs.ModelThresholds {
+		s.SaturationThreshold = 0
+	}
+	return c.resolveWith(s, solver, c.Knobs.ModelThresholds)
+}
+
+func (c Config) resolveWith(s Service, solver string, modelThresholds bool) (*scaler.Resolved, error) {
 	k := c.Knobs
 	lambda, hysteresis := k.Lambda, k.ScaleInHysteresis
 	ms, err := modelservice.For(s.Name, "default", s.Model, s.RTMaxMs, c.Profiles.On(c.gpuTypes()...), modelservice.Knobs{
@@ -366,7 +387,7 @@ func (c Config) resolve(s Service, solver string) (*scaler.Resolved, error) {
 	if err != nil {
 		return nil, err
 	}
-	r, err := scaler.Resolve(ms, c.Catalog, scaler.Defaults{Solver: solver, SLOCheck: heterogeneity.SLOCheckPaper, Flavors: c.Flavors})
+	r, err := scaler.Resolve(ms, c.Catalog, scaler.Defaults{Solver: solver, SLOCheck: heterogeneity.SLOCheckPaper, Flavors: c.Flavors, ModelThresholds: modelThresholds})
 	if err != nil {
 		return nil, fmt.Errorf("service %s: %w", s.Name, err)
 	}

@@ -302,7 +302,7 @@ func newHetsevPolicy(cfg *Config, solver string, weight float64) (*hetsevPolicy,
 			Choice: gpuinventory.Choice{MaxBusyShare: gpuinventory.DefaultMaxBusyShare, Consolidate: true}},
 	}
 	for _, s := range cfg.Services {
-		r, err := cfg.resolve(s, solver)
+		r, err := cfg.resolveHetsev(s, solver)
 		if err != nil {
 			return nil, err
 		}

@@ -21,7 +21,7 @@ import (
 // them by the time compression so the scaler, which runs on the
 // wall clock, acts at the same trace times.
 type Knobs struct {
-	// SaturationThreshold of HetSev 4.1; 0 means 0.8.
+	// SaturationThreshold of HetSev 4.1; 0 leaves it unset (the scaler's).
 	SaturationThreshold float64
 	// BusyShare is spec.scaling.busyShare; 0 leaves it unset.
 	BusyShare              float64
@@ -73,10 +73,9 @@ func For(name, ns, model string, rtMaxMs float64, profiles catalog.Profiles, k K
 		})
 	}
 	period := k.ScaleOutPeriodSeconds / c
+	// 0 leaves the threshold to hetsev-scaler (its default, or the one it
+	// derives with --model-thresholds).
 	threshold := k.SaturationThreshold
-	if threshold == 0 {
-		threshold = 0.8
-	}
 	// lambda is per second: per wall second c times the trace's, so that
 	// lambda O_i, and the objective, are those of the uncompressed trace.
 	lambda := k.Lambda

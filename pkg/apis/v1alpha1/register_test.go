@@ -81,7 +81,6 @@ func TestCRDDefaults(t *testing.T) {
 	spec := crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"]
 	scaling := spec.Properties["scaling"]
 	for field, want := range map[string]float64{
-		"saturationThreshold":    DefaultSaturationThreshold,
 		"intervalSeconds":        DefaultIntervalSeconds,
 		"scaleOutPeriodSeconds":  DefaultScaleOutPeriodSeconds,
 		"scaleInIntervalSeconds": DefaultScaleInIntervalSeconds,
@@ -91,6 +90,12 @@ func TestCRDDefaults(t *testing.T) {
 		"minReplicas":            DefaultMinReplicas,
 	} {
 		checkDefault(t, "spec.scaling."+field, scaling.Properties[field].Default, want)
+	}
+	// The saturation threshold has no schema default: unset, hetsev-scaler
+	// applies DefaultSaturationThreshold or derives one from the SLO
+	// latency model (--model-thresholds), which a stored default would hide.
+	if d := scaling.Properties["saturationThreshold"].Default; d != nil {
+		t.Errorf("spec.scaling.saturationThreshold has schema default %s, want none", d.Raw)
 	}
 	checkDefault(t, "spec.servicePort", spec.Properties["servicePort"].Default, DefaultServicePort)
 	if d := scaling.Default; d == nil || string(d.Raw) != "{}" {

@@ -162,13 +162,14 @@ type GPUProfile struct {
 // +kubebuilder:validation:XValidation:rule="!has(self.maxReplicas) || self.maxReplicas == 0 || self.maxReplicas >= (has(self.minReplicas) ? self.minReplicas : 1)",message="maxReplicas must be 0 (no cap) or at least minReplicas (default 1)"
 // +kubebuilder:validation:XValidation:rule="!has(self.scaleInHysteresis) || self.scaleInHysteresis < (has(self.saturationThreshold) ? self.saturationThreshold : 0.8)",message="scaleInHysteresis must be below saturationThreshold (default 0.8)"
 type Scaling struct {
-	// SaturationThreshold: scale out when W / sum T_i N_i stays above it
-	// (default 0.8, HetSev 4.1).
+	// SaturationThreshold: scale out when W / sum T_i N_i stays above it.
+	// Unset: 0.8 (HetSev 4.1), or, with hetsev-scaler's
+	// --model-thresholds, the highest threshold at which the SLO latency
+	// model meets RT_max at SL_min on every GPU type of the service.
 	//
 	// +kubebuilder:validation:ExclusiveMinimum=true
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=1
-	// +kubebuilder:default=0.8
 	SaturationThreshold float64 `json:"saturationThreshold,omitempty"`
 	// IntervalSeconds between decisions (default 15). The launch-time
 	// forecast of a scale-out measures the rise of the arrival rate over at
