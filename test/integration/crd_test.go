@@ -15,7 +15,6 @@ import (
 
 	"github.com/hetsev/hetsev/internal/cluster"
 	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
-	"github.com/hetsev/hetsev/pkg/heterogeneity"
 	"github.com/hetsev/hetsev/pkg/scaler"
 )
 
@@ -139,7 +138,6 @@ func TestModelServiceCRDValidation(t *testing.T) {
 		t.Fatal(err)
 	}
 	for field, want := range map[string]float64{
-		"saturationThreshold":    heterogeneity.DefaultPolicy().SaturationThreshold,
 		"intervalSeconds":        scaler.DefaultIntervalSeconds,
 		"scaleOutPeriodSeconds":  scaler.DefaultScaleOutPeriodSeconds,
 		"scaleInIntervalSeconds": scaler.DefaultScaleInIntervalSeconds,
@@ -152,6 +150,11 @@ func TestModelServiceCRDValidation(t *testing.T) {
 		if got, ok := asFloat(v); !found || !ok || got != want {
 			t.Errorf("spec.scaling.%s defaulted to %v, want %v", field, v, want)
 		}
+	}
+	// The saturation threshold stays unset: hetsev-scaler applies its
+	// default or derives one (--model-thresholds).
+	if v, found, _ := unstructured.NestedFieldNoCopy(u.Object, "spec", "scaling", "saturationThreshold"); found {
+		t.Errorf("spec.scaling.saturationThreshold defaulted to %v, want unset", v)
 	}
 	if v, _, _ := unstructured.NestedInt64(u.Object, "spec", "servicePort"); v != scaler.DefaultServicePort {
 		t.Errorf("spec.servicePort defaulted to %d, want %d", v, scaler.DefaultServicePort)
