@@ -60,6 +60,16 @@ type Defaults struct {
 	// starts. The history is the scaler's memory: a new leader forecasts
 	// after two periods.
 	SeasonalForecast bool
+	// Replacement turns heterogeneity.Policy.Replacement on for every
+	// ModelService: make-before-break replacement of instances of one
+	// column by cheaper ones of another with at least their capacity, the
+	// new replicas added first and the old removed only as new ones are
+	// Ready and routed. ReplacementInterval and ReplacementTimeout are the
+	// policy's (0: heterogeneity.DefaultReplacementInterval, 5 min, and
+	// DefaultReplacementTimeout, 5 min).
+	Replacement         bool
+	ReplacementInterval time.Duration
+	ReplacementTimeout  time.Duration
 }
 
 // DefaultDefaults: the exact solver and the paper's SLO check. On the
@@ -263,6 +273,9 @@ func validate(ms *v1alpha1.ModelService, cat catalog.Catalog, d Defaults) (*serv
 	}
 	pol.SLOCheck = d.SLOCheck
 	pol.SeasonalForecast = d.SeasonalForecast
+	pol.Replacement = d.Replacement
+	pol.ReplacementInterval = d.ReplacementInterval
+	pol.ReplacementTimeout = d.ReplacementTimeout
 	pol.ServiceLevel = s.SLO.ServiceLevel
 	if pol.ServiceLevel >= 1 {
 		pol.ServiceLevel = 0.999 // the model's percentile must stay below 1
