@@ -34,7 +34,9 @@ type Action struct {
 	Kind ActionKind
 	// Delta holds X_i, instances to add (> 0) or remove (< 0) per type,
 	// aligned with Observation.Types. Positive and negative entries never
-	// mix: a running instance never changes type.
+	// mix: a running instance never changes type; a replacement
+	// (ActionReplace) adds the new instances in one action and removes
+	// the old in later ones.
 	Delta []int
 	// Saturation is W / sum T_i N_i before the action (+Inf when W > 0 and
 	// nothing runs).

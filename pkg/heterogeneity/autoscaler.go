@@ -222,6 +222,11 @@ func (a *Autoscaler) Propose(obs Observation) Action {
 	default:
 		act = a.startReplacement(obs, f, a.scaleIn(solver, obs, f, act))
 	}
+	if act.Replacement == nil && a.replacing != nil {
+		// A scale-out during a replacement: it stays in flight.
+		rp := *a.replacing
+		act.Replacement = &rp
+	}
 	return season.annotate(act, raised)
 }
 

@@ -213,14 +213,16 @@ func (a *Autoscaler) continueReplacement(obs Observation, f forecast, act Action
 		}
 	}
 	if timedOut {
-		if back := added - ready; back > 0 {
+		// Only what the replacement added goes: instances of To a
+		// scale-out added meanwhile stay.
+		if back := min(rp.Add, added) - ready; back > 0 {
 			act.Kind = ActionReplace
 			act.Delta[to] = -back
 			act.Objective = objective(obs.Types, act.Delta, p.Lambda)
 		}
 		act.ReplacementPhase = ReplacementTimedOut
 		act.Reason = fmt.Sprintf("%s; timed out after %v: %d new %s not ready removed, %d %s kept",
-			progress, p.replacementTimeout(), added-ready, rp.To, rp.Remove-r, rp.From)
+			progress, p.replacementTimeout(), max(min(rp.Add, added)-ready, 0), rp.To, rp.Remove-r, rp.From)
 		return act
 	}
 	if remove == 0 {

@@ -139,11 +139,19 @@ func TestReplacementOffByDefaultAndRuleChecks(t *testing.T) {
 	w.apply(act.Delta)
 	o = w.obs(t0.Add(15 * time.Second))
 	o.ArrivalRate = 1500
-	if act = a.Decide(o); act.Kind != ActionScaleOut {
-		t.Errorf("spike during the replacement: %s %v (%s), want a scale-out", act.Kind, act.Delta, act.Reason)
+	if act = a.Decide(o); act.Kind != ActionScaleOut || act.Replacement == nil {
+		t.Fatalf("spike during the replacement: %s %v (%s), replacement %+v; want a scale-out, the replacement still in flight", act.Kind, act.Delta, act.Reason, act.Replacement)
 	}
 	if a.State().Replacement == nil {
 		t.Errorf("the scale-out ended the replacement")
+	}
+	// At the timeout only the replacement's own instances go, not the
+	// scale-out's.
+	w.apply(act.Delta)
+	o = w.obs(t0.Add(DefaultReplacementTimeout))
+	o.ArrivalRate = 1500
+	if act = a.Decide(o); act.ReplacementPhase != ReplacementTimedOut || act.Delta[1] != -2 {
+		t.Errorf("timeout after a scale-out of %v T4: %s %v (%s), want the replacement's 2 T4 removed", w.running[1]-2, act.Kind, act.Delta, act.Reason)
 	}
 	bad := replacePolicy()
 	bad.ReplacementTimeout = -time.Second
