@@ -172,12 +172,16 @@ func (a *Autoscaler) Commit(act Action) {
 // With Policy.Replacement (replace.go), a decision that would do nothing
 // (no scale-out due or waited for, no scale-in, whichever brake held it,
 // on a measured W) may start a make-before-break replacement instead: r
-// instances of one column replaced by k of another with at least their
-// capacity, the swap that lowers the objective most, at most one in
-// flight and one per Policy.ReplacementInterval. It launches the k new
+// instances of one column replaced by k of another, the swap that lowers
+// the objective most, at most one in flight and one per
+// Policy.ReplacementInterval. The brakes that hold a scale-in hold the
+// capacity a replacement may shed, not the replacement: within the
+// cool-down or interval the swap keeps at least the capacity before it;
+// otherwise it keeps the scale-in bar at the highest W of the
+// stabilization window (replacementFloor). It launches the k new
 // instances (ActionReplace, Delta > 0); later decisions remove the old
-// ones as the new become ready (TypeState.Ready), never below the
-// capacity before it nor W_f / SaturationThreshold, and give up after
+// ones as the new become ready (TypeState.Ready), the ready capacity
+// never below that floor nor W_f / SaturationThreshold, and give up after
 // Policy.ReplacementTimeout, removing the new instances not ready. A
 // scale-out due goes first; a scale-in waits for the replacement's end.
 //

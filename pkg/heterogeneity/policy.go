@@ -105,10 +105,11 @@ type Policy struct {
 	ServiceLevel float64
 	// Replacement turns make-before-break replacement on (replace.go): a
 	// decision that would do nothing may swap instances of one column for
-	// instances of another with at least their capacity when that lowers
-	// the objective, launching the new ones first and removing the old
-	// ones only as new ones are ready and routed. The zero value (false)
-	// never changes a running instance's column, as in HetSev 4.1.
+	// instances of another when that lowers the objective, launching the
+	// new ones first and removing the old ones only as new ones are ready
+	// and routed; it sheds capacity only as far as a scale-in could (none
+	// within the cool-down). The zero value (false) never changes a
+	// running instance's column, as in HetSev 4.1.
 	Replacement bool
 	// ReplacementInterval is the least time from the end of one
 	// replacement to the start of the next; 0 means

@@ -9,10 +9,9 @@ import (
 // Replacement is a make-before-break replacement of instances of one
 // column of the decision (a GPU type, or a flavor of one) by instances of
 // another (Policy.Replacement): Add instances of To are launched first;
-// instances of From go only as instances of To become ready, each removal
-// covered by the capacity of new ready instances (T_i, requests/s), so the
-// service's capacity never falls below what it had when the replacement
-// started, nor below W_f / SaturationThreshold.
+// instances of From go only as instances of To become ready, so that the
+// capacity of the ready instances (T_i, requests/s) never falls below
+// FloorRPS nor below W_f / SaturationThreshold.
 type Replacement struct {
 	// From and To are columns (TypeState.GPUType).
 	From, To string
@@ -26,6 +25,12 @@ type Replacement struct {
 	ToBefore int
 	// Started is when the instances of To were asked for.
 	Started time.Time
+	// FloorRPS is the least capacity, in requests/s, the replacement
+	// leaves while it runs: the capacity before it while a scale-in
+	// brake holds (cool-down, interval), so that it removes none; else
+	// the capacity after it, which the brakes' own bar allows (see
+	// Autoscaler.replacementFloor).
+	FloorRPS float64
 }
 
 // ReplacementPhase says what a decision did to a replacement.
@@ -81,6 +86,35 @@ func (p Policy) replacementTimeout() time.Duration {
 // (requests/s).
 const capacityTolerance = 1e-9
 
+// replacementFloor is the least capacity, in requests/s, a replacement
+// starting at obs may leave, and why. The brakes that protect capacity
+// from a scale-in hold it at the capacity now: within ScaleInCoolDown of
+// the last scale-out or ScaleInInterval of the last scale-in it removes
+// none, the swap trades capacity for capacity. Otherwise it is the bar of
+// a scale-in, W / (SaturationThreshold - ScaleInHysteresis), at the
+// higher of W_f and (unless DisableStabilizedScaleIn) the highest W of
+// the stabilization window, and at most the capacity now: a replacement
+// never adds capacity for a load the scale-out has not asked for.
+func (a *Autoscaler) replacementFloor(obs Observation, f forecast) (float64, string) {
+	p := a.Policy
+	now := Capacity(obs.Types, nil)
+	if !a.lastScaleOut.IsZero() && obs.Now.Sub(a.lastScaleOut) < p.ScaleInCoolDown {
+		return now, "capacity kept within the scale-in cool-down"
+	}
+	if !a.lastScaleIn.IsZero() && obs.Now.Sub(a.lastScaleIn) < p.ScaleInInterval {
+		return now, "capacity kept within the scale-in interval"
+	}
+	w := f.w
+	if !p.DisableStabilizedScaleIn {
+		w = max(w, a.rates.peak(p.stabilizationWindow()))
+	}
+	bar := w / (p.SaturationThreshold - p.ScaleInHysteresis)
+	if bar >= now {
+		return now, "capacity kept"
+	}
+	return bar, fmt.Sprintf("capacity >= %.4g requests/s, the scale-in bar at %.4g requests/s", bar, w)
+}
+
 // startReplacement returns act (a decision that does nothing) or, when
 // Policy.Replacement is on, the rate limit allows one and a swap of
 // instances between two columns lowers the objective of HetSev 4.1, the
@@ -89,8 +123,8 @@ const capacityTolerance = 1e-9
 // must pay for the launch), over every pair of columns (From running, To
 // passing the SLO check with free slots; light flavors only while the
 // service is quiet, as for a scale-out) and every count r of From's
-// instances: r of From for k = ceil(r T_From / T_To) of To, so the mix
-// after it has at least the capacity of the mix before. MinReplicas and
+// instances: r of From for the fewest k >= 1 of To that keep the mix
+// after it at or above the floor (replacementFloor). MinReplicas and
 // MaxReplicas hold for the mix after it.
 func (a *Autoscaler) startReplacement(obs Observation, f forecast, act Action) Action {
 	p := a.Policy
@@ -102,9 +136,11 @@ func (a *Autoscaler) startReplacement(obs Observation, f forecast, act Action) A
 			return act
 		}
 	}
+	floor, why := a.replacementFloor(obs, f)
 	offer, _ := lightOnlyWhileQuiet(obs, f.w/p.SaturationThreshold, "")
 	types := obs.Types
 	total := totalRunning(types)
+	capNow := Capacity(types, nil)
 	best, bestObj := []int(nil), -capacityTolerance
 	for from, tf := range types {
 		for to, tt := range offer.Types {
@@ -112,7 +148,8 @@ func (a *Autoscaler) startReplacement(obs Observation, f forecast, act Action) A
 				continue
 			}
 			for r := 1; r <= tf.Running; r++ {
-				k := int(math.Ceil(float64(r)*tf.ThroughputRPS/tt.ThroughputRPS - capacityTolerance))
+				short := floor - (capNow - float64(r)*tf.ThroughputRPS)
+				k := max(1, int(math.Ceil(short/tt.ThroughputRPS-capacityTolerance)))
 				if k > tt.MaxAdditional {
 					break
 				}
@@ -140,15 +177,15 @@ func (a *Autoscaler) startReplacement(obs Observation, f forecast, act Action) A
 		}
 	}
 	rp := Replacement{From: types[from].GPUType, To: types[to].GPUType, Add: best[to], Remove: -best[from],
-		ToBefore: types[to].Running, Started: obs.Now}
+		ToBefore: types[to].Running, Started: obs.Now, FloorRPS: floor}
 	add := make([]int, len(types))
 	add[to] = best[to]
 	act.Kind = ActionReplace
 	act.Delta = add
 	act.Objective = bestObj
 	act.Replacement, act.ReplacementPhase = &rp, ReplacementStarted
-	act.Reason = fmt.Sprintf("%s; replacement: +%d %s for %d %s (capacity %.4g >= %.4g requests/s, objective %.4g USD/h), %s removed once the new instances are ready and routed",
-		act.Reason, rp.Add, rp.To, rp.Remove, rp.From, Capacity(types, best), Capacity(types, nil), bestObj, rp.From)
+	act.Reason = fmt.Sprintf("%s; replacement: +%d %s for %d %s (capacity %.4g -> %.4g requests/s, %s; objective %.4g USD/h), %s removed once the new instances are ready and routed",
+		act.Reason, rp.Add, rp.To, rp.Remove, rp.From, capNow, Capacity(types, best), why, bestObj, rp.From)
 	return act
 }
 
@@ -156,10 +193,11 @@ func (a *Autoscaler) startReplacement(obs Observation, f forecast, act Action) A
 // and no scale-out is due (a scale-out goes first; a scale-in waits for
 // the replacement's end). Of the replacement's instances of To, those
 // beyond ToBefore that are Ready (TypeState.Ready: ready and routed)
-// count; instances of From go, up to Remove, as far as their capacity is
-// covered by the new ready instances' and the capacity left, the new
-// instances not ready left out, still carries W_f / SaturationThreshold.
-// None go on a lower bound of W. After Policy.ReplacementTimeout the new
+// count; instances of From go, up to Remove, as far as the capacity left,
+// the new instances not ready left out, stays at or above FloorRPS and
+// W_f / SaturationThreshold: with the floor at the capacity before the
+// replacement, an old instance goes only once new ready ones carry as
+// much. None go on a lower bound of W. After Policy.ReplacementTimeout the new
 // instances not ready go and the replacement ends; the instances of From
 // not replaced stay.
 func (a *Autoscaler) continueReplacement(obs Observation, f forecast, act Action, wait string) Action {
@@ -183,13 +221,13 @@ func (a *Autoscaler) continueReplacement(obs Observation, f forecast, act Action
 	tf, tt := obs.Types[from], obs.Types[to]
 	added := max(tt.Running-rp.ToBefore, 0)
 	ready := min(rp.Add, added, max(min(tt.Ready, tt.Running)-rp.ToBefore, 0))
-	// r: instances of From replaced in all, by capacity.
-	r := min(rp.Remove, int(math.Floor(float64(ready)*tt.ThroughputRPS/tf.ThroughputRPS+capacityTolerance)))
-	r = min(r, rp.Removed+tf.Running)
+	// r: instances of From replaced in all, the most the floor allows.
+	r := min(rp.Remove, rp.Removed+tf.Running)
 	counted := Capacity(obs.Types, nil) - float64(added-ready)*tt.ThroughputRPS
 	need := f.w / p.SaturationThreshold
+	floor := max(rp.FloorRPS, need)
 	minLeft := totalRunning(obs.Types) - (added - ready) - p.MinReplicas
-	for r > rp.Removed && (counted-float64(r-rp.Removed)*tf.ThroughputRPS < need-capacityTolerance || r-rp.Removed > minLeft) {
+	for r > rp.Removed && (counted-float64(r-rp.Removed)*tf.ThroughputRPS < floor-capacityTolerance || r-rp.Removed > minLeft) {
 		r--
 	}
 	if obs.ArrivalRateIsLowerBound {
@@ -231,7 +269,7 @@ func (a *Autoscaler) continueReplacement(obs Observation, f forecast, act Action
 		case obs.ArrivalRateIsLowerBound:
 			why = "the arrival rate is only a lower bound: nothing removed"
 		case ready == rp.Add:
-			why = fmt.Sprintf("capacity %.4g requests/s without more of %s is below the %.4g needed", counted-tf.ThroughputRPS, rp.From, need)
+			why = fmt.Sprintf("capacity %.4g requests/s without more of %s is below the %.4g kept", counted-tf.ThroughputRPS, rp.From, floor)
 		}
 		act.Reason = fmt.Sprintf("%s; %s (%v of %v)", progress, why, obs.Now.Sub(rp.Started), p.replacementTimeout())
 		if wait != "" {

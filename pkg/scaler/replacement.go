@@ -1,6 +1,9 @@
 package scaler
 
 import (
+	"math"
+	"strconv"
+
 	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -62,7 +65,8 @@ func replacementStatus(rp *heterogeneity.Replacement, phase heterogeneity.Replac
 		return nil
 	}
 	return &v1alpha1.Replacement{From: rp.From, To: rp.To, Add: int32(rp.Add), Remove: int32(rp.Remove), Removed: int32(rp.Removed),
-		ToBefore: int32(rp.ToBefore), Started: metav1.NewTime(rp.Started.Truncate(0)), Phase: string(phase)}
+		ToBefore: int32(rp.ToBefore), Started: metav1.NewTime(rp.Started.Truncate(0)), Phase: string(phase),
+		FloorRPS: strconv.FormatFloat(rp.FloorRPS, 'f', 2, 64)}
 }
 
 // replacementInFlight is the replacement a decision recorded in status
@@ -77,6 +81,12 @@ func replacementInFlight(d *v1alpha1.Decision) *heterogeneity.Replacement {
 	case heterogeneity.ReplacementCompleted, heterogeneity.ReplacementTimedOut, heterogeneity.ReplacementAbandoned:
 		return nil
 	}
+	// A floor that does not parse counts as +Inf: no old replica goes,
+	// and the replacement times out.
+	floor, err := strconv.ParseFloat(rp.FloorRPS, 64)
+	if err != nil {
+		floor = math.Inf(1)
+	}
 	return &heterogeneity.Replacement{From: rp.From, To: rp.To, Add: int(rp.Add), Remove: int(rp.Remove), Removed: int(rp.Removed),
-		ToBefore: int(rp.ToBefore), Started: rp.Started.Time}
+		ToBefore: int(rp.ToBefore), Started: rp.Started.Time, FloorRPS: floor}
 }

@@ -36,9 +36,10 @@ func (m deploymentRPS) PodMetrics(context.Context, string, labels.Selector, stri
 }
 
 // replaceBed is resnet50 (T4 363 requests/s at 0.526 USD/h, V100 709 at
-// 3.90) with the scaler's --replacement: it spiked onto one V100, which
-// is Ready, and its load fell to 200 requests/s; a T4 node has room. At
-// MinReplicas 1 no scale-in removes the V100. The test sets the T4
+// 3.90) with the scaler's --replacement: it spiked onto one V100 a minute
+// ago, which is Ready, and its load fell to 200 requests/s; a T4 node has
+// room. At MinReplicas 1 no scale-in removes the V100; within the
+// cool-down two T4 (726 >= 709 requests/s) replace it. The test sets the T4
 // Deployment's ready replicas (setReady) and moves the clock.
 type replaceBed struct {
 	r        *Reconciler
@@ -74,7 +75,10 @@ func newReplaceBed(t *testing.T) *replaceBed {
 	}
 	b.set(t, b.v100, 1, 1)
 	b.set(t, b.t4, 0, 0)
-	now = now.Add(time.Hour) // past any cool-down and interval
+	// Within the cool-down of the first decision's scale-out (to min
+	// replicas), as right after a burst: the replacement keeps the
+	// capacity.
+	now = now.Add(time.Minute)
 	return b
 }
 

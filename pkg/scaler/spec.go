@@ -62,9 +62,9 @@ type Defaults struct {
 	SeasonalForecast bool
 	// Replacement turns heterogeneity.Policy.Replacement on for every
 	// ModelService: make-before-break replacement of instances of one
-	// column by cheaper ones of another with at least their capacity, the
-	// new replicas added first and the old removed only as new ones are
-	// Ready and routed. ReplacementInterval and ReplacementTimeout are the
+	// column by cheaper ones of another (shedding capacity only as far as
+	// a scale-in could), the new replicas added first and the old removed
+	// only as new ones are Ready and routed. ReplacementInterval and ReplacementTimeout are the
 	// policy's (0: heterogeneity.DefaultReplacementInterval, 5 min, and
 	// DefaultReplacementTimeout, 5 min).
 	Replacement         bool

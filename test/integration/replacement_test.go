@@ -113,7 +113,8 @@ func watchHistory(t *testing.T, b *reconcileBed, name string) *history {
 // replacementBed is resnet50 on T4 (363 requests/s, 0.526 USD/h) and V100
 // (709, 3.90) with --replacement and the traffic split: one V100 replica,
 // Ready, at 200 requests/s (as after a burst that found no T4 free), and
-// no T4. At MinReplicas 1 no scale-in removes the V100.
+// no T4. At MinReplicas 1 no scale-in removes the V100; within the
+// scale-in cool-down two T4 (726 >= 709 requests/s) replace it.
 func replacementBed(t *testing.T) (b *reconcileBed, r *scaler.Reconciler, rec *record.FakeRecorder, h *history, v100, t4 string) {
 	t.Helper()
 	b = newReconcileBed(t)
@@ -140,7 +141,9 @@ func replacementBed(t *testing.T) (b *reconcileBed, r *scaler.Reconciler, rec *r
 	b.makeReady(t, v100, 1)
 	b.metrics.set(v100, 200)
 	b.metrics.set(t4, 0)
-	b.now = b.now.Add(time.Hour) // past the first decision's cool-down
+	// Within the cool-down of the first decision's scale-out, as right
+	// after a burst: the replacement keeps the capacity.
+	b.now = b.now.Add(time.Minute)
 	return b, r, rec, h, v100, t4
 }
 

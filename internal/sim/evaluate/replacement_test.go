@@ -12,8 +12,9 @@ import (
 // decides with the scaler's replacement, and the instances it counts as
 // Ready are those past their launch time (typeView.ready), as the router
 // sends requests to no other. ResNet-50 on one V100 (709 requests/s) at
-// 200 requests/s: with Knobs.Replacement two T4 (2 x 363) are launched,
-// and the V100 goes only once both are ready, not while they launch.
+// 200 requests/s, past any cool-down: with Knobs.Replacement one T4 (363
+// >= 200 / 0.8) is launched, and the V100 goes only once it is ready, not
+// while it launches.
 func TestHetsevReplacementWaitsForLaunch(t *testing.T) {
 	cfg, err := Base("replace", "replace", constant(200, 60), smallFleet(4, 4), Service{Name: "r", Model: "resnet50", Share: 1, RTMaxMs: 400})
 	if err != nil {
@@ -37,10 +38,10 @@ func TestHetsevReplacementWaitsForLaunch(t *testing.T) {
 		running, ready [2]int // V100, T4
 		want           []int
 	}{
-		{[2]int{1, 0}, [2]int{1, 0}, []int{0, 2}},  // launch two T4
-		{[2]int{1, 2}, [2]int{1, 0}, []int{0, 0}},  // launching: the V100 stays
-		{[2]int{1, 2}, [2]int{1, 1}, []int{0, 0}},  // 363 < 709: stays
-		{[2]int{1, 2}, [2]int{1, 2}, []int{-1, 0}}, // both serve: it goes
+		{[2]int{1, 0}, [2]int{1, 0}, []int{0, 1}},  // launch a T4
+		{[2]int{1, 1}, [2]int{1, 0}, []int{0, 0}},  // launching: the V100 stays
+		{[2]int{1, 1}, [2]int{1, 0}, []int{0, 0}},  // still launching
+		{[2]int{1, 1}, [2]int{1, 1}, []int{-1, 0}}, // it serves: the V100 goes
 	}
 	for k, s := range steps {
 		v := view{now: float64(15 * k), arrival: 200, types: slices.Clone(types)}

@@ -371,6 +371,14 @@ type Replacement struct {
 	ToBefore int32 `json:"toBefore,omitempty"`
 	// Started is when the replicas of To were added.
 	Started metav1.Time `json:"started"`
+	// FloorRPS is the least capacity of the ready replicas, requests/s as
+	// a decimal string, that the replacement leaves while it runs: the
+	// capacity before it within the scale-in cool-down or interval, else
+	// the scale-in bar at the highest arrival rate of the stabilization
+	// window.
+	//
+	// +kubebuilder:validation:Pattern=`^[0-9]+(\.[0-9]+)?$`
+	FloorRPS string `json:"floorRPS,omitempty"`
 	// Phase is what the decision did to it: ReplacementStarted,
 	// ReplacementProgressed, ReplacementCompleted, ReplacementTimedOut or
 	// ReplacementAbandoned; empty while it waits.
