@@ -19,6 +19,11 @@ const (
 	// heuristic removes exactly one instance (one entry is -1); the exact
 	// solver (Policy.Solver = SolverExact) removes one or more.
 	ActionScaleIn ActionKind = "ScaleIn"
+	// ActionReplace is a step of a make-before-break replacement
+	// (Policy.Replacement, replace.go): its start adds the new instances
+	// (Delta >= 0), its later steps remove the old instances they replace
+	// or, after a timeout, the new ones not ready (Delta <= 0).
+	ActionReplace ActionKind = "Replace"
 	// ActionNoFeasibleType means a scale-out is needed but no GPU type meets
 	// the latency SLO and fits the free resources; Delta is all zero.
 	ActionNoFeasibleType ActionKind = "NoFeasibleType"
@@ -29,7 +34,9 @@ type Action struct {
 	Kind ActionKind
 	// Delta holds X_i, instances to add (> 0) or remove (< 0) per type,
 	// aligned with Observation.Types. Positive and negative entries never
-	// mix: a running instance never changes type.
+	// mix: a running instance never changes type; a replacement
+	// (ActionReplace) adds the new instances in one action and removes
+	// the old in later ones.
 	Delta []int
 	// Saturation is W / sum T_i N_i before the action (+Inf when W > 0 and
 	// nothing runs).
@@ -41,6 +48,12 @@ type Action struct {
 	// computed the amount, e.g. "saturation 2.75 > 0.80 for 30s: +3 T4
 	// (objective 1.89 USD/h); solver heuristic".
 	Reason string
+	// Replacement is the replacement this decision started or continued
+	// (its state after the decision, or at its end), nil when none is in
+	// flight; ReplacementPhase says what the decision did to it, "" when
+	// it only waited.
+	Replacement      *Replacement
+	ReplacementPhase ReplacementPhase
 
 	// at is the observation's time, which Autoscaler.Commit records.
 	at time.Time

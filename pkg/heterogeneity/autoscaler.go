@@ -20,6 +20,10 @@ type Autoscaler struct {
 	lastScaleIn  time.Time       // zero: never
 	rates        rates           // the arrival rates observed (burst.go)
 	seasonal     seasonalHistory // the highest arrival rate per minute (seasonal.go)
+	// replacing is the replacement in flight (replace.go), nil when none;
+	// lastReplacement is when the latest one ended (zero: never).
+	replacing       *Replacement
+	lastReplacement time.Time
 }
 
 // NewAutoscaler returns an Autoscaler with policy p and no history. Decide
@@ -37,11 +41,21 @@ type State struct {
 	AboveThresholdSince time.Time
 	LastScaleOut        time.Time
 	LastScaleIn         time.Time
+	// Replacement is the replacement in flight (replace.go), nil when
+	// none; LastReplacement is when the latest one ended, from which
+	// Policy.ReplacementInterval runs.
+	Replacement     *Replacement
+	LastReplacement time.Time
 }
 
 // State returns the timing state.
 func (a *Autoscaler) State() State {
-	return State{AboveThresholdSince: a.aboveSince, LastScaleOut: a.lastScaleOut, LastScaleIn: a.lastScaleIn}
+	st := State{AboveThresholdSince: a.aboveSince, LastScaleOut: a.lastScaleOut, LastScaleIn: a.lastScaleIn, LastReplacement: a.lastReplacement}
+	if a.replacing != nil {
+		rp := *a.replacing
+		st.Replacement = &rp
+	}
+	return st
 }
 
 // SetState restores a timing state returned by State.
@@ -50,6 +64,12 @@ func (a *Autoscaler) SetState(s State) {
 	a.aboveSince = s.AboveThresholdSince
 	a.lastScaleOut = s.LastScaleOut
 	a.lastScaleIn = s.LastScaleIn
+	a.lastReplacement = s.LastReplacement
+	a.replacing = nil
+	if s.Replacement != nil {
+		rp := *s.Replacement
+		a.replacing = &rp
+	}
 }
 
 // Decide returns the scaling action for obs and records it: Propose, then
@@ -65,8 +85,10 @@ func (a *Autoscaler) Decide(obs Observation) Action {
 // Commit records that act, returned by Propose, took effect: a scale-out
 // sets the time of the last scale-out (the start of the scale-in
 // cool-down) and restarts the timer of the saturation above the threshold,
-// a scale-in sets the time of the last scale-in. Other actions record
-// nothing. An action that did not take effect (its write failed) is not
+// a scale-in sets the time of the last scale-in. A step of a replacement
+// (Action.ReplacementPhase) records the replacement in flight, or its end,
+// from which Policy.ReplacementInterval runs; it starts no cool-down. Other
+// actions record nothing. An action that did not take effect (its write failed) is not
 // committed, so the next decision is not held by a cool-down it never
 // started.
 func (a *Autoscaler) Commit(act Action) {
@@ -81,6 +103,13 @@ func (a *Autoscaler) Commit(act Action) {
 		a.above, a.aboveSince = false, time.Time{}
 	case ActionScaleIn:
 		a.lastScaleIn = act.at
+	}
+	switch act.ReplacementPhase {
+	case ReplacementStarted, ReplacementProgressed:
+		rp := *act.Replacement
+		a.replacing = &rp
+	case ReplacementCompleted, ReplacementTimedOut, ReplacementAbandoned:
+		a.replacing, a.lastReplacement = nil, act.at
 	}
 }
 
@@ -140,6 +169,22 @@ func (a *Autoscaler) Commit(act Action) {
 // Neither solver switches the type of a running instance: an action only
 // adds or only removes.
 //
+// With Policy.Replacement (replace.go), a decision that would do nothing
+// (no scale-out due or waited for, no scale-in, whichever brake held it,
+// on a measured W) may start a make-before-break replacement instead: r
+// instances of one column replaced by k of another, the swap that lowers
+// the objective most, at most one in flight and one per
+// Policy.ReplacementInterval. The brakes that hold a scale-in hold the
+// capacity a replacement may shed, not the replacement: within the
+// cool-down or interval the swap keeps at least the capacity before it;
+// otherwise it keeps the scale-in bar at the highest W of the
+// stabilization window (replacementFloor). It launches the k new
+// instances (ActionReplace, Delta > 0); later decisions remove the old
+// ones as the new become ready (TypeState.Ready), the ready capacity
+// never below that floor nor W_f / SaturationThreshold, and give up after
+// Policy.ReplacementTimeout, removing the new instances not ready. A
+// scale-out due goes first; a scale-in waits for the replacement's end.
+//
 // When obs.ArrivalRateIsLowerBound is set (W was measured on part of the
 // serving instances), Decide scales out as above on that lower bound (with
 // no forecast: a rise of a lower bound may be coverage, not load) but never
@@ -172,12 +217,19 @@ func (a *Autoscaler) Propose(obs Observation) Action {
 	f, raised := season.raise(f)
 	trigger, wait := a.scaleOutTrigger(obs, f)
 	switch {
+	case wait == "" && trigger != "":
+		act = a.scaleOut(solver, obs, f, act, trigger)
+	case a.replacing != nil:
+		act = a.continueReplacement(obs, f, act, wait)
 	case wait != "":
 		act.Reason = wait
-	case trigger != "":
-		act = a.scaleOut(solver, obs, f, act, trigger)
 	default:
-		act = a.scaleIn(solver, obs, f, act)
+		act = a.startReplacement(obs, f, a.scaleIn(solver, obs, f, act))
+	}
+	if act.Replacement == nil && a.replacing != nil {
+		// A scale-out during a replacement: it stays in flight.
+		rp := *a.replacing
+		act.Replacement = &rp
 	}
 	return season.annotate(act, raised)
 }

@@ -18,8 +18,10 @@
 //     threshold for a period (or at once below MinReplicas); otherwise scale
 //     in, at regular intervals, after a cool-down, when the load fits under
 //     the threshold minus a hysteresis; never switch the type of a running
-//     instance. Its input is an [Observation] of [TypeState]s, its output an
-//     [Action]. For bursts (burst.go) it remembers recent arrival rates: a
+//     instance, except by a make-before-break replacement (replace.go,
+//     Policy.Replacement, off by default: new instances of a cheaper column
+//     first, the old removed only as new ones are ready). Its input is an
+//     [Observation] of [TypeState]s, its output an [Action]. For bursts (burst.go) it remembers recent arrival rates: a
 //     scale-out is triggered and sized for W extrapolated over the launch
 //     time O_i, and a scale-in removes at once only what the highest W of
 //     the cool-down window leaves spare, one instance per interval below it;

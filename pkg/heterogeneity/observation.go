@@ -20,6 +20,12 @@ type TypeState struct {
 	// instances already requested but still launching too: otherwise the
 	// same deficit is scaled out again on every decision until they are ready.
 	Running int
+	// Ready is how many of Running serve: ready and given traffic
+	// (hetsev-scaler: the Deployment's ready replicas while the traffic
+	// split routes to its column; the evaluator: instances past their
+	// launch time). Only a replacement (Policy.Replacement) reads it: an
+	// old instance goes once new ready ones cover it. 0 when unknown.
+	Ready int
 	// ThroughputRPS is T_i, the profiled maximum throughput of one instance,
 	// in requests/s (> 0).
 	ThroughputRPS float64
@@ -145,6 +151,9 @@ func validateTypes(types []TypeState, bad func(format string, args ...any)) {
 		seen[t.GPUType] = true
 		if t.Running < 0 || t.Running > ilp.MaxInstances {
 			bad("%s: Running must be in [0, %d], got %d", name(), ilp.MaxInstances, t.Running)
+		}
+		if t.Ready < 0 || t.Ready > ilp.MaxInstances {
+			bad("%s: Ready must be in [0, %d], got %d", name(), ilp.MaxInstances, t.Ready)
 		}
 		if t.MaxAdditional < 0 || t.MaxAdditional > ilp.MaxInstances {
 			bad("%s: MaxAdditional must be in [0, %d], got %d", name(), ilp.MaxInstances, t.MaxAdditional)

@@ -103,6 +103,22 @@ type Policy struct {
 	// RTMaxMs, in (0, 1); used by SLOCheckModel. 0 means
 	// DefaultServiceLevel (0.98, HetSev section 6).
 	ServiceLevel float64
+	// Replacement turns make-before-break replacement on (replace.go): a
+	// decision that would do nothing may swap instances of one column for
+	// instances of another when that lowers the objective, launching the
+	// new ones first and removing the old ones only as new ones are ready
+	// and routed; it sheds capacity only as far as a scale-in could (none
+	// within the cool-down). The zero value (false) never changes a
+	// running instance's column, as in HetSev 4.1.
+	Replacement bool
+	// ReplacementInterval is the least time from the end of one
+	// replacement to the start of the next; 0 means
+	// DefaultReplacementInterval. At most one is in flight.
+	ReplacementInterval time.Duration
+	// ReplacementTimeout is how long a replacement waits for its new
+	// instances to be ready before it removes those not ready and keeps
+	// the old ones; 0 means DefaultReplacementTimeout.
+	ReplacementTimeout time.Duration
 }
 
 // Values of Policy.Solver.
@@ -248,6 +264,12 @@ func (p Policy) Validate() error {
 	}
 	if p.ScaleInStabilization < 0 {
 		bad("ScaleInStabilization must be >= 0 (0: ScaleInCoolDown), got %v", p.ScaleInStabilization)
+	}
+	if p.ReplacementInterval < 0 {
+		bad("ReplacementInterval must be >= 0 (0: %v), got %v", DefaultReplacementInterval, p.ReplacementInterval)
+	}
+	if p.ReplacementTimeout < 0 {
+		bad("ReplacementTimeout must be >= 0 (0: %v), got %v", DefaultReplacementTimeout, p.ReplacementTimeout)
 	}
 	if p.MinReplicas < 1 {
 		bad("MinReplicas must be >= 1 (never scale to zero), got %d", p.MinReplicas)

@@ -101,6 +101,9 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	})
 	fs.BoolVar(&o.Defaults.ModelThresholds, "model-thresholds", o.Defaults.ModelThresholds, "give every ModelService without spec.scaling.saturationThreshold the highest threshold at which the SLO latency model (batch formation and queueing at SL_min, each instance on a GPU of its own) meets RT_max on all its GPU types, in [0.3, 0.99]; off: 0.8")
 	fs.BoolVar(&o.Defaults.SeasonalForecast, "seasonal-forecast", o.Defaults.SeasonalForecast, "provision for bursts that recur with a period of 5 to 60 minutes in a ModelService's own arrival rate before they start (the highest rate per minute is kept in memory for 3 h; a new leader forecasts after two periods)")
+	fs.BoolVar(&o.Defaults.Replacement, "replacement", o.Defaults.Replacement, "make-before-break replacement: when a ModelService would run cheaper on another GPU type or flavor (e.g. V100 -> T4 after a burst, a whole GPU -> a light flavor when quiet), with at least its capacity within the scale-in cool-down and the scale-in bar after it, add the new replicas first and remove the old ones only as new ones are Ready and weighted in the traffic split; one in flight per ModelService")
+	fs.DurationVar(&o.Defaults.ReplacementInterval, "replacement-interval", o.Defaults.ReplacementInterval, "least time from the end of one replacement of a ModelService to the start of the next (0: 5m)")
+	fs.DurationVar(&o.Defaults.ReplacementTimeout, "replacement-timeout", o.Defaults.ReplacementTimeout, "how long a replacement waits for its new replicas to be Ready and routed; then those not ready are removed and the old replicas stay (0: 5m)")
 	fs.StringVar(&o.Defaults.GPUMode, "gpu-mode", o.Defaults.GPUMode, "how pods reach their GPU, as hetsev-scheduler's HetsevGPUShare gpuMode: annotations (the scheduler's hetsev.io/gpu-index read into NVIDIA_VISIBLE_DEVICES, with --gpu-runtime-class; nodes with NVIDIA's device plugin or GPU Operator) or dra (a ResourceClaimTemplate per Deployment requesting the instance's GPU memory as consumable capacity of DeviceClass "+v1alpha1.DeviceClassName+", allocated by hetsev-scheduler; NVIDIA's DRA driver injects the device through CDI; consumable capacity, on by default since Kubernetes 1.36). Also the webhook's mode")
 	fs.BoolVar(&o.TrafficSplit, "traffic-split", o.TrafficSplit, "write Istio VirtualServices and DestinationRules that split each ModelService's traffic across GPU types by capacity")
 	fs.StringVar(&o.InterferenceModel, "interference-model", o.InterferenceModel, "co-location model file (YAML/JSON: version hetsev.io/interference/v1, time-slicing and MPS coefficients, occupancy table) for the latency a neighbour adds in the SLO check; empty: the model fitted to the H100 measurements in data/measurements")
@@ -139,6 +142,9 @@ func (o *Options) Validate() error {
 	}
 	if o.MetricsTimeout <= 0 || o.MetricsTimeout > maxMetricsTimeout {
 		return fmt.Errorf("--metrics-timeout=%v: want a duration above 0 and at most %v", o.MetricsTimeout, maxMetricsTimeout)
+	}
+	if o.Defaults.ReplacementInterval < 0 || o.Defaults.ReplacementTimeout < 0 {
+		return fmt.Errorf("--replacement-interval=%v, --replacement-timeout=%v: want durations >= 0 (0: 5m)", o.Defaults.ReplacementInterval, o.Defaults.ReplacementTimeout)
 	}
 	if o.Workers < 1 {
 		return fmt.Errorf("--workers=%d: want at least 1", o.Workers)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -125,7 +126,7 @@ func (r *Reconciler) decide(ctx context.Context, ms *v1alpha1.ModelService, st *
 		return 0, r.writeStatusIfChanged(ctx, ms, status)
 	}
 	svc.pool = r.gpuPool()
-	as := st.autoscalerFor(svc.policy, ms.Status.ScalingState)
+	as := st.autoscalerFor(svc.policy, ms.Status.ScalingState, ms.Status.LastDecision)
 
 	// Desired Deployments exist, one per GPU type, and those of removed
 	// types go.
@@ -206,7 +207,9 @@ func (r *Reconciler) decide(ctx context.Context, ms *v1alpha1.ModelService, st *
 		// the service's instances at its saturation threshold, by the
 		// fitted model. Throughput: T_i over the inflation the instances
 		// get where they run now.
-		obs.Types = append(obs.Types, svc.typeState(i, runningOf(deps[i], u), c.slots, svc.capacityInflation(i, r.colocation(), r.gpuSharing()), c.inflation))
+		ts := svc.typeState(i, runningOf(deps[i], u), c.slots, svc.capacityInflation(i, r.colocation(), r.gpuSharing()), c.inflation)
+		ts.Ready = r.readyRouted(deps[i], p.column(), &status)
+		obs.Types = append(obs.Types, ts)
 	}
 	r.reportNoCapacity(ms, &status, noRoom)
 	solveStart := time.Now()
@@ -241,7 +244,11 @@ func (r *Reconciler) decide(ctx context.Context, ms *v1alpha1.ModelService, st *
 		deps[i].Spec.Replicas = ptr(want)
 	}
 	as.Commit(act)
-	if len(delta) > 0 {
+	switch {
+	case act.ReplacementPhase != "":
+		r.reportReplacement(ms, &status, act)
+		logger.Info("replacement", "phase", act.ReplacementPhase, "delta", delta, "reason", act.Reason)
+	case len(delta) > 0:
 		r.Recorder.Eventf(ms, v1.EventTypeNormal, kind, "%s", act.Reason)
 		logger.Info("scaled", "action", kind, "delta", delta, "reason", act.Reason)
 	}
@@ -265,7 +272,8 @@ func (r *Reconciler) decide(ctx context.Context, ms *v1alpha1.ModelService, st *
 	status.ArrivalRate = strconv.FormatFloat(w, 'f', 2, 64)
 	status.Saturation = formatSaturation(act.Saturation)
 	status.LatencyP98Ms = strconv.FormatFloat(p98, 'f', 1, 64)
-	recordDecision(&status, v1alpha1.Decision{Time: metav1.NewTime(now), Action: kind, Delta: delta, Reason: act.Reason})
+	recordDecision(&status, v1alpha1.Decision{Time: metav1.NewTime(now), Action: kind, Delta: delta, Reason: act.Reason,
+		Replacement: replacementStatus(act.Replacement, act.ReplacementPhase)})
 	status.ScalingState = scalingState(as.State())
 	if !math.IsInf(act.Saturation, 0) {
 		saturationGauge.WithLabelValues(ms.Namespace, ms.Name).Set(act.Saturation)
@@ -300,6 +308,12 @@ func partialDecision(act heterogeneity.Action, lowerBound string) (string, heter
 	for _, x := range act.Delta {
 		removes = removes || x < 0
 	}
+	if act.Kind == heterogeneity.ActionReplace || act.ReplacementPhase != "" {
+		// A replacement removes no capacity: on a lower bound it removes
+		// no old instance, only new ones never ready after its timeout.
+		act.Reason = fmt.Sprintf("%s; %s", act.Reason, lowerBound)
+		return string(act.Kind), act
+	}
 	if !removes && (act.Kind == heterogeneity.ActionScaleOut || act.Kind == heterogeneity.ActionNoFeasibleType) {
 		act.Reason = fmt.Sprintf("%s; %s", act.Reason, lowerBound)
 		return string(act.Kind), act
@@ -313,7 +327,7 @@ func partialDecision(act heterogeneity.Action, lowerBound string) (string, heter
 // one's action without changing replicas (then only the decision counter
 // records it, and status is not rewritten for it).
 func recordDecision(st *v1alpha1.ModelServiceStatus, d v1alpha1.Decision) {
-	if p := st.LastDecision; p != nil && p.Action == d.Action && len(p.Delta) == 0 && len(d.Delta) == 0 {
+	if p := st.LastDecision; p != nil && p.Action == d.Action && len(p.Delta) == 0 && len(d.Delta) == 0 && equality.Semantic.DeepEqual(p.Replacement, d.Replacement) {
 		return
 	}
 	st.LastDecision = &d

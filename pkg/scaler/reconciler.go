@@ -209,7 +209,11 @@ func (r *Reconciler) forget(key types.NamespacedName) {
 // edits apply to the next decision. A new autoscaler (this reconciler's
 // first decision on the ModelService: a new leader) starts from the timing
 // state its predecessor persisted in status.
-func (s *msState) autoscalerFor(p heterogeneity.Policy, persisted *v1alpha1.ScalingState) *heterogeneity.Autoscaler {
+//
+// The replacement in flight is restored from the last decision
+// (replacementInFlight), so that a new leader removes the old replicas
+// it covers, or times it out.
+func (s *msState) autoscalerFor(p heterogeneity.Policy, persisted *v1alpha1.ScalingState, last *v1alpha1.Decision) *heterogeneity.Autoscaler {
 	if s.autoscaler == nil {
 		s.autoscaler = heterogeneity.NewAutoscaler(p)
 		if persisted != nil {
@@ -217,6 +221,8 @@ func (s *msState) autoscalerFor(p heterogeneity.Policy, persisted *v1alpha1.Scal
 				AboveThresholdSince: timeOf(persisted.AboveThresholdSince),
 				LastScaleOut:        timeOf(persisted.LastScaleOut),
 				LastScaleIn:         timeOf(persisted.LastScaleIn),
+				LastReplacement:     timeOf(persisted.LastReplacement),
+				Replacement:         replacementInFlight(last),
 			})
 		}
 	}
@@ -233,7 +239,8 @@ func scalingState(st heterogeneity.State) *v1alpha1.ScalingState {
 		mt := metav1.NewTime(t.Truncate(time.Second))
 		return &mt
 	}
-	return &v1alpha1.ScalingState{AboveThresholdSince: at(st.AboveThresholdSince), LastScaleOut: at(st.LastScaleOut), LastScaleIn: at(st.LastScaleIn)}
+	return &v1alpha1.ScalingState{AboveThresholdSince: at(st.AboveThresholdSince), LastScaleOut: at(st.LastScaleOut), LastScaleIn: at(st.LastScaleIn),
+		LastReplacement: at(st.LastReplacement)}
 }
 
 func timeOf(t *metav1.Time) time.Time {

@@ -68,6 +68,16 @@ type Defaults struct {
 	// bounds what co-location adds). A service no type of which meets the
 	// SLO at any threshold keeps v1alpha1.DefaultSaturationThreshold.
 	ModelThresholds bool
+	// Replacement turns heterogeneity.Policy.Replacement on for every
+	// ModelService: make-before-break replacement of instances of one
+	// column by cheaper ones of another (shedding capacity only as far as
+	// a scale-in could), the new replicas added first and the old removed
+	// only as new ones are Ready and routed. ReplacementInterval and ReplacementTimeout are the
+	// policy's (0: heterogeneity.DefaultReplacementInterval, 5 min, and
+	// DefaultReplacementTimeout, 5 min).
+	Replacement         bool
+	ReplacementInterval time.Duration
+	ReplacementTimeout  time.Duration
 }
 
 // DefaultDefaults: the exact solver and the paper's SLO check. On the
@@ -292,6 +302,9 @@ func validate(ms *v1alpha1.ModelService, cat catalog.Catalog, d Defaults) (*serv
 	}
 	pol.SLOCheck = d.SLOCheck
 	pol.SeasonalForecast = d.SeasonalForecast
+	pol.Replacement = d.Replacement
+	pol.ReplacementInterval = d.ReplacementInterval
+	pol.ReplacementTimeout = d.ReplacementTimeout
 	if err := pol.Validate(); err != nil {
 		return nil, fmt.Errorf("spec.scaling: %w", err)
 	}

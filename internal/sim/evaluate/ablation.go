@@ -20,8 +20,9 @@ import (
 // instead: a scale-in hysteresis of 0.1 on top of the rules (a third
 // brake), decisions every 5 s instead of every 15 s, a forecast whose
 // regression spans 60 s instead of 15 s, saturation thresholds derived
-// from the SLO latency model, and the seasonal forecast and the instance
-// flavors each turned on, or off where the baseline has them.
+// from the SLO latency model, and the seasonal forecast, the instance
+// flavors and make-before-break replacement each turned on, or off where
+// the baseline has them.
 
 // Variants of the ablation, in the order they are replayed and printed.
 const (
@@ -65,18 +66,28 @@ const (
 	// saturation threshold derived from the SLO latency model at SL_min
 	// (hetsev-scaler's --model-thresholds) instead of its own.
 	AblationModelThresholds = "model-thresholds"
+	// AblationReplacement sets Knobs.Replacement (make-before-break
+	// replacement, pkg/heterogeneity replace.go, off by default) for a
+	// baseline without it; AblationNoReplacement clears it, for a
+	// baseline with it (--replacement). Run replays the one that changes
+	// the baseline.
+	AblationReplacement   = "replacement"
+	AblationNoReplacement = "no-replacement"
 )
 
 // AblationVariants are the ablation's variants.
-var AblationVariants = []string{AblationBaseline, AblationHysteresis, AblationNoStabilizedScaleIn, AblationNoForecast, AblationNoCoolDown, AblationInterval5s, AblationForecastSpan60s, AblationSeasonalForecast, AblationModelThresholds}
+var AblationVariants = []string{AblationBaseline, AblationHysteresis, AblationNoStabilizedScaleIn, AblationNoForecast, AblationNoCoolDown, AblationInterval5s, AblationForecastSpan60s, AblationSeasonalForecast, AblationModelThresholds, AblationReplacement}
 
 // ablationVariants are AblationVariants for a baseline with or without
-// the seasonal forecast and instance flavors: each of the two is turned
-// on where the baseline lacks it and off where it has it.
-func ablationVariants(seasonal, flavors bool) []string {
+// the seasonal forecast, replacement and instance flavors: each is
+// turned on where the baseline lacks it and off where it has it.
+func ablationVariants(seasonal, replacement, flavors bool) []string {
 	out := slices.Clone(AblationVariants)
 	if seasonal {
 		out[slices.Index(out, AblationSeasonalForecast)] = AblationNoSeasonalForecast
+	}
+	if replacement {
+		out[slices.Index(out, AblationReplacement)] = AblationNoReplacement
 	}
 	if flavors {
 		return append(out, AblationNoFlavors)
@@ -125,6 +136,10 @@ func ablatedKnobs(k Knobs, variant string) (Knobs, error) {
 		k.SeasonalForecast = false
 	case AblationModelThresholds:
 		k.ModelThresholds = true
+	case AblationReplacement:
+		k.Replacement = true
+	case AblationNoReplacement:
+		k.Replacement = false
 	case AblationFlavors, AblationNoFlavors: // Config.Flavors: ablatedConfig
 	default:
 		return k, fmt.Errorf("ablation: unknown variant %q (want one of %v)", variant, AblationVariants)
@@ -181,7 +196,7 @@ func PrintAblation(w io.Writer, r RunResult) {
 	}
 	added := ""
 	if slices.ContainsFunc(r.Ablation, func(p AblationPoint) bool {
-		return p.Variant == AblationSeasonalForecast || p.Variant == AblationFlavors
+		return p.Variant == AblationSeasonalForecast || p.Variant == AblationFlavors || p.Variant == AblationReplacement
 	}) {
 		added = ", or added"
 	}

@@ -144,6 +144,12 @@ type Knobs struct {
 	// (scaler.Defaults.ModelThresholds) in place of the services' own;
 	// the peers keep the services' thresholds.
 	ModelThresholds bool
+	// Replacement sets Policy.Replacement on the hetsev policies
+	// (pkg/heterogeneity replace.go: make-before-break replacement of
+	// instances by cheaper ones of another column, the old removed once
+	// the new are past their launch time); false leaves it at the
+	// scaler's default (off).
+	Replacement bool
 }
 
 // ablate applies k's ablation switches to p, a hetsev policy.
@@ -159,6 +165,9 @@ func (k Knobs) ablate(p *heterogeneity.Policy) {
 	}
 	if k.SeasonalForecast {
 		p.SeasonalForecast = true
+	}
+	if k.Replacement {
+		p.Replacement = true
 	}
 	if k.NoScaleInCoolDown {
 		if p.ScaleInStabilization == 0 {

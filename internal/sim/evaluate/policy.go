@@ -323,6 +323,10 @@ func (p *hetsevPolicy) decide(svc int, v view) []int {
 	for _, t := range v.types {
 		inflat, _ := p.svc[svc].CapacityInflation(t.columnName(), p.colocation, p.mode)
 		ts, _ := p.svc[svc].TypeState(t.columnName(), t.running, t.slots, inflat, t.inflation)
+		// Ready: launched instances, the only ones the router sends
+		// requests to; a replacement (Policy.Replacement) removes an old
+		// instance only once new ones are past their launch time.
+		ts.Ready = t.ready
 		obs.Types = append(obs.Types, ts)
 	}
 	return p.as[svc].Decide(obs).Delta

@@ -302,7 +302,7 @@ type ModelServiceStatus struct {
 	ScalingState *ScalingState `json:"scalingState,omitempty"`
 	// Conditions: Ready, MetricsUnavailable, NoFeasibleType, TrafficSplit,
 	// NoCapacity (True while a GPU type has replicas the scheduler found no
-	// room for).
+	// room for), Replacement (True while a replacement is in flight).
 	//
 	// +listType=map
 	// +listMapKey=type
@@ -321,6 +321,10 @@ type ScalingState struct {
 	// LastScaleIn is the time of the latest scale-in; the scale-in interval
 	// runs from it.
 	LastScaleIn *metav1.Time `json:"lastScaleIn,omitempty"`
+	// LastReplacement is when the latest make-before-break replacement
+	// ended; the replacement interval (--replacement-interval) runs from
+	// it.
+	LastReplacement *metav1.Time `json:"lastReplacement,omitempty"`
 }
 
 // Decision records one scaling decision.
@@ -328,14 +332,58 @@ type Decision struct {
 	// Time the decision was made.
 	Time metav1.Time `json:"time"`
 	// Action is the decision's kind: Hold when the arrival rate could not
-	// be read.
+	// be read, Replace for a step of a make-before-break replacement.
 	//
-	// +kubebuilder:validation:Enum=None;ScaleOut;ScaleIn;NoFeasibleType;Hold
+	// +kubebuilder:validation:Enum=None;ScaleOut;ScaleIn;NoFeasibleType;Hold;Replace
 	Action string `json:"action"`
 	// Delta is the change of replicas per GPU type.
 	Delta map[string]int32 `json:"delta,omitempty"`
 	// Reason explains the decision.
 	Reason string `json:"reason"`
+	// Replacement is the make-before-break replacement in flight at this
+	// decision, or the one it ended; absent when none.
+	Replacement *Replacement `json:"replacement,omitempty"`
+}
+
+// Replacement is a make-before-break replacement of instances of one
+// column (a GPU type, or a light flavor of one) by instances of another:
+// the new replicas are added first, the old ones removed only as new ones
+// are Ready and weighted in the traffic split.
+type Replacement struct {
+	// From is the column whose replicas are replaced, e.g. "V100-32GB".
+	From string `json:"from"`
+	// To is the column of the new replicas, e.g. "T4".
+	To string `json:"to"`
+	// Add is how many replicas of To the replacement added.
+	//
+	// +kubebuilder:validation:Minimum=0
+	Add int32 `json:"add"`
+	// Remove is how many replicas of From they replace; Removed of them
+	// are gone.
+	//
+	// +kubebuilder:validation:Minimum=0
+	Remove int32 `json:"remove"`
+	// +kubebuilder:validation:Minimum=0
+	Removed int32 `json:"removed,omitempty"`
+	// ToBefore is To's replicas when it started: the replacement's are
+	// those beyond it.
+	//
+	// +kubebuilder:validation:Minimum=0
+	ToBefore int32 `json:"toBefore,omitempty"`
+	// Started is when the replicas of To were added.
+	Started metav1.Time `json:"started"`
+	// FloorRPS is the least capacity of the ready replicas, requests/s as
+	// a decimal string, that the replacement leaves while it runs: the
+	// capacity before it within the scale-in cool-down or interval, else
+	// the scale-in bar at the highest arrival rate of the stabilization
+	// window.
+	//
+	// +kubebuilder:validation:Pattern=`^[0-9]+(\.[0-9]+)?$`
+	FloorRPS string `json:"floorRPS,omitempty"`
+	// Phase is what the decision did to it: ReplacementStarted,
+	// ReplacementProgressed, ReplacementCompleted, ReplacementTimedOut or
+	// ReplacementAbandoned; empty while it waits.
+	Phase string `json:"phase,omitempty"`
 }
 
 // Condition types.
@@ -348,4 +396,8 @@ const (
 	// scheduler found no room for (PodScheduled False, reason
 	// Unschedulable), naming the types and the scheduler's message.
 	ConditionNoCapacity = "NoCapacity"
+	// ConditionReplacement is True while a make-before-break replacement
+	// is in flight, False with the reason it ended (ReplacementCompleted,
+	// ReplacementTimedOut, ReplacementAbandoned).
+	ConditionReplacement = "Replacement"
 )

@@ -1,0 +1,92 @@
+package scaler
+
+import (
+	"math"
+	"strconv"
+
+	appsv1 "k8s.io/api/apps/v1"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
+	"github.com/hetsev/hetsev/pkg/heterogeneity"
+)
+
+// readyRouted is heterogeneity.TypeState.Ready for the Deployment of
+// column: its ready replicas while traffic reaches them, 0 otherwise.
+// With the traffic split, traffic reaches a column when the split was
+// written (TrafficSplit True) and gives it weight, or when Istio is not
+// installed (the Service then sends traffic to every ready pod); the
+// split weighs columns by their ready replicas, so a new replica counts
+// once a split that includes it is written. Without it, the Service does.
+// A make-before-break replacement removes old replicas only as far as
+// this count covers them.
+func (r *Reconciler) readyRouted(d *appsv1.Deployment, column string, st *v1alpha1.ModelServiceStatus) int {
+	ready := int(min(d.Status.ReadyReplicas, replicasOf(d)))
+	if !r.TrafficSplit {
+		return ready
+	}
+	c := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionTrafficSplit)
+	switch {
+	case c == nil:
+		return 0
+	case c.Status == metav1.ConditionFalse && c.Reason == "IstioNotInstalled":
+		return ready
+	case c.Status != metav1.ConditionTrue || st.TrafficWeights[column] <= 0:
+		return 0
+	}
+	return ready
+}
+
+// reportReplacement records a step of a replacement (act.ReplacementPhase):
+// an event named for the phase (Normal, Warning for a timeout or an
+// abandoned one) and the Replacement condition, True while it is in
+// flight, False with the phase as reason once it ended.
+func (r *Reconciler) reportReplacement(ms *v1alpha1.ModelService, st *v1alpha1.ModelServiceStatus, act heterogeneity.Action) {
+	phase := string(act.ReplacementPhase)
+	switch act.ReplacementPhase {
+	case heterogeneity.ReplacementStarted, heterogeneity.ReplacementProgressed:
+		r.Recorder.Eventf(ms, v1.EventTypeNormal, phase, "%s", act.Reason)
+		setCondition(st, v1alpha1.ConditionReplacement, metav1.ConditionTrue, phase, act.Reason, ms.Generation)
+	case heterogeneity.ReplacementCompleted:
+		r.Recorder.Eventf(ms, v1.EventTypeNormal, phase, "%s", act.Reason)
+		setCondition(st, v1alpha1.ConditionReplacement, metav1.ConditionFalse, phase, act.Reason, ms.Generation)
+	default:
+		r.Recorder.Eventf(ms, v1.EventTypeWarning, phase, "%s", act.Reason)
+		setCondition(st, v1alpha1.ConditionReplacement, metav1.ConditionFalse, phase, act.Reason, ms.Generation)
+	}
+}
+
+// replacementStatus is rp as status.lastDecision keeps it, with the phase
+// of the decision; nil for none.
+func replacementStatus(rp *heterogeneity.Replacement, phase heterogeneity.ReplacementPhase) *v1alpha1.Replacement {
+	if rp == nil {
+		return nil
+	}
+	return &v1alpha1.Replacement{From: rp.From, To: rp.To, Add: int32(rp.Add), Remove: int32(rp.Remove), Removed: int32(rp.Removed),
+		ToBefore: int32(rp.ToBefore), Started: metav1.NewTime(rp.Started.Truncate(0)), Phase: string(phase),
+		FloorRPS: strconv.FormatFloat(rp.FloorRPS, 'f', 2, 64)}
+}
+
+// replacementInFlight is the replacement a decision recorded in status
+// left in flight (started or progressed, or waiting), for a new leader;
+// nil when none.
+func replacementInFlight(d *v1alpha1.Decision) *heterogeneity.Replacement {
+	if d == nil || d.Replacement == nil {
+		return nil
+	}
+	rp := d.Replacement
+	switch heterogeneity.ReplacementPhase(rp.Phase) {
+	case heterogeneity.ReplacementCompleted, heterogeneity.ReplacementTimedOut, heterogeneity.ReplacementAbandoned:
+		return nil
+	}
+	// A floor that does not parse counts as +Inf: no old replica goes,
+	// and the replacement times out.
+	floor, err := strconv.ParseFloat(rp.FloorRPS, 64)
+	if err != nil {
+		floor = math.Inf(1)
+	}
+	return &heterogeneity.Replacement{From: rp.From, To: rp.To, Add: int(rp.Add), Remove: int(rp.Remove), Removed: int(rp.Removed),
+		ToBefore: int(rp.ToBefore), Started: rp.Started.Time, FloorRPS: floor}
+}
