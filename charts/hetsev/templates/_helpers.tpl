@@ -45,8 +45,9 @@ Call with (dict "image" .Values.scaler.image "root" $).
 {{- end -}}
 
 {{/*
-hetsev.serviceAccount: the full user name of one program's service account,
-as the API server names it in request.userInfo.
+hetsev.serviceAccountUser: the full user name of one program's service account,
+as the API server names it in request.userInfo. Call with
+(dict "name" "hetsev-scheduler" "root" $).
 */}}
 {{- define "hetsev.serviceAccountUser" -}}
 {{- printf "system:serviceaccount:%s:%s" (include "hetsev.namespace" .root) .name -}}
