@@ -63,6 +63,9 @@ gen_crd() {
 			echo "# and run \`make generate\`."
 			cat "$f"
 		} >"manifests/$name"
+		# The Helm chart installs the same file from its crds/ (Helm reads
+		# nothing outside the chart); internal/helmchart's tests compare them.
+		cp "manifests/$name" "charts/hetsev/crds/$name"
 	done
 	rm -rf "$tmp"
 }

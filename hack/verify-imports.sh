@@ -21,14 +21,17 @@ PRODUCTION=(
 # data/traces: the request traces, embedded for the demo and the evaluator
 # only; production binaries embed data/profiles. internal/imagebuild and
 # go-containerregistry: the image builder of `make images`, build tooling.
+# internal/helmchart and Helm's SDK: the Helm chart's tests.
 FORBIDDEN=(
 	$M/test
 	$M/internal/sim
 	$M/internal/cluster
 	$M/internal/bench
 	$M/internal/imagebuild
+	$M/internal/helmchart
 	$M/data/traces
 	github.com/google/go-containerregistry
+	helm.sh/helm/v4
 )
 
 tmp=$(mktemp -d)

@@ -1,0 +1,186 @@
+{{/*
+hetsev.namespace: the programs' namespace (namespace.name).
+*/}}
+{{- define "hetsev.namespace" -}}
+{{- .Values.namespace.name -}}
+{{- end -}}
+
+{{/*
+hetsev.labels: the labels of an object of one program. Call with
+(dict "name" "hetsev-scaler" "root" $). app.kubernetes.io/name and part-of
+are those of manifests/; the others say which release owns the object.
+*/}}
+{{- define "hetsev.labels" -}}
+app.kubernetes.io/name: {{ .name }}
+app.kubernetes.io/part-of: hetsev
+{{ include "hetsev.releaseLabels" .root }}
+{{- end -}}
+
+{{/*
+hetsev.componentLabels: hetsev.labels plus app.kubernetes.io/component, for
+Deployments, their pods and Services. Call with
+(dict "name" "hetsev-scaler" "component" "scaler" "root" $).
+*/}}
+{{- define "hetsev.componentLabels" -}}
+app.kubernetes.io/name: {{ .name }}
+app.kubernetes.io/component: {{ .component }}
+app.kubernetes.io/part-of: hetsev
+{{ include "hetsev.releaseLabels" .root }}
+{{- end -}}
+
+{{- define "hetsev.releaseLabels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{/*
+hetsev.image: repository:tag of a program; the tag defaults to
+v<appVersion>, the tag the repository's images get (Makefile: v$(VERSION)).
+Call with (dict "image" .Values.scaler.image "root" $).
+*/}}
+{{- define "hetsev.image" -}}
+{{- $tag := .image.tag | default (printf "v%s" .root.Chart.AppVersion) -}}
+{{- printf "%s:%s" .image.repository $tag -}}
+{{- end -}}
+
+{{/*
+hetsev.serviceAccountUser: the full user name of one program's service account,
+as the API server names it in request.userInfo. Call with
+(dict "name" "hetsev-scheduler" "root" $).
+*/}}
+{{- define "hetsev.serviceAccountUser" -}}
+{{- printf "system:serviceaccount:%s:%s" (include "hetsev.namespace" .root) .name -}}
+{{- end -}}
+
+{{/*
+hetsev.scalerMetricsBackend: hetsev-scaler's --metrics-backend.
+*/}}
+{{- define "hetsev.scalerMetricsBackend" -}}
+{{- if .Values.scaler.metricsBackend -}}
+{{- .Values.scaler.metricsBackend -}}
+{{- else if eq .Values.metrics.backend "prometheus" -}}
+prometheus
+{{- else -}}
+custom-metrics
+{{- end -}}
+{{- end -}}
+
+{{/*
+hetsev.usesPrometheus: "true" when either program queries Prometheus.
+*/}}
+{{- define "hetsev.usesPrometheus" -}}
+{{- if or (eq .Values.metrics.backend "prometheus") (eq (include "hetsev.scalerMetricsBackend" .) "prometheus") -}}
+true
+{{- end -}}
+{{- end -}}
+
+{{/*
+hetsev.prometheusArgs: the --prometheus-* flags both programs take.
+*/}}
+{{- define "hetsev.prometheusArgs" -}}
+{{- $p := .Values.metrics.prometheus -}}
+{{- if not $p.url }}
+{{- fail "metrics.prometheus.url: required when metrics.backend or scaler.metricsBackend is prometheus" }}
+{{- end }}
+- --prometheus-url={{ $p.url }}
+{{- if $p.bearerTokenSecret.name }}
+- --prometheus-bearer-token-file=/var/run/hetsev/prometheus-token/{{ $p.bearerTokenSecret.key }}
+{{- else if $p.bearerTokenFile }}
+- --prometheus-bearer-token-file={{ $p.bearerTokenFile }}
+{{- end }}
+{{- if $p.caSecret.name }}
+- --prometheus-ca-file=/var/run/hetsev/prometheus-ca/{{ $p.caSecret.key }}
+{{- else if $p.caConfigMap.name }}
+- --prometheus-ca-file=/var/run/hetsev/prometheus-ca/{{ $p.caConfigMap.key }}
+{{- else if $p.caFile }}
+- --prometheus-ca-file={{ $p.caFile }}
+{{- end }}
+{{- range $name, $value := $p.headers }}
+- --prometheus-header={{ $name }}={{ $value }}
+{{- end }}
+{{- end -}}
+
+{{/*
+hetsev.prometheusVolumeMounts and hetsev.prometheusVolumes: the token and CA
+mounted from a Secret or ConfigMap, when named.
+*/}}
+{{- define "hetsev.prometheusVolumeMounts" -}}
+{{- $p := .Values.metrics.prometheus -}}
+{{- if $p.bearerTokenSecret.name }}
+- name: prometheus-token
+  mountPath: /var/run/hetsev/prometheus-token
+  readOnly: true
+{{- end }}
+{{- if or $p.caSecret.name $p.caConfigMap.name }}
+- name: prometheus-ca
+  mountPath: /var/run/hetsev/prometheus-ca
+  readOnly: true
+{{- end }}
+{{- end -}}
+
+{{- define "hetsev.prometheusVolumes" -}}
+{{- $p := .Values.metrics.prometheus -}}
+{{- if $p.bearerTokenSecret.name }}
+- name: prometheus-token
+  secret:
+    secretName: {{ $p.bearerTokenSecret.name }}
+    items:
+      - key: {{ $p.bearerTokenSecret.key }}
+        path: {{ $p.bearerTokenSecret.key }}
+{{- end }}
+{{- if $p.caSecret.name }}
+- name: prometheus-ca
+  secret:
+    secretName: {{ $p.caSecret.name }}
+    items:
+      - key: {{ $p.caSecret.key }}
+        path: {{ $p.caSecret.key }}
+{{- else if $p.caConfigMap.name }}
+- name: prometheus-ca
+  configMap:
+    name: {{ $p.caConfigMap.name }}
+    items:
+      - key: {{ $p.caConfigMap.key }}
+        path: {{ $p.caConfigMap.key }}
+{{- end }}
+{{- end -}}
+
+{{/*
+hetsev.podScheduling: nodeSelector, affinity, tolerations,
+priorityClassName and imagePullSecrets of one program's pods. Call with
+(dict "p" .Values.scaler "root" $).
+*/}}
+{{- define "hetsev.podScheduling" -}}
+{{- with .p.priorityClassName }}
+priorityClassName: {{ . }}
+{{- end }}
+{{- with .p.nodeSelector }}
+nodeSelector:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .p.affinity }}
+affinity:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .p.tolerations }}
+tolerations:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .root.Values.imagePullSecrets }}
+imagePullSecrets:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end -}}
+
+{{/*
+hetsev.certManagerCAAnnotation: cainjector's annotation naming the
+Certificate whose CA goes into caBundle. Call with
+(dict "cert" "hetsev-webhook-serving-cert" "root" $).
+*/}}
+{{- define "hetsev.certManagerCAAnnotation" -}}
+{{- if eq .root.Values.certificates.mode "certManager" }}
+annotations:
+  cert-manager.io/inject-ca-from: {{ include "hetsev.namespace" .root }}/{{ .cert }}
+{{- end }}
+{{- end -}}
