@@ -29,6 +29,8 @@ build:
 	$(GO) build -ldflags "$(VERSION_LDFLAGS)" -o $(BIN)/hetsev-scaler ./cmd/scaler
 	$(GO) build -ldflags "$(VERSION_LDFLAGS)" -o $(BIN)/hetsev-demo ./cmd/demo
 	$(GO) build -o $(BIN)/kwok sigs.k8s.io/kwok/cmd/kwok
+	@# kubectl for the README's install guide, run by test/integration.
+	$(GO) build -o $(BIN)/kubectl k8s.io/kubernetes/cmd/kubectl
 	@# Istio's own CRDs, from the istio.io/api module the scaler is built with,
 	@# installed on the local API server by the demo and the tests.
 	cp -f "$$($(GO) list -m -f '{{.Dir}}' istio.io/api)/kubernetes/customresourcedefinitions.gen.yaml" $(BIN)/istio-crds.yaml
