@@ -29,6 +29,9 @@ build:
 	$(GO) build -ldflags "$(VERSION_LDFLAGS)" -o $(BIN)/hetsev-scaler ./cmd/scaler
 	$(GO) build -ldflags "$(VERSION_LDFLAGS)" -o $(BIN)/hetsev-demo ./cmd/demo
 	$(GO) build -o $(BIN)/kwok sigs.k8s.io/kwok/cmd/kwok
+	@# kubectl for the README's install guide, run by test/integration;
+	@# its version is the k8s.io/kubernetes module's (kubectl version).
+	$(GO) build -ldflags "-X k8s.io/component-base/version.gitVersion=$$($(GO) list -m -f '{{.Version}}' k8s.io/kubernetes)" -o $(BIN)/kubectl k8s.io/kubernetes/cmd/kubectl
 	@# Istio's own CRDs, from the istio.io/api module the scaler is built with,
 	@# installed on the local API server by the demo and the tests.
 	cp -f "$$($(GO) list -m -f '{{.Dir}}' istio.io/api)/kubernetes/customresourcedefinitions.gen.yaml" $(BIN)/istio-crds.yaml

@@ -44,8 +44,9 @@ type ControlPlane struct {
 // controller creates the default service accounts pods need, and the
 // resource-claim controller creates pods' ResourceClaims from their
 // templates and frees (deallocates or deletes) those of deleted pods (GPU
-// mode dra).
-var KCMControllers = "deployment-controller,replicaset-controller,garbage-collector-controller,horizontal-pod-autoscaler-controller,serviceaccount-controller,resourceclaim-controller"
+// mode dra), and the namespace controller empties and removes deleted
+// namespaces (the README's Uninstall deletes hetsev-system and waits).
+var KCMControllers = "deployment-controller,replicaset-controller,garbage-collector-controller,horizontal-pod-autoscaler-controller,serviceaccount-controller,resourceclaim-controller,namespace-controller"
 
 // StartControlPlane starts etcd, kube-apiserver (with the aggregation layer's
 // front-proxy certificates, for the metrics adapter) and
