@@ -95,7 +95,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.Scrape.Workers, "scrape-workers", o.Scrape.Workers,
 		"Maximum number of concurrent scrapes.")
 	p := &o.Prometheus
-	fs.StringVar(&p.URL, "prometheus-url", p.URL, "Prometheus HTTP API root, e.g. http://prometheus.monitoring.svc:9090 (--backend=prometheus).")
+	p.Connection.AddFlags(fs)
 	fs.DurationVar(&p.Timeout, "prometheus-timeout", p.Timeout,
 		"Bound on one PromQL query; past it the API answers 503 ServiceUnavailable, never a zero.")
 	fs.DurationVar(&p.CacheTTL, "prometheus-cache-ttl", p.CacheTTL,
