@@ -28,6 +28,14 @@ type MetricsSource interface {
 	PodMetrics(ctx context.Context, namespace string, selector labels.Selector, metric string) (map[string]float64, error)
 }
 
+// metricsOrigin names where m reads from, for status messages.
+func metricsOrigin(m MetricsSource) string {
+	if _, ok := m.(*PrometheusMetrics); ok {
+		return "Prometheus"
+	}
+	return "custom.metrics.k8s.io"
+}
+
 // CustomMetrics reads custom.metrics.k8s.io with the standard client.
 type CustomMetrics struct{ Client cmclient.CustomMetricsClient }
 
