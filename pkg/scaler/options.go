@@ -172,9 +172,6 @@ func (o *Options) Validate() error {
 	if !v1alpha1.IsGPUMode(o.Defaults.GPUMode) {
 		return fmt.Errorf("--gpu-mode=%q: want %s or %s", o.Defaults.GPUMode, v1alpha1.GPUModeAnnotations, v1alpha1.GPUModeDRA)
 	}
-	if o.MetricsTimeout <= 0 || o.MetricsTimeout > maxMetricsTimeout {
-		return fmt.Errorf("--metrics-timeout=%v: want a duration above 0 and at most %v", o.MetricsTimeout, maxMetricsTimeout)
-	}
 	switch o.MetricsBackend {
 	case MetricsBackendCustomMetrics:
 	case MetricsBackendPrometheus:
@@ -183,6 +180,9 @@ func (o *Options) Validate() error {
 		}
 	default:
 		return fmt.Errorf("--metrics-backend=%q: want %s or %s", o.MetricsBackend, MetricsBackendCustomMetrics, MetricsBackendPrometheus)
+	}
+	if o.MetricsTimeout <= 0 || o.MetricsTimeout > maxMetricsTimeout {
+		return fmt.Errorf("--metrics-timeout=%v: want a duration above 0 and at most %v", o.MetricsTimeout, maxMetricsTimeout)
 	}
 	if o.Workers < 1 {
 		return fmt.Errorf("--workers=%d: want at least 1", o.Workers)
