@@ -7,14 +7,18 @@
 //
 // Flags of its own: --backend, --rate-window, --namespace; for the scrape
 // backend --scrape-interval, --scrape-timeout, --scrape-workers; for the
-// Prometheus backend --prometheus-url, --prometheus-timeout,
+// Prometheus backend --prometheus-url, --prometheus-bearer-token-file,
+// --prometheus-ca-file, --prometheus-header, --prometheus-timeout,
 // --prometheus-cache-ttl, the label flags and the query templates
-// (--prometheus-*-query). The API-server flags (--secure-port,
+// (--prometheus-*-query); for its serving certificate --cert-self-signed
+// and --cert-* (a self-signed certificate for its Service, its CA kept in
+// its APIServices' caBundle). The API-server flags (--secure-port,
 // --bind-address, --cert-dir, --tls-cert-file, --lister-kubeconfig,
 // --authentication-kubeconfig, --authorization-kubeconfig, ...) come from
-// sigs.k8s.io/custom-metrics-apiserver's AdapterBase; without a serving
-// certificate it writes a self-signed one for localhost and 127.0.0.1 to
-// --cert-dir. Options, wiring and serving are in
+// sigs.k8s.io/custom-metrics-apiserver's AdapterBase; with neither
+// --cert-self-signed nor --tls-cert-file it writes a self-signed
+// certificate for localhost and 127.0.0.1 to --cert-dir, which no
+// caBundle can verify. Options, wiring and serving are in
 // github.com/hetsev/hetsev/pkg/adapter/server.
 package main
 

@@ -19,10 +19,26 @@ const AdapterService = "hetsev-metrics-adapter"
 
 // RegisterAPIService points custom.metrics.k8s.io at an adapter listening
 // on localhost:port and waits until the aggregator reports it Available.
-// The local adapter's certificate is self-signed, hence
-// insecureSkipTLSVerify, as manifests/metrics-adapter/apiservice.yaml does by
-// default; its comments show the cert-manager CA-bundle form for clusters.
+// The APIServices verify the adapter as in a cluster: their caBundle is
+// written by the adapter (--cert-self-signed, as
+// manifests/metrics-adapter/deployment.yaml runs it) and kept across
+// re-registrations; there is no insecureSkipTLSVerify.
+//
+// The Service is of type ExternalName, pointing at localhost (Endpoints may
+// not hold loopback IPs): the aggregator resolves it to localhost:port, but
+// checks the certificate against the Service's DNS name,
+// hetsev-metrics-adapter.hetsev-system.svc, which the adapter's
+// certificate names.
 func RegisterAPIService(ctx context.Context, cp *ControlPlane, port int) error {
+	if err := applyAPIService(ctx, cp, port); err != nil {
+		return err
+	}
+	return waitAPIServiceAvailable(ctx, cp)
+}
+
+// applyAPIService creates or updates the adapter's Service and APIServices
+// for port, keeping a caBundle already written.
+func applyAPIService(ctx context.Context, cp *ControlPlane, port int) error {
 	if err := EnsureNamespace(ctx, cp.Client, SystemNamespace); err != nil {
 		return err
 	}
@@ -55,12 +71,11 @@ func RegisterAPIService(ctx context.Context, cp *ControlPlane, port int) error {
 		as := &apiregv1.APIService{
 			ObjectMeta: metav1.ObjectMeta{Name: version + ".custom.metrics.k8s.io"},
 			Spec: apiregv1.APIServiceSpec{
-				Service:               &apiregv1.ServiceReference{Namespace: SystemNamespace, Name: AdapterService, Port: &p},
-				Group:                 "custom.metrics.k8s.io",
-				Version:               version,
-				InsecureSkipTLSVerify: true,
-				GroupPriorityMinimum:  100,
-				VersionPriority:       map[string]int32{"v1beta2": 200, "v1beta1": 100}[version],
+				Service:              &apiregv1.ServiceReference{Namespace: SystemNamespace, Name: AdapterService, Port: &p},
+				Group:                "custom.metrics.k8s.io",
+				Version:              version,
+				GroupPriorityMinimum: 100,
+				VersionPriority:      map[string]int32{"v1beta2": 200, "v1beta1": 100}[version],
 			},
 		}
 		if _, err := ag.ApiregistrationV1().APIServices().Create(ctx, as, metav1.CreateOptions{}); apierrors.IsAlreadyExists(err) {
@@ -72,7 +87,9 @@ func RegisterAPIService(ctx context.Context, cp *ControlPlane, port int) error {
 				if err != nil {
 					return err
 				}
+				caBundle := old.Spec.CABundle
 				old.Spec = as.Spec
+				old.Spec.CABundle = caBundle
 				_, err = ag.ApiregistrationV1().APIServices().Update(ctx, old, metav1.UpdateOptions{})
 				return err
 			})
@@ -82,6 +99,17 @@ func RegisterAPIService(ctx context.Context, cp *ControlPlane, port int) error {
 		} else if err != nil {
 			return fmt.Errorf("creating APIService %s: %w", as.Name, err)
 		}
+	}
+	return nil
+}
+
+// waitAPIServiceAvailable waits until the aggregator reports
+// v1beta2.custom.metrics.k8s.io Available: it reached the adapter and
+// verified its certificate.
+func waitAPIServiceAvailable(ctx context.Context, cp *ControlPlane) error {
+	ag, err := aggregator.NewForConfig(cp.Config)
+	if err != nil {
+		return err
 	}
 	return wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
 		got, err := ag.ApiregistrationV1().APIServices().Get(ctx, "v1beta2.custom.metrics.k8s.io", metav1.GetOptions{})

@@ -102,9 +102,12 @@ type AdapterOptions struct {
 }
 
 // StartAdapter runs bin/hetsev-metrics-adapter on 127.0.0.1 and registers it
-// with the aggregation layer: a Service of type ExternalName pointing at
-// localhost (Endpoints may not hold loopback IPs) and APIServices for
-// custom.metrics.k8s.io v1beta1 and v1beta2.
+// with the aggregation layer (RegisterAPIService): a Service of type
+// ExternalName pointing at localhost (Endpoints may not hold loopback IPs)
+// and APIServices for custom.metrics.k8s.io v1beta1 and v1beta2, created
+// first so that the adapter, started with --cert-self-signed as the
+// manifests run it, writes its CA into their caBundle at start; it returns
+// once the aggregator has verified the adapter's certificate.
 func StartAdapter(ctx context.Context, cp *ControlPlane, o AdapterOptions) (*Process, int, error) {
 	port, err := freePort()
 	if err != nil {
@@ -121,6 +124,8 @@ func StartAdapter(ctx context.Context, cp *ControlPlane, o AdapterOptions) (*Pro
 		"--bind-address=127.0.0.1",
 		fmt.Sprintf("--secure-port=%d", port),
 		"--cert-dir=" + filepath.Join(cp.Dir, "adapter-certs"),
+		"--cert-self-signed",
+		"--cert-secret-namespace=" + SystemNamespace,
 	}
 	if o.ScrapeInterval != "" {
 		args = append(args, "--scrape-interval="+o.ScrapeInterval)
@@ -132,11 +137,14 @@ func StartAdapter(ctx context.Context, cp *ControlPlane, o AdapterOptions) (*Pro
 		args = append(args, "--backend=prometheus", "--prometheus-url="+o.PrometheusURL)
 	}
 	args = append(args, o.ExtraArgs...)
+	if err := applyAPIService(ctx, cp, port); err != nil {
+		return nil, 0, err
+	}
 	p, err := StartProcess(ctx, cp.Dir, "hetsev-metrics-adapter", filepath.Join(BinDir(), "hetsev-metrics-adapter"), args...)
 	if err != nil {
 		return nil, 0, err
 	}
-	if err := RegisterAPIService(ctx, cp, port); err != nil {
+	if err := waitAPIServiceAvailable(ctx, cp); err != nil {
 		p.Stop(time.Second)
 		return nil, 0, err
 	}

@@ -129,12 +129,18 @@ func (o *Options) NewManager(cfg *rest.Config) (manager.Manager, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--scheduler-config: %w", err)
 	}
+	var metrics MetricsSource = CustomMetrics{Client: cmclient.NewForConfig(metricsCfg, mgr.GetRESTMapper(), cmclient.NewAvailableAPIsGetter(metricsDisc))}
+	if o.MetricsBackend == MetricsBackendPrometheus {
+		if metrics, err = NewPrometheusMetrics(o.PrometheusOptions(), mgr.GetCache()); err != nil {
+			return nil, fmt.Errorf("--metrics-backend=prometheus: %w", err)
+		}
+	}
 	r := &Reconciler{
 		Admission:      &admission,
 		Colocation:     colocation,
 		Client:         mgr.GetClient(),
 		APIReader:      mgr.GetAPIReader(),
-		Metrics:        CustomMetrics{Client: cmclient.NewForConfig(metricsCfg, mgr.GetRESTMapper(), cmclient.NewAvailableAPIsGetter(metricsDisc))},
+		Metrics:        metrics,
 		MetricsTimeout: o.MetricsTimeout,
 		Catalog:        cat,
 		// core/v1 Events, aggregated with a count, as kubectl and the demo

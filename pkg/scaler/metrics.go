@@ -6,8 +6,13 @@ import (
 
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	cmv1beta2 "k8s.io/metrics/pkg/apis/custom_metrics/v1beta2"
 	cmclient "k8s.io/metrics/pkg/client/custom_metrics"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/hetsev/hetsev/pkg/adapter/prometheus"
+	"github.com/hetsev/hetsev/pkg/adapter/provider"
 )
 
 // MetricsSource returns a Deployment's metric value and its pods' values;
@@ -21,6 +26,14 @@ type MetricsSource interface {
 	// namespace and that has data, by pod name; pods without data are
 	// absent.
 	PodMetrics(ctx context.Context, namespace string, selector labels.Selector, metric string) (map[string]float64, error)
+}
+
+// metricsOrigin names where m reads from, for status messages.
+func metricsOrigin(m MetricsSource) string {
+	if _, ok := m.(*PrometheusMetrics); ok {
+		return "Prometheus"
+	}
+	return "custom.metrics.k8s.io"
 }
 
 // CustomMetrics reads custom.metrics.k8s.io with the standard client.
@@ -80,4 +93,44 @@ func withContext[T any](ctx context.Context, get func() (T, error)) (T, error) {
 		var zero T
 		return zero, ctx.Err()
 	}
+}
+
+// PrometheusMetrics reads the metrics from Prometheus itself, with the
+// metrics adapter's Prometheus backend and provider: the same PromQL, and
+// the same values and rules (a Deployment has no value while any of its
+// serving pods has no data) as custom.metrics.k8s.io would serve, without
+// the APIService (--metrics-backend=prometheus).
+type PrometheusMetrics struct{ p *provider.Provider }
+
+// NewPrometheusMetrics returns a MetricsSource querying Prometheus as opts
+// say, reading pods and Deployments from r (the manager's cache). Errors:
+// invalid options (prometheus.Options.Validate).
+func NewPrometheusMetrics(opts prometheus.Options, r client.Reader) (*PrometheusMetrics, error) {
+	src, err := prometheus.New(opts)
+	if err != nil {
+		return nil, err
+	}
+	return &PrometheusMetrics{p: provider.New(src, podLister{r: r}, deploymentLister{r: r})}, nil
+}
+
+// DeploymentMetric implements MetricsSource.
+func (m *PrometheusMetrics) DeploymentMetric(ctx context.Context, namespace, deployment, metric string) (float64, error) {
+	v, err := withContext(ctx, func() (float64, error) {
+		return m.p.DeploymentValue(ctx, types.NamespacedName{Namespace: namespace, Name: deployment}, metric)
+	})
+	if err != nil {
+		return 0, fmt.Errorf("%s of deployment %s/%s from Prometheus: %w", metric, namespace, deployment, err)
+	}
+	return v, nil
+}
+
+// PodMetrics implements MetricsSource.
+func (m *PrometheusMetrics) PodMetrics(ctx context.Context, namespace string, selector labels.Selector, metric string) (map[string]float64, error) {
+	v, err := withContext(ctx, func() (map[string]float64, error) {
+		return m.p.PodValues(ctx, namespace, selector, metric)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%s of pods %s in %s from Prometheus: %w", metric, selector, namespace, err)
+	}
+	return v, nil
 }

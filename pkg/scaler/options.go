@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/hetsev/hetsev/pkg/adapter/prometheus"
 	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
 	"github.com/hetsev/hetsev/pkg/heterogeneity"
 	"github.com/hetsev/hetsev/pkg/interference"
@@ -47,10 +48,29 @@ type Options struct {
 	// KubeAPIQPS and KubeAPIBurst limit queries to the API server.
 	KubeAPIQPS   float64
 	KubeAPIBurst int
-	// MetricsTimeout bounds each call to custom.metrics.k8s.io; a decision
-	// whose call runs out holds the replicas.
+	// MetricsTimeout bounds each call to custom.metrics.k8s.io, or each
+	// PromQL query; a decision whose call runs out holds the replicas.
 	MetricsTimeout time.Duration
+	// MetricsBackend is where request rates and latencies come from:
+	// MetricsBackendCustomMetrics or MetricsBackendPrometheus
+	// (--metrics-backend).
+	MetricsBackend string
+	// Prometheus is the server and queries of MetricsBackendPrometheus:
+	// the connection flags the metrics adapter has (--prometheus-url,
+	// --prometheus-bearer-token-file, --prometheus-ca-file,
+	// --prometheus-header) and --rate-window; its default queries.
+	Prometheus prometheus.Options
 }
+
+// Values of --metrics-backend.
+const (
+	// MetricsBackendCustomMetrics reads custom.metrics.k8s.io, served by
+	// hetsev-metrics-adapter through its APIService.
+	MetricsBackendCustomMetrics = "custom-metrics"
+	// MetricsBackendPrometheus runs the metrics adapter's PromQL against
+	// Prometheus itself (pkg/adapter/prometheus): no APIService needed.
+	MetricsBackendPrometheus = "prometheus"
+)
 
 // DefaultMetricsTimeout is --metrics-timeout's default: a third of the
 // default decision interval (DefaultIntervalSeconds), so a hung metrics API
@@ -74,6 +94,8 @@ func NewOptions() *Options {
 		KubeAPIQPS:             50,
 		KubeAPIBurst:           100,
 		MetricsTimeout:         DefaultMetricsTimeout,
+		MetricsBackend:         MetricsBackendCustomMetrics,
+		Prometheus:             prometheus.DefaultOptions(),
 	}
 }
 
@@ -110,7 +132,21 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.SchedulerConfig, "scheduler-config", o.SchedulerConfig, "hetsev-scheduler's KubeSchedulerConfiguration file (its --config): the free GPU slots are counted with the HetsevGPUShare arguments of its hetsev-scheduler profile (maxBusyShare, antiAffinity, fit, interferenceWeight, interferenceModelFile), by the scheduler's admission rule; empty: the arguments' defaults")
 	fs.Float64Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS, "queries per second to the API server (client-go's default of 5 throttles a decision every few seconds per ModelService)")
 	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst, "burst of queries to the API server")
-	fs.DurationVar(&o.MetricsTimeout, "metrics-timeout", o.MetricsTimeout, "how long each call to custom.metrics.k8s.io may take (e.g. 5s); a decision whose call runs out holds the replicas and reports MetricsUnavailable with reason MetricsTimeout")
+	fs.DurationVar(&o.MetricsTimeout, "metrics-timeout", o.MetricsTimeout, "how long each call to custom.metrics.k8s.io, or each Prometheus query, may take (e.g. 5s); a decision whose call runs out holds the replicas and reports MetricsUnavailable with reason MetricsTimeout")
+	fs.StringVar(&o.MetricsBackend, "metrics-backend", o.MetricsBackend, "where request rates and latencies come from: custom-metrics (custom.metrics.k8s.io, served by hetsev-metrics-adapter through its APIService) or prometheus (the adapter's Prometheus queries run by the scaler itself against --prometheus-url; no APIService needed)")
+	o.Prometheus.Connection.AddGoFlags(fs)
+	fs.DurationVar(&o.Prometheus.RateWindow, "rate-window", o.Prometheus.RateWindow, "with --metrics-backend=prometheus: the PromQL range of request rates and latency percentiles (whole seconds), as hetsev-metrics-adapter's --rate-window")
+}
+
+// PrometheusOptions are the Prometheus backend's options as the scaler
+// uses them: each query bounded by --metrics-timeout, and answers cached
+// for a second at most, so one decision's Deployments share a query and
+// the next decision asks again.
+func (o *Options) PrometheusOptions() prometheus.Options {
+	p := o.Prometheus
+	p.Timeout = o.MetricsTimeout
+	p.CacheTTL = time.Second
+	return p
 }
 
 // GPUShareArgs are hetsev-scheduler's HetsevGPUShare arguments from
@@ -139,6 +175,15 @@ func (o *Options) Validate() error {
 	}
 	if !v1alpha1.IsGPUMode(o.Defaults.GPUMode) {
 		return fmt.Errorf("--gpu-mode=%q: want %s or %s", o.Defaults.GPUMode, v1alpha1.GPUModeAnnotations, v1alpha1.GPUModeDRA)
+	}
+	switch o.MetricsBackend {
+	case MetricsBackendCustomMetrics:
+	case MetricsBackendPrometheus:
+		if err := o.PrometheusOptions().Validate(); err != nil {
+			return fmt.Errorf("--metrics-backend=prometheus: %w", err)
+		}
+	default:
+		return fmt.Errorf("--metrics-backend=%q: want %s or %s", o.MetricsBackend, MetricsBackendCustomMetrics, MetricsBackendPrometheus)
 	}
 	if o.MetricsTimeout <= 0 || o.MetricsTimeout > maxMetricsTimeout {
 		return fmt.Errorf("--metrics-timeout=%v: want a duration above 0 and at most %v", o.MetricsTimeout, maxMetricsTimeout)

@@ -156,7 +156,7 @@ func (r *Reconciler) decide(ctx context.Context, ms *v1alpha1.ModelService, st *
 	if ar.Nothing || ar.TimedOut {
 		reason, msg := "MetricsUnavailable", fmt.Sprintf("no %s for %s: holding replicas", adapter.MetricRequestsPerSecond, strings.Join(ar.Withheld, ", "))
 		if ar.TimedOut {
-			reason, msg = "MetricsTimeout", fmt.Sprintf("custom.metrics.k8s.io gave no %s within %v (--metrics-timeout): holding replicas", adapter.MetricRequestsPerSecond, r.metricsTimeout())
+			reason, msg = "MetricsTimeout", fmt.Sprintf("%s gave no %s within %v (--metrics-timeout): holding replicas", metricsOrigin(r.Metrics), adapter.MetricRequestsPerSecond, r.metricsTimeout())
 			if c := meta.FindStatusCondition(status.Conditions, v1alpha1.ConditionMetricsUnavailable); c == nil || c.Reason != reason {
 				r.Recorder.Eventf(ms, v1.EventTypeWarning, reason, "%s", msg)
 			}
@@ -172,7 +172,7 @@ func (r *Reconciler) decide(ctx context.Context, ms *v1alpha1.ModelService, st *
 		partial = fmt.Sprintf("%s; value of %s withheld by the adapter", ar.lowerBound(), strings.Join(ar.Withheld, ", "))
 		setCondition(&status, v1alpha1.ConditionMetricsUnavailable, metav1.ConditionTrue, "PartialMetrics", partial+"; scale-in held", ms.Generation)
 	} else {
-		setCondition(&status, v1alpha1.ConditionMetricsUnavailable, metav1.ConditionFalse, "MetricsAvailable", "arrival rate read from custom.metrics.k8s.io", ms.Generation)
+		setCondition(&status, v1alpha1.ConditionMetricsUnavailable, metav1.ConditionFalse, "MetricsAvailable", "arrival rate read from "+metricsOrigin(r.Metrics), ms.Generation)
 	}
 
 	obs := heterogeneity.Observation{Now: now, ArrivalRate: w, ArrivalRateIsLowerBound: ar.Partial}

@@ -16,7 +16,7 @@
 // manager, and the manager's /readyz fails until the server answers TLS.
 //
 // The certificate is either mounted into CertDir (cert-manager,
-// --webhook-self-signed=false) or kept by CertProvisioner: a self-signed
+// --webhook-self-signed=false) or kept by pkg/servingcert's Provisioner: a self-signed
 // one in a Secret shared by all replicas, written to CertDir, renewed
 // before it expires while running, with the MutatingWebhookConfiguration's
 // caBundle holding the CAs of the previous, current and next certificates,

@@ -1,6 +1,7 @@
 package webhook
 
 import (
+	"context"
 	"crypto/tls"
 	"errors"
 	"flag"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
 	"github.com/hetsev/hetsev/pkg/gpuinventory"
+	"github.com/hetsev/hetsev/pkg/servingcert"
 
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -172,8 +174,13 @@ func (o *Options) AddToManager(mgr manager.Manager, kube kubernetes.Interface) e
 		addr: o.BindAddress, certDir: o.CertDir, selfSigned: o.SelfSigned,
 	}
 	if o.SelfSigned {
-		srv.certs = &CertProvisioner{Client: kube, Configuration: o.Configuration, Dir: o.CertDir, CertName: certName, KeyName: keyName,
-			Cert: CertOptions{Namespace: o.Namespace, SecretName: o.Secret, Hosts: o.hosts(), MaxAge: o.CertValidity, RenewBefore: o.CertRenewBefore}}
+		srv.certs = &servingcert.Provisioner{Client: kube, Dir: o.CertDir, CertName: certName, KeyName: keyName,
+			Cert: servingcert.Options{Component: "webhook", Namespace: o.Namespace, SecretName: o.Secret, Hosts: o.hosts(), MaxAge: o.CertValidity, RenewBefore: o.CertRenewBefore}}
+		if o.Configuration != "" {
+			srv.certs.Inject = func(ctx context.Context, caBundle []byte) error {
+				return InjectCABundle(ctx, kube, o.Configuration, caBundle)
+			}
+		}
 		srv.interval = o.CertCheckInterval
 	}
 	srv.Register(Path, NewHandler(PodMutator{RuntimeClassName: o.RuntimeClassName, GPUMode: o.GPUMode, Templates: ClaimTemplates{Client: kube}, GPUPool: o.GPUPool}))

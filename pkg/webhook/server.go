@@ -7,6 +7,8 @@ import (
 
 	"k8s.io/klog/v2"
 	crwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	"github.com/hetsev/hetsev/pkg/servingcert"
 )
 
 // ReadyzCheckName is the webhook's check on the manager's /readyz.
@@ -20,7 +22,7 @@ type server struct {
 	crwebhook.Server
 	// certs keeps the self-signed certificate every interval; nil when
 	// the certificate is mounted into certDir.
-	certs    *CertProvisioner
+	certs    *servingcert.Provisioner
 	interval time.Duration
 
 	addr, certDir string

@@ -3,7 +3,6 @@ package prometheus
 import (
 	"errors"
 	"fmt"
-	"net/url"
 	"time"
 
 	"github.com/prometheus/common/model"
@@ -24,9 +23,10 @@ const (
 
 // Options configures a Source. Zero fields take the defaults.
 type Options struct {
-	// URL of the Prometheus server's HTTP API root, e.g.
-	// http://prometheus.monitoring.svc:9090 (--prometheus-url). Required.
-	URL string
+	// Connection is the server (URL, required), its credentials and
+	// headers (--prometheus-url, --prometheus-bearer-token-file,
+	// --prometheus-ca-file, --prometheus-header).
+	Connection
 	// Timeout of one query, wall clock (--prometheus-timeout); also sent to
 	// Prometheus as the query's timeout.
 	Timeout time.Duration
@@ -107,14 +107,12 @@ func (o Options) withDefaults() Options {
 }
 
 // Validate reports options that cannot work, naming the flag: a missing or
-// non-HTTP URL, a negative timeout, a rate window that is not whole seconds,
+// non-HTTP URL, an unreadable token or CA file, a malformed header (see
+// Connection), a negative timeout, a rate window that is not whole seconds,
 // a bad label name, or a template that does not parse or render.
 func (o Options) Validate() error {
 	o = o.withDefaults()
-	var errs []error
-	if u, err := url.Parse(o.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		errs = append(errs, fmt.Errorf("--prometheus-url %q: want http(s)://host[:port][/path]", o.URL))
-	}
+	errs := o.Connection.validate()
 	if o.Timeout < 0 {
 		errs = append(errs, fmt.Errorf("--prometheus-timeout %v is negative", o.Timeout))
 	}

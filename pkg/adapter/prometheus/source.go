@@ -7,11 +7,8 @@ package prometheus
 
 import (
 	"fmt"
-	"net"
-	"net/http"
 	"sync"
 	"text/template"
-	"time"
 
 	promapi "github.com/prometheus/client_golang/api"
 	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
@@ -58,15 +55,12 @@ func New(opts Options) (*Source, error) {
 		return nil, err
 	}
 	opts = opts.withDefaults()
-	// Bounded on every layer: dial, TLS and the whole exchange, so that a
-	// Prometheus that accepts but never answers still ends in Timeout.
-	rt := &http.Transport{
-		Proxy:                 nil, // Prometheus is in-cluster; ignore proxy variables
-		DialContext:           (&net.Dialer{Timeout: opts.Timeout, KeepAlive: 30 * time.Second}).DialContext,
-		TLSHandshakeTimeout:   opts.Timeout,
-		ResponseHeaderTimeout: opts.Timeout,
-		MaxIdleConnsPerHost:   8,
-		IdleConnTimeout:       90 * time.Second,
+	// Dials are bounded by Timeout, and each query's context ends the
+	// whole exchange after it, so a Prometheus that accepts but never
+	// answers still ends in Timeout.
+	rt, err := opts.roundTripper(opts.Timeout)
+	if err != nil {
+		return nil, err
 	}
 	client, err := promapi.NewClient(promapi.Config{Address: opts.URL, RoundTripper: rt})
 	if err != nil {

@@ -57,6 +57,9 @@ type Options struct {
 	Scrape scrape.Options
 	// Prometheus configures the Prometheus backend (--prometheus-*).
 	Prometheus prometheus.Options
+	// Cert configures the built-in self-signed serving certificate and
+	// the APIServices' caBundle (--cert-*).
+	Cert CertOptions
 }
 
 // NewOptions returns the defaults: the scrape backend, all namespaces, a
@@ -68,6 +71,7 @@ func NewOptions() *Options {
 		RateWindow: adapter.DefaultRateWindow,
 		Scrape:     scrape.DefaultOptions(),
 		Prometheus: prometheus.DefaultOptions(),
+		Cert:       defaultCertOptions(),
 	}
 	o.Name = Name
 	return o
@@ -95,7 +99,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.Scrape.Workers, "scrape-workers", o.Scrape.Workers,
 		"Maximum number of concurrent scrapes.")
 	p := &o.Prometheus
-	fs.StringVar(&p.URL, "prometheus-url", p.URL, "Prometheus HTTP API root, e.g. http://prometheus.monitoring.svc:9090 (--backend=prometheus).")
+	p.Connection.AddFlags(fs)
 	fs.DurationVar(&p.Timeout, "prometheus-timeout", p.Timeout,
 		"Bound on one PromQL query; past it the API answers 503 ServiceUnavailable, never a zero.")
 	fs.DurationVar(&p.CacheTTL, "prometheus-cache-ttl", p.CacheTTL,
@@ -110,6 +114,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"PromQL template giving request-duration bucket counts per namespace, pod and le (ms).")
 	fs.StringVar(&p.GPUUtilQuery, "prometheus-gpu-util-query", p.GPUUtilQuery, "PromQL template giving GPU utilisation (percent) per node and GPU index.")
 	fs.StringVar(&p.GPUMemoryQuery, "prometheus-gpu-memory-query", p.GPUMemoryQuery, "PromQL template giving used GPU memory (MiB) per node and GPU index.")
+	o.Cert.addFlags(fs)
 	fs.StringVar(&o.Namespace, "namespace", o.Namespace,
 		"Only watch pods and serve pods, Deployments and ModelServices in this namespace (default: all namespaces); with --backend=scrape, dcgm-exporter pods must then run in it too.")
 }
@@ -126,10 +131,14 @@ func (o *Options) Complete() {
 }
 
 // Validate reports completed options that cannot work, naming the flag:
-// an unknown GPU mode or backend, or the chosen backend's invalid
+// self-signed certificate settings that conflict or cannot renew, an
+// unknown GPU mode or backend, or the chosen backend's invalid
 // settings. The API server's own options are validated by AdapterBase when
 // Run starts it.
 func (o *Options) Validate() error {
+	if err := o.Cert.validate(o.SecureServing.ServerCert.CertKey.CertFile); err != nil {
+		return err
+	}
 	if !v1alpha1.IsGPUMode(o.GPUMode) {
 		return fmt.Errorf("--gpu-mode %q: want %s or %s", o.GPUMode, v1alpha1.GPUModeAnnotations, v1alpha1.GPUModeDRA)
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/component-base/metrics/legacyregistry"
 	"k8s.io/klog/v2"
@@ -72,8 +73,36 @@ func (o *Options) Run(ctx context.Context) error {
 			}
 		}()
 	}
+	if o.Cert.SelfSigned {
+		if err := o.startCertificate(ctx, cfg); err != nil {
+			return err
+		}
+	}
 	klog.InfoS("Starting hetsev-metrics-adapter", "namespace", o.Namespace, "backend", o.Backend, "gpuMode", o.GPUMode, "prometheus", o.Prometheus.URL)
 	return o.AdapterBase.Run(ctx)
+}
+
+// startCertificate brings the self-signed certificate's Secret, the
+// APIServices' caBundle and the files in --cert-dir up to date, makes them
+// the serving certificate (the API server reloads the files when they
+// change), and keeps them so every --cert-check-interval until ctx ends.
+// Errors: the first sync's (API errors on the Secret; a caBundle that
+// cannot be written is logged and retried).
+func (o *Options) startCertificate(ctx context.Context, cfg *rest.Config) error {
+	dir := o.SecureServing.ServerCert.CertDirectory
+	if dir == "" {
+		return fmt.Errorf("--cert-self-signed needs --cert-dir")
+	}
+	prov, err := o.Cert.provisioner(cfg, dir)
+	if err != nil {
+		return err
+	}
+	if err := prov.Sync(ctx); err != nil {
+		return err
+	}
+	o.SecureServing.ServerCert.CertKey.CertFile, o.SecureServing.ServerCert.CertKey.KeyFile = certFiles(dir)
+	go prov.Run(ctx, o.Cert.CheckInterval)
+	return nil
 }
 
 // newSource returns the backend --backend names; scraper is the Scraper

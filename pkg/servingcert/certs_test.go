@@ -1,4 +1,4 @@
-package webhook
+package servingcert
 
 import (
 	"context"
@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
@@ -17,8 +16,8 @@ import (
 func TestServingCertIsSharedAndRenewed(t *testing.T) {
 	ctx := context.Background()
 	c := fake.NewClientset()
-	o := CertOptions{Namespace: "hetsev-system", SecretName: "tls", Hosts: []string{"hetsev-webhook.hetsev-system.svc", "127.0.0.1"}}
-	first, ca1, err := EnsureServingCert(ctx, c, o)
+	o := Options{Namespace: "hetsev-system", SecretName: "tls", Hosts: []string{"hetsev-webhook.hetsev-system.svc", "127.0.0.1"}}
+	first, ca1, err := Ensure(ctx, c, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,18 +35,18 @@ func TestServingCertIsSharedAndRenewed(t *testing.T) {
 		t.Fatalf("secret %+v: %v", s, err)
 	}
 	// A second replica serves the same certificate.
-	_, ca2, err := EnsureServingCert(ctx, c, o)
+	_, ca2, err := Ensure(ctx, c, o)
 	if err != nil || string(ca2) != string(ca1) {
 		t.Errorf("second replica got a different certificate (err %v)", err)
 	}
 	// One that expires within RenewBefore, or misses a host, is replaced.
 	o.RenewBefore = 400 * 24 * time.Hour
-	_, ca3, err := EnsureServingCert(ctx, c, o)
+	_, ca3, err := Ensure(ctx, c, o)
 	if err != nil || string(ca3) == string(ca1) {
 		t.Errorf("expiring certificate kept (err %v)", err)
 	}
 	o.RenewBefore, o.Hosts = 0, append(o.Hosts, "other.example")
-	_, ca4, err := EnsureServingCert(ctx, c, o)
+	_, ca4, err := Ensure(ctx, c, o)
 	if err != nil || string(ca4) == string(ca3) {
 		t.Errorf("certificate without a new host kept (err %v)", err)
 	}
@@ -57,28 +56,8 @@ func TestServingCertIsSharedAndRenewed(t *testing.T) {
 	if _, err := c.CoreV1().Secrets("hetsev-system").Update(ctx, s, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, ca5, err := EnsureServingCert(ctx, c, o); err != nil || string(ca5) == "junk" {
+	if _, ca5, err := Ensure(ctx, c, o); err != nil || string(ca5) == "junk" {
 		t.Errorf("junk certificate: err %v", err)
-	}
-}
-
-func TestInjectCABundleSetsEveryWebhook(t *testing.T) {
-	ctx := context.Background()
-	c := fake.NewClientset(&admissionregistrationv1.MutatingWebhookConfiguration{
-		ObjectMeta: metav1.ObjectMeta{Name: "cfg"},
-		Webhooks:   []admissionregistrationv1.MutatingWebhook{{Name: "a.hetsev.io"}, {Name: "b.hetsev.io"}},
-	})
-	if err := InjectCABundle(ctx, c, "cfg", []byte("PEM")); err != nil {
-		t.Fatal(err)
-	}
-	cfg, _ := c.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, "cfg", metav1.GetOptions{})
-	for _, w := range cfg.Webhooks {
-		if string(w.ClientConfig.CABundle) != "PEM" {
-			t.Errorf("%s: caBundle %q", w.Name, w.ClientConfig.CABundle)
-		}
-	}
-	if err := InjectCABundle(ctx, c, "missing", []byte("PEM")); err == nil {
-		t.Error("missing configuration: no error")
 	}
 }
 
@@ -101,7 +80,7 @@ func verifies(t *testing.T, crt, bundle []byte, host string, at time.Time) error
 // certificate (replicas that have not switched yet). CAs leave the bundle
 // when they expire.
 func TestRenewalIsTrustedBeforeItIsServed(t *testing.T) {
-	o := CertOptions{Namespace: "ns", SecretName: "tls", Hosts: []string{"hetsev-webhook.hetsev-system.svc", "127.0.0.1"}, MaxAge: time.Hour, RenewBefore: 20 * time.Minute}
+	o := Options{Namespace: "ns", SecretName: "tls", Hosts: []string{"hetsev-webhook.hetsev-system.svc", "127.0.0.1"}, MaxAge: time.Hour, RenewBefore: 20 * time.Minute}
 	host := o.Hosts[0]
 	t0 := time.Now()
 	s0, why, err := refresh(servingCert{}, o, t0)
@@ -163,7 +142,7 @@ func TestRenewalIsTrustedBeforeItIsServed(t *testing.T) {
 // certificate and its self-signed CA, tls.key) keeps its certificate: it
 // gets a bundle with that CA and a next CA.
 func TestSecretWithoutBundleKeepsItsCertificate(t *testing.T) {
-	o := CertOptions{Namespace: "ns", SecretName: "tls", Hosts: []string{"hetsev-webhook.hetsev-system.svc"}}
+	o := Options{Namespace: "ns", SecretName: "tls", Hosts: []string{"hetsev-webhook.hetsev-system.svc"}}
 	if err := o.defaults(); err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,11 @@
-package webhook
+// Package servingcert keeps a self-signed serving certificate for a server
+// the kube-apiserver calls (hetsev-scaler's pod webhook,
+// hetsev-metrics-adapter's aggregated API): in a Secret that every replica
+// shares, renewed ahead of expiry by a CA the API server already trusts
+// (certs.go), in the files the server reads, and in the caBundle of the
+// objects that point the API server at it (provisioner.go; the caller says
+// which objects).
+package servingcert
 
 import (
 	"bytes"
@@ -32,7 +39,8 @@ import (
 const (
 	// SecretCABundleKey holds the CAs the API server must trust: the one
 	// that signed tls.crt, the next one, and earlier ones until they
-	// expire. It is what goes into the webhook configuration's caBundle.
+	// expire. It is what goes into caBundle (a webhook configuration's, an
+	// APIService's).
 	SecretCABundleKey = "ca.crt"
 	// The CA that signs the next serving certificate, and its key. It is
 	// in ca.crt from the moment it is made, so that by the time a renewed
@@ -46,9 +54,12 @@ const (
 // same).
 const clockSkew = time.Hour
 
-// CertOptions says where the webhook's serving certificate lives and what
-// it must cover.
-type CertOptions struct {
+// Options says where a serving certificate lives and what it must cover.
+type Options struct {
+	// Component names the server in the Secret's
+	// app.kubernetes.io/component label, the CA's name and the logs, e.g.
+	// "webhook" or "metrics-adapter"; default "server".
+	Component  string
 	Namespace  string   // of the Secret
 	SecretName string   // a kubernetes.io/tls Secret: tls.crt (serving cert + its CA), tls.key, ca.crt, next-ca.{crt,key}
 	Hosts      []string // DNS names or IPs the API server dials, e.g. hetsev-webhook.hetsev-system.svc
@@ -58,9 +69,12 @@ type CertOptions struct {
 	MaxAge, RenewBefore time.Duration
 }
 
-func (o *CertOptions) defaults() error {
+func (o *Options) defaults() error {
 	if len(o.Hosts) == 0 || o.SecretName == "" || o.Namespace == "" {
-		return fmt.Errorf("webhook certificate: need hosts, a Secret name and a namespace")
+		return fmt.Errorf("serving certificate: need hosts, a Secret name and a namespace")
+	}
+	if o.Component == "" {
+		o.Component = "server"
 	}
 	if o.MaxAge == 0 {
 		o.MaxAge = 365 * 24 * time.Hour
@@ -91,19 +105,19 @@ func (sc servingCert) into(s *v1.Secret) {
 	s.Data[secretNextCACertKey], s.Data[secretNextCAKeyKey] = sc.nextCA, sc.nextKey
 }
 
-// EnsureServingCert returns the webhook's TLS certificate and the CA bundle
-// the webhook configuration must carry (PEM). It is kept in a Secret so that
+// Ensure returns the TLS certificate and the CA bundle (PEM) the API
+// server's caBundle must carry. It is kept in a Secret so that
 // every replica serves the same certificate: a missing Secret is created
 // with a new certificate, one that does not cover Hosts or expires within
 // RenewBefore is replaced (see ensureSecret). Errors: API errors.
-func EnsureServingCert(ctx context.Context, c kubernetes.Interface, o CertOptions) (tls.Certificate, []byte, error) {
+func Ensure(ctx context.Context, c kubernetes.Interface, o Options) (tls.Certificate, []byte, error) {
 	sc, err := ensureSecret(ctx, c, o)
 	if err != nil {
 		return tls.Certificate{}, nil, err
 	}
 	pair, err := tls.X509KeyPair(sc.crt, sc.key)
 	if err != nil { // refresh made it; cannot happen
-		return tls.Certificate{}, nil, fmt.Errorf("webhook certificate in Secret %s/%s: %w", o.Namespace, o.SecretName, err)
+		return tls.Certificate{}, nil, fmt.Errorf("%s certificate in Secret %s/%s: %w", o.Component, o.Namespace, o.SecretName, err)
 	}
 	return pair, sc.bundle, nil
 }
@@ -113,7 +127,7 @@ func EnsureServingCert(ctx context.Context, c kubernetes.Interface, o CertOption
 // CA, expired CAs dropped from the bundle). Replicas race on it with
 // optimistic concurrency: the loser of a create or update reads the
 // winner's Secret and, finding it fresh, keeps it.
-func ensureSecret(ctx context.Context, c kubernetes.Interface, o CertOptions) (servingCert, error) {
+func ensureSecret(ctx context.Context, c kubernetes.Interface, o Options) (servingCert, error) {
 	if err := o.defaults(); err != nil {
 		return servingCert{}, err
 	}
@@ -131,13 +145,13 @@ func ensureSecret(ctx context.Context, c kubernetes.Interface, o CertOptions) (s
 			}
 			s = &v1.Secret{
 				ObjectMeta: metav1.ObjectMeta{Name: o.SecretName, Namespace: o.Namespace,
-					Labels: map[string]string{"app.kubernetes.io/part-of": "hetsev", "app.kubernetes.io/component": "webhook"}},
+					Labels: map[string]string{"app.kubernetes.io/part-of": "hetsev", "app.kubernetes.io/component": o.Component}},
 				Type: v1.SecretTypeTLS,
 			}
 			sc.into(s)
 			_, err = secrets.Create(ctx, s, metav1.CreateOptions{})
 			if err == nil {
-				klog.InfoS("created the webhook's serving certificate", "secret", klog.KObj(s), "hosts", o.Hosts, "why", why)
+				klog.InfoS("created the serving certificate", "component", o.Component, "secret", klog.KObj(s), "hosts", o.Hosts, "why", why)
 			}
 			return err // AlreadyExists: another replica won; read its Secret
 		case err != nil:
@@ -152,11 +166,11 @@ func ensureSecret(ctx context.Context, c kubernetes.Interface, o CertOptions) (s
 		if _, err := secrets.Update(ctx, s, metav1.UpdateOptions{}); err != nil {
 			return err
 		}
-		klog.InfoS("updated the webhook's serving certificate", "secret", klog.KObj(s), "why", why)
+		klog.InfoS("updated the serving certificate", "component", o.Component, "secret", klog.KObj(s), "why", why)
 		return nil
 	})
 	if err != nil {
-		return servingCert{}, fmt.Errorf("webhook certificate in Secret %s/%s: %w", o.Namespace, o.SecretName, err)
+		return servingCert{}, fmt.Errorf("%s certificate in Secret %s/%s: %w", o.Component, o.Namespace, o.SecretName, err)
 	}
 	return sc, nil
 }
@@ -181,7 +195,10 @@ func ensureSecret(ctx context.Context, c kubernetes.Interface, o CertOptions) (s
 //
 // A Secret from before ca.crt and next-ca.* existed (tls.crt, tls.key
 // only) keeps its certificate and gets a bundle and a next CA.
-func refresh(cur servingCert, o CertOptions, now time.Time) (servingCert, string, error) {
+func refresh(cur servingCert, o Options, now time.Time) (servingCert, string, error) {
+	if o.Component == "" {
+		o.Component = "server"
+	}
 	out := cur
 	var why []string
 	next, err := parseCA(cur.nextCA, cur.nextKey)
@@ -192,7 +209,7 @@ func refresh(cur servingCert, o CertOptions, now time.Time) (servingCert, string
 	if reason := stale(cur.crt, cur.key, o, now); reason != "" {
 		issuer := next
 		if !nextUsable {
-			if issuer, err = newCA(now, 2*o.MaxAge); err != nil {
+			if issuer, err = newCA(o.Component, now, 2*o.MaxAge); err != nil {
 				return servingCert{}, "", err
 			}
 		}
@@ -203,7 +220,7 @@ func refresh(cur servingCert, o CertOptions, now time.Time) (servingCert, string
 		why = append(why, "serving certificate "+reason)
 	}
 	if !nextUsable {
-		if next, err = newCA(now, 2*o.MaxAge); err != nil {
+		if next, err = newCA(o.Component, now, 2*o.MaxAge); err != nil {
 			return servingCert{}, "", err
 		}
 		out.nextCA, out.nextKey = next.certPEM, next.keyPEM
@@ -224,7 +241,7 @@ func refresh(cur servingCert, o CertOptions, now time.Time) (servingCert, string
 
 // stale says why the serving certificate in tls.crt cannot be served any
 // longer, or "" when it can.
-func stale(crt, key []byte, o CertOptions, now time.Time) string {
+func stale(crt, key []byte, o Options, now time.Time) string {
 	if len(crt) == 0 {
 		return "missing"
 	}
@@ -279,10 +296,11 @@ func parseCA(certPEM, keyPEM []byte) (keyPair, error) {
 	return keyPair{cert: certs[0], key: signer, certPEM: certPEM, keyPEM: keyPEM}, nil
 }
 
-// newCA makes a self-signed CA valid for maxAge (and clockSkew before now).
-func newCA(now time.Time, maxAge time.Duration) (keyPair, error) {
+// newCA makes a self-signed CA for component valid for maxAge (and
+// clockSkew before now).
+func newCA(component string, now time.Time, maxAge time.Duration) (keyPair, error) {
 	tmpl := &x509.Certificate{
-		Subject:               pkix.Name{CommonName: fmt.Sprintf("hetsev-webhook-ca@%d", now.UnixNano())},
+		Subject:               pkix.Name{CommonName: fmt.Sprintf("hetsev-%s-ca@%d", component, now.UnixNano())},
 		NotBefore:             now.Add(-clockSkew),
 		NotAfter:              now.Add(maxAge),
 		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
@@ -296,7 +314,7 @@ func newCA(now time.Time, maxAge time.Duration) (keyPair, error) {
 // issue makes a serving certificate for o.Hosts signed by ca, valid for
 // o.MaxAge (no longer than ca), and returns tls.crt (the certificate
 // followed by ca) and tls.key.
-func issue(ca keyPair, o CertOptions, now time.Time) (crt, key []byte, err error) {
+func issue(ca keyPair, o Options, now time.Time) (crt, key []byte, err error) {
 	tmpl := &x509.Certificate{
 		Subject:               pkix.Name{CommonName: o.Hosts[0]},
 		NotBefore:             now.Add(-clockSkew),
@@ -396,31 +414,4 @@ func encodeBundle(cas []*x509.Certificate, now time.Time) []byte {
 		_ = pem.Encode(&buf, &pem.Block{Type: certutil.CertificateBlockType, Bytes: c.Raw})
 	}
 	return buf.Bytes()
-}
-
-// InjectCABundle sets caBundle on every webhook of MutatingWebhookConfiguration
-// name, so that the API server trusts the serving certificate. It writes
-// only when a caBundle differs.
-func InjectCABundle(ctx context.Context, c kubernetes.Interface, name string, caBundle []byte) error {
-	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		cfg, err := c.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		changed := false
-		for i := range cfg.Webhooks {
-			if string(cfg.Webhooks[i].ClientConfig.CABundle) != string(caBundle) {
-				cfg.Webhooks[i].ClientConfig.CABundle = caBundle
-				changed = true
-			}
-		}
-		if !changed {
-			return nil
-		}
-		_, err = c.AdmissionregistrationV1().MutatingWebhookConfigurations().Update(ctx, cfg, metav1.UpdateOptions{})
-		if err == nil {
-			klog.InfoS("injected the webhook's CA bundle", "mutatingwebhookconfiguration", name, "cas", len(parseCerts(caBundle)))
-		}
-		return err
-	})
 }

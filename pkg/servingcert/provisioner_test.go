@@ -1,4 +1,4 @@
-package webhook
+package servingcert
 
 import (
 	"context"
@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
@@ -17,17 +16,16 @@ import (
 // replaces both files in one step and leaves one version on disk.
 func TestProvisionerSyncsSecretBundleAndFiles(t *testing.T) {
 	ctx := context.Background()
-	c := fake.NewClientset(&admissionregistrationv1.MutatingWebhookConfiguration{
-		ObjectMeta: metav1.ObjectMeta{Name: "cfg"},
-		Webhooks:   []admissionregistrationv1.MutatingWebhook{{Name: "a.hetsev.io"}},
-	})
+	c := fake.NewClientset()
+	var injected []byte // what the API server's objects carry
 	dir := t.TempDir()
 	// A file left by something else is replaced.
 	if err := os.WriteFile(filepath.Join(dir, "tls.crt"), []byte("old"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	p := &CertProvisioner{Client: c, Configuration: "cfg", Dir: dir, CertName: "tls.crt", KeyName: "tls.key",
-		Cert: CertOptions{Namespace: "ns", SecretName: "tls", Hosts: []string{"127.0.0.1"}, MaxAge: time.Hour, RenewBefore: time.Minute}}
+	p := &Provisioner{Client: c, Dir: dir, CertName: "tls.crt", KeyName: "tls.key",
+		Inject: func(_ context.Context, caBundle []byte) error { injected = caBundle; return nil },
+		Cert:   Options{Namespace: "ns", SecretName: "tls", Hosts: []string{"127.0.0.1"}, MaxAge: time.Hour, RenewBefore: time.Minute}}
 	check := func(what string) []byte {
 		t.Helper()
 		s, err := c.CoreV1().Secrets("ns").Get(ctx, "tls", metav1.GetOptions{})
@@ -40,8 +38,7 @@ func TestProvisionerSyncsSecretBundleAndFiles(t *testing.T) {
 				t.Errorf("%s: %s differs from the Secret (%v)", what, name, err)
 			}
 		}
-		cfg, _ := c.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, "cfg", metav1.GetOptions{})
-		if string(cfg.Webhooks[0].ClientConfig.CABundle) != string(s.Data[SecretCABundleKey]) {
+		if string(injected) != string(s.Data[SecretCABundleKey]) {
 			t.Errorf("%s: caBundle is not the Secret's ca.crt", what)
 		}
 		versions, _ := filepath.Glob(filepath.Join(dir, "..cert-*"))

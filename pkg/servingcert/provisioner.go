@@ -1,4 +1,4 @@
-package webhook
+package servingcert
 
 import (
 	"bytes"
@@ -12,34 +12,35 @@ import (
 	"k8s.io/klog/v2"
 )
 
-// CertProvisioner keeps the webhook's self-signed serving certificate: in
-// the Secret that all replicas share, in the files the webhook server
-// watches, and in the webhook configuration's caBundle. Every replica runs
-// one; they agree through the Secret.
-type CertProvisioner struct {
+// Provisioner keeps a self-signed serving certificate: in the Secret that
+// all replicas share, in the files the server watches, and, through
+// Inject, in the caBundle of the objects that point the API server at the
+// server. Every replica runs one; they agree through the Secret.
+type Provisioner struct {
 	Client kubernetes.Interface
-	Cert   CertOptions
-	// Configuration is the MutatingWebhookConfiguration whose caBundle is
-	// kept equal to the Secret's ca.crt; "" leaves caBundles alone.
-	Configuration string
+	Cert   Options
+	// Inject keeps caBundle of the caller's objects (a webhook
+	// configuration, APIServices) equal to the Secret's ca.crt, writing
+	// only when it differs; nil leaves caBundles alone.
+	Inject func(ctx context.Context, caBundle []byte) error
 	// Dir receives CertName and KeyName (tls.crt, tls.key by default).
 	Dir, CertName, KeyName string
 }
 
 // Sync brings the Secret up to date (creating or renewing the certificate
 // when due), then the caBundle, then the files, in that order: a replica
-// writes a certificate to disk only once the configuration carries its
-// CA. A failure to update the caBundle is logged, not returned: the
+// writes a certificate to disk only once the API server's objects carry
+// its CA. A failure to update the caBundle is logged, not returned: the
 // certificate on disk must still be renewed, and a renewed certificate's
 // CA was injected one renewal earlier.
-func (p *CertProvisioner) Sync(ctx context.Context) error {
+func (p *Provisioner) Sync(ctx context.Context) error {
 	sc, err := ensureSecret(ctx, p.Client, p.Cert)
 	if err != nil {
 		return err
 	}
-	if p.Configuration != "" {
-		if err := InjectCABundle(ctx, p.Client, p.Configuration, sc.bundle); err != nil {
-			klog.ErrorS(err, "injecting the webhook's CA bundle", "mutatingwebhookconfiguration", p.Configuration)
+	if p.Inject != nil {
+		if err := p.Inject(ctx, sc.bundle); err != nil {
+			klog.ErrorS(err, "injecting the CA bundle", "component", p.Cert.Component)
 		}
 	}
 	return p.write(sc.crt, sc.key)
@@ -49,7 +50,7 @@ func (p *CertProvisioner) Sync(ctx context.Context) error {
 // certificate renewed on the next try is still valid (renewal starts
 // RenewBefore ahead of expiry), and a configuration re-applied from
 // manifests with an empty caBundle is fixed within one interval.
-func (p *CertProvisioner) Run(ctx context.Context, interval time.Duration) {
+func (p *Provisioner) Run(ctx context.Context, interval time.Duration) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
@@ -58,7 +59,7 @@ func (p *CertProvisioner) Run(ctx context.Context, interval time.Duration) {
 			return
 		case <-t.C:
 			if err := p.Sync(ctx); err != nil && ctx.Err() == nil {
-				klog.ErrorS(err, "keeping the webhook's serving certificate")
+				klog.ErrorS(err, "keeping the serving certificate", "component", p.Cert.Component)
 			}
 		}
 	}
@@ -69,26 +70,27 @@ func (p *CertProvisioner) Run(ctx context.Context, interval time.Duration) {
 // one atomic step: Dir/..cert-NNN/{tls.crt,tls.key} holds each version,
 // Dir/..data links to the current one and Dir/tls.crt and Dir/tls.key link
 // through ..data. A new version is written aside, ..data is swapped by a
-// rename, and the old version is removed; its removal is what the webhook
-// server's certificate watcher (controller-runtime's certwatcher: inotify on
-// the files the links point at, and a poll every 10 s) sees, and it then
-// reads the new pair, never a new certificate with the old key.
-func (p *CertProvisioner) write(crt, key []byte) error {
+// rename, and the old version is removed; its removal is what a
+// certificate watcher (controller-runtime's certwatcher in the webhook
+// server, the API server library's dynamic serving certificate in the
+// metrics adapter) sees, and it then reads the new pair, never a new
+// certificate with the old key.
+func (p *Provisioner) write(crt, key []byte) error {
 	oldCrt, _ := os.ReadFile(filepath.Join(p.Dir, p.CertName))
 	oldKey, _ := os.ReadFile(filepath.Join(p.Dir, p.KeyName))
 	if bytes.Equal(oldCrt, crt) && bytes.Equal(oldKey, key) {
 		return nil
 	}
 	if err := p.swap(crt, key); err != nil {
-		return fmt.Errorf("writing the webhook certificate to %s: %w", p.Dir, err)
+		return fmt.Errorf("writing the %s certificate to %s: %w", p.Cert.Component, p.Dir, err)
 	}
-	klog.InfoS("wrote the webhook's serving certificate", "dir", p.Dir)
+	klog.InfoS("wrote the serving certificate", "component", p.Cert.Component, "dir", p.Dir)
 	return nil
 }
 
 const dataLink = "..data"
 
-func (p *CertProvisioner) swap(crt, key []byte) error {
+func (p *Provisioner) swap(crt, key []byte) error {
 	if err := os.MkdirAll(p.Dir, 0o755); err != nil {
 		return err
 	}
