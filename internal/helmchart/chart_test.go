@@ -278,9 +278,7 @@ func TestChartSchedulerConfigLoads(t *testing.T) {
 
 // With the default values the chart renders the objects of `kustomize
 // build manifests/`, and with gpuMode dra those of overlays/dra, apart from
-// the labels and annotations only Helm adds and the APIServices'
-// insecureSkipTLSVerify, which the chart never renders (their caBundle is
-// injected).
+// the labels and annotations only Helm adds.
 func TestChartDefaultsEqualKustomize(t *testing.T) {
 	for _, c := range []struct {
 		kustomization string
@@ -320,8 +318,7 @@ func TestChartDefaultsEqualKustomize(t *testing.T) {
 var helmOnlyLabels = []string{"helm.sh/chart", "app.kubernetes.io/managed-by", "app.kubernetes.io/instance"}
 
 // normalize keys objs by id and strips what only one side has: Helm's
-// labels and the pod templates' checksum annotations (chart), the
-// APIServices' insecureSkipTLSVerify (kustomize). ConfigMap values that
+// labels and the pod templates' checksum annotations (chart). ConfigMap values that
 // are YAML files are decoded, so comments and layout do not count. Values
 // go through JSON, so that numbers compare as numbers.
 func normalize(t *testing.T, objs []*unstructured.Unstructured, kustomize bool) map[string]any {
@@ -343,9 +340,6 @@ func normalize(t *testing.T, objs []*unstructured.Unstructured, kustomize bool) 
 			if err := unstructured.SetNestedMap(o.Object, tmpl, "spec", "template"); err != nil {
 				t.Fatal(err)
 			}
-		}
-		if kustomize && o.GetKind() == "APIService" {
-			unstructured.RemoveNestedField(o.Object, "spec", "insecureSkipTLSVerify")
 		}
 		if o.GetKind() == "ConfigMap" {
 			data, _, _ := unstructured.NestedStringMap(o.Object, "data")
