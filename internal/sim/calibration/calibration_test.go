@@ -166,6 +166,13 @@ func TestServingReport(t *testing.T) {
 		if lines[n-1] != c.result {
 			t.Errorf("last line %q, want %q", lines[n-1], c.result)
 		}
+		if c.held != nil {
+			// The held-out bias split by source: the one member is solo.
+			if want := "held-out bias by source: co-located members (co-location model and server) none, solo members (server alone) -0.5000 over 1"; lines[n-2] != want {
+				t.Errorf("line before RESULT %q, want %q", lines[n-2], want)
+			}
+			n--
+		}
 		if !strings.HasPrefix(lines[n-2], c.cv) {
 			t.Errorf("line before RESULT %q, want one starting %q", lines[n-2], c.cv)
 		}

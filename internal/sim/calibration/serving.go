@@ -447,8 +447,16 @@ func WriteServingReport(w io.Writer, f *ServingFile, ps, held, cosim []ServingPr
 	}
 	fmt.Fprintf(w, "held out (co-location model refitted from calibration.FitStart without the co-location scenarios of each co-located scenario's models): cv_p98_mape=%.4f bias=%+.4f\n", P98MAPE(held), P98Bias(held))
 	solo, shared := SplitCoLocated(held)
-	fmt.Fprintf(w, "held-out bias by source: co-located members (co-location model and server) %+.4f over %d, solo members (server alone) %+.4f over %d\n", P98Bias(shared), len(shared), P98Bias(solo), len(solo))
+	fmt.Fprintf(w, "held-out bias by source: co-located members (co-location model and server) %s, solo members (server alone) %s\n", biasOver(shared), biasOver(solo))
 	fmt.Fprintf(w, "RESULT mode=%s cv_p98_mape=%.4f bias=%+.4f members=%d\n", name, P98MAPE(held), P98Bias(held), len(held))
+}
+
+// biasOver is P98Bias of ps and how many members it is over, or "none".
+func biasOver(ps []ServingPrediction) string {
+	if len(ps) == 0 {
+		return "none"
+	}
+	return fmt.Sprintf("%+.4f over %d", P98Bias(ps), len(ps))
 }
 
 // RunServingCheck reads the serving file at path, simulates it through
