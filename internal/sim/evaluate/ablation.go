@@ -66,6 +66,10 @@ const (
 	// saturation threshold derived from the SLO latency model at SL_min
 	// (hetsev-scaler's --model-thresholds) instead of its own.
 	AblationModelThresholds = "model-thresholds"
+	// AblationNoModelThresholds clears Knobs.ModelThresholds, for a
+	// baseline that has it (--model-thresholds): the services' own
+	// thresholds.
+	AblationNoModelThresholds = "no-model-thresholds"
 	// AblationReplacement sets Knobs.Replacement (make-before-break
 	// replacement, pkg/heterogeneity replace.go, off by default) for a
 	// baseline without it; AblationNoReplacement clears it, for a
@@ -79,12 +83,16 @@ const (
 var AblationVariants = []string{AblationBaseline, AblationHysteresis, AblationNoStabilizedScaleIn, AblationNoForecast, AblationNoCoolDown, AblationInterval5s, AblationForecastSpan60s, AblationSeasonalForecast, AblationModelThresholds, AblationReplacement}
 
 // ablationVariants are AblationVariants for a baseline with or without
-// the seasonal forecast, replacement and instance flavors: each is
-// turned on where the baseline lacks it and off where it has it.
-func ablationVariants(seasonal, replacement, flavors bool) []string {
+// the seasonal forecast, model-derived thresholds, replacement and
+// instance flavors: each is turned on where the baseline lacks it and off
+// where it has it.
+func ablationVariants(seasonal, modelThresholds, replacement, flavors bool) []string {
 	out := slices.Clone(AblationVariants)
 	if seasonal {
 		out[slices.Index(out, AblationSeasonalForecast)] = AblationNoSeasonalForecast
+	}
+	if modelThresholds {
+		out[slices.Index(out, AblationModelThresholds)] = AblationNoModelThresholds
 	}
 	if replacement {
 		out[slices.Index(out, AblationReplacement)] = AblationNoReplacement
@@ -136,6 +144,8 @@ func ablatedKnobs(k Knobs, variant string) (Knobs, error) {
 		k.SeasonalForecast = false
 	case AblationModelThresholds:
 		k.ModelThresholds = true
+	case AblationNoModelThresholds:
+		k.ModelThresholds = false
 	case AblationReplacement:
 		k.Replacement = true
 	case AblationNoReplacement:
