@@ -51,11 +51,13 @@ demo: build
 # exact) and a lower bound: a table per trace, evaluation/evaluation.json,
 # a PNG per trace, and a RESULT line. EVALUATE_ARGS passes flags, e.g. the
 # what-if mode's --trace or --ablation. hetsev runs with its seasonal
-# forecast (hetsev-scaler --seasonal-forecast), as the scoreboard in
-# docs/evaluation.md; --seasonal=false in EVALUATE_ARGS turns it off.
+# forecast (hetsev-scaler --seasonal-forecast) and the saturation
+# thresholds derived from the SLO latency model (--model-thresholds), as
+# the scoreboard in docs/evaluation.md; --seasonal=false or
+# --model-thresholds=false in EVALUATE_ARGS turns one off.
 EVALUATE_ARGS ?=
 evaluate:
-	$(GO) run ./cmd/evaluate --out evaluation --seasonal $(EVALUATE_ARGS)
+	$(GO) run ./cmd/evaluate --out evaluation --seasonal --model-thresholds $(EVALUATE_ARGS)
 
 # The co-location model (pkg/interference) against a measurement file of
 # data/measurements/gpu-colocation-h100: predicted against measured latency
