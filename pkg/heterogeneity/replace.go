@@ -252,15 +252,22 @@ func (a *Autoscaler) continueReplacement(obs Observation, f forecast, act Action
 	}
 	if timedOut {
 		// Only what the replacement added goes: instances of To a
-		// scale-out added meanwhile stay.
-		if back := min(rp.Add, added) - ready; back > 0 {
+		// scale-out added meanwhile stay, and so do as many of its own
+		// as stand in for the instances of From already removed, ready
+		// or not at this moment, so that the timeout never leaves the
+		// service below the capacity it had.
+		keep := ready
+		if r > 0 && tt.ThroughputRPS > 0 {
+			keep = max(keep, int(math.Ceil(float64(r)*tf.ThroughputRPS/tt.ThroughputRPS-capacityTolerance)))
+		}
+		if back := min(rp.Add, added) - keep; back > 0 {
 			act.Kind = ActionReplace
 			act.Delta[to] = -back
 			act.Objective = objective(obs.Types, act.Delta, p.Lambda)
 		}
 		act.ReplacementPhase = ReplacementTimedOut
 		act.Reason = fmt.Sprintf("%s; timed out after %v: %d new %s not ready removed, %d %s kept",
-			progress, p.replacementTimeout(), max(min(rp.Add, added)-ready, 0), rp.To, rp.Remove-r, rp.From)
+			progress, p.replacementTimeout(), max(min(rp.Add, added)-keep, 0), rp.To, rp.Remove-r, rp.From)
 		return act
 	}
 	if remove == 0 {

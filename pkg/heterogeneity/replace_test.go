@@ -233,3 +233,22 @@ func equalInts(a, b []int) bool {
 	}
 	return true
 }
+
+// TestReplacementTimeoutKeepsWhatStandsInForRemovedInstances: two V100
+// being replaced by four T4, one V100 already gone for two ready T4; at
+// the timeout the T4 report not ready (a probe flapping, a traffic split
+// not written). The timeout removes only the new T4 beyond the two that
+// stand in for the removed V100 (2 x 363 >= 709 requests/s): removing all
+// four would leave the service a V100 short of what it had.
+func TestReplacementTimeoutKeepsWhatStandsInForRemovedInstances(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	a := NewAutoscaler(replacePolicy())
+	a.SetState(State{LastScaleOut: t0.Add(-time.Hour), Replacement: &Replacement{From: "V100-32GB", To: "T4", Add: 4, Remove: 2, Removed: 1,
+		Started: t0.Add(-DefaultReplacementTimeout), FloorRPS: 2 * resnetV100RPS}})
+	v, t4 := resnetV100(1, 0), resnetT4(4, 0)
+	v.Ready, t4.Ready = 1, 0
+	act := a.Decide(Observation{Now: t0, ArrivalRate: replaceW, Types: ts(v, t4)})
+	if act.ReplacementPhase != ReplacementTimedOut || !equalInts(act.Delta, []int{0, -2}) {
+		t.Fatalf("at the timeout: %s %v phase %q (%s), want the 2 T4 beyond those standing in for the removed V100 removed", act.Kind, act.Delta, act.ReplacementPhase, act.Reason)
+	}
+}

@@ -29,7 +29,7 @@ func ModelThreshold(p Policy, t TypeState) float64 {
 	m := LatencyModelOf(t)
 	q := p.serviceLevel()
 	for i := int(math.Round(MaxModelThreshold / modelThresholdStep)); i >= int(math.Round(MinModelThreshold/modelThresholdStep)); i-- {
-		th := float64(i) * modelThresholdStep
+		th := math.Round(float64(i)*modelThresholdStep*100) / 100
 		if m.Percentile(q, th*t.ThroughputRPS) <= p.RTMaxMs {
 			return th
 		}

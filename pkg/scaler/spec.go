@@ -269,9 +269,10 @@ func validate(ms *v1alpha1.ModelService, cat catalog.Catalog, d Defaults) (*serv
 	if pol.ServiceLevel >= 1 {
 		pol.ServiceLevel = 0.999 // the model's percentile must stay below 1
 	}
+	derived := false
 	if d.ModelThresholds && sc.SaturationThreshold == 0 {
 		if th := modelThreshold(pol, out.types, s.BatchSize); th > 0 {
-			pol.SaturationThreshold = th
+			pol.SaturationThreshold, derived = th, true
 		}
 	}
 	pol.Lambda = DefaultLambda
@@ -290,6 +291,12 @@ func validate(ms *v1alpha1.ModelService, cat catalog.Catalog, d Defaults) (*serv
 	pol.ScaleInHysteresis = DefaultScaleInHysteresis
 	if sc.ScaleInHysteresis != nil {
 		pol.ScaleInHysteresis = *sc.ScaleInHysteresis
+	}
+	if derived && pol.ScaleInHysteresis >= pol.SaturationThreshold {
+		// The CRD admits a hysteresis below the default threshold; a
+		// derived threshold at or below it would make the policy invalid,
+		// so the service keeps the default.
+		pol.SaturationThreshold = v1alpha1.DefaultSaturationThreshold
 	}
 	pol.MinReplicas = v1alpha1.DefaultMinReplicas
 	if sc.MinReplicas > 0 {

@@ -273,3 +273,34 @@ func TestModelThresholdsReplaceTheDefaultOnly(t *testing.T) {
 		t.Errorf("without ModelThresholds: got %v (%v), want the default", s.policy.SaturationThreshold, err)
 	}
 }
+
+// TestModelThresholdBelowHysteresisKeepsTheDefault: a hysteresis the CRD
+// admits (below the default 0.8) but at or above the derived threshold
+// leaves the service at the default threshold rather than invalid.
+func TestModelThresholdBelowHysteresisKeepsTheDefault(t *testing.T) {
+	d := DefaultDefaults
+	d.ModelThresholds = true
+	ms := resnet()
+	// One T4 profile of unbatched 50 ms requests: the latency model meets
+	// RT_max 300 ms only up to a saturation of 0.65.
+	ms.Spec.SLO.ResponseTimeMs, ms.Spec.BatchSize = 300, 1
+	ms.Spec.Profiles = ms.Spec.Profiles[:1]
+	ms.Spec.Profiles[0].ThroughputRPS, ms.Spec.Profiles[0].LatencyMs = 20, 50
+	s, err := validate(ms, defaultCatalog(t), d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	th := s.policy.SaturationThreshold
+	if th != 0.65 {
+		t.Fatalf("derived threshold %v, want 0.65", th)
+	}
+	h := th
+	ms.Spec.Scaling.ScaleInHysteresis = &h
+	s, err = validate(ms, defaultCatalog(t), d)
+	if err != nil {
+		t.Fatalf("hysteresis %v at the derived threshold: %v; want the default threshold and no error", h, err)
+	}
+	if s.policy.SaturationThreshold != v1alpha1.DefaultSaturationThreshold {
+		t.Errorf("hysteresis %v at the derived threshold: threshold %v, want the default %v", h, s.policy.SaturationThreshold, v1alpha1.DefaultSaturationThreshold)
+	}
+}
