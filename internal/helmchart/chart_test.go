@@ -108,6 +108,8 @@ func TestChartSchemaRefusesBadValues(t *testing.T) {
 		{"metrics: {backend: prometheus}", "/metrics/prometheus/url"},
 		{"metrics: {prometheus: {url: 'prometheus:9090'}}", "/metrics/prometheus/url"},
 		{"metrics: {prometheus: {headers: {X-Org: 7}}}", "/metrics/prometheus/headers/X-Org"},
+		{"metrics: {prometheus: {headers: {X-Org: ''}}}", "/metrics/prometheus/headers/X-Org"},
+		{"metrics: {prometheus: {headers: {authorization: Bearer x}}}", "invalid propertyName 'authorization'"},
 		{"certificates: {mode: vault}", "/certificates/mode"},
 		{"certificates: {certManager: {duration: 90d}}", "/certificates/certManager/duration"},
 		{"scheduler: {gpuShare: {interferenceWeight: 1.5}}", "/scheduler/gpuShare/interferenceWeight"},
@@ -230,6 +232,29 @@ func TestChartRendersEveryValue(t *testing.T) {
 			if o.GetKind() == "APIService" {
 				if _, found, _ := unstructured.NestedFieldNoCopy(o.Object, "spec", "insecureSkipTLSVerify"); found {
 					t.Errorf("%s sets insecureSkipTLSVerify", o.GetName())
+				}
+			}
+		}
+	}
+}
+
+// TestChartLeavesOtherAPIServicesAlone: with the built-in certificates and
+// no APIService of hetsev's (prometheus-adapter serves
+// custom.metrics.k8s.io), the adapter is told to patch no APIService and
+// gets no permission to; its certificate names the Service in the
+// namespace the chart installs to.
+func TestChartLeavesOtherAPIServicesAlone(t *testing.T) {
+	objs := render(t, map[string]any{"namespace": map[string]any{"name": "gpu-serving"},
+		"metricsAdapter": map[string]any{"apiService": map[string]any{"enabled": false}}})
+	for _, o := range objs {
+		if o.GetKind() == "APIService" || strings.HasSuffix(o.GetName(), ":apiservices") {
+			t.Errorf("%s rendered with metricsAdapter.apiService.enabled false", id(o))
+		}
+		if o.GetKind() == "Deployment" && o.GetName() == "hetsev-metrics-adapter" {
+			args := strings.Join(toStrings(containers(t, o)[0]["args"]), "\n") + "\n"
+			for _, a := range []string{"--cert-self-signed", "--cert-apiservices=", "--cert-hosts=hetsev-metrics-adapter.gpu-serving.svc"} {
+				if !strings.Contains(args, a+"\n") {
+					t.Errorf("hetsev-metrics-adapter: no %s in\n%s", a, args)
 				}
 			}
 		}

@@ -66,7 +66,7 @@ func replacementStatus(rp *heterogeneity.Replacement, phase heterogeneity.Replac
 	}
 	return &v1alpha1.Replacement{From: rp.From, To: rp.To, Add: int32(rp.Add), Remove: int32(rp.Remove), Removed: int32(rp.Removed),
 		ToBefore: int32(rp.ToBefore), Started: metav1.NewTime(rp.Started.Truncate(0)), Phase: string(phase),
-		FloorRPS: strconv.FormatFloat(rp.FloorRPS, 'f', 2, 64)}
+		FloorRPS: strconv.FormatFloat(rp.FloorRPS, 'g', -1, 64)}
 }
 
 // replacementInFlight is the replacement a decision recorded in status

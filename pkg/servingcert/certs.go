@@ -193,8 +193,8 @@ func ensureSecret(ctx context.Context, c kubernetes.Interface, o Options) (servi
 //     less expired CAs: replicas still serving the previous certificate
 //     during a rollout stay trusted until it expires.
 //
-// A Secret from before ca.crt and next-ca.* existed (tls.crt, tls.key
-// only) keeps its certificate and gets a bundle and a next CA.
+// A Secret with only tls.crt and tls.key keeps its certificate and gets a
+// bundle and a next CA.
 func refresh(cur servingCert, o Options, now time.Time) (servingCert, string, error) {
 	if o.Component == "" {
 		o.Component = "server"

@@ -83,21 +83,21 @@ hetsev.prometheusArgs: the --prometheus-* flags both programs take.
 {{- if not $p.url }}
 {{- fail "metrics.prometheus.url: required when metrics.backend or scaler.metricsBackend is prometheus" }}
 {{- end }}
-- --prometheus-url={{ $p.url }}
+- {{ printf "--prometheus-url=%s" $p.url | quote }}
 {{- if $p.bearerTokenSecret.name }}
-- --prometheus-bearer-token-file=/var/run/hetsev/prometheus-token/{{ $p.bearerTokenSecret.key }}
+- {{ printf "--prometheus-bearer-token-file=/var/run/hetsev/prometheus-token/%s" $p.bearerTokenSecret.key | quote }}
 {{- else if $p.bearerTokenFile }}
-- --prometheus-bearer-token-file={{ $p.bearerTokenFile }}
+- {{ printf "--prometheus-bearer-token-file=%s" $p.bearerTokenFile | quote }}
 {{- end }}
 {{- if $p.caSecret.name }}
-- --prometheus-ca-file=/var/run/hetsev/prometheus-ca/{{ $p.caSecret.key }}
+- {{ printf "--prometheus-ca-file=/var/run/hetsev/prometheus-ca/%s" $p.caSecret.key | quote }}
 {{- else if $p.caConfigMap.name }}
-- --prometheus-ca-file=/var/run/hetsev/prometheus-ca/{{ $p.caConfigMap.key }}
+- {{ printf "--prometheus-ca-file=/var/run/hetsev/prometheus-ca/%s" $p.caConfigMap.key | quote }}
 {{- else if $p.caFile }}
-- --prometheus-ca-file={{ $p.caFile }}
+- {{ printf "--prometheus-ca-file=%s" $p.caFile | quote }}
 {{- end }}
 {{- range $name, $value := $p.headers }}
-- --prometheus-header={{ $name }}={{ $value }}
+- {{ printf "--prometheus-header=%s=%s" $name $value | quote }}
 {{- end }}
 {{- end -}}
 

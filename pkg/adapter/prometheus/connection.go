@@ -60,13 +60,17 @@ func (c *Connection) AddGoFlags(fs *flag.FlagSet) {
 }
 
 // validate reports settings that cannot work, naming the flag: a URL that
-// is not http(s)://host, an unreadable token file, a CA file that is
+// is not http(s)://host or carries a user or password, an unreadable token file, a CA file that is
 // unreadable or holds no PEM certificate, and a header that is not
 // Name=Value with a valid name, or that prometheus/common reserves.
 func (c Connection) validate() []error {
 	var errs []error
 	if u, err := url.Parse(c.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		errs = append(errs, fmt.Errorf("--prometheus-url %q: want http(s)://host[:port][/path]", c.URL))
+	} else if u.User != nil {
+		// Credentials in the URL would be logged with it; the token file
+		// keeps them out of flags and logs.
+		errs = append(errs, fmt.Errorf("--prometheus-url %q: no user or password in the URL; use --prometheus-bearer-token-file", u.Redacted()))
 	}
 	if c.BearerTokenFile != "" {
 		if _, err := os.ReadFile(c.BearerTokenFile); err != nil {
@@ -98,14 +102,14 @@ func (c Connection) headers() (*config.Headers, error) {
 		name, value, ok := strings.Cut(kv, "=")
 		name = strings.TrimSpace(name)
 		if !ok || value == "" {
-			return nil, fmt.Errorf("--prometheus-header %q: want Name=Value, e.g. X-Scope-OrgID=tenant-a", kv)
+			return nil, fmt.Errorf("--prometheus-header %q=...: want Name=Value, e.g. X-Scope-OrgID=tenant-a", name)
 		}
 		if !validHeaderName(name) {
-			return nil, fmt.Errorf("--prometheus-header %q: %q is not an HTTP header name (letters, digits and !#$%%&'*+-.^_`|~)", kv, name)
+			return nil, fmt.Errorf("--prometheus-header: %q is not an HTTP header name (letters, digits and !#$%%&'*+-.^_`|~)", name)
 		}
 		name = http.CanonicalHeaderKey(name)
 		if name == "Authorization" {
-			return nil, fmt.Errorf("--prometheus-header %q: use --prometheus-bearer-token-file for Authorization", kv)
+			return nil, fmt.Errorf("--prometheus-header %s: use --prometheus-bearer-token-file for Authorization", name)
 		}
 		e := h.Headers[name]
 		e.Values = append(e.Values, value)

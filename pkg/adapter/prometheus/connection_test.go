@@ -23,7 +23,7 @@ func TestPrometheusConnectionRefusesBadInput(t *testing.T) {
 		mod  func(*Connection)
 		want string
 	}{
-		"header without =":   {func(c *Connection) { c.Headers = []string{"X-Scope-OrgID"} }, `--prometheus-header "X-Scope-OrgID": want Name=Value`},
+		"header without =":   {func(c *Connection) { c.Headers = []string{"X-Scope-OrgID"} }, `--prometheus-header "X-Scope-OrgID"=...: want Name=Value`},
 		"header empty value": {func(c *Connection) { c.Headers = []string{"X-Scope-OrgID="} }, "want Name=Value"},
 		"header bad name":    {func(c *Connection) { c.Headers = []string{"X Scope=a"} }, `"X Scope" is not an HTTP header name`},
 		"authorization":      {func(c *Connection) { c.Headers = []string{"authorization=Bearer x"} }, "use --prometheus-bearer-token-file"},
@@ -31,6 +31,7 @@ func TestPrometheusConnectionRefusesBadInput(t *testing.T) {
 		"CA unreadable":      {func(c *Connection) { c.CAFile = filepath.Join(dir, "missing.pem") }, "--prometheus-ca-file: open " + filepath.Join(dir, "missing.pem")},
 		"CA not PEM":         {func(c *Connection) { c.CAFile = notPEM }, "no PEM certificate in it"},
 		"token unreadable":   {func(c *Connection) { c.BearerTokenFile = filepath.Join(dir, "token") }, "--prometheus-bearer-token-file: open"},
+		"user in URL":        {func(c *Connection) { c.URL = "https://u:secret@127.0.0.1:9090" }, "no user or password in the URL"},
 	} {
 		o := DefaultOptions()
 		o.URL = "https://127.0.0.1:9090"
