@@ -74,7 +74,8 @@ func runningOf(d *appsv1.Deployment, u unschedulable) int {
 // leaves them out), and the autoscaler removes only running instances, so
 // a type with none running (N_i = 0) would keep its Pending pods for
 // ever. While the load needs more (a scale-out is due or waits for its
-// cool-down) they stay: room may come (a node added, a pod gone).
+// cool-down) they stay: room may come (a node added, a pod gone); and so
+// do those of the column a replacement in flight adds to.
 func targetReplicas(deps []*appsv1.Deployment, u []unschedulable, act heterogeneity.Action, obs heterogeneity.Observation, pol heterogeneity.Policy) []int32 {
 	running := 0
 	for i := range deps {
@@ -85,12 +86,27 @@ func targetReplicas(deps []*appsv1.Deployment, u []unschedulable, act heterogene
 	out := make([]int32, len(deps))
 	for i, d := range deps {
 		base := int(replicasOf(d))
-		if surplus && u[i].pods > 0 {
+		if surplus && u[i].pods > 0 && !replacing(act, obs, i) {
 			base = runningOf(d, u[i])
 		}
 		out[i] = int32(max(base+act.Delta[i], 0))
 	}
 	return out
+}
+
+// replacing reports whether column i receives the instances of a
+// replacement in flight: its Pending replicas are the replacement's own,
+// waiting for room, and go only at its timeout.
+func replacing(act heterogeneity.Action, obs heterogeneity.Observation, i int) bool {
+	rp := act.Replacement
+	if rp == nil || i >= len(obs.Types) || obs.Types[i].GPUType != rp.To {
+		return false
+	}
+	switch act.ReplacementPhase {
+	case heterogeneity.ReplacementCompleted, heterogeneity.ReplacementTimedOut, heterogeneity.ReplacementAbandoned:
+		return false
+	}
+	return true
 }
 
 // removedUnschedulable names, for act's reason, the unschedulable replicas

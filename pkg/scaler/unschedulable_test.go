@@ -18,6 +18,7 @@ import (
 	"github.com/hetsev/hetsev/pkg/adapter"
 	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
 	"github.com/hetsev/hetsev/pkg/gpuinventory"
+	"github.com/hetsev/hetsev/pkg/heterogeneity"
 )
 
 // deploymentMetrics is a metrics source with requests/s per Deployment;
@@ -193,5 +194,27 @@ func TestUnschedulableReplicasOfAnIdleTypeGo(t *testing.T) {
 	}
 	if t4, v100 := replicas(t4Name), replicas(v100Name); t4 != 0 || v100 != 1 {
 		t.Errorf("replicas T4 %d, V100 %d, want 0 and 1 (last decision %+v)", t4, v100, got.Status.LastDecision)
+	}
+}
+
+// TestReplacementKeepsItsPendingReplicas: the unschedulable replicas of
+// the column a replacement in flight adds to stay while it waits (they
+// are its new instances, waiting for room); once it has timed out they go.
+func TestReplacementKeepsItsPendingReplicas(t *testing.T) {
+	dep := func(name string, replicas int32) *appsv1.Deployment {
+		return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: appsv1.DeploymentSpec{Replicas: &replicas}}
+	}
+	deps := []*appsv1.Deployment{dep("r-v100", 1), dep("r-t4", 2)}
+	u := []unschedulable{{}, {pods: 2}}
+	obs := heterogeneity.Observation{ArrivalRate: 200, Types: []heterogeneity.TypeState{{GPUType: "V100-32GB", Running: 1}, {GPUType: "T4"}}}
+	pol := heterogeneity.DefaultPolicy()
+	act := heterogeneity.Action{Kind: heterogeneity.ActionNone, Delta: []int{0, 0}, Saturation: 0.3,
+		Replacement: &heterogeneity.Replacement{From: "V100-32GB", To: "T4", Add: 2, Remove: 1}}
+	if got := targetReplicas(deps, u, act, obs, pol); got[1] != 2 {
+		t.Errorf("while the replacement waits: T4 replicas %d, want its 2 kept", got[1])
+	}
+	act.ReplacementPhase = heterogeneity.ReplacementTimedOut
+	if got := targetReplicas(deps, u, act, obs, pol); got[1] != 0 {
+		t.Errorf("after its timeout: T4 replicas %d, want the 2 unschedulable gone", got[1])
 	}
 }
