@@ -119,6 +119,9 @@ func TestKubeletConfigPassesKubeletValidation(t *testing.T) {
 	if kc.ResolverConfig != "" {
 		t.Errorf("resolvConf %q, want empty (pods get no copy of the machine's resolver)", kc.ResolverConfig)
 	}
+	if !strings.HasPrefix(kc.PodLogsDir, vars["NODE_DIR"]+"/") {
+		t.Errorf("podLogsDir %q is outside the node's directory", kc.PodLogsDir)
+	}
 	if kc.ContainerRuntimeEndpoint != "unix://"+vars["NODE_DIR"]+"/containerd/containerd.sock" {
 		t.Errorf("containerRuntimeEndpoint %q is not this node's containerd", kc.ContainerRuntimeEndpoint)
 	}
@@ -149,11 +152,15 @@ type containerdConfig struct {
 		} `toml:"io.containerd.cri.v1.images"`
 		Runtime struct {
 			RestrictOOMScoreAdj bool     `toml:"restrict_oom_score_adj"`
+			NetNSUnderState     bool     `toml:"netns_mounts_under_state_dir"`
 			CDISpecDirs         []string `toml:"cdi_spec_dirs"`
 			Containerd          struct {
 				Runtimes map[string]struct {
 					DisablePauseImagePull bool `toml:"disable_pause_image_pull"`
-					Options               struct{ SystemdCgroup bool }
+					Options               struct {
+						SystemdCgroup bool
+						Root          string
+					}
 				}
 			}
 			CNI struct {
@@ -175,7 +182,9 @@ func TestContainerdConfig(t *testing.T) {
 		t.Errorf("version %d, want 3 (containerd 2.x)", c.Version)
 	}
 	dir := vars["NODE_DIR"]
-	for what, p := range map[string]string{"root": c.Root, "state": c.State, "grpc address": c.GRPC.Address, "CNI conf_dir": c.Plugins.Runtime.CNI.ConfDir} {
+	runc := c.Plugins.Runtime.Containerd.Runtimes["runc"]
+	for what, p := range map[string]string{"root": c.Root, "state": c.State, "grpc address": c.GRPC.Address,
+		"CNI conf_dir": c.Plugins.Runtime.CNI.ConfDir, "runc root": runc.Options.Root} {
 		if !strings.HasPrefix(p, dir+"/") {
 			t.Errorf("%s %q is outside the node's directory %s", what, p, dir)
 		}
@@ -186,9 +195,8 @@ func TestContainerdConfig(t *testing.T) {
 	if got := c.Plugins.Images.PinnedImages["sandbox"]; got != vars["PAUSE_IMAGE"] {
 		t.Errorf("sandbox image %q, want the local pause image %q", got, vars["PAUSE_IMAGE"])
 	}
-	runc, ok := c.Plugins.Runtime.Containerd.Runtimes["runc"]
-	if !ok {
-		t.Fatal("no runc runtime")
+	if !c.Plugins.Runtime.NetNSUnderState {
+		t.Error("pod network namespaces would be mounted in the machine's /var/run/netns")
 	}
 	if !runc.DisablePauseImagePull {
 		t.Error("runc may pull the sandbox image: want disable_pause_image_pull")
