@@ -18,7 +18,7 @@ VERSION_LDFLAGS := -X github.com/hetsev/hetsev/pkg/version.Version=$(VERSION)
 # Every timestamp in the images: the last commit's time (0 outside git).
 SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
 
-.PHONY: all build demo evaluate test unit integration prometheus bench-scaler bench-scheduler bench-adapter fuzz kind-e2e images push vet generate verify clean interference-check serving-check interference-fit
+.PHONY: all build demo evaluate test unit integration prometheus bench-scaler bench-scheduler bench-adapter fuzz kind-e2e images push vet generate verify clean interference-check serving-check interference-fit e2e-binaries
 
 all: build
 
@@ -149,6 +149,15 @@ push:
 	@if [ -z "$(REGISTRY)" ]; then echo "make push: set REGISTRY, e.g. make push REGISTRY=registry.example.com/hetsev" >&2; exit 2; fi
 	$(MAKE) images
 	$(GO) run ./hack/images --version $(VERSION) --out images --push $(REGISTRY)
+
+# What each real node of the coming `make e2e` runs, built at pinned
+# versions into bin/ (hack/e2e/build-node.sh): kubelet (k8s.io/kubernetes
+# of go.mod), containerd, containerd-shim-runc-v2 and ctr (the version of
+# hack/e2e/node/go.mod), and the pause image bin/e2e-images/pause-1.oci.tar
+# the CRI sandbox image is pinned to. A binary whose recorded version
+# (bin/<name>.version) matches is not rebuilt. Changes nothing on the host.
+e2e-binaries:
+	GO=$(GO) HETSEV_BIN=$(BIN) hack/e2e/build-node.sh
 
 vet:
 	$(GO) vet ./...

@@ -5,7 +5,8 @@
 //	go run ./hack/images --version 0.1.0 [--out images] [--platforms linux/amd64,linux/arm64]
 //	go run ./hack/images --version 0.1.0 --push registry.example.com/hetsev
 //
-// Build: for each program of imagebuild.Programs, static binaries for every
+// Build: for each program of imagebuild.Programs (or of --programs, which
+// may also name imagebuild.NodePrograms), static binaries for every
 // platform and an OCI image index of their images, written to
 // <out>/<program>-<version>.oci.tar (an OCI image layout tarball; load it
 // with `podman load -i`, `skopeo copy oci-archive:FILE ...` or unpack it
@@ -25,6 +26,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -36,7 +38,7 @@ func main() {
 	version := flag.String("version", "", "the version (hack/version.sh): linked into the binaries, the label org.opencontainers.image.version and the tag v<version>; required")
 	out := flag.String("out", "images", "directory of the archives")
 	platforms := flag.String("platforms", strings.Join(imagebuild.Platforms, ","), "GOOS/GOARCH pairs, comma-separated")
-	programs := flag.String("programs", "", "programs to build, comma-separated (default: all of them)")
+	programs := flag.String("programs", "", "programs to build, comma-separated (default: hetsev's three; the e2e nodes' pause image only when named)")
 	registry := flag.String("registry", imagebuild.Registry, "registry/namespace the archives name the images in")
 	push := flag.String("push", "", "push the archives of --version in --out to this registry/namespace instead of building")
 	epoch := flag.String("source-date-epoch", os.Getenv("SOURCE_DATE_EPOCH"), "every timestamp in the images, in seconds since 1970 (empty: 0)")
@@ -136,7 +138,7 @@ func selectPrograms(list string) ([]imagebuild.Program, error) {
 	var out []imagebuild.Program
 	for _, n := range strings.Split(list, ",") {
 		found := false
-		for _, p := range imagebuild.Programs {
+		for _, p := range slices.Concat(imagebuild.Programs, imagebuild.NodePrograms) {
 			if p.Name == n {
 				out, found = append(out, p), true
 			}

@@ -38,6 +38,14 @@ var Programs = []Program{
 	{Name: "hetsev-scaler", Package: "./cmd/scaler"},
 }
 
+// NodePrograms are images the e2e nodes need besides hetsev's own, built
+// only when named (hack/images --programs, hack/e2e/build-node.sh), never
+// by a plain `make images`: pause, the CRI sandbox image containerd is
+// pinned to, so that no node pulls registry.k8s.io/pause.
+var NodePrograms = []Program{
+	{Name: "pause", Package: "./hack/e2e/pause"},
+}
+
 // Platforms are the platforms of every image index, as GOOS/GOARCH.
 var Platforms = []string{"linux/amd64", "linux/arm64"}
 
