@@ -62,14 +62,17 @@ func ParseThresholds(s string) ([]float64, error) {
 }
 
 // sweep replays cfg once per threshold for the given policies and returns
-// their points, judged against main's targets. A threshold at which every
+// their points, judged against main's targets. Every policy of a point,
+// hetsev's included, runs every service at the point's threshold (hetsev
+// without the thresholds it derives from the SLO model), so that the
+// points compare policies at equal headroom. A threshold at which every
 // service of the main run already had that threshold reuses the main
-// run's results instead of replaying them.
+// run's results instead of replaying them, unless hetsev derived its own.
 func sweep(cfg Config, main RunResult, thresholds []float64, policies []string) ([]ParetoPoint, error) {
 	var out []ParetoPoint
 	for _, th := range thresholds {
 		var r RunResult
-		if sameThreshold(cfg.Services, th) {
+		if sameThreshold(cfg.Services, th) && !cfg.Knobs.ModelThresholds {
 			r = main
 			r.Policies = slices.Clone(main.Policies)
 		} else {
@@ -78,6 +81,7 @@ func sweep(cfg Config, main RunResult, thresholds []float64, policies []string) 
 			for k := range c.Services {
 				c.Services[k].SaturationThreshold = th
 			}
+			c.Knobs.ModelThresholds = false
 			c.Policies = policies
 			var err error
 			if r, err = Evaluate(c); err != nil {

@@ -57,3 +57,30 @@ func TestParseThresholds(t *testing.T) {
 		}
 	}
 }
+
+// TestSweepHoldsHetsevAtEachThreshold: with the thresholds hetsev derives
+// from the SLO model (0.96 for ResNet-50 here) in the main run, the
+// sweep's points still run hetsev at each point's threshold: at 0.5 it
+// plans more headroom and costs more than at 0.8.
+func TestSweepHoldsHetsevAtEachThreshold(t *testing.T) {
+	cfg, err := Base("sweep", "t", constant(1000, 1200), t4Only(8), Service{Name: "a", Model: "resnet50", Share: 1, RTMaxMs: 400})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Policies = []string{PolicyExact, PolicyBound}
+	cfg.Knobs.ModelThresholds = true
+	main, err := Evaluate(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pts, err := sweep(cfg, main, []float64{0.8, 0.5}, []string{PolicyExact})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pts) != 2 || !(pts[1].CostUSD > 1.2*pts[0].CostUSD) {
+		t.Errorf("hetsev-exact's points %+v: want the cost at 0.5 well above the cost at 0.8", pts)
+	}
+	if ex, _ := main.Policy(PolicyExact); len(pts) == 2 && pts[0].CostUSD == ex.CostUSD {
+		t.Errorf("the point at 0.8 reuses the main run's %.4f USD, which ran at the model's threshold", ex.CostUSD)
+	}
+}
