@@ -122,14 +122,8 @@ func (o *Options) Validate() error {
 		return errors.New("--webhook-cert-hosts: want at least one DNS name or IP")
 	case o.Secret == "" || o.Namespace == "":
 		return errors.New("--webhook-secret and --webhook-namespace must not be empty")
-	case o.CertValidity <= 0 || o.CertRenewBefore <= 0 || o.CertCheckInterval <= 0:
-		return errors.New("--webhook-cert-validity, --webhook-cert-renew-before and --webhook-cert-check-interval must be positive")
-	case o.CertRenewBefore >= o.CertValidity:
-		return fmt.Errorf("--webhook-cert-renew-before=%s must be shorter than --webhook-cert-validity=%s", o.CertRenewBefore, o.CertValidity)
-	case o.CertCheckInterval >= o.CertRenewBefore:
-		return fmt.Errorf("--webhook-cert-check-interval=%s must be shorter than --webhook-cert-renew-before=%s, or a certificate may expire between checks", o.CertCheckInterval, o.CertRenewBefore)
 	}
-	return nil
+	return servingcert.CheckTiming("webhook-", o.CertValidity, o.CertRenewBefore, o.CertCheckInterval)
 }
 
 func splitHostPort(addr string) (string, int, error) {

@@ -105,12 +105,9 @@ func (c *CertOptions) validate(tlsCertFile string) error {
 		return errors.New("--cert-self-signed needs --cert-secret and --cert-secret-namespace")
 	case len(hosts) == 0:
 		return errors.New("--cert-hosts: want at least one DNS name or IP")
-	case c.Validity <= 0 || c.RenewBefore <= 0 || c.CheckInterval <= 0:
-		return errors.New("--cert-validity, --cert-renew-before and --cert-check-interval must be positive")
-	case c.RenewBefore >= c.Validity:
-		return fmt.Errorf("--cert-renew-before=%s must be shorter than --cert-validity=%s", c.RenewBefore, c.Validity)
-	case c.CheckInterval >= c.RenewBefore:
-		return fmt.Errorf("--cert-check-interval=%s must be shorter than --cert-renew-before=%s, or a certificate may expire between checks", c.CheckInterval, c.RenewBefore)
+	}
+	if err := servingcert.CheckTiming("", c.Validity, c.RenewBefore, c.CheckInterval); err != nil {
+		return err
 	}
 	c.Hosts = hosts
 	return nil
