@@ -77,44 +77,41 @@ func TestFlavorsFlag(t *testing.T) {
 // without it the forecast is off.
 func TestSeasonalForecastFlag(t *testing.T) {
 	for _, on := range []bool{false, true} {
-		o := NewOptions()
-		fs := flag.NewFlagSet("hetsev-scaler", flag.ContinueOnError)
-		o.AddFlags(fs)
 		var args []string
 		if on {
 			args = []string{"--seasonal-forecast"}
 		}
-		if err := fs.Parse(args); err != nil {
-			t.Fatal(err)
-		}
-		s, err := validate(resnet(), defaultCatalog(t), o.Defaults)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if s.policy.SeasonalForecast != on {
+		if s := serviceWithFlags(t, args...); s.policy.SeasonalForecast != on {
 			t.Errorf("flags %v: policy SeasonalForecast %v, want %v", args, s.policy.SeasonalForecast, on)
 		}
 	}
+}
+
+// serviceWithFlags is resnet() resolved with the defaults args set.
+func serviceWithFlags(t *testing.T, args ...string) *service {
+	t.Helper()
+	o := NewOptions()
+	fs := flag.NewFlagSet("hetsev-scaler", flag.ContinueOnError)
+	o.AddFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		t.Fatal(err)
+	}
+	s, err := validate(resnet(), defaultCatalog(t), o.Defaults)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
 
 // TestModelThresholdsFlag: --model-thresholds gives a ModelService without
 // a saturation threshold the model's; without it, the default 0.8.
 func TestModelThresholdsFlag(t *testing.T) {
 	for _, on := range []bool{false, true} {
-		o := NewOptions()
-		fs := flag.NewFlagSet("hetsev-scaler", flag.ContinueOnError)
-		o.AddFlags(fs)
 		var args []string
 		if on {
 			args = []string{"--model-thresholds"}
 		}
-		if err := fs.Parse(args); err != nil {
-			t.Fatal(err)
-		}
-		s, err := validate(resnet(), defaultCatalog(t), o.Defaults)
-		if err != nil {
-			t.Fatal(err)
-		}
+		s := serviceWithFlags(t, args...)
 		want := 0.8
 		if on {
 			want = modelThreshold(s.policy, s.types, 8)
