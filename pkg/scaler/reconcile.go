@@ -208,7 +208,9 @@ func (r *Reconciler) decide(ctx context.Context, ms *v1alpha1.ModelService, st *
 		// fitted model. Throughput: T_i over the inflation the instances
 		// get where they run now.
 		ts := svc.typeState(i, runningOf(deps[i], u), c.slots, svc.capacityInflation(i, r.colocation(), r.gpuSharing()), c.inflation)
-		ts.Ready = r.readyRouted(deps[i], p.column(), &status)
+		// The split as stored before this reconcile: the one just written
+		// may not have reached the proxies yet.
+		ts.Ready = r.readyRouted(deps[i], p.column(), &ms.Status)
 		obs.Types = append(obs.Types, ts)
 	}
 	r.reportNoCapacity(ms, &status, noRoom)

@@ -17,9 +17,11 @@ import (
 // column: its ready replicas while traffic reaches them, 0 otherwise.
 // With the traffic split, traffic reaches a column when the split was
 // written (TrafficSplit True) and gives it weight, or when Istio is not
-// installed (the Service then sends traffic to every ready pod); the
-// split weighs columns by their ready replicas, so a new replica counts
-// once a split that includes it is written. Without it, the Service does.
+// installed (the Service then sends traffic to every ready pod). st is
+// the status stored before the current reconcile, so a column counts one
+// decision after a split that gives it weight was written, not in the
+// reconcile that writes it, before the proxies can have it. Without the
+// split, the Service routes.
 // A make-before-break replacement removes old replicas only as far as
 // this count covers them.
 func (r *Reconciler) readyRouted(d *appsv1.Deployment, column string, st *v1alpha1.ModelServiceStatus) int {

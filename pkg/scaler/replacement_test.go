@@ -278,3 +278,25 @@ func TestReplacementFlags(t *testing.T) {
 		t.Errorf("negative timeout: %v, want an error naming --replacement-timeout", err)
 	}
 }
+
+// TestScalerReplacementWaitsForAStoredSplit: T4 that become ready
+// together count only once a split giving them weight was stored by an
+// earlier reconcile, so the V100 stays through the reconcile that first
+// writes that weight and goes in the next.
+func TestScalerReplacementWaitsForAStoredSplit(t *testing.T) {
+	b := newReplaceBed(t)
+	b.r.TrafficSplit = true
+	b.decide(t)
+	b.setReady(t, b.t4, 2)
+	ms := b.decide(t)
+	if v := b.replicas(t, b.v100); v != 1 {
+		t.Fatalf("the reconcile that first weights the T4: V100 replicas %d, want 1 until a stored split routes to them", v)
+	}
+	if ms.Status.TrafficWeights["T4"] <= 0 {
+		t.Fatalf("T4 weight %d after the reconcile, want > 0", ms.Status.TrafficWeights["T4"])
+	}
+	b.decide(t)
+	if v := b.replicas(t, b.v100); v != 0 {
+		t.Fatalf("next reconcile: V100 replicas %d, want 0", v)
+	}
+}
