@@ -72,9 +72,12 @@ const (
 	MetricsBackendPrometheus = "prometheus"
 )
 
-// DefaultMetricsTimeout is --metrics-timeout's default: a third of the
-// default decision interval (DefaultIntervalSeconds), so a hung metrics API
-// delays no decision past the next.
+// DefaultMetricsTimeout is --metrics-timeout's default: the default
+// decision interval (DefaultIntervalSeconds). A decision makes no further
+// call once one runs out and holds the replicas, so a hung metrics API
+// stretches the time between decisions to at most twice the interval;
+// a shorter deadline would hold the replicas of a Prometheus that answers
+// a large query in a few seconds.
 const DefaultMetricsTimeout = 5 * time.Second
 
 // maxMetricsTimeout is the longest --metrics-timeout accepted: a reconcile

@@ -121,13 +121,14 @@ func TestReconcileBetweenDecisionsKeepsDeploymentsWithoutDeciding(t *testing.T) 
 		t.Fatal(err)
 	}
 
-	now = now.Add(5 * time.Second)
+	interval := DefaultIntervalSeconds * time.Second
+	now = now.Add(interval / 3)
 	res, err := r.Reconcile(ctx, req)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.RequeueAfter != 10*time.Second {
-		t.Errorf("RequeueAfter = %v, want the 10s left of the interval", res.RequeueAfter)
+	if left := interval - interval/3; res.RequeueAfter != left {
+		t.Errorf("RequeueAfter = %v, want the %v left of the interval", res.RequeueAfter, left)
 	}
 	if err := c.Get(ctx, client.ObjectKeyFromObject(t4), t4); err != nil {
 		t.Errorf("deleted deployment not recreated: %v", err)
@@ -141,7 +142,7 @@ func TestReconcileBetweenDecisionsKeepsDeploymentsWithoutDeciding(t *testing.T) 
 	}
 
 	decided := decisions(ms)
-	now = now.Add(10 * time.Second)
+	now = now.Add(interval - interval/3)
 	if _, err := r.Reconcile(ctx, req); err != nil {
 		t.Fatal(err)
 	}

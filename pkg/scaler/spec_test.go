@@ -304,3 +304,18 @@ func TestModelThresholdBelowHysteresisKeepsTheDefault(t *testing.T) {
 		t.Errorf("hysteresis %v at the derived threshold: threshold %v, want the default %v", h, s.policy.SaturationThreshold, v1alpha1.DefaultSaturationThreshold)
 	}
 }
+
+// TestDefaultIntervalFiveSeconds: a ModelService without
+// spec.scaling.intervalSeconds is decided every 5 s, and its launch-time
+// forecast counts 5 s to the next decision. `make evaluate --ablation`
+// measured 5 s against 15 s at equal or lower cost or excess missed
+// requests on every replay.
+func TestDefaultIntervalFiveSeconds(t *testing.T) {
+	s, err := validate(resnet(), defaultCatalog(t), DefaultDefaults)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.interval != 5*time.Second || s.policy.DecisionInterval != 5*time.Second {
+		t.Errorf("interval %v, policy decision interval %v; want 5s for a spec without intervalSeconds", s.interval, s.policy.DecisionInterval)
+	}
+}

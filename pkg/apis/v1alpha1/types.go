@@ -171,13 +171,13 @@ type Scaling struct {
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=1
 	SaturationThreshold float64 `json:"saturationThreshold,omitempty"`
-	// IntervalSeconds between decisions (default 15). The launch-time
-	// forecast of a scale-out measures the rise of the arrival rate over at
-	// least half of it.
+	// IntervalSeconds between decisions (default 5). The launch-time
+	// forecast of a scale-out fits the rise of the arrival rate to the
+	// rates of the last 15 s and one interval.
 	//
 	// +kubebuilder:validation:ExclusiveMinimum=true
 	// +kubebuilder:validation:Minimum=0
-	// +kubebuilder:default=15
+	// +kubebuilder:default=5
 	IntervalSeconds float64 `json:"intervalSeconds,omitempty"`
 	// ScaleOutPeriodSeconds the saturation must stay above the threshold
 	// before scaling out (default 30).
