@@ -18,8 +18,8 @@ import (
 // missed requests E are judged against the main run's targets, as the
 // Pareto sweep's points are (pareto.go). Other variants change a knob
 // instead: a scale-in hysteresis of 0.1 on top of the rules (a third
-// brake), decisions every 5 s instead of every 15 s, a forecast whose
-// regression spans 60 s instead of 15 s, saturation thresholds derived
+// brake), decisions every 15 s instead of hetsev-scaler's default 5 s, a
+// forecast whose regression spans 60 s instead of 15 s, saturation thresholds derived
 // from the SLO latency model, and the seasonal forecast, the instance
 // flavors and make-before-break replacement each turned on, or off where
 // the baseline has them.
@@ -40,12 +40,14 @@ const (
 	// AblationNoCoolDown sets Knobs.NoScaleInCoolDown: a scale-in may
 	// follow a scale-out at once (the stabilization window stays).
 	AblationNoCoolDown = "no-cool-down"
-	// AblationInterval5s sets Knobs.Interval to 5 s: hetsev-scaler
-	// decides three times as often on the same rate window.
-	AblationInterval5s = "interval-5s"
+	// AblationInterval15s sets Knobs.ScalerInterval to 15 s:
+	// hetsev-scaler decides a third as often as at its default 5 s, on
+	// the same rate window (the HPA's sync period, Knobs.Interval, is
+	// 15 s either way).
+	AblationInterval15s = "interval-15s"
 	// AblationForecastSpan60s sets Knobs.ForecastSpan to 60 s: the
-	// launch-time forecast fits its slope to the rates of the last 75 s
-	// (60 s and one decision interval: six decisions).
+	// launch-time forecast fits its slope to the rates of the last 65 s
+	// (60 s and one decision interval of 5 s: fourteen decisions).
 	AblationForecastSpan60s = "forecast-span-60s"
 	// AblationSeasonalForecast sets Knobs.SeasonalForecast: a rule added,
 	// not removed (the seasonal forecast of pkg/heterogeneity
@@ -80,7 +82,7 @@ const (
 )
 
 // AblationVariants are the ablation's variants.
-var AblationVariants = []string{AblationBaseline, AblationHysteresis, AblationNoStabilizedScaleIn, AblationNoForecast, AblationNoCoolDown, AblationInterval5s, AblationForecastSpan60s, AblationSeasonalForecast, AblationModelThresholds, AblationReplacement}
+var AblationVariants = []string{AblationBaseline, AblationHysteresis, AblationNoStabilizedScaleIn, AblationNoForecast, AblationNoCoolDown, AblationInterval15s, AblationForecastSpan60s, AblationSeasonalForecast, AblationModelThresholds, AblationReplacement}
 
 // ablationVariants are AblationVariants for a baseline with or without
 // the seasonal forecast, model-derived thresholds, replacement and
@@ -134,8 +136,8 @@ func ablatedKnobs(k Knobs, variant string) (Knobs, error) {
 		k.NoForecast = true
 	case AblationNoCoolDown:
 		k.NoScaleInCoolDown = true
-	case AblationInterval5s:
-		k.Interval = 5 * time.Second
+	case AblationInterval15s:
+		k.ScalerInterval = 15 * time.Second
 	case AblationForecastSpan60s:
 		k.ForecastSpan = 60 * time.Second
 	case AblationSeasonalForecast:

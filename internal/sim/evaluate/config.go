@@ -112,7 +112,16 @@ type NodeGroup struct {
 // Knobs are the scaling knobs the hetsev policies and the HPA run with,
 // those of a ModelService (pkg/scaler) in trace seconds.
 type Knobs struct {
-	Interval          time.Duration // between decisions (scaler interval, HPA sync period)
+	// Interval is the HPA's sync period (kube-controller-manager's
+	// --horizontal-pod-autoscaler-sync-period, 15 s by default): the
+	// decision interval of the peers without a cadence of their own
+	// (pacedPolicy). The hetsev policies decide every ScalerInterval.
+	Interval time.Duration
+	// ScalerInterval is hetsev-scaler's decision interval, the
+	// ModelServices' spec.scaling.intervalSeconds, in whole seconds; 0
+	// leaves the field unset, so the hetsev policies decide at the
+	// scaler's default (v1alpha1.DefaultIntervalSeconds, 5 s).
+	ScalerInterval    time.Duration
 	RateWindow        time.Duration // arrival rate W = requests in this window / its length
 	ScaleOutPeriod    time.Duration
 	ScaleInInterval   time.Duration
@@ -178,9 +187,11 @@ func (k Knobs) ablate(p *heterogeneity.Policy) {
 }
 
 // DemoKnobs are `make demo`'s ModelService knobs (internal/sim/demo DefaultDemo,
-// with hetsev-scaler's defaults for lambda and hysteresis): decisions every
-// 15 s on a 30 s rate, scale out at once, scale in every 60 s after a 300 s
-// cool-down, at least one instance.
+// with hetsev-scaler's defaults for lambda and hysteresis): a 30 s rate,
+// scale out at once, scale in every 60 s after a 300 s cool-down, at least
+// one instance. hetsev decides at hetsev-scaler's default interval (5 s;
+// the demo's ModelServices set 15 s) and the HPA syncs every 15 s, its
+// default.
 func DemoKnobs() Knobs {
 	return Knobs{
 		Interval: 15 * time.Second, RateWindow: 30 * time.Second,
@@ -328,6 +339,9 @@ func (c Config) Validate() error {
 	if k.Interval < time.Second || k.RateWindow < time.Second {
 		bad("Knobs.Interval and Knobs.RateWindow must be at least 1 s")
 	}
+	if k.ScalerInterval != 0 && (k.ScalerInterval < time.Second || k.ScalerInterval%time.Second != 0) {
+		bad("Knobs.ScalerInterval %v must be 0 (hetsev-scaler's default) or whole seconds >= 1 s", k.ScalerInterval)
+	}
 	if k.MinReplicas < 1 {
 		bad("Knobs.MinReplicas must be >= 1")
 	}
@@ -356,10 +370,11 @@ func (c Config) Validate() error {
 }
 
 // resolve is what hetsev-scaler decides service s with: its ModelService
-// (built as the demo builds it, with c.Knobs, listing the profiles of the
-// cluster's GPU types as the demo's lists its testbed's) through the scaler's own
-// translation (scaler.Resolve), with the given solver, the paper's SLO
-// check, the scaler's default, and c.Flavors.
+// (built as the demo builds it, with c.Knobs and Knobs.ScalerInterval as
+// its decision interval, listing the profiles of the cluster's GPU types
+// as the demo's lists its testbed's) through the scaler's own translation
+// (scaler.Resolve), with the given solver, the paper's SLO check, the
+// scaler's default, and c.Flavors.
 func (c Config) resolve(s Service, solver string) (*scaler.Resolved, error) {
 	return c.resolveWith(s, solver, false)
 }
@@ -382,7 +397,7 @@ func (c Config) resolveWith(s Service, solver string, modelThresholds bool) (*sc
 	ms, err := modelservice.For(s.Name, "default", s.Model, s.RTMaxMs, c.Profiles.On(c.gpuTypes()...), modelservice.Knobs{
 		SaturationThreshold:    s.SaturationThreshold,
 		BusyShare:              s.BusyShare,
-		IntervalSeconds:        k.Interval.Seconds(),
+		IntervalSeconds:        k.ScalerInterval.Seconds(),
 		ScaleOutPeriodSeconds:  k.ScaleOutPeriod.Seconds(),
 		ScaleInIntervalSeconds: k.ScaleInInterval.Seconds(),
 		ScaleInCoolDownSeconds: k.ScaleInCoolDown.Seconds(),

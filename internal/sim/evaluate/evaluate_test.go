@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/hetsev/hetsev/internal/sim/trace"
+	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
 )
 
 // T4 price from data/profiles/gpu_catalog.csv, USD/h.
@@ -101,8 +102,9 @@ func TestSLOAttainmentCounts(t *testing.T) {
 		if s.Requests != 1000 || s.WithinSLO != c.within || !near(s.SLOAttainment, float64(c.within)/1000) {
 			t.Errorf("RT_max %v ms: %d requests, %d within (attainment %v); want 1000, %d", c.rtMax, s.Requests, s.WithinSLO, s.SLOAttainment, c.within)
 		}
-		if s.Decisions != 100/15+1 {
-			t.Errorf("RT_max %v ms: %d decisions, want %d (one per 15 s)", c.rtMax, s.Decisions, 100/15+1)
+		// Decisions at 0, 5, ..., 95 s: hetsev-scaler's default interval.
+		if every := v1alpha1.DefaultIntervalSeconds; s.Decisions != (100+every-1)/every {
+			t.Errorf("RT_max %v ms: %d decisions, want %d (one per %d s)", c.rtMax, s.Decisions, (100+every-1)/every, every)
 		}
 	}
 }

@@ -112,7 +112,7 @@ type policy interface {
 // Optional behaviour of a policy, found by type assertion.
 type (
 	// pacedPolicy decides at its own interval instead of
-	// Config.Knobs.Interval.
+	// Config.Knobs.Interval (the HPA's sync period).
 	pacedPolicy interface {
 		// decisionInterval is the seconds between two decisions, >= 1.
 		decisionInterval() int
@@ -282,10 +282,16 @@ var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 func at(sec float64) time.Time { return epoch.Add(time.Duration(sec * float64(time.Second))) }
 
 // hetsevPolicy runs heterogeneity.Autoscaler.Decide per service, on the
-// Observation hetsev-scaler builds (pkg/scaler reconcile).
+// Observation hetsev-scaler builds (pkg/scaler reconcile), every
+// hetsev-scaler decision interval (pacedPolicy).
 type hetsevPolicy struct {
 	svc []*scaler.Resolved
 	as  []*heterogeneity.Autoscaler
+	// every is the seconds between two decisions: the resolved
+	// spec.scaling.intervalSeconds (Knobs.ScalerInterval, or the
+	// scaler's default), the same for every service since they share
+	// Knobs.
+	every int
 	// colocation and mode give the capacity factor as hetsev-scaler does.
 	colocation interference.Colocation
 	mode       interference.SharingMode
@@ -308,6 +314,7 @@ func newHetsevPolicy(cfg *Config, solver string, weight float64) (*hetsevPolicy,
 		}
 		p.svc = append(p.svc, r)
 		pol := r.Policy()
+		p.every = max(1, int(pol.DecisionInterval/time.Second))
 		cfg.Knobs.ablate(&pol)
 		a := heterogeneity.NewAutoscaler(pol)
 		if pol.SeasonalForecast {
@@ -359,6 +366,7 @@ func (p *hetsevPolicy) demand(svc int, column string, base gpuinventory.Demand) 
 func (p *hetsevPolicy) wholeGPU() bool           { return false }
 func (p *hetsevPolicy) instant() bool            { return false }
 func (p *hetsevPolicy) placer() placement.Placer { return p.pl }
+func (p *hetsevPolicy) decisionInterval() int    { return max(1, p.every) }
 
 // defaultPolicy is default Kubernetes with an HPA per service on the Pods
 // metric requests/s, target SaturationThreshold x the T_i of the slowest

@@ -2,6 +2,7 @@ package evaluate
 
 import (
 	"slices"
+	"time"
 
 	"github.com/hetsev/hetsev/pkg/gpuinventory"
 	"github.com/hetsev/hetsev/pkg/heterogeneity"
@@ -82,6 +83,10 @@ func newINFaaSPolicy(cfg *Config) (*infaasPolicy, error) {
 	}
 	c.Flavors = nil
 	c.Knobs.SeasonalForecast = false
+	// A peer decides every Knobs.Interval, as the others without a
+	// cadence of their own; the embedded hetsevPolicy would otherwise
+	// pace it at hetsev-scaler's interval.
+	c.Knobs.ScalerInterval = cfg.Knobs.Interval.Truncate(time.Second)
 	h, err := newHetsevPolicy(&c, heterogeneity.SolverHeuristic, 0)
 	if err != nil {
 		return nil, err

@@ -76,7 +76,7 @@ type policyRun struct {
 	gpus   [][]*replay.GPU // the engine's GPUs by node and index, as cl.nodes
 	svcs   []*serviceRun
 	window int // rate window, seconds
-	every  int // decision interval, seconds (Knobs.Interval, or the policy's: pacedPolicy)
+	every  int // decision interval, seconds (Knobs.Interval, the HPA's sync period, or the policy's: pacedPolicy)
 	// history is how many seconds of offered requests a view carries
 	// (historyPolicy; 0: none).
 	history int
