@@ -18,7 +18,7 @@ VERSION_LDFLAGS := -X github.com/hetsev/hetsev/pkg/version.Version=$(VERSION)
 # Every timestamp in the images: the last commit's time (0 outside git).
 SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
 
-.PHONY: all build demo evaluate test unit integration prometheus bench-scaler bench-scheduler bench-adapter fuzz kind-e2e images push vet generate verify clean interference-check serving-check interference-fit e2e-binaries
+.PHONY: all build demo evaluate test unit integration prometheus bench-scaler bench-scheduler bench-adapter fuzz kind-e2e images push vet generate verify clean interference-check serving-check interference-fit e2e-binaries e2e e2e-clean
 
 all: build
 
@@ -158,6 +158,15 @@ push:
 # (bin/<name>.version) matches is not rebuilt. Changes nothing on the host.
 e2e-binaries:
 	GO=$(GO) HETSEV_BIN=$(BIN) hack/e2e/build-node.sh
+
+# hetsev on real kubelets (test/e2e/README.md): needs root; creates a
+# bridge and network namespaces, and undoes every host change when it
+# ends, fails or is interrupted. e2e-clean undoes what a killed run left.
+e2e: build e2e-binaries
+	hack/e2e/run.sh
+
+e2e-clean:
+	hack/e2e/teardown.sh
 
 vet:
 	$(GO) vet ./...

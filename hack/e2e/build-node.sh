@@ -76,10 +76,10 @@ for cmd in containerd containerd-shim-runc-v2 ctr; do
 		-o "$BIN/$cmd" "github.com/containerd/containerd/v2/cmd/$cmd"
 done
 
-# The pause image for the nodes' platform only. Deterministic (fixed
+# The pause and model-server images for the nodes' platform only. Deterministic (fixed
 # version and timestamps), so rebuilding it each run gives the same digest.
 start=$SECONDS
-SOURCE_DATE_EPOCH=0 "${NICE[@]}" "$GO" run ./hack/images --programs pause \
+SOURCE_DATE_EPOCH=0 "${NICE[@]}" "$GO" run ./hack/images --programs pause,e2e-modelserver \
 	--version 1 --registry localhost:5000/hetsev-e2e \
 	--platforms "linux/$("$GO" env GOARCH)" --out "$BIN/e2e-images"
-echo "build-node: built the pause image in $((SECONDS - start)) s"
+echo "build-node: built the pause and model-server images in $((SECONDS - start)) s"

@@ -36,6 +36,14 @@ type ControlPlane struct {
 	apiserver kubeapiservertesting.TestServer
 	cancelKCM context.CancelFunc
 	kcmDone   chan struct{}
+	nodes     *nodePKI // with NodeAccess
+}
+
+// Options change what StartControlPlaneWith starts; the zero value is
+// StartControlPlane's loopback-only control plane.
+type Options struct {
+	// Nodes, when set, opens the API server to real kubelets on a bridge.
+	Nodes *NodeAccess
 }
 
 // KCMControllers are the kube-controller-manager controllers hetsev needs:
@@ -52,6 +60,11 @@ var KCMControllers = "deployment-controller,replicaset-controller,garbage-collec
 // front-proxy certificates, for the metrics adapter) and
 // kube-controller-manager, all on 127.0.0.1.
 func StartControlPlane(ctx context.Context, tb ktesting.TB, dir string) (*ControlPlane, error) {
+	return StartControlPlaneWith(ctx, tb, dir, Options{})
+}
+
+// StartControlPlaneWith is StartControlPlane with options.
+func StartControlPlaneWith(ctx context.Context, tb ktesting.TB, dir string, o Options) (*ControlPlane, error) {
 	cp := &ControlPlane{Dir: dir}
 	start := time.Now()
 	e, etcdURL, err := startEtcd(filepath.Join(dir, "etcd"))
@@ -64,16 +77,27 @@ func StartControlPlane(ctx context.Context, tb ktesting.TB, dir string) (*Contro
 	storage.Transport.ServerList = []string{etcdURL}
 	opts := kubeapiservertesting.NewDefaultTestServerOptions()
 	opts.EnableCertAuth = true // front-proxy client certs, for aggregated APIs
-	srv, err := kubeapiservertesting.StartTestServer(tb, opts, []string{
+	args := []string{
 		"--bind-address=127.0.0.1",
 		"--endpoint-reconciler-type=none",
-		// As in a real cluster (the test server's default is AlwaysAllow), so
-		// programs run as their service accounts get only manifests/' RBAC.
-		"--authorization-mode=RBAC",
 		// No node-lifecycle controller runs to lift the not-ready taint this
 		// plugin would put on new nodes; kwok reports them Ready instead.
 		"--disable-admission-plugins=TaintNodesByCondition",
-	}, storage)
+	}
+	if o.Nodes == nil {
+		// As in a real cluster (the test server's default is AlwaysAllow), so
+		// programs run as their service accounts get only manifests/' RBAC.
+		args = append(args, "--authorization-mode=RBAC")
+	} else {
+		cp.nodes = &nodePKI{access: *o.Nodes}
+		extra, err := cp.nodes.apiserverArgs(filepath.Join(dir, "pki"))
+		if err != nil {
+			cp.etcd.Close()
+			return nil, err
+		}
+		args = append(args, extra...)
+	}
+	srv, err := kubeapiservertesting.StartTestServer(tb, opts, args, storage)
 	if err != nil {
 		cp.etcd.Close()
 		return nil, fmt.Errorf("starting kube-apiserver: %w", err)
@@ -85,6 +109,12 @@ func StartControlPlane(ctx context.Context, tb ktesting.TB, dir string) (*Contro
 	if err != nil {
 		cp.Stop()
 		return nil, err
+	}
+	if cp.nodes != nil {
+		if err := cp.nodes.startRelay(cp.Config.Host); err != nil {
+			cp.Stop()
+			return nil, err
+		}
 	}
 	cp.Kubeconfig = filepath.Join(dir, "kubeconfig")
 	if err := WriteKubeconfig(cp.Config, cp.Kubeconfig); err != nil {
@@ -147,16 +177,23 @@ func (cp *ControlPlane) startKCM(ctx context.Context) error {
 	for _, f := range named.FlagSets {
 		fs.AddFlagSet(f)
 	}
-	if err := fs.Parse([]string{
+	controllers, extra := KCMControllers, []string(nil)
+	if cp.nodes != nil {
+		// Real kubelets mount kube-root-ca.crt into every pod's projected
+		// service account volume; the publisher writes it in each namespace.
+		controllers += ",root-ca-certificate-publisher-controller"
+		extra = append(extra, "--root-ca-file="+cp.nodes.caFile)
+	}
+	if err := fs.Parse(append([]string{
 		"--kubeconfig=" + cp.Kubeconfig,
-		"--controllers=" + KCMControllers,
+		"--controllers=" + controllers,
 		"--leader-elect=false",
 		"--secure-port=0",
 		"--horizontal-pod-autoscaler-sync-period=2s",
 		"--horizontal-pod-autoscaler-downscale-stabilization=10s",
 		"--concurrent-deployment-syncs=10",
 		"--concurrent-replicaset-syncs=10",
-	}); err != nil {
+	}, extra...)); err != nil {
 		return fmt.Errorf("kube-controller-manager flags: %w", err)
 	}
 	s.ParsedFlags = &named
@@ -192,6 +229,9 @@ func (cp *ControlPlane) Stop() {
 		case <-time.After(10 * time.Second):
 		}
 		configz.Delete(kcmapp.ConfigzName)
+	}
+	if cp.nodes != nil {
+		cp.nodes.stop()
 	}
 	if cp.apiserver.TearDownFn != nil {
 		cp.apiserver.TearDownFn()

@@ -41,9 +41,11 @@ var Programs = []Program{
 // NodePrograms are images the e2e nodes need besides hetsev's own, built
 // only when named (hack/images --programs, hack/e2e/build-node.sh), never
 // by a plain `make images`: pause, the CRI sandbox image containerd is
-// pinned to, so that no node pulls registry.k8s.io/pause.
+// pinned to, so that no node pulls registry.k8s.io/pause, and the model
+// server the e2e pods run.
 var NodePrograms = []Program{
 	{Name: "pause", Package: "./hack/e2e/pause"},
+	{Name: "e2e-modelserver", Package: "./hack/e2e/modelserver"},
 }
 
 // Platforms are the platforms of every image index, as GOOS/GOARCH.
