@@ -19,6 +19,7 @@ import (
 
 	"github.com/hetsev/hetsev/internal/cluster"
 	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
+	"github.com/hetsev/hetsev/pkg/catalog"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -59,29 +60,49 @@ func setup(t *testing.T) (context.Context, *env) {
 	if err != nil || len(archives) == 0 {
 		t.Fatalf("no image archives in bin/e2e-images (run make e2e-binaries): %v", err)
 	}
+	if err := cluster.CreateNvidiaRuntimeClass(ctx, cp.Client); err != nil {
+		t.Fatal(err)
+	}
+	cat, err := catalog.DefaultCatalog()
+	if err != nil {
+		t.Fatal(err)
+	}
 	e := &env{cp: cp}
-	for i, labels := range []map[string]string{
-		{"nvidia.com/gpu.product": "Tesla-V100-SXM2-16GB"},
-		{"nvidia.com/gpu.product": "Tesla-T4"},
-	} {
-		n := newRealNode(t, cp, i+1, labels)
+	for i, typ := range []string{"V100-32GB", "T4"} {
+		g, ok := cat.ByName(typ)
+		if !ok {
+			t.Fatalf("catalog has no %s", typ)
+		}
+		n := newRealNode(t, cp, i+1, gpuLabels(g, gpusPerNode))
+		n.GPUType = g
 		n.start(t, ctx, archives)
 		e.nodes = append(e.nodes, n)
 	}
 	for _, n := range e.nodes {
 		took := waitNodeReady(ctx, t, cp.Client, n.Name, 2*time.Minute)
-		t.Logf("node %s Ready after %v", n.Name, took.Round(100*time.Millisecond))
+		t.Logf("node %s (%d %s) Ready after %v", n.Name, gpusPerNode, n.GPUType.Name, took.Round(100*time.Millisecond))
 	}
 	return ctx, e
 }
 
-// TestRealNodes: a pod on each real node starts through the kubelet, reads
-// the GPU index annotation through the downward API, and answers on its
-// pod IP.
-func TestRealNodes(t *testing.T) {
+// gpusPerNode is each real node's GPU count.
+const gpusPerNode = 2
+
+// TestE2E runs every check on one set-up: the control plane and the real
+// nodes take seconds to start, the tests below minutes.
+func TestE2E(t *testing.T) {
 	ctx, e := setup(t)
+	t.Run("pods", func(t *testing.T) { testPods(ctx, t, e) })
+	t.Run("scheduler-annotations", func(t *testing.T) { testSchedulerAnnotations(ctx, t, e) })
+}
+
+// testPods: a pod on each real node starts through the kubelet, reads the
+// GPU index annotation through the downward API, and answers on its pod IP.
+func testPods(ctx context.Context, t *testing.T, e *env) {
+	defer deletePods(ctx, t, e, "e2e=smoke")
 	for i, n := range e.nodes {
 		pod := modelServerPod(fmt.Sprintf("smoke-%s", n.Name), n.Name, fmt.Sprint(i))
+		pod.Labels["e2e"] = "smoke"
 		start := time.Now()
 		if _, err := e.cp.Client.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)

@@ -16,6 +16,9 @@ import (
 	"time"
 
 	"github.com/hetsev/hetsev/internal/cluster"
+	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
+	"github.com/hetsev/hetsev/pkg/catalog"
+	"github.com/hetsev/hetsev/pkg/gpuinventory"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -31,6 +34,8 @@ type realNode struct {
 	IP     string
 	Dir    string
 	Labels map[string]string
+	// GPUType is the GPU type the node simulates.
+	GPUType catalog.GPUType
 
 	vars       map[string]string
 	containerd *exec.Cmd
@@ -199,6 +204,22 @@ func waitNodeReady(ctx context.Context, t *testing.T, c kubernetes.Interface, na
 		t.Fatalf("node %s not Ready within %v: %v", name, timeout, err)
 	}
 	return time.Since(start)
+}
+
+// gpuLabels are the labels GPU Feature Discovery puts on a server with
+// count GPUs of type g, and the GPU pool label (the manifests' scheduler
+// configuration manages the pool's nodes only). The kubelet sets them
+// (--node-labels), as GFD's labels are there before hetsev schedules. No
+// nvidia.com/gpu capacity: on hetsev's pool NVIDIA's device plugin is off
+// (the GPU Operator's nvidia.com/gpu.deploy.device-plugin=false), and
+// hetsev's pods share GPUs by annotation or ResourceClaim.
+func gpuLabels(g catalog.GPUType, count int) map[string]string {
+	return map[string]string{
+		gpuinventory.LabelGPUProduct: g.ProductLabel,
+		gpuinventory.LabelGPUCount:   strconv.Itoa(count),
+		gpuinventory.LabelGPUMemory:  strconv.FormatInt(g.MemoryMiB, 10),
+		v1alpha1.LabelGPUPool:        v1alpha1.GPUPoolValue,
+	}
 }
 
 // addresses reads hack/e2e/config/addresses.env.
