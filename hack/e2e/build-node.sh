@@ -10,6 +10,8 @@
 #                                 does not carry containerd's dependencies;
 #                                 CGO_ENABLED=0 and tag no_btrfs (no btrfs
 #                                 headers needed; the nodes use overlayfs)
+#   bin/hetsev-e2e-draplugin      the simulated NVIDIA DRA kubelet plugin
+#                                 each node runs (hack/e2e/draplugin)
 #   bin/e2e-images/pause-1.oci.tar
 #                                 the CRI sandbox image, localhost:5000/hetsev-e2e/pause:v1
 #                                 (hack/e2e/pause through hack/images)
@@ -76,7 +78,17 @@ for cmd in containerd containerd-shim-runc-v2 ctr; do
 		-o "$BIN/$cmd" "github.com/containerd/containerd/v2/cmd/$cmd"
 done
 
-# The pause and model-server images for the nodes' platform only. Deterministic (fixed
+# The simulated DRA kubelet plugin, built from this repository: its stamp
+# hashes go.mod, go.sum and the main module's Go and embedded files the
+# program is built from, so an edit to any of them rebuilds it.
+draplugin=./hack/e2e/draplugin
+srcs=$("$GO" list -deps -f '{{if and .Module .Module.Main}}{{$d := .Dir}}{{range .GoFiles}}{{$d}}/{{.}}{{"\n"}}{{end}}{{range .EmbedFiles}}{{$d}}/{{.}}{{"\n"}}{{end}}{{end}}' "$draplugin")
+src_hash=$(sort <<<"$srcs" | xargs -d '\n' sha256sum go.mod go.sum | sed "s|  $root/|  |" | sha256sum | cut -c1-16)
+build hetsev-e2e-draplugin "hetsev-e2e-draplugin src=$src_hash $goversion" \
+	"$GO" build -o "$BIN/hetsev-e2e-draplugin" "$draplugin"
+
+# The pause and model-server images for the nodes' platform only.
+# Deterministic (fixed
 # version and timestamps), so rebuilding it each run gives the same digest.
 start=$SECONDS
 SOURCE_DATE_EPOCH=0 "${NICE[@]}" "$GO" run ./hack/images --programs pause,e2e-modelserver \
