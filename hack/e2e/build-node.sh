@@ -88,8 +88,8 @@ build hetsev-e2e-draplugin "hetsev-e2e-draplugin src=$src_hash $goversion" \
 	"$GO" build -o "$BIN/hetsev-e2e-draplugin" "$draplugin"
 
 # The pause and model-server images for the nodes' platform only.
-# Deterministic (fixed
-# version and timestamps), so rebuilding it each run gives the same digest.
+# Deterministic (fixed version and timestamps), so rebuilding them each run
+# gives the same digests.
 start=$SECONDS
 SOURCE_DATE_EPOCH=0 "${NICE[@]}" "$GO" run ./hack/images --programs pause,e2e-modelserver \
 	--version 1 --registry localhost:5000/hetsev-e2e \

@@ -94,6 +94,7 @@ func TestE2E(t *testing.T) {
 	ctx, e := setup(t)
 	t.Run("pods", func(t *testing.T) { testPods(ctx, t, e) })
 	t.Run("scheduler-annotations", func(t *testing.T) { testSchedulerAnnotations(ctx, t, e) })
+	t.Run("scaler", func(t *testing.T) { testScaler(ctx, t, e) })
 }
 
 // testPods: a pod on each real node starts through the kubelet, reads the
@@ -214,14 +215,25 @@ func dumpPod(ctx context.Context, t *testing.T, e *env, name string) {
 
 func getJSON(ctx context.Context, t *testing.T, url string, v any) {
 	t.Helper()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err := fetchJSON(ctx, url, v); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// fetchJSON GETs url and decodes its JSON answer into v.
+func fetchJSON(ctx context.Context, url string, v any) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
 	c := &http.Client{Timeout: 10 * time.Second}
 	resp, err := c.Do(req)
 	if err != nil {
-		t.Fatalf("GET %s: %v", url, err)
+		return fmt.Errorf("GET %s: %w", url, err)
 	}
 	defer resp.Body.Close()
 	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
-		t.Fatalf("GET %s: %v", url, err)
+		return fmt.Errorf("GET %s: %w", url, err)
 	}
+	return nil
 }

@@ -5,9 +5,13 @@
 // answers 200 once the model is "loaded" (--load-ms after start) and until
 // SIGTERM; /gpu reports the GPU the container was given: the downward-API
 // env var of the hetsev.io/gpu-index annotation (annotation mode) and
-// NVIDIA_VISIBLE_DEVICES (set by the DRA driver's CDI spec). On SIGTERM it
-// turns unready, waits --drain-delay for endpoints to drop it, then stops
-// accepting and finishes every request in flight before exiting.
+// NVIDIA_VISIBLE_DEVICES (set by hetsev-scaler's pod template from that
+// annotation, or by the DRA driver's CDI spec). /stats/prometheus serves
+// the request metrics an Istio sidecar would report for the pod
+// (istio_requests_total, istio_request_duration_milliseconds), which
+// hetsev-metrics-adapter scrapes. On SIGTERM it turns unready, waits
+// --drain-delay for endpoints to drop it, then stops accepting and
+// finishes every request in flight before exiting.
 package main
 
 import (
@@ -22,6 +26,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/hetsev/hetsev/internal/sim/exporters"
 )
 
 // GPU is /gpu's answer.
@@ -49,11 +55,22 @@ type server struct {
 	queue   chan chan struct{}
 	ready   atomic.Bool
 	served  atomic.Int64
+	istio   *exporters.Istio
 }
 
+// work serves the queue in order. Each request finishes one service time
+// after the later of its start and the previous finish, and the worker
+// sleeps until that deadline: a late wake-up (a busy machine) delays a
+// request but does not lower the throughput, which stays 1/service-ms.
 func (s *server) work() {
+	var free time.Time
 	for done := range s.queue {
-		time.Sleep(s.service)
+		now := time.Now()
+		if free.Before(now) {
+			free = now
+		}
+		free = free.Add(s.service)
+		time.Sleep(time.Until(free))
 		close(done)
 	}
 }
@@ -68,7 +85,9 @@ func (s *server) infer(w http.ResponseWriter, r *http.Request) {
 	}
 	<-done
 	s.served.Add(1)
-	writeJSON(w, Inference{Pod: os.Getenv("POD_NAME"), LatencyMs: float64(time.Since(start).Microseconds()) / 1000})
+	ms := float64(time.Since(start).Microseconds()) / 1000
+	s.istio.Observe(ms, http.StatusOK)
+	writeJSON(w, Inference{Pod: os.Getenv("POD_NAME"), LatencyMs: ms})
 }
 
 func (s *server) gpu(w http.ResponseWriter, _ *http.Request) {
@@ -101,12 +120,19 @@ func main() {
 		log.Fatalf("--service-ms=%v --load-ms=%v --queue=%d --drain-delay=%v: want service-ms > 0, load-ms >= 0, queue > 0, drain-delay >= 0",
 			*serviceMs, *loadMs, *queue, *drain)
 	}
-	s := &server{service: time.Duration(*serviceMs * float64(time.Millisecond)), queue: make(chan chan struct{}, *queue)}
+	s := &server{service: time.Duration(*serviceMs * float64(time.Millisecond)), queue: make(chan chan struct{}, *queue),
+		istio: exporters.NewIstio(exporters.IstioLabels{
+			DestinationWorkload:          os.Getenv("WORKLOAD"),
+			DestinationWorkloadNamespace: os.Getenv("POD_NAMESPACE"),
+			DestinationServiceName:       os.Getenv("SERVICE"),
+			DestinationServiceNamespace:  os.Getenv("POD_NAMESPACE"),
+		}, nil)}
 	go s.work()
 	mux := http.NewServeMux()
 	mux.HandleFunc("/infer", s.infer)
 	mux.HandleFunc("/gpu", s.gpu)
 	mux.HandleFunc("/healthz/ready", s.readyz)
+	mux.Handle("/stats/prometheus", exporters.Handler(s.istio))
 	mux.HandleFunc("/healthz/live", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
 	srv := &http.Server{Addr: *addr, Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	time.AfterFunc(time.Duration(*loadMs*float64(time.Millisecond)), func() { s.ready.Store(true) })

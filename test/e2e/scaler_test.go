@@ -1,0 +1,261 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hetsev/hetsev/internal/cluster"
+	"github.com/hetsev/hetsev/internal/sim/demo"
+	"github.com/hetsev/hetsev/internal/sim/modelservice"
+	"github.com/hetsev/hetsev/pkg/adapter"
+	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
+	"github.com/hetsev/hetsev/pkg/catalog"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
+)
+
+// rtMaxMs is the e2e ModelService's RT_max.
+const rtMaxMs = 400
+
+// testScaler: a ModelService served by real pods through the whole stack
+// (hetsev-metrics-adapter scraping the pods' Istio-format metrics,
+// hetsev-scaler, hetsev-scheduler, the kubelets). A load ramp makes the
+// scaler add instances, whose pods become Ready through the kubelet (the
+// launch time is measured); the drop makes it remove them, and their pods
+// drain without failing a request in flight. Traffic goes only to Ready,
+// non-terminating pods, as a Service's endpoints.
+func testScaler(ctx context.Context, t *testing.T, e *env) {
+	cp := e.cp
+	if err := cluster.InstallCRDs(ctx, cp); err != nil {
+		t.Fatal(err)
+	}
+	if err := cluster.InstallIstioCRDs(ctx, cp); err != nil {
+		t.Fatal(err)
+	}
+	sched, err := cluster.StartScheduler(ctx, cp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sched.Stop(10 * time.Second) })
+	ad, _, err := cluster.StartAdapter(ctx, cp, cluster.AdapterOptions{ScrapeInterval: "1s", RateWindow: "10s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ad.Stop(5 * time.Second) })
+	sc, err := cluster.StartScaler(ctx, cp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sc.Stop(10 * time.Second) })
+
+	ms := e2eModelService(t)
+	dyn, err := dynamic.NewForConfig(cp.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := demo.CreateModelService(ctx, dyn, ms); err != nil {
+		t.Fatal(err)
+	}
+	selector := v1alpha1.LabelModelService + "=" + ms.Name
+	pods := &readyPods{}
+	wctx, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
+	go pods.watch(wctx, cp.Client, "default", selector)
+	first := waitReplicasReady(ctx, t, e, selector, 1, 2*time.Minute)
+	t.Logf("first instance Ready: %s", first)
+
+	// Replica samples and launch times, read while the load runs.
+	type sample struct {
+		at    time.Duration
+		ready int
+	}
+	var samples []sample
+	launches := map[string]time.Duration{}
+	gpuOK, gpuChecked := 0, 0
+	sctx, stopSampling := context.WithCancel(ctx)
+	sampled := make(chan struct{})
+	start := time.Now()
+	go func() {
+		defer close(sampled)
+		for sctx.Err() == nil {
+			l, err := cp.Client.CoreV1().Pods("default").List(sctx, metav1.ListOptions{LabelSelector: selector})
+			if err == nil {
+				ready := 0
+				for _, p := range l.Items {
+					if p.DeletionTimestamp != nil || !podReady(&p) {
+						continue
+					}
+					ready++
+					if _, seen := launches[p.Name]; !seen {
+						launches[p.Name] = readySince(&p).Sub(p.CreationTimestamp.Time)
+						gpuChecked++
+						if checkGPU(sctx, t, &p) {
+							gpuOK++
+						}
+					}
+				}
+				samples = append(samples, sample{time.Since(start), ready})
+			}
+			select {
+			case <-sctx.Done():
+			case <-time.After(500 * time.Millisecond):
+			}
+		}
+	}()
+
+	// 40 requests/s, a ramp to 450 over 40 s, 30 s at 450, then 40 again:
+	// one T4 instance serves 363 requests/s (its profile), 290 below the
+	// saturation threshold 0.8.
+	rate := func(s float64) float64 {
+		switch {
+		case s < 10:
+			return 40
+		case s < 50:
+			return 40 + (s-10)/40*410
+		case s < 80:
+			return 450
+		default:
+			return 40
+		}
+	}
+	res := generateLoad(ctx, pods, rate, 140*time.Second, rtMaxMs)
+	stopSampling()
+	<-sampled
+	if obj, err := dyn.Resource(v1alpha1.Resource).Namespace("default").Get(ctx, ms.Name, metav1.GetOptions{}); err == nil {
+		b, _ := json.MarshalIndent(obj.Object["status"], "", "  ")
+		t.Logf("ModelService status at the end: %s", b)
+	}
+
+	peak, peakAt, last := 0, time.Duration(0), 0
+	for _, s := range samples {
+		if s.ready > peak {
+			peak, peakAt = s.ready, s.at
+		}
+		last = s.ready
+	}
+	var lt []string
+	for name, d := range launches {
+		lt = append(lt, fmt.Sprintf("%s %.1fs", name, d.Seconds()))
+	}
+	t.Logf("load: %d sent, %d answered, %d failed, attainment %.4f within %d ms; per pod %v", res.Sent, res.OK, res.Failed, res.Attainment(), rtMaxMs, res.ByPod)
+	t.Logf("Ready instances: peak %d at %v, %d at the end; launch times through the kubelet (creation to Ready): %s; GPUs seen as assigned %d/%d",
+		peak, peakAt.Round(time.Second), last, strings.Join(lt, ", "), gpuOK, gpuChecked)
+	if peak < 2 {
+		t.Errorf("peak %d Ready instances, want >= 2 for 450 requests/s", peak)
+	}
+	if last >= peak {
+		t.Errorf("%d Ready instances at the end of the low load, peak %d: no scale-in", last, peak)
+	}
+	if res.Failed > 0 {
+		t.Errorf("%d requests failed (first: %v); a scale-in must drain, not drop", res.Failed, res.FirstErrors)
+	}
+	if a := res.Attainment(); a < 0.98 {
+		t.Errorf("attainment %.4f within RT_max %d ms, want >= 0.98", a, rtMaxMs)
+	}
+	if gpuOK != gpuChecked {
+		t.Errorf("%d of %d instances see a GPU other than the one assigned", gpuChecked-gpuOK, gpuChecked)
+	}
+}
+
+// e2eModelService is ResNet-50 on V100 and T4 from the repo's profiles,
+// served by the e2e model server at the T4 profile's rate (one request
+// holds the GPU 1/363 s), with CPU and memory requests a two-core machine
+// holds and knobs for a two-minute run.
+func e2eModelService(t *testing.T) *v1alpha1.ModelService {
+	t.Helper()
+	prof, err := catalog.DefaultProfiles()
+	if err != nil {
+		t.Fatal(err)
+	}
+	prof = prof.On("V100-32GB", "T4")
+	ms, err := modelservice.For("resnet50", "default", "resnet50", rtMaxMs, prof,
+		modelservice.Knobs{IntervalSeconds: 5, ScaleInIntervalSeconds: 10, ScaleInCoolDownSeconds: 20, MinReplicas: 1, MaxReplicas: 4}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var t4 float64
+	for i := range ms.Spec.Profiles {
+		p := &ms.Spec.Profiles[i]
+		p.CPU, p.Memory, p.LaunchSeconds = "50m", "32Mi", 5
+		if p.GPUType == "T4" {
+			t4 = p.ThroughputRPS
+		}
+	}
+	pod := modelServerPod("template", "", "")
+	ctr := pod.Spec.Containers[0]
+	ctr.Args = []string{fmt.Sprintf("--service-ms=%.3f", 1000/t4), "--load-ms=1000", "--drain-delay=2s"}
+	ctr.Env = append(ctr.Env,
+		v1.EnvVar{Name: "POD_NAMESPACE", ValueFrom: &v1.EnvVarSource{FieldRef: &v1.ObjectFieldSelector{FieldPath: "metadata.namespace"}}},
+		v1.EnvVar{Name: "SERVICE", Value: ms.Name})
+	ms.Spec.Template.Spec = v1.PodSpec{Containers: []v1.Container{ctr}, TerminationGracePeriodSeconds: ptr(int64(20))}
+	ms.Spec.Template.Annotations[adapter.AnnotationPort] = "8080"
+	return ms
+}
+
+// readySince is when the pod's Ready condition last became true.
+func readySince(p *v1.Pod) time.Time {
+	for _, c := range p.Status.Conditions {
+		if c.Type == v1.PodReady {
+			return c.LastTransitionTime.Time
+		}
+	}
+	return time.Time{}
+}
+
+// checkGPU reads the GPU the pod's container sees and compares it with the
+// scheduler's choice (hetsev-scaler's template gives NVIDIA_VISIBLE_DEVICES
+// from the hetsev.io/gpu-index annotation).
+func checkGPU(ctx context.Context, t *testing.T, p *v1.Pod) bool {
+	var seen struct{ Node, VisibleDevices string }
+	if err := fetchJSON(ctx, "http://"+net.JoinHostPort(p.Status.PodIP, "8080")+"/gpu", &seen); err != nil {
+		t.Errorf("%s: %v", p.Name, err)
+		return false
+	}
+	want := p.Annotations[v1alpha1.AnnotationGPUIndex]
+	if want == "" || seen.VisibleDevices != want || seen.Node != p.Spec.NodeName {
+		t.Errorf("%s: the container sees NVIDIA_VISIBLE_DEVICES %q on %q; the scheduler chose GPU %q on %q", p.Name, seen.VisibleDevices, seen.Node, want, p.Spec.NodeName)
+		return false
+	}
+	return true
+}
+
+// waitReplicasReady waits until n pods of selector are Ready and returns
+// their names and launch times.
+func waitReplicasReady(ctx context.Context, t *testing.T, e *env, selector string, n int, timeout time.Duration) string {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		l, err := e.cp.Client.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: selector})
+		if err == nil {
+			var ready []string
+			for _, p := range l.Items {
+				if podReady(&p) {
+					ready = append(ready, fmt.Sprintf("%s on %s (%.1fs from creation)", p.Name, p.Spec.NodeName, readySince(&p).Sub(p.CreationTimestamp.Time).Seconds()))
+				}
+			}
+			if len(ready) >= n {
+				return strings.Join(ready, ", ")
+			}
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatal(ctx.Err())
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+	l, _ := e.cp.Client.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: selector})
+	for _, p := range l.Items {
+		dumpPod(ctx, t, e, p.Name)
+	}
+	t.Fatalf("fewer than %d pods of %s Ready within %v", n, selector, timeout)
+	return ""
+}
