@@ -27,6 +27,9 @@ type loadResult struct {
 	Sent, OK, Failed int64
 	// WithinRTMax counts 200 answers within RT_max, measured by the client.
 	WithinRTMax int64
+	// ServerWithinRTMax counts those the server answered within RT_max of
+	// the request's arrival (what its Istio sidecar measures).
+	ServerWithinRTMax int64
 	// ByPod counts answers per pod.
 	ByPod map[string]int64
 	// FirstErrors are up to five failures, for the log.
@@ -148,7 +151,10 @@ func generateLoad(ctx context.Context, pods *readyPods, rate rateAt, duration ti
 					return
 				}
 				defer resp.Body.Close()
-				var inf struct{ Pod string }
+				var inf struct {
+					Pod       string
+					LatencyMs float64
+				}
 				if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&inf) != nil {
 					fail(fmt.Sprintf("%s: HTTP %d", ip, resp.StatusCode))
 					return
@@ -159,6 +165,9 @@ func generateLoad(ctx context.Context, pods *readyPods, rate rateAt, duration ti
 				res.ByPod[inf.Pod]++
 				if ms <= rtMaxMs {
 					res.WithinRTMax++
+				}
+				if inf.LatencyMs <= rtMaxMs {
+					res.ServerWithinRTMax++
 				}
 				mu.Unlock()
 			}(ip, time.Duration(i)*step/time.Duration(n))

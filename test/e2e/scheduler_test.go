@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -16,6 +17,7 @@ import (
 	"github.com/hetsev/hetsev/pkg/gpuinventory"
 
 	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -171,4 +173,114 @@ func describe(models map[gpuKey][]string) string {
 		}
 	}
 	return strings.Join(parts, " ")
+}
+
+// testSchedulerDRA: in GPU mode dra each node runs the simulated NVIDIA DRA
+// kubelet plugin (hack/e2e/draplugin), which publishes its GPUs as a
+// ResourceSlice and prepares claims through CDI. hetsev-scheduler
+// allocates each instance's ResourceClaim (GPU memory as consumable
+// capacity), the kubelet has the plugin prepare it, and containerd gives
+// the container NVIDIA_VISIBLE_DEVICES for the allocated device: every
+// container sees the GPU of its claim's allocation.
+func testSchedulerDRA(ctx context.Context, t *testing.T, e *env) {
+	c := e.cp.Client
+	for _, n := range e.nodes {
+		n.inNetns(t, "hetsev-e2e-draplugin",
+			"--node="+n.Name, "--gpu-type="+n.GPUType.Name, fmt.Sprintf("--gpu-count=%d", gpusPerNode),
+			"--kubeconfig="+filepath.Join(n.Dir, "kubeconfig"),
+			"--plugin-data-dir="+filepath.Join(n.Dir, "kubelet", "plugins", v1alpha1.DRADriver),
+			"--registrar-dir="+filepath.Join(n.Dir, "kubelet", "plugins_registry"),
+			"--cdi-dir="+filepath.Join(n.Dir, "cdi"))
+	}
+	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		l, err := c.ResourceV1().ResourceSlices().List(ctx, metav1.ListOptions{})
+		return err == nil && len(l.Items) == len(e.nodes), nil
+	})
+	if err != nil {
+		t.Fatalf("the nodes' plugins did not publish %d ResourceSlices within a minute", len(e.nodes))
+	}
+	if err := cluster.InstallDeviceClass(ctx, e.cp); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := cluster.DRASchedulerConfig(e.cp.Kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sched, err := cluster.StartSchedulerWithConfig(ctx, e.cp, v1alpha1.SchedulerName, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sched.Stop(10 * time.Second) })
+	defer deletePods(ctx, t, e, "e2e=dra")
+
+	var names []string
+	for i := 0; i < 2*gpusPerNode; i++ {
+		names = append(names, fmt.Sprintf("dra-resnet50-%d", i))
+		createDRAPod(ctx, t, e, names[len(names)-1], "resnet50", "2Gi")
+	}
+	start := time.Now()
+	ips := map[string]string{}
+	for _, n := range names {
+		ips[n] = waitPodReady(ctx, t, e, n, 2*time.Minute)
+	}
+	t.Logf("%d instances with ResourceClaims Ready through the kubelets and the DRA plugin %v after creation", len(names), time.Since(start).Round(100*time.Millisecond))
+	models := map[gpuKey][]string{}
+	for _, name := range names {
+		claim, err := c.ResourceV1().ResourceClaims("default").Get(ctx, name+"-gpu", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if claim.Status.Allocation == nil || len(claim.Status.Allocation.Devices.Results) != 1 {
+			t.Fatalf("%s: claim not allocated to one device: %+v", name, claim.Status.Allocation)
+		}
+		dev := claim.Status.Allocation.Devices.Results[0].Device
+		want := strings.TrimPrefix(dev, "gpu-") // dradriver.Slice names device i gpu-i
+		p, err := c.CoreV1().Pods("default").Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var seen struct{ Node, VisibleDevices string }
+		getJSON(ctx, t, "http://"+net.JoinHostPort(ips[name], "8080")+"/gpu", &seen)
+		if seen.VisibleDevices != want || seen.Node != p.Spec.NodeName {
+			t.Errorf("%s: the container sees NVIDIA_VISIBLE_DEVICES %q on %q; the claim is allocated %s on %q", name, seen.VisibleDevices, seen.Node, dev, p.Spec.NodeName)
+		}
+		k := gpuKey{seen.Node, seen.VisibleDevices}
+		models[k] = append(models[k], "resnet50")
+	}
+	colocations := 0
+	for k, ms := range models {
+		if len(ms) > 1 {
+			colocations++
+			t.Errorf("GPU %s/%s holds %d resnet50 instances", k.node, k.index, len(ms))
+		}
+	}
+	t.Logf("GPUs seen by containers (NVIDIA_VISIBLE_DEVICES from the plugin's CDI specs): %s; identical-model co-locations %d", describe(models), colocations)
+}
+
+// createDRAPod creates a model-server pod for hetsev-scheduler with its own
+// ResourceClaim <name>-gpu for gpuMemory of GPU memory on a device of
+// hetsev's DeviceClass.
+func createDRAPod(ctx context.Context, t *testing.T, e *env, name, model, gpuMemory string) {
+	t.Helper()
+	claim := &resourceapi.ResourceClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: name + "-gpu", Namespace: "default"},
+		Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{{
+			Name: v1alpha1.ClaimRequestName,
+			Exactly: &resourceapi.ExactDeviceRequest{
+				DeviceClassName: v1alpha1.DeviceClassName,
+				Capacity: &resourceapi.CapacityRequirements{Requests: map[resourceapi.QualifiedName]resource.Quantity{
+					v1alpha1.DRAMemoryCapacity: resource.MustParse(gpuMemory),
+				}},
+			},
+		}}}},
+	}
+	if _, err := e.cp.Client.ResourceV1().ResourceClaims("default").Create(ctx, claim, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating claim %s: %v", claim.Name, err)
+	}
+	p := gpuPod(name, model, gpuMemory, nil)
+	p.Labels["e2e"] = "dra"
+	delete(p.Annotations, v1alpha1.AnnotationGPUMemory)
+	p.Spec.Containers[0].Resources.Claims = []v1.ResourceClaim{{Name: v1alpha1.PodClaimName}}
+	p.Spec.ResourceClaims = []v1.PodResourceClaim{{Name: v1alpha1.PodClaimName, ResourceClaimName: &claim.Name}}
+	create(ctx, t, e, p)
 }
