@@ -20,6 +20,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 )
 
@@ -72,6 +73,13 @@ func testScaler(ctx context.Context, t *testing.T, e *env) {
 	go pods.watch(wctx, cp.Client, "default", selector)
 	first := waitReplicasReady(ctx, t, e, selector, 1, 2*time.Minute)
 	t.Logf("first instance Ready: %s", first)
+	// The router has seen it too before the load starts.
+	if err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		_, ok := pods.pick()
+		return ok, nil
+	}); err != nil {
+		t.Fatal("the load generator sees no Ready pod")
+	}
 
 	// Replica samples and launch times, read while the load runs.
 	type sample struct {
@@ -148,7 +156,7 @@ func testScaler(ctx context.Context, t *testing.T, e *env) {
 	}
 	t.Logf("load: %d sent, %d answered, %d failed, attainment %.4f within %d ms (%.4f by the servers' clocks); per pod %v",
 		res.Sent, res.OK, res.Failed, res.Attainment(), rtMaxMs, float64(res.ServerWithinRTMax)/float64(max(res.Sent, 1)), res.ByPod)
-	t.Logf("Ready instances: peak %d at %v, %d at the end; launch times through the kubelet (creation to Ready): %s; GPUs seen as assigned %d/%d",
+	t.Logf("Ready instances: peak %d at %v, %d at the end; launch times through the kubelet (creation to Ready, 1 s resolution): %s; GPUs seen as assigned %d/%d",
 		peak, peakAt.Round(time.Second), last, strings.Join(lt, ", "), gpuOK, gpuChecked)
 	if peak < 2 {
 		t.Errorf("peak %d Ready instances, want >= 2 for 160 requests/s", peak)
