@@ -96,6 +96,7 @@ func TestE2E(t *testing.T) {
 	t.Run("scheduler-annotations", func(t *testing.T) { testSchedulerAnnotations(ctx, t, e) })
 	t.Run("scaler", func(t *testing.T) { testScaler(ctx, t, e) })
 	t.Run("scheduler-dra", func(t *testing.T) { testSchedulerDRA(ctx, t, e) })
+	t.Run("faults", func(t *testing.T) { testFaults(ctx, t, e) })
 }
 
 // testPods: a pod on each real node starts through the kubelet, reads the

@@ -216,7 +216,7 @@ func testSchedulerDRA(ctx context.Context, t *testing.T, e *env) {
 	var names []string
 	for i := 0; i < 2*gpusPerNode; i++ {
 		names = append(names, fmt.Sprintf("dra-resnet50-%d", i))
-		createDRAPod(ctx, t, e, names[len(names)-1], "resnet50", "2Gi")
+		createDRAPod(ctx, t, e, names[len(names)-1], "resnet50", "2Gi", nil)
 	}
 	start := time.Now()
 	ips := map[string]string{}
@@ -255,12 +255,22 @@ func testSchedulerDRA(ctx context.Context, t *testing.T, e *env) {
 		}
 	}
 	t.Logf("GPUs seen by containers (NVIDIA_VISIBLE_DEVICES from the plugin's CDI specs): %s; identical-model co-locations %d", describe(models), colocations)
+
+	// A plugin that fails to prepare a claim: the pod stays
+	// ContainerCreating with the driver's reason.
+	deletePods(ctx, t, e, "e2e=dra")
+	restore := failPrepareOn(t, e.nodes[1])
+	defer restore()
+	createDRAPod(ctx, t, e, "dra-unprepared", "resnet50", "2Gi", map[string]string{"kubernetes.io/hostname": e.nodes[1].Name})
+	msg := waitEvent(ctx, t, e, "dra-unprepared", "FailedPrepareDynamicResources", "CDI spec", 2*time.Minute)
+	t.Logf("claim the plugin cannot prepare: %s", msg)
+	waitWaitingReason(ctx, t, e, "dra-unprepared", "ContainerCreating", 10*time.Second)
 }
 
 // createDRAPod creates a model-server pod for hetsev-scheduler with its own
 // ResourceClaim <name>-gpu for gpuMemory of GPU memory on a device of
-// hetsev's DeviceClass.
-func createDRAPod(ctx context.Context, t *testing.T, e *env, name, model, gpuMemory string) {
+// hetsev's DeviceClass, on the nodes of selector.
+func createDRAPod(ctx context.Context, t *testing.T, e *env, name, model, gpuMemory string, selector map[string]string) {
 	t.Helper()
 	claim := &resourceapi.ResourceClaim{
 		ObjectMeta: metav1.ObjectMeta{Name: name + "-gpu", Namespace: "default"},
@@ -277,7 +287,7 @@ func createDRAPod(ctx context.Context, t *testing.T, e *env, name, model, gpuMem
 	if _, err := e.cp.Client.ResourceV1().ResourceClaims("default").Create(ctx, claim, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("creating claim %s: %v", claim.Name, err)
 	}
-	p := gpuPod(name, model, gpuMemory, nil)
+	p := gpuPod(name, model, gpuMemory, selector)
 	p.Labels["e2e"] = "dra"
 	delete(p.Annotations, v1alpha1.AnnotationGPUMemory)
 	p.Spec.Containers[0].Resources.Claims = []v1.ResourceClaim{{Name: v1alpha1.PodClaimName}}
