@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -42,11 +43,11 @@ func testScaler(ctx context.Context, t *testing.T, e *env) {
 	if err := cluster.InstallIstioCRDs(ctx, cp); err != nil {
 		t.Fatal(err)
 	}
-	sched, err := cluster.StartScheduler(ctx, cp)
-	if err != nil {
+	sched := &restartable{start: func() (*cluster.Process, error) { return cluster.StartScheduler(ctx, cp) }}
+	if err := sched.restart(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { sched.Stop(10 * time.Second) })
+	t.Cleanup(sched.stop)
 	ad, _, err := cluster.StartAdapter(ctx, cp, cluster.AdapterOptions{ScrapeInterval: "1s", RateWindow: "10s"})
 	if err != nil {
 		t.Fatal(err)
@@ -88,6 +89,7 @@ func testScaler(ctx context.Context, t *testing.T, e *env) {
 	}
 	var samples []sample
 	launches := map[string]time.Duration{}
+	colocations := 0
 	gpuOK, gpuChecked := 0, 0
 	sctx, stopSampling := context.WithCancel(ctx)
 	sampled := make(chan struct{})
@@ -98,11 +100,17 @@ func testScaler(ctx context.Context, t *testing.T, e *env) {
 			l, err := cp.Client.CoreV1().Pods("default").List(sctx, metav1.ListOptions{LabelSelector: selector})
 			if err == nil {
 				ready := 0
+				onGPU := map[gpuKey]int{}
 				for _, p := range l.Items {
 					if p.DeletionTimestamp != nil || !podReady(&p) {
 						continue
 					}
 					ready++
+					k := gpuKey{p.Spec.NodeName, p.Annotations[v1alpha1.AnnotationGPUIndex]}
+					if onGPU[k]++; onGPU[k] == 2 {
+						colocations++
+						t.Errorf("two Ready instances of resnet50 on GPU %s/%s", k.node, k.index)
+					}
 					if _, seen := launches[p.Name]; !seen {
 						launches[p.Name] = readySince(&p).Sub(p.CreationTimestamp.Time)
 						gpuChecked++
@@ -135,7 +143,22 @@ func testScaler(ctx context.Context, t *testing.T, e *env) {
 			return 10
 		}
 	}
+	// hetsev-scheduler is killed (SIGKILL: nothing saved) and started again
+	// during the ramp: the instances it placed keep running, and the
+	// scale-outs after it are placed by the new one.
+	restarted := make(chan error, 1)
+	go func() {
+		select {
+		case <-ctx.Done():
+			restarted <- ctx.Err()
+		case <-time.After(35 * time.Second):
+			restarted <- sched.restart()
+		}
+	}()
 	res := generateLoad(ctx, pods, rate, 150*time.Second, rtMaxMs)
+	if err := <-restarted; err != nil {
+		t.Errorf("restarting hetsev-scheduler: %v", err)
+	}
 	stopSampling()
 	<-sampled
 	if obj, err := dyn.Resource(v1alpha1.Resource).Namespace("default").Get(ctx, ms.Name, metav1.GetOptions{}); err == nil {
@@ -156,8 +179,8 @@ func testScaler(ctx context.Context, t *testing.T, e *env) {
 	}
 	t.Logf("load: %d sent, %d answered, %d failed, attainment %.4f within %d ms (%.4f by the servers' clocks); per pod %v",
 		res.Sent, res.OK, res.Failed, res.Attainment(), rtMaxMs, float64(res.ServerWithinRTMax)/float64(max(res.Sent, 1)), res.ByPod)
-	t.Logf("Ready instances: peak %d at %v, %d at the end; launch times through the kubelet (creation to Ready, 1 s resolution): %s; GPUs seen as assigned %d/%d",
-		peak, peakAt.Round(time.Second), last, strings.Join(lt, ", "), gpuOK, gpuChecked)
+	t.Logf("Ready instances: peak %d at %v, %d at the end; launch times through the kubelet (creation to Ready, 1 s resolution): %s; GPUs seen as assigned %d/%d; identical-model co-locations %d; hetsev-scheduler restarted at 35 s",
+		peak, peakAt.Round(time.Second), last, strings.Join(lt, ", "), gpuOK, gpuChecked, colocations)
 	if peak < 2 {
 		t.Errorf("peak %d Ready instances, want >= 2 for 160 requests/s", peak)
 	}
@@ -273,4 +296,31 @@ func waitReplicasReady(ctx context.Context, t *testing.T, e *env, selector strin
 	}
 	t.Fatalf("fewer than %d pods of %s Ready within %v", n, selector, timeout)
 	return ""
+}
+
+// restartable is a program the test kills and starts again.
+type restartable struct {
+	start func() (*cluster.Process, error)
+	mu    sync.Mutex
+	p     *cluster.Process
+}
+
+// restart kills the running process, if any, and starts a new one.
+func (r *restartable) restart() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.p != nil {
+		r.p.Kill()
+	}
+	p, err := r.start()
+	r.p = p
+	return err
+}
+
+func (r *restartable) stop() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.p != nil {
+		r.p.Stop(10 * time.Second)
+	}
 }
