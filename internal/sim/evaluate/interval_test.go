@@ -51,11 +51,14 @@ func TestHetsevDecidesAtScalerInterval(t *testing.T) {
 	checkEvery(t, PolicyExact, decisionTimes(t, cfg, PolicyExact), 5, seconds)
 	checkEvery(t, PolicyHeuristic, decisionTimes(t, cfg, PolicyHeuristic), 5, seconds)
 	checkEvery(t, PolicyDefault, decisionTimes(t, cfg, PolicyDefault), 15, seconds)
+	// Mélange's ILP runs at hetsev's cadence, so only the decision differs.
+	checkEvery(t, PolicyMelange, decisionTimes(t, cfg, PolicyMelange), 5, seconds)
 	// INFaaS runs hetsev's autoscaler as a peer: at the peers' interval.
 	checkEvery(t, PolicyINFaaS, decisionTimes(t, cfg, PolicyINFaaS), 15, seconds)
 
 	cfg.Knobs.Interval = 30 * time.Second
 	checkEvery(t, PolicyExact+" (HPA sync 30 s)", decisionTimes(t, cfg, PolicyExact), 5, seconds)
+	checkEvery(t, PolicyMelange+" (HPA sync 30 s)", decisionTimes(t, cfg, PolicyMelange), 5, seconds)
 	checkEvery(t, PolicyDefault+" (HPA sync 30 s)", decisionTimes(t, cfg, PolicyDefault), 30, seconds)
 }
 
@@ -77,6 +80,7 @@ func TestAblationInterval15s(t *testing.T) {
 	}
 	cfg.Knobs = k
 	checkEvery(t, PolicyExact+" ("+AblationInterval15s+")", decisionTimes(t, cfg, PolicyExact), 15, seconds)
+	checkEvery(t, PolicyMelange+" ("+AblationInterval15s+")", decisionTimes(t, cfg, PolicyMelange), 15, seconds)
 
 	for _, bad := range []time.Duration{500 * time.Millisecond, 2500 * time.Millisecond, -time.Second} {
 		cfg.Knobs.ScalerInterval = bad

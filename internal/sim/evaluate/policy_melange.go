@@ -2,6 +2,7 @@ package evaluate
 
 import (
 	"math"
+	"time"
 
 	"github.com/hetsev/hetsev/pkg/gpuinventory"
 	"github.com/hetsev/hetsev/pkg/heterogeneity"
@@ -28,8 +29,8 @@ const PolicyMelange = "melange-ilp"
 // (vllm-project/aibrix python/aibrix/aibrix/gpu_optimizer/optimizer/optimizer.py;
 // https://aibrix.readthedocs.io/latest/features/heterogeneous-gpu.html).
 //
-// Every decision interval (Knobs.Interval, 15 s in the default knobs),
-// for W the arrival rate over the rate window (Knobs.RateWindow, 30 s:
+// Every decision interval of hetsev-scaler (Knobs.ScalerInterval, 5 s by
+// default), for W the arrival rate over the rate window (Knobs.RateWindow, 30 s:
 // what hetsev-scaler sees), it solves from no instances
 //
 //	minimise sum_i C_i x_i  subject to  sum_i T_i x_i >= W / SaturationThreshold,
@@ -60,6 +61,7 @@ type melangePolicy struct {
 	minRepl   int
 	coolDown  float64   // seconds without a launch before surplus instances go
 	lastOut   []float64 // per service, trace second of the last launch (-Inf: none)
+	every     int       // seconds between decisions: hetsev-scaler's interval
 }
 
 func newMelangePolicy(cfg *Config) (*melangePolicy, error) {
@@ -74,9 +76,14 @@ func newMelangePolicy(cfg *Config) (*melangePolicy, error) {
 		p.rtMaxMs = append(p.rtMaxMs, pol.RTMaxMs)
 		p.coolDown = pol.ScaleInCoolDown.Seconds()
 		p.lastOut = append(p.lastOut, math.Inf(-1))
+		p.every = int(pol.DecisionInterval / time.Second)
 	}
 	return p, nil
 }
+
+// decisionInterval is hetsev-scaler's interval: the optimizer runs at
+// hetsev's cadence, so that only the decision differs.
+func (p *melangePolicy) decisionInterval() int { return max(1, p.every) }
 
 // mix is the cost-optimal instance count per type of v.types for service
 // svc, or nil when the problem cannot be built or solved.
