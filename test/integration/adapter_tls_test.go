@@ -16,6 +16,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
 	certutil "k8s.io/client-go/util/cert"
 	apiregv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
@@ -68,8 +69,14 @@ func TestAdapterAPIServiceVerifiesCertificate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := disc.ServerResourcesForGroupVersion("custom.metrics.k8s.io/v1beta2"); err != nil {
-		t.Fatalf("custom.metrics.k8s.io through the kube-apiserver: %v", err)
+	// Available is set by the availability controller; the proxy may take
+	// a moment longer to serve the group, so wait for the answer itself.
+	var lastErr error
+	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		_, lastErr = disc.ServerResourcesForGroupVersion("custom.metrics.k8s.io/v1beta2")
+		return lastErr == nil, nil
+	}); err != nil {
+		t.Fatalf("custom.metrics.k8s.io through the kube-apiserver: %v", lastErr)
 	}
 
 	// A foreign CA in caBundle: the aggregator no longer trusts the adapter.
