@@ -177,6 +177,8 @@ func (r *Reconciler) decide(ctx context.Context, ms *v1alpha1.ModelService, st *
 
 	obs := heterogeneity.Observation{Now: now, ArrivalRate: w, ArrivalRateIsLowerBound: ar.Partial}
 	var noRoom []string // per type with unschedulable replicas: how many, and the scheduler's message
+	var stuck []string  // per type with bound replicas not starting: how many, and the first pod's reason
+	stuckReason := ""   // the first not-starting pod's reason
 	unsched := make([]unschedulable, len(svc.types))
 	for i, p := range svc.types {
 		cpu, mem := resource.Quantity{}, resource.Quantity{}
@@ -198,10 +200,23 @@ func (r *Reconciler) decide(ctx context.Context, ms *v1alpha1.ModelService, st *
 		if err != nil {
 			return 0, err
 		}
+		// N_i leaves out bound replicas that cannot start too (a missing
+		// image, a claim the driver does not prepare, a node whose runtime
+		// is down), so a decision sees the capacity actually coming; the
+		// type's free slots stay, as its other nodes may have room.
+		if u.notStarting, err = r.notStartingOf(ctx, deps[i], now, p.spec.LaunchSeconds); err != nil {
+			return 0, err
+		}
 		unsched[i] = u
 		if u.pods > 0 {
 			c.slots = 0
 			noRoom = append(noRoom, fmt.Sprintf("%s: %d of %d replicas unschedulable (%s)", p.column(), u.pods, replicasOf(deps[i]), u.message))
+		}
+		if ns := u.notStarting; ns.pods > 0 {
+			if stuckReason == "" {
+				stuckReason = ns.reason
+			}
+			stuck = append(stuck, fmt.Sprintf("%s: %d of %d replicas not starting (%s)", p.column(), ns.pods, replicasOf(deps[i]), ns.detail))
 		}
 		// Expected co-location for the SLO check: one neighbour as busy as
 		// the service's instances at its saturation threshold, by the
@@ -214,6 +229,7 @@ func (r *Reconciler) decide(ctx context.Context, ms *v1alpha1.ModelService, st *
 		obs.Types = append(obs.Types, ts)
 	}
 	r.reportNoCapacity(ms, &status, noRoom)
+	r.reportNotStarting(ms, &status, stuckReason, stuck)
 	solveStart := time.Now()
 	// Proposed, and committed (the cool-downs started) only once the
 	// replicas are written: a failed write leaves the triggers as they
@@ -228,7 +244,7 @@ func (r *Reconciler) decide(ctx context.Context, ms *v1alpha1.ModelService, st *
 
 	target := targetReplicas(deps, unsched, act, obs, svc.policy)
 	if n := removedUnschedulable(deps, unsched, act, target); n != "" {
-		act.Reason = fmt.Sprintf("%s; removed the replicas the scheduler found no room for (%s): the running instances carry the load", act.Reason, n)
+		act.Reason = fmt.Sprintf("%s; removed the replicas that are unschedulable or not starting (%s): the running instances carry the load", act.Reason, n)
 	}
 	delta := map[string]int32{}
 	for i, want := range target {
@@ -297,6 +313,22 @@ func (r *Reconciler) reportNoCapacity(ms *v1alpha1.ModelService, status *v1alpha
 		r.Recorder.Eventf(ms, v1.EventTypeWarning, v1alpha1.ConditionNoCapacity, "%s", msg)
 	}
 	setCondition(status, v1alpha1.ConditionNoCapacity, metav1.ConditionTrue, v1.PodReasonUnschedulable, msg, ms.Generation)
+}
+
+// reportNotStarting sets the NotStarting condition: True with reason (the
+// first not-starting pod's waiting reason, or NotReadyAfterLaunch) naming
+// the GPU types with bound replicas that cannot start (stuck), with a
+// Warning event when that is news; else False.
+func (r *Reconciler) reportNotStarting(ms *v1alpha1.ModelService, status *v1alpha1.ModelServiceStatus, reason string, stuck []string) {
+	if len(stuck) == 0 {
+		setCondition(status, v1alpha1.ConditionNotStarting, metav1.ConditionFalse, "Starting", "every bound replica is Ready or within its launch time", ms.Generation)
+		return
+	}
+	msg := strings.Join(stuck, "; ")
+	if c := meta.FindStatusCondition(status.Conditions, v1alpha1.ConditionNotStarting); c == nil || c.Status != metav1.ConditionTrue || c.Message != msg {
+		r.Recorder.Eventf(ms, v1.EventTypeWarning, v1alpha1.ConditionNotStarting, "%s", msg)
+	}
+	setCondition(status, v1alpha1.ConditionNotStarting, metav1.ConditionTrue, reason, msg, ms.Generation)
 }
 
 // partialDecision is the action taken on a decision whose arrival rate

@@ -23,7 +23,14 @@ type unschedulable struct {
 	// message is the scheduler's message on one of them, e.g. "0/4 nodes
 	// are available: ...".
 	message string
+	// notStarting is what its pods bound to a node that cannot start say
+	// (notStartingOf); N_i leaves them out too.
+	notStarting notStarting
 }
+
+// absent is how many of the Deployment's replicas add no capacity: those
+// the scheduler found no room for and those bound but not starting.
+func (u unschedulable) absent() int { return u.pods + u.notStarting.pods }
 
 // unschedulableOf counts d's pods (from the cache) that the scheduler
 // found no room for. A pod that is bound, or not yet tried by the
@@ -57,23 +64,26 @@ func (r *Reconciler) unschedulableOf(ctx context.Context, d *appsv1.Deployment) 
 
 // runningOf is N_i of Deployment d, the instances that are capacity now or
 // soon: its desired replicas less those the scheduler found no room for
-// (u). Pods bound to a node and still starting count, and so do replicas
-// whose pods are not yet created or tried by the scheduler: the
-// ReplicaSet and the scheduler act seconds after a scale-out, and counting
-// those as absent would scale out twice.
+// and those bound to a node that cannot start (u.absent). Pods bound to a
+// node and still within their launch time count, and so do replicas whose
+// pods are not yet created or tried by the scheduler: the ReplicaSet and
+// the scheduler act seconds after a scale-out, and counting those as
+// absent would scale out twice.
 func runningOf(d *appsv1.Deployment, u unschedulable) int {
-	return max(int(replicasOf(d))-u.pods, 0)
+	return max(int(replicasOf(d))-u.absent(), 0)
 }
 
 // targetReplicas is each Deployment's replicas after act: its replicas
 // plus act's Delta, except that the replicas the scheduler found no room
-// for (u) go when the running instances carry the load: act is a
-// scale-in or no action, on a measured arrival rate (not a lower bound),
-// at a saturation within the policy's threshold, with at least
-// MinReplicas instances running after it. They add no capacity (N_i
-// leaves them out), and the autoscaler removes only running instances, so
-// a type with none running (N_i = 0) would keep its Pending pods for
-// ever. While the load needs more (a scale-out is due or waits for its
+// for and those bound but not starting (u.absent) go when the running
+// instances carry the load: act is a scale-in or no action, on a measured
+// arrival rate (not a lower bound), at a saturation within the policy's
+// threshold, with at least MinReplicas instances running after it. They
+// add no capacity (N_i leaves them out), and the autoscaler removes only
+// running instances, so a type with none running (N_i = 0) would keep its
+// Pending pods for ever. The ReplicaSet deletes unbound, then Pending,
+// then not-Ready pods first (newest first among equals), so a scale-in
+// takes those before any Ready instance. While the load needs more (a scale-out is due or waits for its
 // cool-down) they stay: room may come (a node added, a pod gone); and so
 // do those of the column a replacement in flight adds to.
 func targetReplicas(deps []*appsv1.Deployment, u []unschedulable, act heterogeneity.Action, obs heterogeneity.Observation, pol heterogeneity.Policy) []int32 {
@@ -86,7 +96,7 @@ func targetReplicas(deps []*appsv1.Deployment, u []unschedulable, act heterogene
 	out := make([]int32, len(deps))
 	for i, d := range deps {
 		base := int(replicasOf(d))
-		if surplus && u[i].pods > 0 && !replacing(act, obs, i) {
+		if surplus && u[i].absent() > 0 && !replacing(act, obs, i) {
 			base = runningOf(d, u[i])
 		}
 		out[i] = int32(max(base+act.Delta[i], 0))
@@ -109,12 +119,13 @@ func replacing(act heterogeneity.Action, obs heterogeneity.Observation, i int) b
 	return true
 }
 
-// removedUnschedulable names, for act's reason, the unschedulable replicas
-// target drops beyond act's Delta ("T4-deployment: 2"), "" if none.
+// removedUnschedulable names, for act's reason, the unschedulable or not
+// starting replicas target drops beyond act's Delta ("2 of
+// T4-deployment"), "" if none.
 func removedUnschedulable(deps []*appsv1.Deployment, u []unschedulable, act heterogeneity.Action, target []int32) string {
 	var parts []string
 	for i, d := range deps {
-		if n := int(replicasOf(d)) + act.Delta[i] - int(target[i]); n > 0 && u[i].pods > 0 {
+		if n := int(replicasOf(d)) + act.Delta[i] - int(target[i]); n > 0 && u[i].absent() > 0 {
 			parts = append(parts, fmt.Sprintf("%d of %s", n, d.Name))
 		}
 	}

@@ -396,6 +396,14 @@ const (
 	// scheduler found no room for (PodScheduled False, reason
 	// Unschedulable), naming the types and the scheduler's message.
 	ConditionNoCapacity = "NoCapacity"
+	// ConditionNotStarting is True while a GPU type has replicas bound to
+	// a node that cannot start: a container waiting with an image, config
+	// or crash reason (ErrImageNeverPull, CrashLoopBackOff, ...), or not
+	// Ready 2 x launchSeconds + 30 s after the pod was scheduled. The
+	// reason is the first such pod's waiting reason (or
+	// NotReadyAfterLaunch), the message names the types, pods and nodes.
+	// Such replicas are not counted as capacity.
+	ConditionNotStarting = "NotStarting"
 	// ConditionReplacement is True while a make-before-break replacement
 	// is in flight, False with the reason it ended (ReplacementCompleted,
 	// ReplacementTimedOut, ReplacementAbandoned).

@@ -1,0 +1,215 @@
+package scaler
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
+	"github.com/hetsev/hetsev/pkg/gpuinventory"
+)
+
+// notStartingFixture is a resnet ModelService (T4 launchSeconds 20: a
+// grace of 2 x 20 + 30 = 70 s) whose Deployments exist, on a T4 node
+// with 8 GPUs and a V100 node with 4, with the T4 Deployment at replicas
+// T4 replicas and t4RPS requests/s on it. now is the reconciler's clock.
+type notStartingFixture struct {
+	r     *Reconciler
+	c     client.Client
+	req   reconcile.Request
+	t4    *appsv1.Deployment
+	v100  string
+	now   *time.Time
+	start time.Time
+}
+
+func newNotStartingFixture(t *testing.T, name string, replicas int32, t4RPS float64) *notStartingFixture {
+	t.Helper()
+	ctx := context.Background()
+	ms := resnet()
+	ms.Name, ms.Generation = name, 2
+	ms.Spec.Scaling.ScaleOutPeriodSeconds = ptr(0.0)
+	now := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	r, c := newFakeReconciler(t, ms, &now)
+	t4Name, v100Name := DeploymentName(ms.Name, "T4"), DeploymentName(ms.Name, "V100-32GB")
+	r.Metrics = deploymentMetrics{t4Name: t4RPS}
+	v100Node := node("v100-node", 4, 32768, "64")
+	g, _ := r.Catalog.ByName("V100-32GB")
+	v100Node.Labels[gpuinventory.LabelGPUProduct] = g.ProductLabel
+	for _, n := range []*v1.Node{node("t4-node", 8, 16384, "64"), v100Node} {
+		if err := c.Create(ctx, n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: ms.Namespace, Name: ms.Name}}
+	if _, err := r.Reconcile(ctx, req); err != nil { // creates the Deployments
+		t.Fatal(err)
+	}
+	d := &appsv1.Deployment{}
+	if err := c.Get(ctx, types.NamespacedName{Namespace: ms.Namespace, Name: t4Name}, d); err != nil {
+		t.Fatal(err)
+	}
+	d.Spec.Replicas = ptr(replicas)
+	if err := c.Update(ctx, d); err != nil {
+		t.Fatal(err)
+	}
+	v := &appsv1.Deployment{}
+	if err := c.Get(ctx, types.NamespacedName{Namespace: ms.Namespace, Name: v100Name}, v); err != nil {
+		t.Fatal(err)
+	}
+	v.Spec.Replicas = ptr[int32](0)
+	if err := c.Update(ctx, v); err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(time.Hour) // past the cool-down of the first decision
+	return &notStartingFixture{r: r, c: c, req: req, t4: d, v100: v100Name, now: &now, start: now}
+}
+
+// boundPod creates T4 pod i bound to t4-node, scheduled at scheduled,
+// Ready when ready, with waiting (if set) as its container's state.
+func (f *notStartingFixture) boundPod(t *testing.T, i int, scheduled time.Time, ready bool, waiting *v1.ContainerStateWaiting) string {
+	t.Helper()
+	p := pod(fmt.Sprintf("%s-%d", f.t4.Name, i), "t4-node", "resnet50", "2Gi", fmt.Sprint(i), "2")
+	p.Namespace, p.Labels = f.t4.Namespace, f.t4.Spec.Selector.MatchLabels
+	p.Status.Phase = v1.PodRunning
+	p.Status.Conditions = []v1.PodCondition{{Type: v1.PodScheduled, Status: v1.ConditionTrue, LastTransitionTime: metav1.NewTime(scheduled)}}
+	if ready {
+		p.Status.Conditions = append(p.Status.Conditions, v1.PodCondition{Type: v1.PodReady, Status: v1.ConditionTrue})
+	} else {
+		p.Status.Phase = v1.PodPending
+		p.Status.Conditions = append(p.Status.Conditions, v1.PodCondition{Type: v1.PodReady, Status: v1.ConditionFalse, Reason: "ContainersNotReady"})
+	}
+	if waiting != nil {
+		p.Status.ContainerStatuses = []v1.ContainerStatus{{Name: "server", State: v1.ContainerState{Waiting: waiting}}}
+	}
+	if err := f.c.Create(context.Background(), p); err != nil {
+		t.Fatal(err)
+	}
+	return p.Name
+}
+
+// decide runs a decision at the fixture's clock and returns the
+// ModelService and the replicas of T4 and V100 after it.
+func (f *notStartingFixture) decide(t *testing.T) (*v1alpha1.ModelService, int32, int32) {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := f.r.Reconcile(ctx, f.req); err != nil {
+		t.Fatal(err)
+	}
+	got := &v1alpha1.ModelService{}
+	if err := f.c.Get(ctx, f.req.NamespacedName, got); err != nil {
+		t.Fatal(err)
+	}
+	replicas := func(name string) int32 {
+		d := &appsv1.Deployment{}
+		if err := f.c.Get(ctx, types.NamespacedName{Namespace: f.t4.Namespace, Name: name}, d); err != nil {
+			t.Fatal(err)
+		}
+		return replicasOf(d)
+	}
+	return got, replicas(f.t4.Name), replicas(f.v100)
+}
+
+// TestImageNeverPullIsNotCapacity: the T4 Deployment wants 2 replicas;
+// one is Ready and carries 300 requests/s, the other is bound to t4-node
+// with its container waiting in ErrImageNeverPull (it was scheduled just
+// now, well within its launch time). Counted, the two would run at
+// saturation 0.41 of their 726 requests/s and no scale-out would come;
+// left out of N_T4, the one instance runs at 0.83 and the decision scales
+// out, on the T4 (the cheaper type, whose free slots stay). NotStarting
+// is True with reason ErrImageNeverPull, naming T4, the
+// pod, its node and the kubelet's message, at the ModelService's
+// generation, with a Warning event.
+func TestImageNeverPullIsNotCapacity(t *testing.T) {
+	f := newNotStartingFixture(t, "never-pull", 2, 300)
+	f.boundPod(t, 0, f.start.Add(-time.Hour), true, nil)
+	const why = `Container image "registry.local/resnet50:v1" is not present with pull policy of Never`
+	stuck := f.boundPod(t, 1, f.start, false, &v1.ContainerStateWaiting{Reason: "ErrImageNeverPull", Message: why})
+
+	got, t4, v100 := f.decide(t)
+	if t4 != 3 || v100 != 0 {
+		t.Errorf("replicas T4 %d, V100 %d, want a scale-out to 3 on the T4, whose node keeps free slots (last decision %+v)", t4, v100, got.Status.LastDecision)
+	}
+	want := fmt.Sprintf("T4: 1 of 2 replicas not starting (pod %s on t4-node: ErrImageNeverPull: %s)", stuck, why)
+	cond := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionNotStarting)
+	if cond == nil || cond.Status != metav1.ConditionTrue || cond.Reason != "ErrImageNeverPull" || cond.Message != want || cond.ObservedGeneration != 2 {
+		t.Errorf("NotStarting %+v, want True, reason ErrImageNeverPull, message %q, at generation 2", cond, want)
+	}
+	if e := drainEvents(f.r); !strings.Contains(e, "Warning NotStarting "+want) {
+		t.Errorf("events %q, want a Warning NotStarting with the condition's message", e)
+	}
+}
+
+// TestNotReadyAfterLaunchIsNotCapacity: three T4 replicas, one Ready, one
+// bound and not Ready for 71 s (past 2 x 20 s + 30 s) and one bound and
+// not Ready for 69 s, none with a waiting reason. Only the 71 s one is
+// left out of N_T4 (2 of 3 count), goes on the decision's surplus (100
+// requests/s) and NotStarting says so with reason NotReadyAfterLaunch.
+func TestNotReadyAfterLaunchIsNotCapacity(t *testing.T) {
+	f := newNotStartingFixture(t, "slow-start", 3, 100)
+	f.boundPod(t, 0, f.start.Add(-time.Hour), true, nil)
+	late := f.boundPod(t, 1, f.start.Add(-71*time.Second), false, nil)
+	f.boundPod(t, 2, f.start.Add(-69*time.Second), false, nil)
+
+	ns, err := f.r.notStartingOf(context.Background(), f.t4, *f.now, 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := runningOf(f.t4, unschedulable{notStarting: ns}); n != 2 {
+		t.Errorf("N_T4 = %d, want 2 (the replica not Ready 71 s after scheduling left out, the 69 s one counted)", n)
+	}
+	got, _, _ := f.decide(t)
+	if d := got.Status.LastDecision; d == nil || !strings.Contains(d.Reason, "removed the replicas that are unschedulable or not starting (1 of "+f.t4.Name+")") {
+		t.Errorf("last decision %+v, want the not-starting replica removed on the surplus (100 requests/s)", d)
+	}
+	want := fmt.Sprintf("T4: 1 of 3 replicas not starting (pod %s on t4-node: NotReadyAfterLaunch: not Ready 71s after it was scheduled on t4-node)", late)
+	cond := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionNotStarting)
+	if cond == nil || cond.Status != metav1.ConditionTrue || cond.Reason != ReasonNotReadyAfterLaunch || cond.Message != want {
+		t.Errorf("NotStarting %+v, want True, reason NotReadyAfterLaunch, message %q", cond, want)
+	}
+}
+
+// TestNotStartingFalseWhenReady: two T4 replicas Ready and one bound 10 s
+// ago, not yet Ready (within its launch time): none is left out and
+// NotStarting is False, reason Starting.
+func TestNotStartingFalseWhenReady(t *testing.T) {
+	f := newNotStartingFixture(t, "all-ready", 3, 100)
+	f.boundPod(t, 0, f.start.Add(-time.Hour), true, nil)
+	f.boundPod(t, 1, f.start.Add(-time.Hour), true, nil)
+	f.boundPod(t, 2, f.start.Add(-10*time.Second), false, &v1.ContainerStateWaiting{Reason: "ContainerCreating"})
+
+	ns, err := f.r.notStartingOf(context.Background(), f.t4, *f.now, 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := runningOf(f.t4, unschedulable{notStarting: ns}); n != 3 {
+		t.Errorf("N_T4 = %d, want all 3", n)
+	}
+	got, _, _ := f.decide(t)
+	cond := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionNotStarting)
+	if cond == nil || cond.Status != metav1.ConditionFalse || cond.Reason != "Starting" ||
+		cond.Message != "every bound replica is Ready or within its launch time" || cond.ObservedGeneration != 2 {
+		t.Errorf("NotStarting %+v, want False, reason Starting, at generation 2", cond)
+	}
+}
+
+// drainEvents returns the events r's FakeRecorder holds, one a line.
+func drainEvents(r *Reconciler) string {
+	rec := r.Recorder.(*record.FakeRecorder)
+	var out []string
+	for len(rec.Events) > 0 {
+		out = append(out, <-rec.Events)
+	}
+	return strings.Join(out, "\n")
+}
