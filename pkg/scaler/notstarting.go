@@ -45,6 +45,10 @@ type notStarting struct {
 	reason string
 	// detail names the first such pod: "pod NAME on NODE: REASON: MESSAGE".
 	detail string
+	// column and replicas are the GPU type's column name and its
+	// Deployment's desired replicas, for the condition's message.
+	column   string
+	replicas int32
 }
 
 // notStartingGrace is how long a bound pod may take to become Ready

@@ -204,6 +204,32 @@ func TestNotStartingFalseWhenReady(t *testing.T) {
 	}
 }
 
+// TestNotStartingWithoutMetrics: of two T4 replicas one is Ready but
+// unmeasured (the adapter has no arrival rate for it) and one waits in
+// ErrImageNeverPull: the decision holds (MetricsUnavailable), and
+// NotStarting is True all the same, with the kubelet's reason.
+func TestNotStartingWithoutMetrics(t *testing.T) {
+	f := newNotStartingFixture(t, "unmeasured", 2, 0)
+	f.r.Metrics = deploymentMetrics{}
+	f.t4.Status.Replicas, f.t4.Status.ReadyReplicas = 2, 1
+	if err := f.c.Status().Update(context.Background(), f.t4); err != nil {
+		t.Fatal(err)
+	}
+	f.boundPod(t, 0, f.start.Add(-time.Hour), true, nil)
+	const why = `Container image "registry.local/resnet50:v1" is not present with pull policy of Never`
+	stuck := f.boundPod(t, 1, f.start, false, &v1.ContainerStateWaiting{Reason: "ErrImageNeverPull", Message: why})
+
+	got, t4, _ := f.decide(t)
+	if c := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionMetricsUnavailable); c == nil || c.Status != metav1.ConditionTrue || t4 != 2 {
+		t.Fatalf("MetricsUnavailable %+v, T4 replicas %d: want a hold on no metrics at 2 replicas", c, t4)
+	}
+	want := fmt.Sprintf("T4: 1 of 2 replicas not starting (pod %s on t4-node: ErrImageNeverPull: %s)", stuck, why)
+	cond := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionNotStarting)
+	if cond == nil || cond.Status != metav1.ConditionTrue || cond.Reason != "ErrImageNeverPull" || cond.Message != want {
+		t.Errorf("NotStarting %+v, want True, reason ErrImageNeverPull, message %q", cond, want)
+	}
+}
+
 // drainEvents returns the events r's FakeRecorder holds, one a line.
 func drainEvents(r *Reconciler) string {
 	rec := r.Recorder.(*record.FakeRecorder)

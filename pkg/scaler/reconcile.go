@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -153,6 +154,15 @@ func (r *Reconciler) decide(ctx context.Context, ms *v1alpha1.ModelService, st *
 	w, p98 := ar.W, ar.P98Ms
 	now := r.now()
 	r.splitTraffic(ctx, svc, deps, &status)
+	// Bound replicas that cannot start (a missing image, a claim the
+	// driver does not prepare, a node whose runtime is down) are reported
+	// whether or not the arrival rate is known: a service whose every
+	// replica is stuck serves nothing, so it is never measured.
+	stuck, err := r.notStartingAll(ctx, svc, deps, now)
+	if err != nil {
+		return 0, err
+	}
+	r.reportNotStarting(ms, &status, stuck)
 	if ar.Nothing || ar.TimedOut {
 		reason, msg := "MetricsUnavailable", fmt.Sprintf("no %s for %s: holding replicas", adapter.MetricRequestsPerSecond, strings.Join(ar.Withheld, ", "))
 		if ar.TimedOut {
@@ -177,8 +187,6 @@ func (r *Reconciler) decide(ctx context.Context, ms *v1alpha1.ModelService, st *
 
 	obs := heterogeneity.Observation{Now: now, ArrivalRate: w, ArrivalRateIsLowerBound: ar.Partial}
 	var noRoom []string // per type with unschedulable replicas: how many, and the scheduler's message
-	var stuck []string  // per type with bound replicas not starting: how many, and the first pod's reason
-	stuckReason := ""   // the first not-starting pod's reason
 	unsched := make([]unschedulable, len(svc.types))
 	for i, p := range svc.types {
 		cpu, mem := resource.Quantity{}, resource.Quantity{}
@@ -200,23 +208,14 @@ func (r *Reconciler) decide(ctx context.Context, ms *v1alpha1.ModelService, st *
 		if err != nil {
 			return 0, err
 		}
-		// N_i leaves out bound replicas that cannot start too (a missing
-		// image, a claim the driver does not prepare, a node whose runtime
-		// is down), so a decision sees the capacity actually coming; the
-		// type's free slots stay, as its other nodes may have room.
-		if u.notStarting, err = r.notStartingOf(ctx, deps[i], now, p.spec.LaunchSeconds); err != nil {
-			return 0, err
-		}
+		// N_i leaves out bound replicas that cannot start too, so a
+		// decision sees the capacity actually coming; the type's free
+		// slots stay, as its other nodes may have room.
+		u.notStarting = stuck[i]
 		unsched[i] = u
 		if u.pods > 0 {
 			c.slots = 0
 			noRoom = append(noRoom, fmt.Sprintf("%s: %d of %d replicas unschedulable (%s)", p.column(), u.pods, replicasOf(deps[i]), u.message))
-		}
-		if ns := u.notStarting; ns.pods > 0 {
-			if stuckReason == "" {
-				stuckReason = ns.reason
-			}
-			stuck = append(stuck, fmt.Sprintf("%s: %d of %d replicas not starting (%s)", p.column(), ns.pods, replicasOf(deps[i]), ns.detail))
 		}
 		// Expected co-location for the SLO check: one neighbour as busy as
 		// the service's instances at its saturation threshold, by the
@@ -229,7 +228,6 @@ func (r *Reconciler) decide(ctx context.Context, ms *v1alpha1.ModelService, st *
 		obs.Types = append(obs.Types, ts)
 	}
 	r.reportNoCapacity(ms, &status, noRoom)
-	r.reportNotStarting(ms, &status, stuckReason, stuck)
 	solveStart := time.Now()
 	// Proposed, and committed (the cool-downs started) only once the
 	// replicas are written: a failed write leaves the triggers as they
@@ -315,16 +313,43 @@ func (r *Reconciler) reportNoCapacity(ms *v1alpha1.ModelService, status *v1alpha
 	setCondition(status, v1alpha1.ConditionNoCapacity, metav1.ConditionTrue, v1.PodReasonUnschedulable, msg, ms.Generation)
 }
 
-// reportNotStarting sets the NotStarting condition: True with reason (the
-// first not-starting pod's waiting reason, or NotReadyAfterLaunch) naming
-// the GPU types with bound replicas that cannot start (stuck), with a
-// Warning event when that is news; else False.
-func (r *Reconciler) reportNotStarting(ms *v1alpha1.ModelService, status *v1alpha1.ModelServiceStatus, reason string, stuck []string) {
-	if len(stuck) == 0 {
+// notStartingAll is notStartingOf for each GPU type's Deployment (deps,
+// in svc.types' order) at now.
+func (r *Reconciler) notStartingAll(ctx context.Context, svc *service, deps []*appsv1.Deployment, now time.Time) ([]notStarting, error) {
+	out := make([]notStarting, len(svc.types))
+	for i, p := range svc.types {
+		ns, err := r.notStartingOf(ctx, deps[i], now, p.spec.LaunchSeconds)
+		if err != nil {
+			return nil, err
+		}
+		ns.column = p.column()
+		ns.replicas = replicasOf(deps[i])
+		out[i] = ns
+	}
+	return out, nil
+}
+
+// reportNotStarting sets the NotStarting condition: True, with the first
+// not-starting pod's waiting reason (or NotReadyAfterLaunch), naming the
+// GPU types with bound replicas that cannot start, and a Warning event
+// when that is news; else False.
+func (r *Reconciler) reportNotStarting(ms *v1alpha1.ModelService, status *v1alpha1.ModelServiceStatus, stuck []notStarting) {
+	var parts []string
+	reason := ""
+	for _, ns := range stuck {
+		if ns.pods == 0 {
+			continue
+		}
+		if reason == "" {
+			reason = ns.reason
+		}
+		parts = append(parts, fmt.Sprintf("%s: %d of %d replicas not starting (%s)", ns.column, ns.pods, ns.replicas, ns.detail))
+	}
+	if len(parts) == 0 {
 		setCondition(status, v1alpha1.ConditionNotStarting, metav1.ConditionFalse, "Starting", "every bound replica is Ready or within its launch time", ms.Generation)
 		return
 	}
-	msg := strings.Join(stuck, "; ")
+	msg := strings.Join(parts, "; ")
 	if c := meta.FindStatusCondition(status.Conditions, v1alpha1.ConditionNotStarting); c == nil || c.Status != metav1.ConditionTrue || c.Message != msg {
 		r.Recorder.Eventf(ms, v1.EventTypeWarning, v1alpha1.ConditionNotStarting, "%s", msg)
 	}
