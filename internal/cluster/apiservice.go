@@ -33,7 +33,7 @@ func RegisterAPIService(ctx context.Context, cp *ControlPlane, port int) error {
 	if err := applyAPIService(ctx, cp, port); err != nil {
 		return err
 	}
-	return waitAPIServiceAvailable(ctx, cp)
+	return WaitAPIServiceAvailable(ctx, cp)
 }
 
 // applyAPIService creates or updates the adapter's Service and APIServices
@@ -103,10 +103,10 @@ func applyAPIService(ctx context.Context, cp *ControlPlane, port int) error {
 	return nil
 }
 
-// waitAPIServiceAvailable waits until the aggregator reports
+// WaitAPIServiceAvailable waits (up to a minute) until the aggregator reports
 // v1beta2.custom.metrics.k8s.io Available: it reached the adapter and
 // verified its certificate.
-func waitAPIServiceAvailable(ctx context.Context, cp *ControlPlane) error {
+func WaitAPIServiceAvailable(ctx context.Context, cp *ControlPlane) error {
 	ag, err := aggregator.NewForConfig(cp.Config)
 	if err != nil {
 		return err

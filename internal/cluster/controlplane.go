@@ -115,6 +115,10 @@ func StartControlPlaneWith(ctx context.Context, tb ktesting.TB, dir string, o Op
 			cp.Stop()
 			return nil, err
 		}
+		if err := cp.nodes.publishKubernetesEndpoints(ctx, cp.Client); err != nil {
+			cp.Stop()
+			return nil, err
+		}
 	}
 	cp.Kubeconfig = filepath.Join(dir, "kubeconfig")
 	if err := WriteKubeconfig(cp.Config, cp.Kubeconfig); err != nil {
@@ -181,7 +185,8 @@ func (cp *ControlPlane) startKCM(ctx context.Context) error {
 	if cp.nodes != nil {
 		// Real kubelets mount kube-root-ca.crt into every pod's projected
 		// service account volume; the publisher writes it in each namespace.
-		controllers += ",root-ca-certificate-publisher-controller"
+		// kube-proxy on the nodes reads Services' EndpointSlices.
+		controllers += ",root-ca-certificate-publisher-controller,endpointslice-controller,endpoints-controller"
 		extra = append(extra, "--root-ca-file="+cp.nodes.caFile)
 	}
 	if err := fs.Parse(append([]string{

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	apiextclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -156,6 +157,49 @@ func (a *Applier) applyOne(ctx context.Context, ns string, o *unstructured.Unstr
 		return "", fmt.Errorf("applying %s: %w", id, err)
 	}
 	return id, nil
+}
+
+// Delete deletes objs in the reverse of Apply's order (everything else,
+// then CRDs and namespaces), as `helm uninstall` or `kubectl delete -f`
+// would, with background propagation; objects already gone are skipped.
+// ns is the namespace of namespaced objects that name none. It returns
+// each deleted object's "Kind namespace/name".
+func (a *Applier) Delete(ctx context.Context, ns string, objs []*unstructured.Unstructured) ([]string, error) {
+	last := func(o *unstructured.Unstructured) bool {
+		return o.GetKind() == "Namespace" || o.GetKind() == "CustomResourceDefinition"
+	}
+	sorted := make([]*unstructured.Unstructured, 0, len(objs))
+	for i := len(objs) - 1; i >= 0; i-- {
+		sorted = append(sorted, objs[i])
+	}
+	sort.SliceStable(sorted, func(i, j int) bool { return !last(sorted[i]) && last(sorted[j]) })
+	var deleted []string
+	policy := metav1.DeletePropagationBackground
+	for _, o := range sorted {
+		gvk := o.GroupVersionKind()
+		m, err := a.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+		if err != nil {
+			return deleted, fmt.Errorf("%s %s: %w", gvk, o.GetName(), err)
+		}
+		var ri dynamic.ResourceInterface = a.Dynamic.Resource(m.Resource)
+		id := gvk.Kind + " " + o.GetName()
+		if m.Scope.Name() == meta.RESTScopeNameNamespace {
+			on := o.GetNamespace()
+			if on == "" {
+				on = ns
+			}
+			ri = a.Dynamic.Resource(m.Resource).Namespace(on)
+			id = gvk.Kind + " " + on + "/" + o.GetName()
+		}
+		if err := ri.Delete(ctx, o.GetName(), metav1.DeleteOptions{PropagationPolicy: &policy}); err != nil {
+			if apierrors.IsNotFound(err) {
+				continue
+			}
+			return deleted, fmt.Errorf("deleting %s: %w", id, err)
+		}
+		deleted = append(deleted, id)
+	}
+	return deleted, nil
 }
 
 // waitCRDs waits until every CRD among objs is Established.

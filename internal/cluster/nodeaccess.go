@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -11,9 +12,15 @@ import (
 	"strconv"
 	"sync"
 
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
 )
 
 // NodeAccess opens a control plane to real kubelets on a bridge the run
@@ -100,6 +107,10 @@ func (p *nodePKI) apiserverArgs(dir string) ([]string, error) {
 		"--advertise-address=" + p.access.HostIP.String(),
 		"--service-cluster-ip-range=" + p.access.ServiceCIDR,
 		"--authorization-mode=Node,RBAC",
+		// Webhooks and APIServices are dialled at their Services' endpoint
+		// (pod) addresses, which the host routes to the nodes: the host
+		// runs no kube-proxy to translate ClusterIPs.
+		"--enable-aggregator-routing=true",
 		// The test server points the peer proxy's CA at the self-signed
 		// certificate it writes only when no serving certificate is given;
 		// a single API server has no peers to proxy to.
@@ -187,17 +198,55 @@ func (cp *ControlPlane) CAFile() string {
 // server at NodeServer, and a client certificate for system:node:<node> in
 // group system:nodes (what the Node authorizer expects).
 func (cp *ControlPlane) WriteNodeKubeconfig(node, path string) error {
+	return cp.WriteKubeconfigFor("system:node:"+node, []string{"system:nodes"}, path)
+}
+
+// WriteKubeconfigFor writes a kubeconfig for a program on a node: the API
+// server at NodeServer, and a client certificate of the run's CA for user
+// in groups, e.g. system:kube-proxy (bound to system:node-proxier by the
+// API server's default RBAC).
+func (cp *ControlPlane) WriteKubeconfigFor(user string, groups []string, path string) error {
 	if cp.nodes == nil {
 		return fmt.Errorf("control plane started without NodeAccess")
 	}
-	cred, err := cp.nodes.ca.client("system:node:"+node, "system:nodes")
+	cred, err := cp.nodes.ca.client(user, groups...)
 	if err != nil {
 		return err
 	}
 	kc := clientcmdapi.NewConfig()
 	kc.Clusters["local"] = &clientcmdapi.Cluster{Server: cp.NodeServer(), CertificateAuthorityData: cp.nodes.ca.certPEM}
-	kc.AuthInfos[node] = &clientcmdapi.AuthInfo{ClientCertificateData: cred.cert, ClientKeyData: cred.key}
-	kc.Contexts["local"] = &clientcmdapi.Context{Cluster: "local", AuthInfo: node}
+	kc.AuthInfos["user"] = &clientcmdapi.AuthInfo{ClientCertificateData: cred.cert, ClientKeyData: cred.key}
+	kc.Contexts["local"] = &clientcmdapi.Context{Cluster: "local", AuthInfo: "user"}
 	kc.CurrentContext = "local"
 	return clientcmd.WriteToFile(*kc, path)
+}
+
+// publishKubernetesEndpoints writes the `kubernetes` Service's Endpoints
+// and EndpointSlice: HostIP:Port, where the relay listens. The API server
+// runs with --endpoint-reconciler-type=none (its own address is loopback),
+// so in-cluster clients reach it through the Service only with these.
+func (p *nodePKI) publishKubernetesEndpoints(ctx context.Context, c kubernetes.Interface) error {
+	ip, port := p.access.HostIP.String(), int32(p.access.Port)
+	ep := &corev1.Endpoints{
+		ObjectMeta: metav1.ObjectMeta{Name: "kubernetes", Namespace: metav1.NamespaceDefault},
+		Subsets: []corev1.EndpointSubset{{
+			Addresses: []corev1.EndpointAddress{{IP: ip}},
+			Ports:     []corev1.EndpointPort{{Name: "https", Port: port, Protocol: corev1.ProtocolTCP}},
+		}},
+	}
+	if _, err := c.CoreV1().Endpoints(metav1.NamespaceDefault).Create(ctx, ep, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("endpoints of the kubernetes Service: %w", err)
+	}
+	name, proto := "https", corev1.ProtocolTCP
+	slice := &discoveryv1.EndpointSlice{
+		ObjectMeta: metav1.ObjectMeta{Name: "kubernetes", Namespace: metav1.NamespaceDefault,
+			Labels: map[string]string{discoveryv1.LabelServiceName: "kubernetes", discoveryv1.LabelManagedBy: "hetsev-cluster"}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{ip}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}}},
+		Ports:       []discoveryv1.EndpointPort{{Name: &name, Port: &port, Protocol: &proto}},
+	}
+	if _, err := c.DiscoveryV1().EndpointSlices(metav1.NamespaceDefault).Create(ctx, slice, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("endpointslice of the kubernetes Service: %w", err)
+	}
+	return nil
 }

@@ -80,6 +80,31 @@ func schedulerConfigFile(path, kubeconfig string) (string, error) {
 	return strings.Replace(cfg, "leaderElect: true", "leaderElect: false", 1), nil
 }
 
+// DefaultSchedulerConfig is a KubeSchedulerConfiguration with
+// kube-scheduler's default profile only (schedulerName default-scheduler,
+// no hetsev plugin), the given kubeconfig and no leader election: the
+// control plane's own scheduler, for pods outside hetsev's pool such as
+// hetsev's programs installed by the chart.
+func DefaultSchedulerConfig(kubeconfig string) string {
+	return fmt.Sprintf(`apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+clientConnection:
+  kubeconfig: %s
+leaderElection:
+  leaderElect: false
+profiles:
+  - schedulerName: default-scheduler
+`, strconv.Quote(kubeconfig))
+}
+
+// StartDefaultScheduler runs the control plane's default scheduler
+// (DefaultSchedulerConfig) from bin/hetsev-scheduler, which is
+// kube-scheduler with hetsev's plugins registered but not enabled in that
+// profile; its log is default-scheduler.log.
+func StartDefaultScheduler(ctx context.Context, cp *ControlPlane) (*Process, error) {
+	return StartSchedulerWithConfig(ctx, cp, "default-scheduler", DefaultSchedulerConfig(cp.Kubeconfig))
+}
+
 // WithClientQPS sets the scheduler configuration's API client rate limit
 // (qps and burst), as upstream's scheduler_perf does: with the default 50
 // queries/s, a burst of pods waits in the binding calls, not in the queue.
@@ -144,7 +169,7 @@ func StartAdapter(ctx context.Context, cp *ControlPlane, o AdapterOptions) (*Pro
 	if err != nil {
 		return nil, 0, err
 	}
-	if err := waitAPIServiceAvailable(ctx, cp); err != nil {
+	if err := WaitAPIServiceAvailable(ctx, cp); err != nil {
 		p.Stop(time.Second)
 		return nil, 0, err
 	}
