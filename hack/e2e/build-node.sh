@@ -10,11 +10,19 @@
 #                                 does not carry containerd's dependencies;
 #                                 CGO_ENABLED=0 and tag no_btrfs (no btrfs
 #                                 headers needed; the nodes use overlayfs)
+#   bin/kube-proxy                k8s.io/kubernetes/cmd/kube-proxy, as the
+#                                 kubelet: each node runs one in its
+#                                 namespace, so pods reach Services
 #   bin/hetsev-e2e-draplugin      the simulated NVIDIA DRA kubelet plugin
 #                                 each node runs (hack/e2e/draplugin)
 #   bin/e2e-images/pause-1.oci.tar
 #                                 the CRI sandbox image, localhost:5000/hetsev-e2e/pause:v1
 #                                 (hack/e2e/pause through hack/images)
+#   bin/e2e-images/hetsev-*-<VERSION>.oci.tar
+#                                 hetsev's three images as `make images`
+#                                 builds them, for the nodes' platform, at
+#                                 the VERSION file's version: the tag the
+#                                 Helm chart installs by default
 # A binary is rebuilt only when its stamp, bin/<name>.version (version, Go
 # toolchain, build flags), differs from what this run would build, so a
 # second run costs seconds; the Go build cache keeps a rebuild after a
@@ -53,18 +61,20 @@ build() {
 	echo "build-node: built $name in $((SECONDS - start)) s ($stamp)"
 }
 
-# kubelet: its version linked in as the Kubernetes release scripts do, so
-# the Node's status.nodeInfo.kubeletVersion and `kubelet --version` name the
-# release instead of v0.0.0-master.
+# kubelet and kube-proxy: their version linked in as the Kubernetes release
+# scripts do, so the Node's status.nodeInfo (kubeletVersion) and --version
+# name the release instead of v0.0.0-master.
 kube=$("$GO" list -m -f '{{.Version}}' k8s.io/kubernetes)
 if [[ ! $kube =~ ^v([0-9]+)\.([0-9]+)\.[0-9]+$ ]]; then
 	echo "build-node: k8s.io/kubernetes $kube in go.mod is not a release vX.Y.Z" >&2
 	exit 1
 fi
 cb=k8s.io/component-base/version
-kubelet_ldflags="-X $cb.gitVersion=$kube -X $cb.gitMajor=${BASH_REMATCH[1]} -X $cb.gitMinor=${BASH_REMATCH[2]} -X $cb.gitTreeState=clean"
-build kubelet "kubelet $kube $goversion" \
-	"$GO" build -ldflags "$kubelet_ldflags" -o "$BIN/kubelet" k8s.io/kubernetes/cmd/kubelet
+kube_ldflags="-X $cb.gitVersion=$kube -X $cb.gitMajor=${BASH_REMATCH[1]} -X $cb.gitMinor=${BASH_REMATCH[2]} -X $cb.gitTreeState=clean"
+for cmd in kubelet kube-proxy; do
+	build "$cmd" "$cmd $kube $goversion" \
+		"$GO" build -ldflags "$kube_ldflags" -o "$BIN/$cmd" "k8s.io/kubernetes/cmd/$cmd"
+done
 
 # containerd, its ctr client (`ctr -n k8s.io images import`) and the runc
 # shim containerd starts per pod sandbox, from one pinned module version.
@@ -95,3 +105,12 @@ SOURCE_DATE_EPOCH=0 "${NICE[@]}" "$GO" run ./hack/images --programs pause,e2e-mo
 	--version 1 --registry localhost:5000/hetsev-e2e \
 	--platforms "linux/$("$GO" env GOARCH)" --out "$BIN/e2e-images"
 echo "build-node: built the pause and model-server images in $((SECONDS - start)) s"
+
+# hetsev's images, as `make images` builds them (ghcr.io/hetsev/<program>,
+# tag v<VERSION>), for the nodes' platform only.
+start=$SECONDS
+version=$(tr -d '[:space:]' <VERSION)
+rm -f "$BIN"/e2e-images/hetsev-*.oci.tar
+SOURCE_DATE_EPOCH=0 "${NICE[@]}" "$GO" run ./hack/images --version "$version" \
+	--platforms "linux/$("$GO" env GOARCH)" --out "$BIN/e2e-images"
+echo "build-node: built hetsev's images in $((SECONDS - start)) s"

@@ -14,6 +14,9 @@ import (
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/kubernetes/pkg/kubelet/apis/config/validation"
 	"k8s.io/kubernetes/pkg/kubelet/kubeletconfig/configfiles"
+	proxyconfig "k8s.io/kubernetes/pkg/proxy/apis/config"
+	proxyscheme "k8s.io/kubernetes/pkg/proxy/apis/config/scheme"
+	proxyvalidation "k8s.io/kubernetes/pkg/proxy/apis/config/validation"
 	utilfs "k8s.io/kubernetes/pkg/util/filesystem"
 )
 
@@ -282,4 +285,33 @@ func mustPrefix(t *testing.T, s string) netip.Prefix {
 		t.Fatalf("%q: %v", s, err)
 	}
 	return p
+}
+
+func TestKubeProxyConfigPassesKubeProxyValidation(t *testing.T) {
+	vars := node1(t)
+	obj, _, err := proxyscheme.Codecs.UniversalDecoder().Decode([]byte(render(t, "kube-proxy-config.yaml", vars)), nil, nil)
+	if err != nil {
+		t.Fatalf("kube-proxy's decoder refuses kube-proxy-config.yaml: %v", err)
+	}
+	kc, ok := obj.(*proxyconfig.KubeProxyConfiguration)
+	if !ok {
+		t.Fatalf("kube-proxy-config.yaml decodes to %T", obj)
+	}
+	if errs := proxyvalidation.Validate(kc); len(errs) > 0 {
+		t.Fatalf("kube-proxy's validation refuses kube-proxy-config.yaml: %v", errs.ToAggregate())
+	}
+	if kc.Mode != proxyconfig.ProxyModeNFTables {
+		t.Errorf("mode %q, want nftables (rules inside the node's namespace)", kc.Mode)
+	}
+	if kc.Linux.Conntrack.MaxPerCore == nil || *kc.Linux.Conntrack.MaxPerCore != 0 || kc.Linux.Conntrack.TCPEstablishedTimeout == nil || kc.Linux.Conntrack.TCPEstablishedTimeout.Duration != 0 {
+		t.Errorf("conntrack %+v: kube-proxy would set the host's conntrack sysctls", kc.Linux.Conntrack)
+	}
+	if kc.HostnameOverride != "node1" || len(kc.DetectLocal.ClusterCIDRs) != 1 || kc.DetectLocal.ClusterCIDRs[0] != vars["POD_NETWORK"] {
+		t.Errorf("hostnameOverride %q, clusterCIDRs %v: want node1 and the pod network %s", kc.HostnameOverride, kc.DetectLocal.ClusterCIDRs, vars["POD_NETWORK"])
+	}
+	for _, a := range append([]string{kc.HealthzBindAddress, kc.MetricsBindAddress}, kc.NodePortAddresses...) {
+		if !strings.HasPrefix(a, vars["NODE_IP"]+":") && a != vars["NODE_IP"]+"/32" {
+			t.Errorf("kube-proxy serves on %q, want only the node IP %s", a, vars["NODE_IP"])
+		}
+	}
 }
