@@ -81,6 +81,7 @@ func setup(t *testing.T) (context.Context, *env) {
 	for _, n := range e.nodes {
 		took := waitNodeReady(ctx, t, cp.Client, n.Name, 2*time.Minute)
 		t.Logf("node %s (%d %s) Ready after %v", n.Name, gpusPerNode, n.GPUType.Name, took.Round(100*time.Millisecond))
+		n.startKubeProxy(ctx, t)
 	}
 	return ctx, e
 }
@@ -89,13 +90,18 @@ func setup(t *testing.T) (context.Context, *env) {
 const gpusPerNode = 2
 
 // TestE2E runs every check on one set-up: the control plane and the real
-// nodes take seconds to start, the tests below minutes.
+// nodes take seconds to start, the tests below minutes. The scheduler
+// checks run hetsev-scheduler as a host process, each in its GPU mode;
+// the scaler check installs the Helm chart, whose admission policy lets
+// only the installed scheduler write GPU assignments, so it comes after
+// them.
 func TestE2E(t *testing.T) {
 	ctx, e := setup(t)
 	t.Run("pods", func(t *testing.T) { testPods(ctx, t, e) })
 	t.Run("scheduler-annotations", func(t *testing.T) { testSchedulerAnnotations(ctx, t, e) })
-	t.Run("scaler", func(t *testing.T) { testScaler(ctx, t, e) })
 	t.Run("scheduler-dra", func(t *testing.T) { testSchedulerDRA(ctx, t, e) })
+	t.Run("scaler", func(t *testing.T) { testScaler(ctx, t, e, v1alpha1.GPUModeAnnotations) })
+	t.Run("scaler-dra", func(t *testing.T) { testScaler(ctx, t, e, v1alpha1.GPUModeDRA) })
 	t.Run("faults", func(t *testing.T) { testFaults(ctx, t, e) })
 }
 

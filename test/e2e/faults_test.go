@@ -91,7 +91,9 @@ func testFaults(ctx context.Context, t *testing.T, e *env) {
 		_ = e.cp.Client.CoreV1().Pods("default").DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: ptr(int64(0))},
 			metav1.ListOptions{LabelSelector: "e2e=faults"})
 	}()
-	p := modelServerPod("runtime-down", n.Name, "0")
+	// No GPU assignment: the chart's admission policy, installed by now,
+	// lets only hetsev-scheduler write one.
+	p := modelServerPod("runtime-down", n.Name, "")
 	p.Labels["e2e"] = "faults"
 	create(ctx, t, e, p)
 	msg := waitEvent(ctx, t, e, p.Name, "FailedCreatePodSandBox", "containerd.sock", 2*time.Minute)

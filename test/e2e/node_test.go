@@ -6,6 +6,8 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -40,6 +42,7 @@ type realNode struct {
 	vars       map[string]string
 	containerd *exec.Cmd
 	kubelet    *exec.Cmd
+	kubeProxy  *exec.Cmd
 }
 
 // netns is the node's network namespace.
@@ -76,7 +79,11 @@ func newRealNode(t *testing.T, cp *cluster.ControlPlane, index int, labels map[s
 	n.render(t, "kubelet-config.yaml", filepath.Join(n.Dir, "kubelet-config.yaml"))
 	n.render(t, "containerd-config.toml", filepath.Join(n.Dir, "containerd-config.toml"))
 	n.render(t, "cni-bridge.conflist", filepath.Join(n.Dir, "cni", "10-hetsev.conflist"))
+	n.render(t, "kube-proxy-config.yaml", filepath.Join(n.Dir, "kube-proxy-config.yaml"))
 	if err := cp.WriteNodeKubeconfig(name, filepath.Join(n.Dir, "kubeconfig")); err != nil {
+		t.Fatal(err)
+	}
+	if err := cp.WriteKubeconfigFor("system:kube-proxy", nil, filepath.Join(n.Dir, "kube-proxy.kubeconfig")); err != nil {
 		t.Fatal(err)
 	}
 	return n
@@ -181,6 +188,30 @@ func (n *realNode) start(t *testing.T, ctx context.Context, archives []string) {
 		}
 	}
 	n.kubelet = n.inNetns(t, "kubelet", n.kubeletArgs(t)...)
+}
+
+// startKubeProxy runs kube-proxy in the node's namespace and waits for its
+// health check (on the node IP), which passes once it has programmed the
+// Services it read.
+func (n *realNode) startKubeProxy(ctx context.Context, t *testing.T) {
+	t.Helper()
+	n.kubeProxy = n.inNetns(t, "kube-proxy", "--config", filepath.Join(n.Dir, "kube-proxy-config.yaml"))
+	url := "http://" + net.JoinHostPort(n.IP, "10256") + "/healthz"
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return false, err
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return false, nil
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, nil
+	})
+	if err != nil {
+		t.Fatalf("%s: kube-proxy not healthy at %s within a minute (see %s)", n.Name, url, filepath.Join(n.Dir, "kube-proxy.log"))
+	}
 }
 
 // waitReady waits until the Node reports Ready and returns how long that

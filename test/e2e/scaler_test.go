@@ -8,56 +8,53 @@ import (
 	"fmt"
 	"net"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/hetsev/hetsev/internal/cluster"
 	"github.com/hetsev/hetsev/internal/sim/demo"
 	"github.com/hetsev/hetsev/internal/sim/modelservice"
+	"github.com/hetsev/hetsev/internal/sim/trace"
 	"github.com/hetsev/hetsev/pkg/adapter"
 	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
 	"github.com/hetsev/hetsev/pkg/catalog"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
 )
 
 // rtMaxMs is the e2e ModelService's RT_max.
 const rtMaxMs = 400
 
-// testScaler: a ModelService served by real pods through the whole stack
-// (hetsev-metrics-adapter scraping the pods' Istio-format metrics,
-// hetsev-scaler, hetsev-scheduler, the kubelets). A load ramp makes the
-// scaler add instances, whose pods become Ready through the kubelet (the
-// launch time is measured); the drop makes it remove them, and their pods
-// drain without failing a request in flight. Traffic goes only to Ready,
-// non-terminating pods, as a Service's endpoints.
-func testScaler(ctx context.Context, t *testing.T, e *env) {
+// testScaler: a ModelService served by real pods through the whole stack,
+// hetsev installed by its Helm chart from its images (hetsev-metrics-adapter
+// scraping the pods' Istio-format metrics, hetsev-scaler, hetsev-scheduler,
+// all pods on the real nodes reaching the API server through the
+// `kubernetes` Service) and the kubelets. The spike of the demo's trace
+// makes the scaler add instances, whose pods become Ready through the
+// kubelet (the launch time is measured); its end makes it remove them, and
+// their pods drain without failing a request in flight. Traffic goes only
+// to Ready, non-terminating pods, as a Service's endpoints. gpuMode is
+// the chart's (annotations or dra); in mode dra the nodes run the DRA
+// plugin and each instance gets its GPU through a ResourceClaim. The chart
+// is uninstalled at the end.
+func testScaler(ctx context.Context, t *testing.T, e *env, gpuMode string) {
 	cp := e.cp
-	if err := cluster.InstallCRDs(ctx, cp); err != nil {
-		t.Fatal(err)
-	}
+	// Istio's CRDs, as a cluster with Istio has them: the scaler writes
+	// each service's VirtualService weights.
 	if err := cluster.InstallIstioCRDs(ctx, cp); err != nil {
 		t.Fatal(err)
 	}
-	sched := &restartable{start: func() (*cluster.Process, error) { return cluster.StartScheduler(ctx, cp) }}
-	if err := sched.restart(); err != nil {
-		t.Fatal(err)
+	if gpuMode == v1alpha1.GPUModeDRA {
+		startDRAPlugins(ctx, t, e)
 	}
-	t.Cleanup(sched.stop)
-	ad, _, err := cluster.StartAdapter(ctx, cp, cluster.AdapterOptions{ScrapeInterval: "1s", RateWindow: "10s"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ad.Stop(5 * time.Second) })
-	sc, err := cluster.StartScaler(ctx, cp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { sc.Stop(10 * time.Second) })
+	objs := installChart(ctx, t, e, gpuMode)
+	defer uninstallChart(ctx, t, e, objs)
 
 	ms := e2eModelService(t)
 	dyn, err := dynamic.NewForConfig(cp.Config)
@@ -89,8 +86,10 @@ func testScaler(ctx context.Context, t *testing.T, e *env) {
 	}
 	var samples []sample
 	launches := map[string]time.Duration{}
+	placedAfterKill := 0
 	colocations := 0
 	gpuOK, gpuChecked := 0, 0
+	gpus := &assignedGPUs{c: cp.Client, byPod: map[string]gpuKey{}}
 	sctx, stopSampling := context.WithCancel(ctx)
 	sampled := make(chan struct{})
 	start := time.Now()
@@ -106,15 +105,21 @@ func testScaler(ctx context.Context, t *testing.T, e *env) {
 						continue
 					}
 					ready++
-					k := gpuKey{p.Spec.NodeName, p.Annotations[v1alpha1.AnnotationGPUIndex]}
+					k, ok := gpus.of(sctx, &p)
+					if !ok {
+						continue
+					}
 					if onGPU[k]++; onGPU[k] == 2 {
 						colocations++
 						t.Errorf("two Ready instances of resnet50 on GPU %s/%s", k.node, k.index)
 					}
 					if _, seen := launches[p.Name]; !seen {
 						launches[p.Name] = readySince(&p).Sub(p.CreationTimestamp.Time)
+						if scheduledSince(&p).After(start.Add(killSchedulerAt)) {
+							placedAfterKill++
+						}
 						gpuChecked++
-						if checkGPU(sctx, t, &p) {
+						if checkGPU(sctx, t, &p, k) {
 							gpuOK++
 						}
 					}
@@ -128,36 +133,29 @@ func testScaler(ctx context.Context, t *testing.T, e *env) {
 		}
 	}()
 
-	// 10 requests/s, a ramp to 160 over 60 s, 20 s at 160, then 10 again:
-	// one instance serves 100 requests/s (the stand-in profile), 60 below
-	// the saturation threshold 0.6.
-	rate := func(s float64) float64 {
-		switch {
-		case s < 10:
-			return 10
-		case s < 70:
-			return 10 + (s-10)/60*150
-		case s < 90:
-			return 160
-		default:
-			return 10
-		}
-	}
-	// hetsev-scheduler is killed (SIGKILL: nothing saved) and started again
-	// during the ramp: the instances it placed keep running, and the
-	// scale-outs after it are placed by the new one.
-	restarted := make(chan error, 1)
+	rate, replay := demoTraceRate(t)
+	// hetsev-scheduler's pod is killed (grace 0: nothing saved, its lease
+	// not released) early in the replay: the instance it placed keeps
+	// running, its Deployment starts another pod, and the spike's
+	// scale-outs are placed by the new one once it holds the lease.
+	restarted := make(chan string, 1)
 	go func() {
 		select {
 		case <-ctx.Done():
-			restarted <- ctx.Err()
-		case <-time.After(35 * time.Second):
-			restarted <- sched.restart()
+			restarted <- ctx.Err().Error()
+		case <-time.After(killSchedulerAt):
+			killed, err := killScheduler(ctx, e)
+			if err != nil {
+				restarted <- "killing hetsev-scheduler: " + err.Error()
+				return
+			}
+			restarted <- "killed " + killed
 		}
 	}()
-	res := generateLoad(ctx, pods, rate, 150*time.Second, rtMaxMs)
-	if err := <-restarted; err != nil {
-		t.Errorf("restarting hetsev-scheduler: %v", err)
+	res := generateLoad(ctx, pods, rate, replay, rtMaxMs)
+	restart := <-restarted
+	if !strings.HasPrefix(restart, "killed ") {
+		t.Error(restart)
 	}
 	stopSampling()
 	<-sampled
@@ -179,10 +177,13 @@ func testScaler(ctx context.Context, t *testing.T, e *env) {
 	}
 	t.Logf("load: %d sent, %d answered, %d failed, attainment %.4f within %d ms (%.4f by the servers' clocks); per pod %v",
 		res.Sent, res.OK, res.Failed, res.Attainment(), rtMaxMs, float64(res.ServerWithinRTMax)/float64(max(res.Sent, 1)), res.ByPod)
-	t.Logf("Ready instances: peak %d at %v, %d at the end; launch times through the kubelet (creation to Ready, 1 s resolution): %s; GPUs seen as assigned %d/%d; identical-model co-locations %d; hetsev-scheduler restarted at 35 s",
-		peak, peakAt.Round(time.Second), last, strings.Join(lt, ", "), gpuOK, gpuChecked, colocations)
+	t.Logf("Ready instances: peak %d at %v, %d at the end; launch times through the kubelet (creation to Ready, 1 s resolution): %s; GPUs seen as assigned %d/%d; identical-model co-locations %d; hetsev-scheduler's pod %s at %v, %d instances placed after that",
+		peak, peakAt.Round(time.Second), last, strings.Join(lt, ", "), gpuOK, gpuChecked, colocations, restart, killSchedulerAt, placedAfterKill)
 	if peak < 2 {
 		t.Errorf("peak %d Ready instances, want >= 2 for 160 requests/s", peak)
+	}
+	if placedAfterKill == 0 {
+		t.Errorf("no instance placed after hetsev-scheduler's pod was killed: the new one placed nothing")
 	}
 	if last >= peak {
 		t.Errorf("%d Ready instances at the end of the low load, peak %d: no scale-in", last, peak)
@@ -196,6 +197,97 @@ func testScaler(ctx context.Context, t *testing.T, e *env) {
 	if gpuOK != gpuChecked {
 		t.Errorf("%d of %d instances see a GPU other than the one assigned", gpuChecked-gpuOK, gpuChecked)
 	}
+	if gpuMode != v1alpha1.GPUModeDRA {
+		testMissingImage(ctx, t, e, dyn)
+	}
+}
+
+// missingImage is an image no node has (and none may pull).
+const missingImage = "localhost:5000/hetsev-e2e/absent:v1"
+
+// testMissingImage: a ModelService whose image no node has. Its pods are
+// bound but wait in ErrImageNeverPull (the kubelet's reason), which the
+// installed hetsev-scaler reports in the NotStarting condition and the
+// condition's Warning event, not counting them as capacity.
+func testMissingImage(ctx context.Context, t *testing.T, e *env, dyn dynamic.Interface) {
+	ms := e2eModelService(t)
+	ms.Name, ms.Spec.Model = "missing-image", "missing-image"
+	ms.Spec.Scaling.MaxReplicas = 2
+	ms.Spec.Template.Spec.Containers[0].Image = missingImage
+	if err := demo.CreateModelService(ctx, dyn, ms); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		_ = dyn.Resource(v1alpha1.Resource).Namespace("default").Delete(ctx, ms.Name, metav1.DeleteOptions{})
+	}()
+	var cond metav1.Condition
+	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		obj, err := dyn.Resource(v1alpha1.Resource).Namespace("default").Get(ctx, ms.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		var got v1alpha1.ModelService
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, &got); err != nil {
+			return false, err
+		}
+		if c := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionNotStarting); c != nil && c.Status == metav1.ConditionTrue {
+			cond = *c
+			return true, nil
+		}
+		return false, nil
+	})
+	if err != nil {
+		t.Fatalf("ModelService %s: no NotStarting condition within 2 minutes: %v", ms.Name, err)
+	}
+	t.Logf("image missing on the node: NotStarting %s: %s", cond.Reason, cond.Message)
+	if cond.Reason != "ErrImageNeverPull" || !strings.Contains(cond.Message, missingImage) {
+		t.Errorf("NotStarting reason %q, message %q; want ErrImageNeverPull naming %s", cond.Reason, cond.Message, missingImage)
+	}
+	evs, err := e.cp.Client.CoreV1().Events("default").List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + ms.Name + ",reason=" + v1alpha1.ConditionNotStarting})
+	if err != nil || len(evs.Items) == 0 {
+		t.Errorf("no NotStarting event on ModelService %s (%v)", ms.Name, err)
+	}
+}
+
+// killSchedulerAt is when, into the replay, hetsev-scheduler's pod is
+// killed: before the spike, so that its scale-outs wait for the new pod
+// to take the lease (15 s after the old one's last renewal).
+const killSchedulerAt = 15 * time.Second
+
+// demoTraceRate is the arrival rate (requests/s) at s seconds into the
+// replay, and the replay's length: the trace of `make demo` (the Twitter
+// trace's window, gaps filled and smoothed as the demo does), shortened to
+// the part around its spike, scaled to a peak of 160 requests/s (the base
+// load is about 37) and replayed 4x faster. One instance serves 100
+// requests/s (the stand-in profile), 60 below the saturation threshold.
+func demoTraceRate(t *testing.T) (func(s float64) float64, time.Duration) {
+	t.Helper()
+	const first, last, speed, peak = 3500, 4550, 4.0, 160.0
+	cfg := demo.DefaultDemo()
+	tw, err := trace.Twitter()
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := tw.Window(cfg.TraceStart, cfg.TraceSeconds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, _ = w.FillGaps().Smooth(cfg.SmoothWindow, cfg.SmoothStep).ScaleToPeak(peak)
+	w = w[first:last]
+	rate := func(s float64) float64 {
+		return w[min(int(s*speed), len(w)-1)]
+	}
+	return rate, time.Duration(float64(len(w)) / speed * float64(time.Second))
+}
+
+// scheduledSince is when the pod's PodScheduled condition became true.
+func scheduledSince(p *v1.Pod) time.Time {
+	for _, c := range p.Status.Conditions {
+		if c.Type == v1.PodScheduled && c.Status == v1.ConditionTrue {
+			return c.LastTransitionTime.Time
+		}
+	}
+	return time.Time{}
 }
 
 // standInServiceMs is the e2e model server's service time: one request
@@ -207,8 +299,8 @@ const standInServiceMs = 10.0
 // batch size 1, on either type: one template serves every type), not a
 // model's measurements; GPU memory is the ResNet-50 profile's, CPU and
 // memory requests what a two-core machine holds, knobs for a run of a
-// few minutes: a saturation threshold of 0.6 leaves the headroom a ramp
-// this steep needs while the 10 s rate window and a 5 s decision interval
+// few minutes: a saturation threshold of 0.6 leaves the headroom a spike
+// this steep (4x faster than the trace) needs while the 10 s rate window and a 5 s decision interval
 // catch up with it.
 func e2eModelService(t *testing.T) *v1alpha1.ModelService {
 	t.Helper()
@@ -249,18 +341,48 @@ func readySince(p *v1.Pod) time.Time {
 	return time.Time{}
 }
 
-// checkGPU reads the GPU the pod's container sees and compares it with the
-// scheduler's choice (hetsev-scaler's template gives NVIDIA_VISIBLE_DEVICES
-// from the hetsev.io/gpu-index annotation).
-func checkGPU(ctx context.Context, t *testing.T, p *v1.Pod) bool {
+// assignedGPUs is the GPU hetsev-scheduler gave each pod: the
+// hetsev.io/gpu-index annotation, or in GPU mode dra the device its
+// ResourceClaim is allocated (dradriver.Slice names device i gpu-i).
+type assignedGPUs struct {
+	c     kubernetes.Interface
+	byPod map[string]gpuKey
+}
+
+// of is p's GPU, false while it is not known yet.
+func (a *assignedGPUs) of(ctx context.Context, p *v1.Pod) (gpuKey, bool) {
+	if k, ok := a.byPod[p.Name]; ok {
+		return k, true
+	}
+	if i, ok := p.Annotations[v1alpha1.AnnotationGPUIndex]; ok {
+		a.byPod[p.Name] = gpuKey{p.Spec.NodeName, i}
+		return a.byPod[p.Name], true
+	}
+	for _, s := range p.Status.ResourceClaimStatuses {
+		if s.ResourceClaimName == nil {
+			continue
+		}
+		claim, err := a.c.ResourceV1().ResourceClaims(p.Namespace).Get(ctx, *s.ResourceClaimName, metav1.GetOptions{})
+		if err != nil || claim.Status.Allocation == nil || len(claim.Status.Allocation.Devices.Results) != 1 {
+			return gpuKey{}, false
+		}
+		a.byPod[p.Name] = gpuKey{p.Spec.NodeName, strings.TrimPrefix(claim.Status.Allocation.Devices.Results[0].Device, "gpu-")}
+		return a.byPod[p.Name], true
+	}
+	return gpuKey{}, false
+}
+
+// checkGPU reads the GPU the pod's container sees (NVIDIA_VISIBLE_DEVICES:
+// from hetsev-scaler's pod template and the annotation, or from the DRA
+// plugin's CDI spec) and compares it with want, the scheduler's choice.
+func checkGPU(ctx context.Context, t *testing.T, p *v1.Pod, want gpuKey) bool {
 	var seen struct{ Node, VisibleDevices string }
 	if err := fetchJSON(ctx, "http://"+net.JoinHostPort(p.Status.PodIP, "8080")+"/gpu", &seen); err != nil {
 		t.Errorf("%s: %v", p.Name, err)
 		return false
 	}
-	want := p.Annotations[v1alpha1.AnnotationGPUIndex]
-	if want == "" || seen.VisibleDevices != want || seen.Node != p.Spec.NodeName {
-		t.Errorf("%s: the container sees NVIDIA_VISIBLE_DEVICES %q on %q; the scheduler chose GPU %q on %q", p.Name, seen.VisibleDevices, seen.Node, want, p.Spec.NodeName)
+	if want.index == "" || seen.VisibleDevices != want.index || seen.Node != want.node {
+		t.Errorf("%s: the container sees NVIDIA_VISIBLE_DEVICES %q on %q; the scheduler chose GPU %q on %q", p.Name, seen.VisibleDevices, seen.Node, want.index, want.node)
 		return false
 	}
 	return true
@@ -296,31 +418,4 @@ func waitReplicasReady(ctx context.Context, t *testing.T, e *env, selector strin
 	}
 	t.Fatalf("fewer than %d pods of %s Ready within %v", n, selector, timeout)
 	return ""
-}
-
-// restartable is a program the test kills and starts again.
-type restartable struct {
-	start func() (*cluster.Process, error)
-	mu    sync.Mutex
-	p     *cluster.Process
-}
-
-// restart kills the running process, if any, and starts a new one.
-func (r *restartable) restart() error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.p != nil {
-		r.p.Kill()
-	}
-	p, err := r.start()
-	r.p = p
-	return err
-}
-
-func (r *restartable) stop() {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.p != nil {
-		r.p.Stop(10 * time.Second)
-	}
 }

@@ -184,21 +184,7 @@ func describe(models map[gpuKey][]string) string {
 // container sees the GPU of its claim's allocation.
 func testSchedulerDRA(ctx context.Context, t *testing.T, e *env) {
 	c := e.cp.Client
-	for _, n := range e.nodes {
-		n.inNetns(t, "hetsev-e2e-draplugin",
-			"--node="+n.Name, "--gpu-type="+n.GPUType.Name, fmt.Sprintf("--gpu-count=%d", gpusPerNode),
-			"--kubeconfig="+filepath.Join(n.Dir, "kubeconfig"),
-			"--plugin-data-dir="+filepath.Join(n.Dir, "kubelet", "plugins", v1alpha1.DRADriver),
-			"--registrar-dir="+filepath.Join(n.Dir, "kubelet", "plugins_registry"),
-			"--cdi-dir="+filepath.Join(n.Dir, "cdi"))
-	}
-	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		l, err := c.ResourceV1().ResourceSlices().List(ctx, metav1.ListOptions{})
-		return err == nil && len(l.Items) == len(e.nodes), nil
-	})
-	if err != nil {
-		t.Fatalf("the nodes' plugins did not publish %d ResourceSlices within a minute", len(e.nodes))
-	}
+	startDRAPlugins(ctx, t, e)
 	if err := cluster.InstallDeviceClass(ctx, e.cp); err != nil {
 		t.Fatal(err)
 	}
@@ -265,6 +251,27 @@ func testSchedulerDRA(ctx context.Context, t *testing.T, e *env) {
 	msg := waitEvent(ctx, t, e, "dra-unprepared", "FailedPrepareDynamicResources", "CDI spec", 2*time.Minute)
 	t.Logf("claim the plugin cannot prepare: %s", msg)
 	waitWaitingReason(ctx, t, e, "dra-unprepared", "ContainerCreating", 10*time.Second)
+}
+
+// startDRAPlugins runs the simulated NVIDIA DRA kubelet plugin on each
+// node (stopped when t ends) and waits for their ResourceSlices.
+func startDRAPlugins(ctx context.Context, t *testing.T, e *env) {
+	t.Helper()
+	for _, n := range e.nodes {
+		n.inNetns(t, "hetsev-e2e-draplugin",
+			"--node="+n.Name, "--gpu-type="+n.GPUType.Name, fmt.Sprintf("--gpu-count=%d", gpusPerNode),
+			"--kubeconfig="+filepath.Join(n.Dir, "kubeconfig"),
+			"--plugin-data-dir="+filepath.Join(n.Dir, "kubelet", "plugins", v1alpha1.DRADriver),
+			"--registrar-dir="+filepath.Join(n.Dir, "kubelet", "plugins_registry"),
+			"--cdi-dir="+filepath.Join(n.Dir, "cdi"))
+	}
+	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		l, err := e.cp.Client.ResourceV1().ResourceSlices().List(ctx, metav1.ListOptions{})
+		return err == nil && len(l.Items) == len(e.nodes), nil
+	})
+	if err != nil {
+		t.Fatalf("the nodes' plugins did not publish %d ResourceSlices within a minute", len(e.nodes))
+	}
 }
 
 // createDRAPod creates a model-server pod for hetsev-scheduler with its own
