@@ -230,6 +230,38 @@ func TestNotStartingWithoutMetrics(t *testing.T) {
 	}
 }
 
+// TestMaxReplicasCountsStuckReplicas: MaxReplicas 2, and both T4
+// replicas wait in ErrImageNeverPull (N = 0, below MinReplicas 1). The
+// scale-out the minimum asks for must not take the Deployments past 2
+// replicas in all: the cap bounds what the service holds, stuck or not,
+// so an image no node has cannot grow the service at every decision.
+func TestMaxReplicasCountsStuckReplicas(t *testing.T) {
+	f := newNotStartingFixture(t, "capped", 2, 0)
+	ctx := context.Background()
+	ms := &v1alpha1.ModelService{}
+	if err := f.c.Get(ctx, f.req.NamespacedName, ms); err != nil {
+		t.Fatal(err)
+	}
+	ms.Spec.Scaling.MaxReplicas = 2
+	if err := f.c.Update(ctx, ms); err != nil {
+		t.Fatal(err)
+	}
+	const why = `Container image "registry.local/resnet50:v1" is not present with pull policy of Never`
+	for i := 0; i < 2; i++ {
+		f.boundPod(t, i, f.start, false, &v1.ContainerStateWaiting{Reason: "ErrImageNeverPull", Message: why})
+	}
+	for step := 0; step < 3; step++ {
+		got, t4, v100 := f.decide(t)
+		if t4+v100 > 2 {
+			t.Fatalf("decision %d: replicas T4 %d + V100 %d > MaxReplicas 2 (last decision %+v)", step, t4, v100, got.Status.LastDecision)
+		}
+		if d := got.Status.LastDecision; step == 0 && (d == nil || !strings.Contains(d.Reason, "not starting (1 of "+f.t4.Name+"): max replicas 2 reached")) {
+			t.Errorf("last decision %+v, want the reason to name the stuck replica dropped for max replicas 2", d)
+		}
+		*f.now = f.now.Add(time.Minute)
+	}
+}
+
 // drainEvents returns the events r's FakeRecorder holds, one a line.
 func drainEvents(r *Reconciler) string {
 	rec := r.Recorder.(*record.FakeRecorder)

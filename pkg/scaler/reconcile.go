@@ -242,7 +242,11 @@ func (r *Reconciler) decide(ctx context.Context, ms *v1alpha1.ModelService, st *
 
 	target := targetReplicas(deps, unsched, act, obs, svc.policy)
 	if n := removedUnschedulable(deps, unsched, act, target); n != "" {
-		act.Reason = fmt.Sprintf("%s; removed the replicas that are unschedulable or not starting (%s): the running instances carry the load", act.Reason, n)
+		why := "the running instances carry the load"
+		if wanted := sumReplicas(deps) + sumDelta(act); svc.policy.MaxReplicas > 0 && wanted > svc.policy.MaxReplicas {
+			why = fmt.Sprintf("max replicas %d reached", svc.policy.MaxReplicas)
+		}
+		act.Reason = fmt.Sprintf("%s; removed the replicas that are unschedulable or not starting (%s): %s", act.Reason, n, why)
 	}
 	delta := map[string]int32{}
 	for i, want := range target {

@@ -78,7 +78,8 @@ func runningOf(d *appsv1.Deployment, u unschedulable) int {
 // for and those bound but not starting (u.absent) go when the running
 // instances carry the load: act is a scale-in or no action, on a measured
 // arrival rate (not a lower bound), at a saturation within the policy's
-// threshold, with at least MinReplicas instances running after it. They
+// threshold, with at least MinReplicas instances running after it; and
+// beyond the policy's MaxReplicas they go whatever the load (capAbsent). They
 // add no capacity (N_i leaves them out), and the autoscaler removes only
 // running instances, so a type with none running (N_i = 0) would keep its
 // Pending pods for ever. The ReplicaSet deletes unbound, then Pending,
@@ -101,7 +102,32 @@ func targetReplicas(deps []*appsv1.Deployment, u []unschedulable, act heterogene
 		}
 		out[i] = int32(max(base+act.Delta[i], 0))
 	}
+	capAbsent(out, u, pol.MaxReplicas)
 	return out
+}
+
+// capAbsent lowers target so that the replicas of all types stay within
+// maxReplicas (0: no cap), taking only replicas that add no capacity
+// (u.absent), in type order. The policy caps the instances it counts
+// (N_i); without this, replicas that never start (an image no node has)
+// would stay beside each scale-out, and the service would grow at every
+// decision. The ReplicaSet removes unbound and not-Ready pods first.
+func capAbsent(target []int32, u []unschedulable, maxReplicas int) {
+	if maxReplicas <= 0 {
+		return
+	}
+	total := 0
+	for _, n := range target {
+		total += int(n)
+	}
+	for i := range target {
+		if total <= maxReplicas {
+			return
+		}
+		drop := min(total-maxReplicas, u[i].absent(), int(target[i]))
+		target[i] -= int32(drop)
+		total -= drop
+	}
 }
 
 // replacing reports whether column i receives the instances of a
@@ -130,4 +156,22 @@ func removedUnschedulable(deps []*appsv1.Deployment, u []unschedulable, act hete
 		}
 	}
 	return strings.Join(parts, ", ")
+}
+
+// sumReplicas is the desired replicas of deps together.
+func sumReplicas(deps []*appsv1.Deployment) int {
+	n := 0
+	for _, d := range deps {
+		n += int(replicasOf(d))
+	}
+	return n
+}
+
+// sumDelta is act's change of replicas over all types.
+func sumDelta(act heterogeneity.Action) int {
+	n := 0
+	for _, d := range act.Delta {
+		n += d
+	}
+	return n
 }
