@@ -102,7 +102,6 @@ func TestE2E(t *testing.T) {
 	t.Run("scheduler-dra", func(t *testing.T) { testSchedulerDRA(ctx, t, e) })
 	t.Run("scaler", func(t *testing.T) { testScaler(ctx, t, e, v1alpha1.GPUModeAnnotations) })
 	t.Run("scaler-dra", func(t *testing.T) { testScaler(ctx, t, e, v1alpha1.GPUModeDRA) })
-	t.Run("faults", func(t *testing.T) { testFaults(ctx, t, e) })
 }
 
 // testPods: a pod on each real node starts through the kubelet, reads the

@@ -10,9 +10,14 @@ import (
 	"testing"
 	"time"
 
-	v1 "k8s.io/api/core/v1"
+	"github.com/hetsev/hetsev/internal/sim/demo"
+	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
+
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
 )
 
 // waitEvent waits until the pod has an event with reason whose message
@@ -78,31 +83,151 @@ func failPrepareOn(t *testing.T, n *realNode) func() {
 	}
 }
 
-// testFaults: a node whose containerd is down fails the pods sent to it
-// with the runtime's error, and the pod never becomes Ready. It runs last:
-// the node's runtime stays down.
-func testFaults(ctx context.Context, t *testing.T, e *env) {
+// nodeFault breaks something on a node and returns what undoes it, with
+// the event the kubelet gives a pod sent there (reason, and text in its
+// message).
+type nodeFault struct {
+	name        string
+	breakOn     func(t *testing.T, n *realNode) (restore func())
+	eventReason string
+	eventText   string
+}
+
+// runtimeDown kills the node's containerd; restarting it restores the node.
+var runtimeDown = nodeFault{
+	name: "containerd down",
+	breakOn: func(t *testing.T, n *realNode) func() {
+		if err := n.containerd.Process.Kill(); err != nil {
+			t.Fatal(err)
+		}
+		return func() { n.startContainerd(t, context.Background()) }
+	},
+	eventReason: "FailedCreatePodSandBox",
+	eventText:   "containerd.sock",
+}
+
+// claimUnprepared makes the node's DRA plugin fail to prepare claims.
+var claimUnprepared = nodeFault{
+	name:        "DRA plugin cannot prepare claims",
+	breakOn:     failPrepareOn,
+	eventReason: "FailedPrepareDynamicResources",
+	eventText:   "CDI spec",
+}
+
+// testStuckReplica: with fault on the T4 node, an instance of a
+// ModelService profiled on the T4 only is bound there and cannot start:
+// its pod gets the kubelet's event and stays not Ready, and once past its
+// launch grace (2 x launchSeconds + 30 s) the installed hetsev-scaler
+// reports it in the NotStarting condition (NotReadyAfterLaunch), leaving
+// it out of the capacity it counts. With the fault undone the instance
+// starts and the condition turns False.
+func testStuckReplica(ctx context.Context, t *testing.T, e *env, dyn dynamic.Interface, fault nodeFault) {
 	n := e.nodes[1]
-	if err := n.containerd.Process.Kill(); err != nil {
-		t.Fatal(err)
+	ms := e2eModelService(t, "stuck", "resnet50", 400)
+	ms.Name, ms.Spec.Model = "stuck", "stuck"
+	ms.Spec.Scaling.MaxReplicas = 1
+	var t4 []v1alpha1.GPUProfile
+	for _, p := range ms.Spec.Profiles {
+		if p.GPUType == n.GPUType.Name {
+			t4 = append(t4, p)
+		}
 	}
-	// No kubelet can confirm the pod's end: delete it at once.
+	ms.Spec.Profiles = t4
+	restore := fault.breakOn(t, n)
+	restored := false
 	defer func() {
-		_ = e.cp.Client.CoreV1().Pods("default").DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: ptr(int64(0))},
-			metav1.ListOptions{LabelSelector: "e2e=faults"})
+		if !restored {
+			restore()
+		}
 	}()
-	// No GPU assignment: the chart's admission policy, installed by now,
-	// lets only hetsev-scheduler write one.
-	p := modelServerPod("runtime-down", n.Name, "")
-	p.Labels["e2e"] = "faults"
-	create(ctx, t, e, p)
-	msg := waitEvent(ctx, t, e, p.Name, "FailedCreatePodSandBox", "containerd.sock", 2*time.Minute)
-	t.Logf("containerd down on %s: %s", n.Name, msg)
-	got, err := e.cp.Client.CoreV1().Pods("default").Get(ctx, p.Name, metav1.GetOptions{})
-	if err != nil {
+	if err := demo.CreateModelService(ctx, dyn, ms); err != nil {
 		t.Fatal(err)
 	}
-	if podReady(got) || got.Status.Phase != v1.PodPending {
-		t.Errorf("pod on a node without a runtime: phase %s, Ready %v; want Pending, not Ready", got.Status.Phase, podReady(got))
+	defer deleteModelService(ctx, t, e, dyn, ms.Name)
+	selector := v1alpha1.LabelModelService + "=" + ms.Name
+	var pod string
+	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		l, err := e.cp.Client.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: selector})
+		if err != nil {
+			return false, nil
+		}
+		for _, p := range l.Items {
+			if p.Spec.NodeName == n.Name {
+				pod = p.Name
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		if l, err := e.cp.Client.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: selector}); err == nil {
+			for _, p := range l.Items {
+				dumpPod(ctx, t, e, p.Name)
+			}
+		}
+		if obj, err := dyn.Resource(v1alpha1.Resource).Namespace("default").Get(ctx, ms.Name, metav1.GetOptions{}); err == nil {
+			t.Logf("ModelService %s status: %v", ms.Name, obj.Object["status"])
+		}
+		t.Fatalf("no instance of %s bound to %s within a minute", ms.Name, n.Name)
+	}
+	msg := waitEvent(ctx, t, e, pod, fault.eventReason, fault.eventText, 2*time.Minute)
+	t.Logf("%s on %s: pod %s: %s: %s", fault.name, n.Name, pod, fault.eventReason, msg)
+	cond := waitCondition(ctx, t, dyn, ms.Name, v1alpha1.ConditionNotStarting, metav1.ConditionTrue, 2*time.Minute)
+	t.Logf("hetsev-scaler: NotStarting %s: %s", cond.Reason, cond.Message)
+	if cond.Reason != "NotReadyAfterLaunch" || !strings.Contains(cond.Message, pod) || !strings.Contains(cond.Message, n.Name) {
+		t.Errorf("NotStarting reason %q, message %q; want NotReadyAfterLaunch naming pod %s on %s", cond.Reason, cond.Message, pod, n.Name)
+	}
+	restore()
+	restored = true
+	start := time.Now()
+	cond = waitCondition(ctx, t, dyn, ms.Name, v1alpha1.ConditionNotStarting, metav1.ConditionFalse, 3*time.Minute)
+	ready := waitReplicasReady(ctx, t, e, selector, 1, 2*time.Minute)
+	t.Logf("%s undone: NotStarting %s after %v; %s", fault.name, cond.Reason, time.Since(start).Round(time.Second), ready)
+}
+
+// waitCondition waits until the ModelService's condition of type typ has
+// status, and returns it.
+func waitCondition(ctx context.Context, t *testing.T, dyn dynamic.Interface, name, typ string, status metav1.ConditionStatus, timeout time.Duration) metav1.Condition {
+	t.Helper()
+	var cond metav1.Condition
+	var last *v1alpha1.ModelService
+	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		obj, err := dyn.Resource(v1alpha1.Resource).Namespace("default").Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		var got v1alpha1.ModelService
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, &got); err != nil {
+			return false, err
+		}
+		last = &got
+		if c := meta.FindStatusCondition(got.Status.Conditions, typ); c != nil && c.Status == status {
+			cond = *c
+			return true, nil
+		}
+		return false, nil
+	})
+	if err != nil {
+		if last != nil {
+			t.Logf("ModelService %s conditions: %+v", name, last.Status.Conditions)
+		}
+		t.Fatalf("ModelService %s: %s not %s within %v: %v", name, typ, status, timeout, err)
+	}
+	return cond
+}
+
+// deleteModelService deletes the ModelService and waits until its pods are
+// gone.
+func deleteModelService(ctx context.Context, t *testing.T, e *env, dyn dynamic.Interface, name string) {
+	if err := dyn.Resource(v1alpha1.Resource).Namespace("default").Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+		t.Errorf("deleting ModelService %s: %v", name, err)
+		return
+	}
+	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		l, err := e.cp.Client.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: v1alpha1.LabelModelService + "=" + name})
+		return err == nil && len(l.Items) == 0, nil
+	})
+	if err != nil {
+		t.Errorf("the pods of ModelService %s not gone within 2 minutes", name)
 	}
 }

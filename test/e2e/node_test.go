@@ -39,7 +39,10 @@ type realNode struct {
 	// GPUType is the GPU type the node simulates.
 	GPUType catalog.GPUType
 
-	vars       map[string]string
+	vars map[string]string
+	// owner is the test the node lives for: a program started again
+	// after a fault runs until it ends.
+	owner      *testing.T
 	containerd *exec.Cmd
 	kubelet    *exec.Cmd
 	kubeProxy  *exec.Cmd
@@ -58,7 +61,7 @@ func newRealNode(t *testing.T, cp *cluster.ControlPlane, index int, labels map[s
 	env := addresses(t)
 	name := fmt.Sprintf("node%d", index)
 	n := &realNode{Name: name, Index: index, IP: env["NODE_IP_PREFIX"] + strconv.Itoa(index),
-		Dir: filepath.Join(e2eDir(t), name), Labels: labels}
+		Dir: filepath.Join(e2eDir(t), name), Labels: labels, owner: t}
 	var kv []string
 	for k, v := range labels {
 		kv = append(kv, k+"="+v)
@@ -134,7 +137,16 @@ func (n *realNode) kubeletArgs(t *testing.T) []string {
 // there).
 func (n *realNode) inNetns(t *testing.T, program string, args ...string) *exec.Cmd {
 	t.Helper()
-	logf, err := os.Create(filepath.Join(n.Dir, program+".log"))
+	return n.inNetnsUntil(t, t, program, args...)
+}
+
+// inNetnsUntil is inNetns with the program stopped when owner ends; t
+// reports a failure to start it.
+func (n *realNode) inNetnsUntil(t, owner *testing.T, program string, args ...string) *exec.Cmd {
+	t.Helper()
+	// Appended: a program started again after a fault keeps the log of
+	// its first run.
+	logf, err := os.OpenFile(filepath.Join(n.Dir, program+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +159,7 @@ func (n *realNode) inNetns(t *testing.T, program string, args ...string) *exec.C
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("starting %s on %s: %v", program, n.Name, err)
 	}
-	t.Cleanup(func() {
+	owner.Cleanup(func() {
 		_ = cmd.Process.Signal(os.Interrupt)
 		done := make(chan struct{})
 		go func() { _ = cmd.Wait(); close(done) }()
@@ -174,14 +186,7 @@ func (n *realNode) ctr(ctx context.Context, args ...string) (string, error) {
 // runs the kubelet.
 func (n *realNode) start(t *testing.T, ctx context.Context, archives []string) {
 	t.Helper()
-	n.containerd = n.inNetns(t, "containerd", "--config", filepath.Join(n.Dir, "containerd-config.toml"))
-	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		_, err := n.ctr(ctx, "version")
-		return err == nil, nil
-	})
-	if err != nil {
-		t.Fatalf("%s: containerd did not answer within a minute (see %s)", n.Name, filepath.Join(n.Dir, "containerd.log"))
-	}
+	n.startContainerd(t, ctx)
 	for _, a := range archives {
 		if out, err := n.ctr(ctx, "images", "import", "--platform", "linux/"+runtime.GOARCH, a); err != nil {
 			t.Fatalf("%s: importing %s: %v\n%s", n.Name, a, err, out)
@@ -211,6 +216,21 @@ func (n *realNode) startKubeProxy(ctx context.Context, t *testing.T) {
 	})
 	if err != nil {
 		t.Fatalf("%s: kube-proxy not healthy at %s within a minute (see %s)", n.Name, url, filepath.Join(n.Dir, "kube-proxy.log"))
+	}
+}
+
+// startContainerd runs containerd in the node's namespace, until the
+// node's test ends (also when started again after a fault, from a
+// subtest t), and waits until it answers.
+func (n *realNode) startContainerd(t *testing.T, ctx context.Context) {
+	t.Helper()
+	n.containerd = n.inNetnsUntil(t, n.owner, "containerd", "--config", filepath.Join(n.Dir, "containerd-config.toml"))
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		_, err := n.ctr(ctx, "version")
+		return err == nil, nil
+	})
+	if err != nil {
+		t.Fatalf("%s: containerd did not answer within a minute (see %s)", n.Name, filepath.Join(n.Dir, "containerd.log"))
 	}
 }
 

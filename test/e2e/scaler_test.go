@@ -7,7 +7,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -20,29 +22,26 @@ import (
 	"github.com/hetsev/hetsev/pkg/catalog"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 )
 
-// rtMaxMs is the e2e ModelService's RT_max.
-const rtMaxMs = 400
-
-// testScaler: a ModelService served by real pods through the whole stack,
-// hetsev installed by its Helm chart from its images (hetsev-metrics-adapter
-// scraping the pods' Istio-format metrics, hetsev-scaler, hetsev-scheduler,
-// all pods on the real nodes reaching the API server through the
-// `kubernetes` Service) and the kubelets. The spike of the demo's trace
-// makes the scaler add instances, whose pods become Ready through the
-// kubelet (the launch time is measured); its end makes it remove them, and
-// their pods drain without failing a request in flight. Traffic goes only
-// to Ready, non-terminating pods, as a Service's endpoints. gpuMode is
-// the chart's (annotations or dra); in mode dra the nodes run the DRA
-// plugin and each instance gets its GPU through a ResourceClaim. The chart
-// is uninstalled at the end.
+// testScaler: the demo's ModelServices served by real pods through the
+// whole stack, hetsev installed by its Helm chart from its images
+// (hetsev-metrics-adapter scraping the pods' Istio-format metrics,
+// hetsev-scaler, hetsev-scheduler, all pods on the real nodes reaching the
+// API server through the `kubernetes` Service) and the kubelets. First the
+// faults (testMissingImage, testStuckReplica) on empty GPUs; then the
+// spike of the demo's trace makes the scaler add instances, whose pods
+// become Ready through the kubelet (the launch time is measured), and its
+// end makes it remove them, their pods draining without failing a request
+// in flight. Traffic goes only to Ready, non-terminating pods, as a
+// Service's endpoints. gpuMode is the chart's (annotations or dra); in mode
+// dra the nodes run the DRA plugin and each instance gets its GPU through a
+// ResourceClaim. The chart is uninstalled at the end.
 func testScaler(ctx context.Context, t *testing.T, e *env, gpuMode string) {
 	cp := e.cp
 	// Istio's CRDs, as a cluster with Istio has them: the scaler writes
@@ -56,27 +55,40 @@ func testScaler(ctx context.Context, t *testing.T, e *env, gpuMode string) {
 	objs := installChart(ctx, t, e, gpuMode)
 	defer uninstallChart(ctx, t, e, objs)
 
-	ms := e2eModelService(t)
 	dyn, err := dynamic.NewForConfig(cp.Config)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := demo.CreateModelService(ctx, dyn, ms); err != nil {
-		t.Fatal(err)
+	// Faults first, on empty GPUs, with the installed hetsev-scaler
+	// watching: replicas that cannot start, and a node that recovers.
+	if gpuMode == v1alpha1.GPUModeDRA {
+		testStuckReplica(ctx, t, e, dyn, claimUnprepared)
+	} else {
+		testMissingImage(ctx, t, e, dyn)
+		testStuckReplica(ctx, t, e, dyn, runtimeDown)
 	}
-	selector := v1alpha1.LabelModelService + "=" + ms.Name
-	pods := &readyPods{}
+
+	// The demo's services, sharing its trace.
+	var svcs []*served
 	wctx, stopWatch := context.WithCancel(ctx)
 	defer stopWatch()
-	go pods.watch(wctx, cp.Client, "default", selector)
-	first := waitReplicasReady(ctx, t, e, selector, 1, 2*time.Minute)
-	t.Logf("first instance Ready: %s", first)
-	// The router has seen it too before the load starts.
-	if err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
-		_, ok := pods.pick()
-		return ok, nil
-	}); err != nil {
-		t.Fatal("the load generator sees no Ready pod")
+	for _, ds := range demo.DefaultDemo().Services {
+		sv := &served{DemoService: ds, ms: e2eModelService(t, ds.Name, ds.Model, ds.RTMaxMs), pods: &readyPods{}}
+		if err := demo.CreateModelService(ctx, dyn, sv.ms); err != nil {
+			t.Fatal(err)
+		}
+		go sv.pods.watch(wctx, cp.Client, "default", sv.selector())
+		svcs = append(svcs, sv)
+	}
+	for _, sv := range svcs {
+		t.Logf("%s: first instance Ready: %s", sv.Name, waitReplicasReady(ctx, t, e, sv.selector(), 1, 2*time.Minute))
+		// The router has seen it too before the load starts.
+		if err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+			_, ok := sv.pods.pick()
+			return ok, nil
+		}); err != nil {
+			t.Fatalf("%s: the load generator sees no Ready pod", sv.Name)
+		}
 	}
 
 	// Replica samples and launch times, read while the load runs.
@@ -87,19 +99,24 @@ func testScaler(ctx context.Context, t *testing.T, e *env, gpuMode string) {
 	var samples []sample
 	launches := map[string]time.Duration{}
 	placedAfterKill := 0
-	colocations := 0
+	colocations, overcommits := 0, 0
 	gpuOK, gpuChecked := 0, 0
 	gpus := &assignedGPUs{c: cp.Client, byPod: map[string]gpuKey{}}
+	gpuMemory, gpuType := map[string]int64{}, map[string]string{} // MiB per GPU and GPU type, by node
+	for _, n := range e.nodes {
+		gpuMemory[n.Name], gpuType[n.Name] = n.GPUType.MemoryMiB, n.GPUType.Name
+	}
 	sctx, stopSampling := context.WithCancel(ctx)
 	sampled := make(chan struct{})
 	start := time.Now()
 	go func() {
 		defer close(sampled)
 		for sctx.Err() == nil {
-			l, err := cp.Client.CoreV1().Pods("default").List(sctx, metav1.ListOptions{LabelSelector: selector})
+			l, err := cp.Client.CoreV1().Pods("default").List(sctx, metav1.ListOptions{LabelSelector: v1alpha1.LabelModelService})
 			if err == nil {
 				ready := 0
-				onGPU := map[gpuKey]int{}
+				onGPU := map[gpuKey]map[string]bool{} // services with a Ready instance on the GPU
+				used := map[gpuKey]int64{}            // their GPU memory, MiB
 				for _, p := range l.Items {
 					if p.DeletionTimestamp != nil || !podReady(&p) {
 						continue
@@ -109,10 +126,16 @@ func testScaler(ctx context.Context, t *testing.T, e *env, gpuMode string) {
 					if !ok {
 						continue
 					}
-					if onGPU[k]++; onGPU[k] == 2 {
-						colocations++
-						t.Errorf("two Ready instances of resnet50 on GPU %s/%s", k.node, k.index)
+					svc := p.Labels[v1alpha1.LabelModelService]
+					if onGPU[k] == nil {
+						onGPU[k] = map[string]bool{}
 					}
+					if onGPU[k][svc] {
+						colocations++
+						t.Errorf("two Ready instances of %s on GPU %s/%s", svc, k.node, k.index)
+					}
+					onGPU[k][svc] = true
+					used[k] += gpuMemoryOf(svcs, svc, gpuType[k.node])
 					if _, seen := launches[p.Name]; !seen {
 						launches[p.Name] = readySince(&p).Sub(p.CreationTimestamp.Time)
 						if scheduledSince(&p).After(start.Add(killSchedulerAt)) {
@@ -122,6 +145,12 @@ func testScaler(ctx context.Context, t *testing.T, e *env, gpuMode string) {
 						if checkGPU(sctx, t, &p, k) {
 							gpuOK++
 						}
+					}
+				}
+				for k, mib := range used {
+					if mib > gpuMemory[k.node] {
+						overcommits++
+						t.Errorf("GPU %s/%s holds %d MiB of instances, has %d MiB", k.node, k.index, mib, gpuMemory[k.node])
 					}
 				}
 				samples = append(samples, sample{time.Since(start), ready})
@@ -135,7 +164,7 @@ func testScaler(ctx context.Context, t *testing.T, e *env, gpuMode string) {
 
 	rate, replay := demoTraceRate(t)
 	// hetsev-scheduler's pod is killed (grace 0: nothing saved, its lease
-	// not released) early in the replay: the instance it placed keeps
+	// not released) early in the replay: the instances it placed keep
 	// running, its Deployment starts another pod, and the spike's
 	// scale-outs are placed by the new one once it holds the lease.
 	restarted := make(chan string, 1)
@@ -152,16 +181,26 @@ func testScaler(ctx context.Context, t *testing.T, e *env, gpuMode string) {
 			restarted <- "killed " + killed
 		}
 	}()
-	res := generateLoad(ctx, pods, rate, replay, rtMaxMs)
+	var wg sync.WaitGroup
+	for _, sv := range svcs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sv.res = generateLoad(ctx, sv.pods, func(s float64) float64 { return sv.Share * rate(s) }, replay, sv.RTMaxMs)
+		}()
+	}
+	wg.Wait()
 	restart := <-restarted
 	if !strings.HasPrefix(restart, "killed ") {
 		t.Error(restart)
 	}
 	stopSampling()
 	<-sampled
-	if obj, err := dyn.Resource(v1alpha1.Resource).Namespace("default").Get(ctx, ms.Name, metav1.GetOptions{}); err == nil {
-		b, _ := json.MarshalIndent(obj.Object["status"], "", "  ")
-		t.Logf("ModelService status at the end: %s", b)
+	for _, sv := range svcs {
+		if obj, err := dyn.Resource(v1alpha1.Resource).Namespace("default").Get(ctx, sv.ms.Name, metav1.GetOptions{}); err == nil {
+			b, _ := json.MarshalIndent(obj.Object["status"], "", "  ")
+			t.Logf("ModelService %s status at the end: %s", sv.Name, b)
+		}
 	}
 
 	peak, peakAt, last := 0, time.Duration(0), 0
@@ -175,12 +214,23 @@ func testScaler(ctx context.Context, t *testing.T, e *env, gpuMode string) {
 	for name, d := range launches {
 		lt = append(lt, fmt.Sprintf("%s %.1fs", name, d.Seconds()))
 	}
-	t.Logf("load: %d sent, %d answered, %d failed, attainment %.4f within %d ms (%.4f by the servers' clocks); per pod %v",
-		res.Sent, res.OK, res.Failed, res.Attainment(), rtMaxMs, float64(res.ServerWithinRTMax)/float64(max(res.Sent, 1)), res.ByPod)
-	t.Logf("Ready instances: peak %d at %v, %d at the end; launch times through the kubelet (creation to Ready, 1 s resolution): %s; GPUs seen as assigned %d/%d; identical-model co-locations %d; hetsev-scheduler's pod %s at %v, %d instances placed after that",
-		peak, peakAt.Round(time.Second), last, strings.Join(lt, ", "), gpuOK, gpuChecked, colocations, restart, killSchedulerAt, placedAfterKill)
-	if peak < 2 {
-		t.Errorf("peak %d Ready instances, want >= 2 for 160 requests/s", peak)
+	sort.Strings(lt)
+	for _, sv := range svcs {
+		res := sv.res
+		t.Logf("load %s (%.0f %% of the trace): %d sent, %d answered, %d failed, attainment %.4f within %g ms (%.4f by the servers' clocks); per pod %v",
+			sv.Name, 100*sv.Share, res.Sent, res.OK, res.Failed, res.Attainment(), sv.RTMaxMs, float64(res.ServerWithinRTMax)/float64(max(res.Sent, 1)), res.ByPod)
+		if res.Failed > 0 {
+			t.Errorf("%s: %d requests failed (first: %v); a scale-in must drain, not drop", sv.Name, res.Failed, res.FirstErrors)
+		}
+		if a := res.Attainment(); a < 0.98 {
+			t.Errorf("%s: attainment %.4f within RT_max %g ms, want >= 0.98", sv.Name, a, sv.RTMaxMs)
+		}
+	}
+	t.Logf("Ready instances: peak %d at %v, %d at the end; launch times through the kubelet (creation to Ready, 1 s resolution): %s; GPUs seen as assigned %d/%d; identical-model co-locations %d; GPU memory over-commits %d; hetsev-scheduler's pod %s at %v, %d instances placed after that",
+		peak, peakAt.Round(time.Second), last, strings.Join(lt, ", "), gpuOK, gpuChecked, colocations, overcommits, restart, killSchedulerAt, placedAfterKill)
+	// At the spike resnet50 gets 96 requests/s, above one instance's 60.
+	if peak < len(svcs)+1 {
+		t.Errorf("peak %d Ready instances, want >= %d for the spike (160 requests/s)", peak, len(svcs)+1)
 	}
 	if placedAfterKill == 0 {
 		t.Errorf("no instance placed after hetsev-scheduler's pod was killed: the new one placed nothing")
@@ -188,17 +238,8 @@ func testScaler(ctx context.Context, t *testing.T, e *env, gpuMode string) {
 	if last >= peak {
 		t.Errorf("%d Ready instances at the end of the low load, peak %d: no scale-in", last, peak)
 	}
-	if res.Failed > 0 {
-		t.Errorf("%d requests failed (first: %v); a scale-in must drain, not drop", res.Failed, res.FirstErrors)
-	}
-	if a := res.Attainment(); a < 0.98 {
-		t.Errorf("attainment %.4f within RT_max %d ms, want >= 0.98", a, rtMaxMs)
-	}
 	if gpuOK != gpuChecked {
 		t.Errorf("%d of %d instances see a GPU other than the one assigned", gpuChecked-gpuOK, gpuChecked)
-	}
-	if gpuMode != v1alpha1.GPUModeDRA {
-		testMissingImage(ctx, t, e, dyn)
 	}
 }
 
@@ -210,35 +251,15 @@ const missingImage = "localhost:5000/hetsev-e2e/absent:v1"
 // installed hetsev-scaler reports in the NotStarting condition and the
 // condition's Warning event, not counting them as capacity.
 func testMissingImage(ctx context.Context, t *testing.T, e *env, dyn dynamic.Interface) {
-	ms := e2eModelService(t)
+	ms := e2eModelService(t, "missing-image", "resnet50", 400)
 	ms.Name, ms.Spec.Model = "missing-image", "missing-image"
 	ms.Spec.Scaling.MaxReplicas = 2
 	ms.Spec.Template.Spec.Containers[0].Image = missingImage
 	if err := demo.CreateModelService(ctx, dyn, ms); err != nil {
 		t.Fatal(err)
 	}
-	defer func() {
-		_ = dyn.Resource(v1alpha1.Resource).Namespace("default").Delete(ctx, ms.Name, metav1.DeleteOptions{})
-	}()
-	var cond metav1.Condition
-	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-		obj, err := dyn.Resource(v1alpha1.Resource).Namespace("default").Get(ctx, ms.Name, metav1.GetOptions{})
-		if err != nil {
-			return false, nil
-		}
-		var got v1alpha1.ModelService
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, &got); err != nil {
-			return false, err
-		}
-		if c := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionNotStarting); c != nil && c.Status == metav1.ConditionTrue {
-			cond = *c
-			return true, nil
-		}
-		return false, nil
-	})
-	if err != nil {
-		t.Fatalf("ModelService %s: no NotStarting condition within 2 minutes: %v", ms.Name, err)
-	}
+	defer deleteModelService(ctx, t, e, dyn, ms.Name)
+	cond := waitCondition(ctx, t, dyn, ms.Name, v1alpha1.ConditionNotStarting, metav1.ConditionTrue, 2*time.Minute)
 	t.Logf("image missing on the node: NotStarting %s: %s", cond.Reason, cond.Message)
 	if cond.Reason != "ErrImageNeverPull" || !strings.Contains(cond.Message, missingImage) {
 		t.Errorf("NotStarting reason %q, message %q; want ErrImageNeverPull naming %s", cond.Reason, cond.Message, missingImage)
@@ -247,6 +268,34 @@ func testMissingImage(ctx context.Context, t *testing.T, e *env, dyn dynamic.Int
 	if err != nil || len(evs.Items) == 0 {
 		t.Errorf("no NotStarting event on ModelService %s (%v)", ms.Name, err)
 	}
+}
+
+// served is one of the demo's services in the replay: its ModelService,
+// the Ready pods the load goes to, and what the load saw.
+type served struct {
+	demo.DemoService
+	ms   *v1alpha1.ModelService
+	pods *readyPods
+	res  loadResult
+}
+
+func (sv *served) selector() string { return v1alpha1.LabelModelService + "=" + sv.ms.Name }
+
+// gpuMemoryOf is the GPU memory (MiB) an instance of service svc holds on
+// gpuType, from its ModelService's profile.
+func gpuMemoryOf(svcs []*served, svc, gpuType string) int64 {
+	for _, sv := range svcs {
+		if sv.ms.Name != svc {
+			continue
+		}
+		for _, p := range sv.ms.Spec.Profiles {
+			if p.GPUType == gpuType {
+				q := resource.MustParse(p.GPUMemory)
+				return q.Value() >> 20
+			}
+		}
+	}
+	return 0
 }
 
 // killSchedulerAt is when, into the replay, hetsev-scheduler's pod is
@@ -258,8 +307,9 @@ const killSchedulerAt = 15 * time.Second
 // replay, and the replay's length: the trace of `make demo` (the Twitter
 // trace's window, gaps filled and smoothed as the demo does), shortened to
 // the part around its spike, scaled to a peak of 160 requests/s (the base
-// load is about 37) and replayed 4x faster. One instance serves 100
-// requests/s (the stand-in profile), 60 below the saturation threshold.
+// load is about 37) and replayed 4x faster; the demo's services share it
+// (resnet50 60 %, ssd 40 %). One instance serves 100 requests/s (the
+// stand-in profile), 60 below the saturation threshold.
 func demoTraceRate(t *testing.T) (func(s float64) float64, time.Duration) {
 	t.Helper()
 	const first, last, speed, peak = 3500, 4550, 4.0, 160.0
@@ -302,14 +352,14 @@ const standInServiceMs = 10.0
 // few minutes: a saturation threshold of 0.6 leaves the headroom a spike
 // this steep (4x faster than the trace) needs while the 10 s rate window and a 5 s decision interval
 // catch up with it.
-func e2eModelService(t *testing.T) *v1alpha1.ModelService {
+func e2eModelService(t *testing.T, name, model string, rtMaxMs float64) *v1alpha1.ModelService {
 	t.Helper()
 	prof, err := catalog.DefaultProfiles()
 	if err != nil {
 		t.Fatal(err)
 	}
 	prof = prof.On("V100-32GB", "T4")
-	ms, err := modelservice.For("resnet50", "default", "resnet50", rtMaxMs, prof,
+	ms, err := modelservice.For(name, "default", model, rtMaxMs, prof,
 		modelservice.Knobs{SaturationThreshold: 0.6, IntervalSeconds: 5, ScaleInIntervalSeconds: 10, ScaleInCoolDownSeconds: 20, MinReplicas: 1, MaxReplicas: 4}, 1)
 	if err != nil {
 		t.Fatal(err)
