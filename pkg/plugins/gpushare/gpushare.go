@@ -144,6 +144,8 @@ type gpuShare struct {
 type reservation struct {
 	node  string
 	index int
+	// note is what Bind writes beside the index (placednote.go).
+	note placedNote
 }
 
 func newGPUShare(h fwk.Handle, pl placement.Placer) gpuShare {
@@ -309,7 +311,8 @@ func (p *gpuShare) NormalizeScore(_ context.Context, _ fwk.CycleState, _ *v1.Pod
 }
 
 // bindWithGPUIndex binds the pod to the node and writes the GPU reserved
-// for it as hetsev.io/gpu-index in the same call (in DRA mode too, where it
+// for it as hetsev.io/gpu-index, with its predicted inflation and GPU
+// neighbours at placement (placedNote), in the same call (in DRA mode too, where it
 // is the allocated GPU's index attribute: the metrics adapter joins
 // DCGM's per-GPU series to pods with it): the API server's binding
 // subresource merges the Binding's annotations into the pod as it sets
@@ -329,6 +332,7 @@ func (p *gpuShare) bindWithGPUIndex(ctx context.Context, pod *v1.Pod, nodeName s
 		},
 		Target: v1.ObjectReference{Kind: "Node", Name: nodeName},
 	}
+	r.note.annotate(binding.Annotations)
 	if c := p.handle.APICacher(); c != nil {
 		onFinish, err := c.BindPod(binding)
 		if err == nil {
