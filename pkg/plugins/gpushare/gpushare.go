@@ -79,6 +79,9 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 		a := newAnnotationGPUShare(h, args.placer())
 		a.pool = args.pool()
 		p, forget, forgetNode = a, a.forget, a.forgetNode
+		if f := h.SharedInformerFactory(); f != nil {
+			registerGPUStats(annotationStats{p: a, nodes: f.Core().V1().Nodes().Lister(), pods: f.Core().V1().Pods().Lister()})
+		}
 	}
 	if err := forgetDeleted(h, forget, forgetNode); err != nil {
 		return nil, err
