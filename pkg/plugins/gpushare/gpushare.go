@@ -75,6 +75,9 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 		}
 		d.pool = args.pool()
 		p, forget, forgetNode = d, d.forget, d.forgetNode
+		if f := h.SharedInformerFactory(); f != nil {
+			registerGPUStats(draStats{p: d, nodes: f.Core().V1().Nodes().Lister()})
+		}
 	} else {
 		a := newAnnotationGPUShare(h, args.placer())
 		a.pool = args.pool()

@@ -1,17 +1,21 @@
 package gpushare
 
 import (
+	"context"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/component-base/metrics"
 	"k8s.io/component-base/metrics/legacyregistry"
 
 	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
+	"github.com/hetsev/hetsev/pkg/dra"
 	"github.com/hetsev/hetsev/pkg/gpuinventory"
 )
 
@@ -19,7 +23,8 @@ import (
 // registry), computed at each scrape from the GPU accounting HetsevGPUShare
 // places by (gpuCollector). Every series has the labels node, gpu_index
 // (the GPU's index on the node, as in hetsev.io/gpu-index) and gpu_type
-// (the node's nvidia.com/gpu.product).
+// (the node's nvidia.com/gpu.product; in GPU mode dra the device's
+// productName as that label, dra.ProductLabel).
 const (
 	// MetricGPUMemoryUsed is the GPU memory the instances on a GPU declare
 	// (hetsev.io/gpu-memory), MiB.
@@ -180,6 +185,68 @@ func (a annotationStats) gpuStats() []gpuStat {
 				namespace: pod.Namespace, name: pod.Name,
 				inflation: pl.Inflation(s.gpu, pod.Annotations[v1alpha1.AnnotationModel]),
 			})
+		}
+	}
+	return out
+}
+
+// draStats is DRAGPUShare's accounting for the gauges: the shareable GPUs
+// of hetsev's DeviceClass per node from the ResourceSlices, and what every
+// allocated claim (in flight included) holds on them with its pods' model
+// and busy share (dra.NodeDevices.Occupancy), as PreFilter snapshots
+// them; pods counted only on the safe side (a bound pod whose claim holds
+// no GPU) are not. Nodes outside the GPU pool are left out when the arg
+// gpuPool is on. gpu_type is the devices' productName as a GFD product
+// label (dra.ProductLabel).
+type draStats struct {
+	p     *DRAGPUShare
+	nodes corelisters.NodeLister
+}
+
+func (s draStats) gpuStats() []gpuStat {
+	ctx := context.Background()
+	class, err := s.p.draManager.DeviceClasses().Get(v1alpha1.DeviceClassName)
+	if err != nil {
+		return nil
+	}
+	view, err := s.p.draSnapshot(ctx, class)
+	if err != nil {
+		return nil
+	}
+	names := make([]string, 0, len(view.nodes))
+	for name := range view.nodes {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	var out []gpuStat
+	for _, name := range names {
+		nd := view.nodes[name]
+		if len(nd.Devices) == 0 {
+			continue
+		}
+		node, err := s.nodes.Get(name)
+		if err != nil || (s.p.pool && !gpuinventory.InGPUPool(node)) {
+			continue
+		}
+		occ, _, _ := nd.Occupancy(view.usages, s.p.consumers)
+		pl := s.p.placer.OnNode(node.Labels)
+		for i, d := range nd.Devices {
+			st := gpuStat{node: name, gpuType: dra.ProductLabel(d.Product), gpu: occ.GPUs[i]}
+			st.gpu.Index = d.Index
+			seen := map[types.UID]bool{}
+			for _, u := range view.usages[d.Key()] {
+				for _, pod := range s.p.consumers(u.Claim) {
+					if seen[pod.UID] || gpuinventory.Terminal(pod) {
+						continue
+					}
+					seen[pod.UID] = true
+					st.instances = append(st.instances, instanceStat{
+						namespace: pod.Namespace, name: pod.Name,
+						inflation: pl.Inflation(occ.GPUs[i], pod.Annotations[v1alpha1.AnnotationModel]),
+					})
+				}
+			}
+			out = append(out, st)
 		}
 	}
 	return out

@@ -7,13 +7,18 @@ import (
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/component-base/metrics/testutil"
 	"k8s.io/kubernetes/pkg/scheduler/backend/cache"
+	"k8s.io/utils/ptr"
 
+	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
 	"github.com/hetsev/hetsev/pkg/gpuinventory"
 )
 
@@ -82,5 +87,74 @@ hetsev_gpu_memory_used_mib{%[1]s} 7168
 		if v := predicted(t, pl, inv, placed, m); !(v > 1) {
 			t.Errorf("model predicts %g for %s on a GPU with two busy neighbours; the test needs inflation above 1", v, m)
 		}
+	}
+}
+
+// TestDRAGPUGauges: in GPU mode dra, claims of models other and llama are
+// allocated on gpu-0 of node n1 (gpu-1 is empty). The gauges show both
+// GPUs by their index attribute, gpu-0 with the claims' memory, the pods'
+// busy shares and each pod's predicted inflation.
+func TestDRAGPUGauges(t *testing.T) {
+	allocated := func(pod *v1.Pod, claim, mem string) *resourceapi.ResourceClaim {
+		c := gpuClaim(claim, mem)
+		c.Status.Allocation = &resourceapi.AllocationResult{Devices: resourceapi.DeviceAllocationResult{Results: []resourceapi.DeviceRequestAllocationResult{
+			{Request: v1alpha1.ClaimRequestName, Driver: v1alpha1.DRADriver, Pool: "n1", Device: "gpu-0", ShareID: ptr.To(types.UID(claim + "-share")),
+				ConsumedCapacity: map[resourceapi.QualifiedName]resource.Quantity{v1alpha1.DRAMemoryCapacity: resource.MustParse(mem)}}}}}
+		c.Status.ReservedFor = []resourceapi.ResourceClaimConsumerReference{{Resource: "pods", Name: pod.Name, UID: pod.UID}}
+		return c
+	}
+	c := draPod("c", "other", "c-gpu")
+	c.Spec.NodeName = "n1"
+	c.Annotations[v1alpha1.AnnotationBusyShare] = "0.25"
+	e := draPod("e", "llama", "e-gpu")
+	e.Spec.NodeName = "n1"
+	e.Annotations[v1alpha1.AnnotationBusyShare] = "0.5"
+	n1 := kubeNode("n1")
+	tb := newDRATestbed(t, append(deviceClasses(), n1, gpuSlice("n1", "16Gi", "16Gi"),
+		allocated(c, "c-gpu", "4Gi"), allocated(e, "e-gpu", "2Gi"), c, e)...)
+	nodes := toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, toolscache.Indexers{})
+	if err := nodes.Add(n1); err != nil {
+		t.Fatal(err)
+	}
+	col := newGPUCollector(draStats{p: tb.plugin, nodes: corelisters.NewNodeLister(nodes)})
+
+	pl := tb.plugin.placer
+	inv := gpuinventory.NodeGPUs{Count: 1, MemoryMiB: 16384}
+	placed := []gpuinventory.Placement{
+		{Index: 0, Demand: gpuinventory.Demand{Model: "other", MemoryMiB: 4096, BusyShare: 0.25}},
+		{Index: 0, Demand: gpuinventory.Demand{Model: "llama", MemoryMiB: 2048, BusyShare: 0.5}},
+	}
+	f := func(model string) string {
+		v := predicted(t, pl, inv, placed, model)
+		if !(v > 1) {
+			t.Errorf("model predicts %g for %s beside a busy neighbour; the test needs inflation above 1", v, model)
+		}
+		return strconv.FormatFloat(v, 'g', -1, 64)
+	}
+	want := fmt.Sprintf(`
+# HELP hetsev_gpu_busy_share [ALPHA] Summed declared busy share (hetsev.io/busy-share) of the instances on the GPU.
+# TYPE hetsev_gpu_busy_share gauge
+hetsev_gpu_busy_share{gpu_index="0",gpu_type="",node="n1"} 0.75
+hetsev_gpu_busy_share{gpu_index="1",gpu_type="",node="n1"} 0
+# HELP hetsev_gpu_instance_predicted_inflation [ALPHA] Latency inflation the co-location model predicts for the instance beside its GPU neighbours.
+# TYPE hetsev_gpu_instance_predicted_inflation gauge
+hetsev_gpu_instance_predicted_inflation{gpu_index="0",gpu_type="",namespace="default",node="n1",pod="c"} %s
+hetsev_gpu_instance_predicted_inflation{gpu_index="0",gpu_type="",namespace="default",node="n1",pod="e"} %s
+# HELP hetsev_gpu_instances [ALPHA] Instances hetsev-scheduler counts on the GPU.
+# TYPE hetsev_gpu_instances gauge
+hetsev_gpu_instances{gpu_index="0",gpu_type="",node="n1"} 2
+hetsev_gpu_instances{gpu_index="1",gpu_type="",node="n1"} 0
+# HELP hetsev_gpu_memory_free_mib [ALPHA] GPU memory not declared by the instances on the GPU, MiB.
+# TYPE hetsev_gpu_memory_free_mib gauge
+hetsev_gpu_memory_free_mib{gpu_index="0",gpu_type="",node="n1"} 10240
+hetsev_gpu_memory_free_mib{gpu_index="1",gpu_type="",node="n1"} 16384
+# HELP hetsev_gpu_memory_used_mib [ALPHA] GPU memory declared by the instances hetsev-scheduler counts on the GPU, MiB.
+# TYPE hetsev_gpu_memory_used_mib gauge
+hetsev_gpu_memory_used_mib{gpu_index="0",gpu_type="",node="n1"} 6144
+hetsev_gpu_memory_used_mib{gpu_index="1",gpu_type="",node="n1"} 0
+`, f("other"), f("llama"))
+	if err := testutil.CustomCollectAndCompare(col, strings.NewReader(want),
+		MetricGPUMemoryUsed, MetricGPUMemoryFree, MetricGPUBusyShare, MetricGPUInstances, MetricGPUInstanceInflation); err != nil {
+		t.Error(err)
 	}
 }
