@@ -43,6 +43,26 @@ const (
 	// adapter to join DCGM series (per GPU) to pods (in GPU mode dra, a
 	// pod without it is joined through its ResourceClaims).
 	AnnotationGPUIndex = GroupName + "/gpu-index"
+	// AnnotationPredictedInflation is the latency inflation, a decimal >= 1
+	// with two digits ("1.18"), that hetsev-scheduler's co-location model
+	// predicted for the pod on its GPU beside the neighbours it had at
+	// placement: the factor its rating and its inflation-limit check use
+	// (its batch latency over its solo batch latency). "1.00" on a GPU of
+	// its own. Written by hetsev-scheduler in the binding, with
+	// AnnotationGPUIndex; informational, read by nothing that decides.
+	AnnotationPredictedInflation = GroupName + "/predicted-inflation"
+	// AnnotationGPUNeighbours lists the instances that shared the pod's GPU
+	// at placement, by namespace/name: "ns/name model busy-share" entries
+	// joined by ", " ("default/r0 resnet50 0.3, default/s1 ssd 1"), sorted
+	// by namespace/name, at most MaxListedNeighbours of them and then
+	// "+N more"; a model is "-" when the pod names none, and a busy share
+	// is the one the model assumed (1 when the pod declares none). Empty
+	// on a GPU of its own. Written by hetsev-scheduler in the binding, with
+	// AnnotationGPUIndex; not updated when neighbours come or go.
+	AnnotationGPUNeighbours = GroupName + "/gpu-neighbours"
+	// MaxListedNeighbours bounds AnnotationGPUNeighbours' entries.
+	MaxListedNeighbours = 8
+
 	// AnnotationTemplateHash is the hash of the pod template hetsev-scaler
 	// last wrote into a Deployment it keeps.
 	AnnotationTemplateHash = GroupName + "/template-hash"

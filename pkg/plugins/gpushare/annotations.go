@@ -152,7 +152,9 @@ func (p *AnnotationGPUShare) Score(ctx context.Context, state fwk.CycleState, po
 }
 
 // Reserve picks the GPU on the chosen node, the one Score rated (counting
-// the same nominated pods, nominatedViews), and remembers it.
+// the same nominated pods, nominatedViews), and remembers it with what Bind
+// writes beside its index: the pod's predicted inflation there and its
+// neighbours (placedNote).
 func (p *AnnotationGPUShare) Reserve(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodeName string) *fwk.Status {
 	ds, ok := demandStateFrom(state)
 	if !ok {
@@ -173,7 +175,9 @@ func (p *AnnotationGPUShare) Reserve(ctx context.Context, state fwk.CycleState, 
 	if !r.ok {
 		return fwk.NewStatus(fwk.Unschedulable, p.noGPUMessage(&ds.reasons, r.noGPU, ds.demand))
 	}
-	p.reserve(pod.UID, reservation{node: nodeName, index: r.idx})
+	pl := p.placer.OnNode(nodeInfo.Node().GetLabels())
+	note := noteFor(pl, gpus[r.idx], ds.demand, p.podsOnGPU(nodeInfo.GetPods(), nodeName, r.idx, pod.UID))
+	p.reserve(pod.UID, reservation{node: nodeName, index: r.idx, note: note})
 	klog.FromContext(ctx).V(4).Info("reserved GPU", "plugin", Name, "pod", klog.KObj(pod), "node", nodeName, "gpuIndex", r.idx, "freeMiB", gpus[r.idx].FreeMiB())
 	return nil
 }

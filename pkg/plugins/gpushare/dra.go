@@ -439,6 +439,30 @@ func (p *DRAGPUShare) accountDRANode(ctx context.Context, s *draState, nodeInfo 
 	return n, occ
 }
 
+// neighboursOn are the pods that share device dev of the node with the
+// pod self: the consumers of every claim allocated on it (in flight
+// included), and the node's pods that hold it by their
+// hetsev.io/gpu-index or reservation (podsOnGPU), once each.
+func (p *DRAGPUShare) neighboursOn(s *draState, nodeInfo fwk.NodeInfo, dev dra.Device, self types.UID) []*v1.Pod {
+	seen := map[types.UID]bool{self: true}
+	var out []*v1.Pod
+	add := func(pod *v1.Pod) {
+		if !seen[pod.UID] && !gpuinventory.Terminal(pod) {
+			seen[pod.UID] = true
+			out = append(out, pod)
+		}
+	}
+	for _, u := range s.view.usages[dev.Key()] {
+		for _, pod := range p.consumers(u.Claim) {
+			add(pod)
+		}
+	}
+	for _, pod := range p.podsOnGPU(nodeInfo.GetPods(), nodeInfo.Node().Name, dev.Index, self) {
+		add(pod)
+	}
+	return out
+}
+
 // hetsevClaimOf is the ResourceClaim behind the pod's hetsev claim from
 // the DRA manager, nil when it has none or it is not found.
 func (p *DRAGPUShare) hetsevClaimOf(pod *v1.Pod) *resourceapi.ResourceClaim {
@@ -589,8 +613,9 @@ func (p *DRAGPUShare) Reserve(ctx context.Context, state fwk.CycleState, pod *v1
 		return fwk.NewStatus(fwk.Unschedulable, err.Error())
 	}
 	res := &draReservation{}
+	note := noteFor(p.placer.OnNode(nodeInfo.Node().GetLabels()), n.gpus[r.idx], s.demand, p.neighboursOn(s, nodeInfo, dev, pod.UID))
 	p.mu.Lock()
-	p.reserved[pod.UID] = reservation{node: nodeName, index: dev.Index}
+	p.reserved[pod.UID] = reservation{node: nodeName, index: dev.Index, note: note}
 	p.draReserved[pod.UID] = res
 	p.mu.Unlock()
 	if st := p.signalAllocation(pod, res, s.claim, alloc); st != nil {

@@ -75,10 +75,16 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 		}
 		d.pool = args.pool()
 		p, forget, forgetNode = d, d.forget, d.forgetNode
+		if f := h.SharedInformerFactory(); f != nil {
+			registerGPUStats(draStats{p: d, nodes: f.Core().V1().Nodes().Lister()})
+		}
 	} else {
 		a := newAnnotationGPUShare(h, args.placer())
 		a.pool = args.pool()
 		p, forget, forgetNode = a, a.forget, a.forgetNode
+		if f := h.SharedInformerFactory(); f != nil {
+			registerGPUStats(annotationStats{p: a, nodes: f.Core().V1().Nodes().Lister(), pods: f.Core().V1().Pods().Lister()})
+		}
 	}
 	if err := forgetDeleted(h, forget, forgetNode); err != nil {
 		return nil, err
@@ -144,6 +150,8 @@ type gpuShare struct {
 type reservation struct {
 	node  string
 	index int
+	// note is what Bind writes beside the index (placednote.go).
+	note placedNote
 }
 
 func newGPUShare(h fwk.Handle, pl placement.Placer) gpuShare {
@@ -309,7 +317,8 @@ func (p *gpuShare) NormalizeScore(_ context.Context, _ fwk.CycleState, _ *v1.Pod
 }
 
 // bindWithGPUIndex binds the pod to the node and writes the GPU reserved
-// for it as hetsev.io/gpu-index in the same call (in DRA mode too, where it
+// for it as hetsev.io/gpu-index, with its predicted inflation and GPU
+// neighbours at placement (placedNote), in the same call (in DRA mode too, where it
 // is the allocated GPU's index attribute: the metrics adapter joins
 // DCGM's per-GPU series to pods with it): the API server's binding
 // subresource merges the Binding's annotations into the pod as it sets
@@ -329,6 +338,7 @@ func (p *gpuShare) bindWithGPUIndex(ctx context.Context, pod *v1.Pod, nodeName s
 		},
 		Target: v1.ObjectReference{Kind: "Node", Name: nodeName},
 	}
+	r.note.annotate(binding.Annotations)
 	if c := p.handle.APICacher(); c != nil {
 		onFinish, err := c.BindPod(binding)
 		if err == nil {
