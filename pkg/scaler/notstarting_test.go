@@ -262,6 +262,30 @@ func TestMaxReplicasCountsStuckReplicas(t *testing.T) {
 	}
 }
 
+// TestStuckReplicasDoNotGrowTheService: no maxReplicas, and every T4
+// replica waits in ErrImageNeverPull (N = 0, below MinReplicas 1). Each
+// decision scales out by one; were all stuck replicas kept beside each
+// scale-out, the service would grow by one at every decision for as long
+// as the image is missing. A scale-out keeps at most as many stuck
+// replicas as it adds: the T4 Deployment settles at 2.
+func TestStuckReplicasDoNotGrowTheService(t *testing.T) {
+	f := newNotStartingFixture(t, "replaced", 1, 0)
+	const why = `Container image "registry.local/resnet50:v1" is not present with pull policy of Never`
+	f.boundPod(t, 0, f.start, false, &v1.ContainerStateWaiting{Reason: "ErrImageNeverPull", Message: why})
+	for step := 0; step < 3; step++ {
+		got, t4, v100 := f.decide(t)
+		if d := got.Status.LastDecision; d == nil || d.Action != "ScaleOut" {
+			t.Fatalf("decision %d: %+v, want a scale-out (0 running < min replicas 1)", step, d)
+		}
+		if t4+v100 > 2 {
+			t.Fatalf("decision %d: replicas T4 %d + V100 %d, want at most 2 (none running, one added, one stuck kept): the stuck replicas grow the service", step, t4, v100)
+		}
+		// The ReplicaSet's new pod is stuck as well.
+		f.boundPod(t, 10+step, *f.now, false, &v1.ContainerStateWaiting{Reason: "ErrImageNeverPull", Message: why})
+		*f.now = f.now.Add(time.Minute)
+	}
+}
+
 // drainEvents returns the events r's FakeRecorder holds, one a line.
 func drainEvents(r *Reconciler) string {
 	rec := r.Recorder.(*record.FakeRecorder)

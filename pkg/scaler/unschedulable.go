@@ -74,19 +74,26 @@ func runningOf(d *appsv1.Deployment, u unschedulable) int {
 }
 
 // targetReplicas is each Deployment's replicas after act: its replicas
-// plus act's Delta, except that the replicas the scheduler found no room
-// for and those bound but not starting (u.absent) go when the running
-// instances carry the load: act is a scale-in or no action, on a measured
-// arrival rate (not a lower bound), at a saturation within the policy's
-// threshold, with at least MinReplicas instances running after it; and
-// beyond the policy's MaxReplicas they go whatever the load (capAbsent). They
-// add no capacity (N_i leaves them out), and the autoscaler removes only
-// running instances, so a type with none running (N_i = 0) would keep its
-// Pending pods for ever. The ReplicaSet deletes unbound, then Pending,
-// then not-Ready pods first (newest first among equals), so a scale-in
-// takes those before any Ready instance. While the load needs more (a scale-out is due or waits for its
-// cool-down) they stay: room may come (a node added, a pod gone); and so
-// do those of the column a replacement in flight adds to.
+// plus act's Delta, except for the replicas the scheduler found no room
+// for and those bound but not starting (u.absent), which add no capacity
+// (N_i leaves them out):
+//   - they go when the running instances carry the load: act is a
+//     scale-in or no action, on a measured arrival rate (not a lower
+//     bound), at a saturation within the policy's threshold, with at least
+//     MinReplicas running after it. The autoscaler removes only running
+//     instances, so a type with none running (N_i = 0) would otherwise
+//     keep them for ever;
+//   - a scale-out keeps at most as many of a type's not-starting replicas
+//     as it adds to that type;
+//   - beyond the policy's MaxReplicas they go whatever the load
+//     (capAbsent).
+//
+// Otherwise, while the load needs more (a scale-out due or waiting for
+// its cool-down), they stay: room may come (a node added, a pod gone), a
+// node may recover; and so do those of the column a replacement in flight
+// adds to. The ReplicaSet deletes unbound, then Pending, then not-Ready
+// pods first (newest first among equals), so removing them takes those
+// before any Ready instance.
 func targetReplicas(deps []*appsv1.Deployment, u []unschedulable, act heterogeneity.Action, obs heterogeneity.Observation, pol heterogeneity.Policy) []int32 {
 	running := 0
 	for i := range deps {
@@ -97,8 +104,17 @@ func targetReplicas(deps []*appsv1.Deployment, u []unschedulable, act heterogene
 	out := make([]int32, len(deps))
 	for i, d := range deps {
 		base := int(replicasOf(d))
-		if surplus && u[i].absent() > 0 && !replacing(act, obs, i) {
+		switch {
+		case surplus && u[i].absent() > 0 && !replacing(act, obs, i):
 			base = runningOf(d, u[i])
+		case act.Kind == heterogeneity.ActionScaleOut && u[i].notStarting.pods > 0 && !replacing(act, obs, i):
+			// A scale-out keeps at most as many replicas that cannot
+			// start as it adds to the type: the new pods may land on a
+			// node that works, and the stuck ones may yet start; kept
+			// all, they would grow the service at every decision for as
+			// long as the cause (an image no node has) lasts.
+			stuck := u[i].notStarting.pods
+			base = max(base-stuck, 0) + min(stuck, max(act.Delta[i], 0))
 		}
 		out[i] = int32(max(base+act.Delta[i], 0))
 	}
