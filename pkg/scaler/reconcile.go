@@ -310,11 +310,17 @@ func (r *Reconciler) reportNoCapacity(ms *v1alpha1.ModelService, status *v1alpha
 		setCondition(status, v1alpha1.ConditionNoCapacity, metav1.ConditionFalse, "Scheduled", "no replica is unschedulable", ms.Generation)
 		return
 	}
-	msg := strings.Join(noRoom, "; ")
-	if c := meta.FindStatusCondition(status.Conditions, v1alpha1.ConditionNoCapacity); c == nil || c.Status != metav1.ConditionTrue || c.Message != msg {
-		r.Recorder.Eventf(ms, v1.EventTypeWarning, v1alpha1.ConditionNoCapacity, "%s", msg)
+	r.warnCondition(ms, status, v1alpha1.ConditionNoCapacity, v1.PodReasonUnschedulable, strings.Join(noRoom, "; "))
+}
+
+// warnCondition sets condition typ True with reason and msg, with a
+// Warning event (reason typ) when that is news: the condition was not
+// True with the same message.
+func (r *Reconciler) warnCondition(ms *v1alpha1.ModelService, status *v1alpha1.ModelServiceStatus, typ, reason, msg string) {
+	if c := meta.FindStatusCondition(status.Conditions, typ); c == nil || c.Status != metav1.ConditionTrue || c.Message != msg {
+		r.Recorder.Eventf(ms, v1.EventTypeWarning, typ, "%s", msg)
 	}
-	setCondition(status, v1alpha1.ConditionNoCapacity, metav1.ConditionTrue, v1.PodReasonUnschedulable, msg, ms.Generation)
+	setCondition(status, typ, metav1.ConditionTrue, reason, msg, ms.Generation)
 }
 
 // notStartingAll is notStartingOf for each GPU type's Deployment (deps,
@@ -353,11 +359,7 @@ func (r *Reconciler) reportNotStarting(ms *v1alpha1.ModelService, status *v1alph
 		setCondition(status, v1alpha1.ConditionNotStarting, metav1.ConditionFalse, "Starting", "every bound replica is Ready or within its launch time", ms.Generation)
 		return
 	}
-	msg := strings.Join(parts, "; ")
-	if c := meta.FindStatusCondition(status.Conditions, v1alpha1.ConditionNotStarting); c == nil || c.Status != metav1.ConditionTrue || c.Message != msg {
-		r.Recorder.Eventf(ms, v1.EventTypeWarning, v1alpha1.ConditionNotStarting, "%s", msg)
-	}
-	setCondition(status, v1alpha1.ConditionNotStarting, metav1.ConditionTrue, reason, msg, ms.Generation)
+	r.warnCondition(ms, status, v1alpha1.ConditionNotStarting, reason, strings.Join(parts, "; "))
 }
 
 // partialDecision is the action taken on a decision whose arrival rate

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	e2econfig "github.com/hetsev/hetsev/hack/e2e/config"
 	"github.com/hetsev/hetsev/internal/cluster"
 	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
 	"github.com/hetsev/hetsev/pkg/catalog"
@@ -276,23 +277,9 @@ func gpuLabels(g catalog.GPUType, count int) map[string]string {
 // addresses reads hack/e2e/config/addresses.env.
 func addresses(t *testing.T) map[string]string {
 	t.Helper()
-	f, err := os.Open(filepath.Join(cluster.RepoRoot(), "hack", "e2e", "config", "addresses.env"))
+	vars, err := e2econfig.ReadEnv(filepath.Join(cluster.RepoRoot(), "hack", "e2e", "config", "addresses.env"))
 	if err != nil {
 		t.Fatal(err)
-	}
-	defer f.Close()
-	vars := map[string]string{}
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		l := strings.TrimSpace(sc.Text())
-		if l == "" || strings.HasPrefix(l, "#") {
-			continue
-		}
-		k, v, ok := strings.Cut(l, "=")
-		if !ok {
-			t.Fatalf("addresses.env: %q is not NAME=value", l)
-		}
-		vars[k] = v
 	}
 	return vars
 }

@@ -1,7 +1,6 @@
 package config
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"net/netip"
@@ -40,28 +39,11 @@ func node1(t *testing.T) map[string]string {
 	return vars
 }
 
-// readEnv reads NAME=value lines, skipping blanks and # comments.
+// readEnv is ReadEnv, failing t on an error.
 func readEnv(t *testing.T, file string) map[string]string {
 	t.Helper()
-	f, err := os.Open(file)
+	vars, err := ReadEnv(file)
 	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	vars := map[string]string{}
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		k, v, ok := strings.Cut(line, "=")
-		if !ok {
-			t.Fatalf("%s: %q is not NAME=value", file, line)
-		}
-		vars[k] = v
-	}
-	if err := sc.Err(); err != nil {
 		t.Fatal(err)
 	}
 	return vars
