@@ -113,6 +113,14 @@ func TestGPUAnnotationsImmutableOnceBound(t *testing.T) {
 	if !ok || err != nil || bound.Spec.NodeName == "" {
 		t.Fatalf("pod on %q with annotations %v (%v)", bound.Spec.NodeName, bound.Annotations, err)
 	}
+	// The scheduler's binding writes the placement notes past the policy.
+	if bound.Annotations[v1alpha1.AnnotationPredictedInflation] == "" {
+		t.Fatalf("bound pod has no %s: annotations %v", v1alpha1.AnnotationPredictedInflation, bound.Annotations)
+	}
+	forged := userPod("forged-notes", true, "")
+	forged.Annotations[v1alpha1.AnnotationGPUNeighbours] = "default/other resnet50 0.1"
+	_, err = c.CoreV1().Pods("default").Create(ctx, forged, metav1.CreateOptions{})
+	expectDenied(t, "creating a pod with hetsev.io/gpu-neighbours", err, "remove them from the pod or its template")
 
 	asScheduler, err := s.cp.KubeconfigAs(schedulerSA)
 	if err != nil {
@@ -159,6 +167,10 @@ func TestGPUAnnotationsImmutableOnceBound(t *testing.T) {
 		{"removing hetsev.io/max-inflation", "bound", c, nil, annotate(v1alpha1.AnnotationMaxInflation, ""), "hetsev.io/max-inflation cannot change"},
 		{"changing hetsev.io/max-inflation through pods/status", "bound", c, []string{"status"}, annotate(v1alpha1.AnnotationMaxInflation, "5"), "hetsev.io/max-inflation cannot change"},
 		{"adding hetsev.io/max-inflation", "undeclared", c, nil, annotate(v1alpha1.AnnotationMaxInflation, "1.5"), "hetsev.io/max-inflation cannot change"},
+		// The placement notes are the scheduler's figures: a tenant that
+		// rewrote them would show operators a prediction nobody made.
+		{"changing hetsev.io/predicted-inflation", "bound", c, nil, annotate(v1alpha1.AnnotationPredictedInflation, "9.99"), "written by it only, in the pod's binding; they cannot be set or changed by"},
+		{"removing hetsev.io/gpu-neighbours through pods/status", "bound", c, []string{"status"}, annotate(v1alpha1.AnnotationGPUNeighbours, ""), "cannot be set or changed by"},
 	} {
 		_, err := tc.client.CoreV1().Pods("default").Patch(ctx, tc.pod, types.MergePatchType, tc.patch, metav1.PatchOptions{}, tc.subresource...)
 		expectDenied(t, tc.what, err, tc.msg)
@@ -171,7 +183,8 @@ func TestGPUAnnotationsImmutableOnceBound(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, k := range []string{v1alpha1.AnnotationModel, v1alpha1.AnnotationGPUMemory, v1alpha1.AnnotationGPUIndex, v1alpha1.AnnotationBusyShare, v1alpha1.AnnotationMaxInflation} {
+	for _, k := range []string{v1alpha1.AnnotationModel, v1alpha1.AnnotationGPUMemory, v1alpha1.AnnotationGPUIndex, v1alpha1.AnnotationBusyShare, v1alpha1.AnnotationMaxInflation,
+		v1alpha1.AnnotationPredictedInflation, v1alpha1.AnnotationGPUNeighbours} {
 		if after.Annotations[k] != bound.Annotations[k] {
 			t.Errorf("%s = %q after the refused edits, was %q", k, after.Annotations[k], bound.Annotations[k])
 		}
