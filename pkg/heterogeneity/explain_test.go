@@ -37,25 +37,35 @@ func TestScaleOutNamesRejectedAlternative(t *testing.T) {
 }
 
 // With the exact solver the alternative may be a mix: the ILP's optimum
-// without one of the chosen types. Here T4 alone cannot cover the target
-// (room for 2), so the chosen mix is T4 and V100-32GB, and the best one
-// without T4 is V100-32GB alone.
+// without one of the chosen types. No type alone covers the deficit of
+// 887 requests/s (T4: room for 2 of 363; V100-32GB and a dearer type X of
+// 709 requests/s: room for 1 each), so only that re-solve offers one:
+// the exact solver adds one T4 and one V100-32GB, and the best mix without
+// V100-32GB is one T4 and one X. The heuristic considers single types
+// only, so it has none.
 func TestExactAlternativeLeavesOutAChosenType(t *testing.T) {
-	p := testPolicy()
-	p.Solver = SolverExact
-	act := NewAutoscaler(p).Decide(Observation{Now: t0, ArrivalRate: 1000, Types: ts(resnetT4(1, 2), resnetV100(0, 10))})
-	if act.Kind != ActionScaleOut || act.Alternative == nil {
-		t.Fatalf("action %s %v alternative %+v; reason %q", act.Kind, act.Delta, act.Alternative, act.Reason)
-	}
-	if slices.Equal(act.Alternative.Delta, act.Delta) || act.Objective > act.Alternative.Objective {
-		t.Errorf("chosen %v (%.4f), alternative %v (%.4f): want a different mix no cheaper", act.Delta, act.Objective, act.Alternative.Delta, act.Alternative.Objective)
-	}
-}
-
-// A partial scale-out (no action reaches the target) has no alternative.
-func TestPartialScaleOutHasNoAlternative(t *testing.T) {
-	act := NewAutoscaler(testPolicy()).Decide(Observation{Now: t0, ArrivalRate: 5000, Types: ts(resnetT4(1, 2), resnetV100(0, 1))})
-	if act.Kind != ActionScaleOut || act.Alternative != nil {
-		t.Errorf("action %s %v alternative %+v, want a partial ScaleOut without one", act.Kind, act.Delta, act.Alternative)
+	x := resnetV100(0, 1)
+	x.GPUType, x.PriceUSDPerHour = "X", 5
+	obs := Observation{Now: t0, ArrivalRate: 1000, Types: ts(resnetT4(1, 2), resnetV100(0, 1), x)}
+	for _, tc := range []struct {
+		solver string
+		want   []int
+	}{{SolverExact, []int{1, 0, 1}}, {SolverHeuristic, nil}} {
+		p := testPolicy()
+		p.Solver = tc.solver
+		act := NewAutoscaler(p).Decide(obs)
+		if act.Kind != ActionScaleOut || act.Delta[1] != 1 {
+			t.Fatalf("%s: action %s %v, want a ScaleOut with one V100-32GB; reason %q", tc.solver, act.Kind, act.Delta, act.Reason)
+		}
+		var got []int
+		if act.Alternative != nil {
+			got = act.Alternative.Delta
+			if act.Objective > act.Alternative.Objective {
+				t.Errorf("%s: chosen objective %.4f > alternative's %.4f", tc.solver, act.Objective, act.Alternative.Objective)
+			}
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("%s: alternative %v, want %v", tc.solver, got, tc.want)
+		}
 	}
 }
