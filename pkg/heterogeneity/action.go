@@ -54,6 +54,9 @@ type Action struct {
 	// it only waited.
 	Replacement      *Replacement
 	ReplacementPhase ReplacementPhase
+	// Alternative is, for a scale-out, the best mix the solver considered
+	// and did not choose (see alternativeOf), nil when it had none.
+	Alternative *Alternative
 
 	// at is the observation's time, which Autoscaler.Commit records.
 	at time.Time

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/hetsev/hetsev/pkg/heterogeneity/ilp"
 )
 
 // scaleOutTrigger updates the timer of the saturation s_f = W_f / capacity
@@ -107,6 +109,13 @@ func (a *Autoscaler) scaleOut(solver Solver, obs Observation, f forecast, act Ac
 	act.Kind = ActionScaleOut
 	act.Delta = amount.Delta
 	act.Objective = objective(types, amount.Delta, p.Lambda)
+	// The mix's runner-up, said in the reason: why not another type.
+	if pr, err := buildProblem(withRate(obs, f.w), p, ilp.ScaleOutOnly); err == nil {
+		if alt := alternativeOf(pr, types, amount.Delta, solver.Name() == SolverExact); alt != nil {
+			act.Alternative = alt
+			act.Reason += "; " + mixNames(types, alt.Delta) + " rejected: " + strings.TrimPrefix(alt.Why, mixNames(types, alt.Delta)+" ")
+		}
+	}
 	return act // recorded by Commit
 }
 

@@ -145,9 +145,10 @@ func (o *Options) NewManager(cfg *rest.Config) (manager.Manager, error) {
 		Catalog:        cat,
 		// core/v1 Events, aggregated with a count, as kubectl and the demo
 		// read them.
-		Recorder:     mgr.GetEventRecorderFor(v1alpha1.ScalerName), //nolint:staticcheck
-		Defaults:     o.Defaults,
-		TrafficSplit: o.TrafficSplit,
+		Recorder:        mgr.GetEventRecorderFor(v1alpha1.ScalerName), //nolint:staticcheck
+		Defaults:        o.Defaults,
+		TrafficSplit:    o.TrafficSplit,
+		DecisionHistory: o.DecisionHistory,
 	}
 	if err := r.SetupWithManager(mgr, o.Workers); err != nil {
 		return nil, err

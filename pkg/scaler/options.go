@@ -60,6 +60,9 @@ type Options struct {
 	// --prometheus-bearer-token-file, --prometheus-ca-file,
 	// --prometheus-header) and --rate-window; its default queries.
 	Prometheus prometheus.Options
+	// DecisionHistory is how many of a ModelService's latest decisions
+	// status.decisions keeps (0: none; at most MaxDecisionHistory).
+	DecisionHistory int
 }
 
 // Values of --metrics-backend.
@@ -99,6 +102,7 @@ func NewOptions() *Options {
 		MetricsTimeout:         DefaultMetricsTimeout,
 		MetricsBackend:         MetricsBackendCustomMetrics,
 		Prometheus:             prometheus.DefaultOptions(),
+		DecisionHistory:        DefaultDecisionHistory,
 	}
 }
 
@@ -137,6 +141,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst, "burst of queries to the API server")
 	fs.DurationVar(&o.MetricsTimeout, "metrics-timeout", o.MetricsTimeout, "how long each call to custom.metrics.k8s.io, or each Prometheus query, may take (e.g. 5s); a decision whose call runs out holds the replicas and reports MetricsUnavailable with reason MetricsTimeout")
 	fs.StringVar(&o.MetricsBackend, "metrics-backend", o.MetricsBackend, "where request rates and latencies come from: custom-metrics (custom.metrics.k8s.io, served by hetsev-metrics-adapter through its APIService) or prometheus (the adapter's Prometheus queries run by the scaler itself against --prometheus-url; no APIService needed)")
+	fs.IntVar(&o.DecisionHistory, "decision-history", o.DecisionHistory, fmt.Sprintf("how many of a ModelService's latest decisions status.decisions keeps, oldest first (those that changed replicas or the action, as status.lastDecision); 0 keeps none; at most %d", MaxDecisionHistory))
 	o.Prometheus.Connection.AddGoFlags(fs)
 	fs.DurationVar(&o.Prometheus.RateWindow, "rate-window", o.Prometheus.RateWindow, "with --metrics-backend=prometheus: the PromQL range of request rates and latency percentiles (whole seconds), as hetsev-metrics-adapter's --rate-window")
 }
@@ -193,6 +198,9 @@ func (o *Options) Validate() error {
 	}
 	if o.Defaults.ReplacementInterval < 0 || o.Defaults.ReplacementTimeout < 0 {
 		return fmt.Errorf("--replacement-interval=%v, --replacement-timeout=%v: want durations >= 0 (0: 5m)", o.Defaults.ReplacementInterval, o.Defaults.ReplacementTimeout)
+	}
+	if o.DecisionHistory < 0 || o.DecisionHistory > MaxDecisionHistory {
+		return fmt.Errorf("--decision-history=%d: want 0 (none) to %d", o.DecisionHistory, MaxDecisionHistory)
 	}
 	if o.Workers < 1 {
 		return fmt.Errorf("--workers=%d: want at least 1", o.Workers)

@@ -12,7 +12,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -173,7 +172,7 @@ func (r *Reconciler) decide(ctx context.Context, ms *v1alpha1.ModelService, st *
 		}
 		setCondition(&status, v1alpha1.ConditionMetricsUnavailable, metav1.ConditionTrue, reason, msg, ms.Generation)
 		setCondition(&status, v1alpha1.ConditionReady, metav1.ConditionTrue, "Reconciled", "Deployments reconciled", ms.Generation)
-		recordDecision(&status, v1alpha1.Decision{Time: metav1.NewTime(now), Action: "Hold", Reason: msg})
+		recordDecision(&status, v1alpha1.Decision{Time: metav1.NewTime(now), Action: "Hold", Reason: msg}, r.DecisionHistory)
 		decisionsTotal.WithLabelValues(ms.Namespace, ms.Name, "Hold").Inc()
 		return svc.interval, r.writeStatusIfChanged(ctx, ms, status)
 	}
@@ -188,6 +187,7 @@ func (r *Reconciler) decide(ctx context.Context, ms *v1alpha1.ModelService, st *
 	obs := heterogeneity.Observation{Now: now, ArrivalRate: w, ArrivalRateIsLowerBound: ar.Partial}
 	var noRoom []string // per type with unschedulable replicas: how many, and the scheduler's message
 	unsched := make([]unschedulable, len(svc.types))
+	seen := make([]columnSeen, len(svc.types))
 	for i, p := range svc.types {
 		cpu, mem := resource.Quantity{}, resource.Quantity{}
 		if p.spec.CPU != "" {
@@ -213,6 +213,7 @@ func (r *Reconciler) decide(ctx context.Context, ms *v1alpha1.ModelService, st *
 		// slots stay, as its other nodes may have room.
 		u.notStarting = stuck[i]
 		unsched[i] = u
+		seen[i] = columnSeen{slots: c.slots, gpus: c.gpus, noRoom: u.pods > 0}
 		if u.pods > 0 {
 			c.slots = 0
 			noRoom = append(noRoom, fmt.Sprintf("%s: %d of %d replicas unschedulable (%s)", p.column(), u.pods, replicasOf(deps[i]), u.message))
@@ -247,6 +248,9 @@ func (r *Reconciler) decide(ctx context.Context, ms *v1alpha1.ModelService, st *
 			why = fmt.Sprintf("max replicas %d reached", svc.policy.MaxReplicas)
 		}
 		act.Reason = fmt.Sprintf("%s; removed the replicas that are unschedulable or not starting (%s): %s", act.Reason, n, why)
+	}
+	if room := roomWords(svc, act, seen); room != "" {
+		act.Reason += "; " + room
 	}
 	delta := map[string]int32{}
 	for i, want := range target {
@@ -292,8 +296,13 @@ func (r *Reconciler) decide(ctx context.Context, ms *v1alpha1.ModelService, st *
 	status.ArrivalRate = strconv.FormatFloat(w, 'f', 2, 64)
 	status.Saturation = formatSaturation(act.Saturation)
 	status.LatencyP98Ms = strconv.FormatFloat(p98, 'f', 1, 64)
-	recordDecision(&status, v1alpha1.Decision{Time: metav1.NewTime(now), Action: kind, Delta: delta, Reason: act.Reason,
-		Replacement: replacementStatus(act.Replacement, act.ReplacementPhase)})
+	d := v1alpha1.Decision{Time: metav1.NewTime(now), Action: kind, Delta: delta, Reason: act.Reason,
+		Replacement: replacementStatus(act.Replacement, act.ReplacementPhase),
+		Types:       typeDecisions(svc, deps, obs, act, seen), Alternative: decisionAlternative(svc, act)}
+	if !isNoChange(act.Delta) {
+		d.Objective = formatObjective(act.Objective)
+	}
+	recordDecision(&status, d, r.DecisionHistory)
 	status.ScalingState = scalingState(as.State())
 	if !math.IsInf(act.Saturation, 0) {
 		saturationGauge.WithLabelValues(ms.Namespace, ms.Name).Set(act.Saturation)
@@ -384,18 +393,8 @@ func partialDecision(act heterogeneity.Action, lowerBound string) (string, heter
 		return string(act.Kind), act
 	}
 	act.Reason = fmt.Sprintf("%s; scale-in held (%s)", lowerBound, act.Reason)
-	act.Kind, act.Delta, act.Objective = heterogeneity.ActionNone, make([]int, len(act.Delta)), 0
+	act.Kind, act.Delta, act.Objective, act.Alternative = heterogeneity.ActionNone, make([]int, len(act.Delta)), 0, nil
 	return "Hold", act
-}
-
-// recordDecision makes d status' last decision unless it repeats the last
-// one's action without changing replicas (then only the decision counter
-// records it, and status is not rewritten for it).
-func recordDecision(st *v1alpha1.ModelServiceStatus, d v1alpha1.Decision) {
-	if p := st.LastDecision; p != nil && p.Action == d.Action && len(p.Delta) == 0 && len(d.Delta) == 0 && equality.Semantic.DeepEqual(p.Replacement, d.Replacement) {
-		return
-	}
-	st.LastDecision = &d
 }
 
 // capacityFor counts the instances of svc that fit on free GPUs of p's

@@ -72,6 +72,9 @@ type Reconciler struct {
 	// (placement.Placer.Admit) admits with them. nil is the arguments'
 	// defaults (schedulerconfig.DefaultGPUShareArgs).
 	Admission *schedulerconfig.GPUShareArgs
+	// DecisionHistory is how many decisions status.decisions keeps, newest
+	// last (<= 0: none; --decision-history).
+	DecisionHistory int
 
 	mu sync.Mutex
 	// state is kept per ModelService object (its UID): one deleted and

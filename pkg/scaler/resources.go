@@ -17,6 +17,9 @@ import (
 type typeCapacity struct {
 	// slots is MaxAdditional: how many more instances fit (freeSlots).
 	slots int
+	// gpus is how many GPUs of the type the nodes that take the
+	// service's pods have: where the slots were looked for.
+	gpus int
 	// inflation is the mean latency inflation (>= 1) its bound instances
 	// get from their GPU neighbours, by the co-location model at the busy
 	// shares the pods declare; 1 when none is bound.
@@ -71,7 +74,7 @@ func capacityOf(nodes []*v1.Node, pods []*v1.Pod, ms, product string, demand gpu
 		}
 		byNode[p.Spec.NodeName] = append(byNode[p.Spec.NodeName], p)
 	}
-	slots, bound, inflation := 0, 0, 0.0
+	slots, gpus, bound, inflation := 0, 0, 0, 0.0
 	counted := map[types.UID]bool{} // DRA mode: pods counted through an allocated claim
 	for _, n := range nodes {
 		if n.Labels[gpuinventory.LabelGPUProduct] != product {
@@ -114,6 +117,7 @@ func capacityOf(nodes []*v1.Node, pods []*v1.Pod, ms, product string, demand gpu
 		if refusesPods(n, tolerations) || pool && !gpuinventory.InGPUPool(n) {
 			continue
 		}
+		gpus += len(occ.GPUs)
 		freeCPU := n.Status.Allocatable.Cpu().MilliValue() - usedCPU.MilliValue()
 		freeMem := n.Status.Allocatable.Memory().Value() - usedMem.Value()
 		slots += adm.OnNode(n.Labels).Slots(occ.GPUs, demand, freeCPU, cpu.MilliValue(), freeMem, mem.Value())
@@ -124,7 +128,7 @@ func capacityOf(nodes []*v1.Node, pods []*v1.Pod, ms, product string, demand gpu
 			pending++
 		}
 	}
-	c := typeCapacity{slots: max(slots-pending, 0), inflation: 1}
+	c := typeCapacity{slots: max(slots-pending, 0), gpus: gpus, inflation: 1}
 	if bound > 0 {
 		c.inflation = inflation / float64(bound)
 	}

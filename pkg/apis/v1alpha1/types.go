@@ -295,6 +295,13 @@ type ModelServiceStatus struct {
 	// decision repeating the previous no-op is counted in the scaler's
 	// hetsev_scaler_decisions_total, not written here.
 	LastDecision *Decision `json:"lastDecision,omitempty"`
+	// Decisions are the scaler's latest decisions that differed from the
+	// one before them (the rule of lastDecision), oldest first, newest
+	// last (the newest is lastDecision); at most hetsev-scaler's
+	// --decision-history of them (default 10), none when it is 0.
+	//
+	// +kubebuilder:validation:MaxItems=100
+	Decisions []Decision `json:"decisions,omitempty"`
 	// ScalingState is the timing state of the scaling triggers (HetSev
 	// 4.1's scale-out period, scale-in interval and cool-down), kept here so
 	// that a new hetsev-scaler leader honours the cool-down its predecessor
@@ -343,6 +350,71 @@ type Decision struct {
 	// Replacement is the make-before-break replacement in flight at this
 	// decision, or the one it ended; absent when none.
 	Replacement *Replacement `json:"replacement,omitempty"`
+	// Types is what the decision saw and left per column (a GPU type, or a
+	// light flavor of one, as status.replicas names it).
+	//
+	// +listType=map
+	// +listMapKey=gpuType
+	// +kubebuilder:validation:MaxItems=64
+	Types []TypeDecision `json:"types,omitempty"`
+	// Objective is the HetSev 4.1 objective of the action, USD/h as a
+	// decimal string (negative for a scale-in: the cost saved); absent when
+	// the decision changed nothing.
+	//
+	// +kubebuilder:validation:Pattern=`^-?[0-9]+(\.[0-9]+)?$`
+	Objective string `json:"objective,omitempty"`
+	// Alternative is the best scale-out the solver considered and did not
+	// choose: the heuristic's best other single-type choice, or, for the
+	// exact solver, also the optimum without one of the chosen types;
+	// absent when there was none.
+	Alternative *DecisionAlternative `json:"alternative,omitempty"`
+}
+
+// TypeDecision is one column of a decision: a GPU type, or a light flavor
+// of one.
+type TypeDecision struct {
+	// GPUType is the column, as status.replicas names it, e.g. "T4" or
+	// "T4-busy0.25".
+	GPUType string `json:"gpuType"`
+	// Replicas is the Deployment's desired replicas after the decision.
+	//
+	// +kubebuilder:validation:Minimum=0
+	Replicas int32 `json:"replicas"`
+	// CapacityRPS is the capacity the decision plans with on this column,
+	// T_i (N_i + X_i) with T_i over the co-location inflation the scaler
+	// applies and N_i the replicas it counts (unschedulable and
+	// not-starting ones left out), requests/s as a decimal string.
+	//
+	// +kubebuilder:validation:Pattern=`^[0-9]+(\.[0-9]+)?$`
+	CapacityRPS string `json:"capacityRPS,omitempty"`
+	// FreeSlots is how many more instances of this service fit on free
+	// GPUs of the type at the decision (HetSev 4.1 constraint 2, by
+	// hetsev-scheduler's admission rule); 0 when the type is full.
+	//
+	// +kubebuilder:validation:Minimum=0
+	FreeSlots int32 `json:"freeSlots"`
+	// CostRatio is the column's price per request/s, C_i / T_i, over the
+	// lowest of the decision's columns, as a decimal string ("1.00" for
+	// the cheapest, "7.40" for one that costs 7.4 times as much per
+	// request).
+	//
+	// +kubebuilder:validation:Pattern=`^[0-9]+(\.[0-9]+)?$`
+	CostRatio string `json:"costRatio,omitempty"`
+}
+
+// DecisionAlternative is a scale-out a decision's solver considered and
+// rejected.
+type DecisionAlternative struct {
+	// Delta is the replicas it would have added per column.
+	Delta map[string]int32 `json:"delta,omitempty"`
+	// Objective is its HetSev 4.1 objective, USD/h as a decimal string;
+	// never below the decision's objective.
+	//
+	// +kubebuilder:validation:Pattern=`^-?[0-9]+(\.[0-9]+)?$`
+	Objective string `json:"objective"`
+	// Why it lost, e.g. "V100-32GB costs 7.4x per request (objective 9.36
+	// > 1.89 USD/h)".
+	Why string `json:"why,omitempty"`
 }
 
 // Replacement is a make-before-break replacement of instances of one
