@@ -141,7 +141,7 @@ func TestChartSchemaRefusesBadValues(t *testing.T) {
 
 // ci/all-values.yaml renders every option: the Prometheus flags for both
 // programs, cert-manager's objects and annotations, the DRA objects, the
-// catalog, PDBs and the pods' scheduling; and no APIService skips TLS
+// catalog, PDBs, the pods' scheduling and the monitoring objects; and no APIService skips TLS
 // verification.
 func TestChartRendersEveryValue(t *testing.T) {
 	objs := render(t, allValues(t))
@@ -171,8 +171,25 @@ func TestChartRendersEveryValue(t *testing.T) {
 		"policy/PodDisruptionBudget gpu-serving/hetsev-metrics-adapter",
 		"policy/PodDisruptionBudget gpu-serving/hetsev-scaler",
 		"/ConfigMap gpu-serving/hetsev-gpu-catalog",
+		"monitoring.coreos.com/PodMonitor gpu-serving/hetsev-scheduler",
+		"monitoring.coreos.com/PodMonitor gpu-serving/hetsev-metrics-adapter",
+		"monitoring.coreos.com/PodMonitor gpu-serving/hetsev-scaler",
+		"monitoring.coreos.com/PrometheusRule gpu-serving/hetsev",
+		"/ConfigMap gpu-serving/hetsev-grafana-dashboard",
 	} {
 		get(i)
+	}
+	pm := get("monitoring.coreos.com/PodMonitor gpu-serving/hetsev-scaler")
+	ep := nested(t, pm, "spec")["podMetricsEndpoints"].([]any)[0].(map[string]any)
+	if pm.GetLabels()["release"] != "kube-prometheus-stack" || ep["interval"] != "15s" || ep["scrapeTimeout"] != "5s" || ep["relabelings"] == nil || ep["metricRelabelings"] == nil {
+		t.Errorf("PodMonitor hetsev-scaler: labels %v, endpoint %v", pm.GetLabels(), ep)
+	}
+	rule := get("monitoring.coreos.com/PrometheusRule gpu-serving/hetsev")
+	if raw, _ := json.Marshal(rule.Object); !strings.Contains(string(raw), `(1 - 0.995)`) || !strings.Contains(string(raw), `"team":"ml-serving"`) {
+		t.Errorf("PrometheusRule hetsev without the objective 0.995 or the alert label team: %s", raw)
+	}
+	if cm := get("/ConfigMap gpu-serving/hetsev-grafana-dashboard"); cm.GetAnnotations()["grafana_folder"] != "hetsev" || cm.GetLabels()["grafana_dashboard"] != "1" {
+		t.Errorf("dashboard ConfigMap: labels %v, annotations %v", cm.GetLabels(), cm.GetAnnotations())
 	}
 	for i := range byID {
 		if strings.Contains(i, "APIService") {

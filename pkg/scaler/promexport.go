@@ -22,6 +22,19 @@ var (
 		Name: "hetsev_scaler_replicas",
 		Help: "Desired replicas per ModelService and GPU type.",
 	}, []string{"namespace", "modelservice", "gpu_type"})
+	// latencyP98Gauge and sloResponseTimeGauge let Prometheus compare a
+	// ModelService's measured latency with its SLO: the p98 latency the
+	// adapter gave at the last decision (the highest over its Deployments)
+	// and RT_max (spec.slo.responseTimeMs), both in ms. The chart's
+	// PrometheusRule derives the SLO attainment and burn rate from them.
+	latencyP98Gauge = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "hetsev_scaler_latency_p98_ms",
+		Help: "Highest p98 latency over each ModelService's Deployments at its last decision, ms.",
+	}, []string{"namespace", "modelservice"})
+	sloResponseTimeGauge = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "hetsev_scaler_slo_response_time_ms",
+		Help: "RT_max of each ModelService (spec.slo.responseTimeMs), ms.",
+	}, []string{"namespace", "modelservice"})
 	statusWritesTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "hetsev_scaler_status_writes_total",
 		Help: "Writes of a ModelService's status (made only when it changed).",
@@ -41,12 +54,12 @@ var (
 // deleteMetrics drops the series of ModelService namespace/name.
 func deleteMetrics(namespace, name string) {
 	ms := prometheus.Labels{"namespace": namespace, "modelservice": name}
-	for _, v := range []interface{ DeletePartialMatch(prometheus.Labels) int }{decisionsTotal, statusWritesTotal, saturationGauge, arrivalRateGauge, replicasGauge} {
+	for _, v := range []interface{ DeletePartialMatch(prometheus.Labels) int }{decisionsTotal, statusWritesTotal, saturationGauge, arrivalRateGauge, replicasGauge, latencyP98Gauge, sloResponseTimeGauge} {
 		v.DeletePartialMatch(ms)
 	}
 }
 
 // Register adds the scaler's metrics to reg.
 func Register(reg prometheus.Registerer) {
-	reg.MustRegister(decisionsTotal, statusWritesTotal, saturationGauge, arrivalRateGauge, replicasGauge, decisionSeconds, solverSeconds)
+	reg.MustRegister(decisionsTotal, statusWritesTotal, saturationGauge, arrivalRateGauge, replicasGauge, latencyP98Gauge, sloResponseTimeGauge, decisionSeconds, solverSeconds)
 }

@@ -308,6 +308,8 @@ func (r *Reconciler) decide(ctx context.Context, ms *v1alpha1.ModelService, st *
 		saturationGauge.WithLabelValues(ms.Namespace, ms.Name).Set(act.Saturation)
 	}
 	arrivalRateGauge.WithLabelValues(ms.Namespace, ms.Name).Set(w)
+	latencyP98Gauge.WithLabelValues(ms.Namespace, ms.Name).Set(p98)
+	sloResponseTimeGauge.WithLabelValues(ms.Namespace, ms.Name).Set(ms.Spec.SLO.ResponseTimeMs)
 	return svc.interval, r.writeStatusIfChanged(ctx, ms, status)
 }
 

@@ -14,17 +14,22 @@ import (
 	"github.com/hetsev/hetsev/internal/helmchart"
 )
 
-// certManagerCRDs stands in for cert-manager's CRDs: the kinds the chart
-// renders with certificates.mode certManager, served without a schema
-// (cert-manager validates its objects with its own webhook).
+// certManagerCRDs stands in for cert-manager's and the Prometheus
+// Operator's CRDs: the kinds the chart renders with certificates.mode
+// certManager and with monitoring on, served without a schema
+// (cert-manager validates its objects with its own webhook; the Prometheus
+// Operator's schemas are not hetsev's to check).
 func certManagerCRDs() []*unstructured.Unstructured {
 	var out []*unstructured.Unstructured
-	for _, k := range []struct{ kind, plural string }{{"Certificate", "certificates"}, {"Issuer", "issuers"}} {
+	for _, k := range []struct{ group, kind, plural string }{
+		{"cert-manager.io", "Certificate", "certificates"}, {"cert-manager.io", "Issuer", "issuers"},
+		{"monitoring.coreos.com", "PodMonitor", "podmonitors"}, {"monitoring.coreos.com", "PrometheusRule", "prometheusrules"},
+	} {
 		out = append(out, &unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-			"metadata": map[string]any{"name": k.plural + ".cert-manager.io"},
+			"metadata": map[string]any{"name": k.plural + "." + k.group},
 			"spec": map[string]any{
-				"group": "cert-manager.io", "scope": "Namespaced",
+				"group": k.group, "scope": "Namespaced",
 				"names": map[string]any{"kind": k.kind, "plural": k.plural, "singular": strings.ToLower(k.kind), "listKind": k.kind + "List"},
 				"versions": []any{map[string]any{
 					"name": "v1", "served": true, "storage": true,
@@ -90,6 +95,12 @@ func TestHelmChartAppliesToAPIServer(t *testing.T) {
 			"PodDisruptionBudget gpu-serving/hetsev-metrics-adapter",
 			"PodDisruptionBudget gpu-serving/hetsev-scaler",
 			"ValidatingAdmissionPolicy hetsev-gpu-assignment",
+			"PodMonitor gpu-serving/hetsev-scheduler",
+			"PodMonitor gpu-serving/hetsev-metrics-adapter",
+			"PodMonitor gpu-serving/hetsev-scaler",
+			"PrometheusRule gpu-serving/hetsev",
+			"ConfigMap gpu-serving/hetsev-grafana-dashboard",
+			"ClusterRoleBinding hetsev-metrics-reader",
 		}},
 	} {
 		objs, err := helmchart.Render(ch, c.values)

@@ -25,7 +25,9 @@ import (
 // but never in: it must hold (Hold decisions, MetricsUnavailable naming the
 // Deployment and the quiet pod and saying the scale-in is held) for as many
 // decisions as span the cool-down and the scale-in interval, and never
-// lower the replicas meanwhile.
+// lower the replicas meanwhile. Then every metric the chart's
+// PrometheusRule and Grafana dashboard use is on the three programs'
+// /metrics.
 func TestScalerHoldsOnPartialMetrics(t *testing.T) {
 	s := startStack(t, true)
 	ctx := s.ctx
@@ -77,6 +79,9 @@ func TestScalerHoldsOnPartialMetrics(t *testing.T) {
 		t.Errorf("replicas fell from %d to %d while pod %s had no metrics", before, after, quiet.Name)
 	}
 	t.Logf("trace %.0f s: held at %d replicas; %s", w.Clock.Processed(), totalReplicas(ctx, t, s), c.Message)
+	// Now every kind of series the chart's monitoring uses exists: per-GPU
+	// gauges of placed pods, decisions, and values the adapter withheld.
+	s.checkMonitoringMetrics(ctx, t)
 }
 
 // readyPods returns the Ready, not terminating pods of ModelService name in

@@ -34,6 +34,10 @@ type stack struct {
 	prof    catalog.Profiles
 	// scalerMetrics is hetsev-scaler's /metrics URL ("" without a scaler).
 	scalerMetrics string
+	// schedulerPort and adapterPort are the secure ports of
+	// hetsev-scheduler (/metrics open without authentication) and
+	// hetsev-metrics-adapter on 127.0.0.1.
+	schedulerPort, adapterPort int
 }
 
 // startStack starts the cluster, CRDs, dcgm-exporter pods, hetsev-scheduler
@@ -69,12 +73,15 @@ func startStack(t *testing.T, withScaler bool) *stack {
 	if err := demo.CreateDCGMExporters(ctx, cp.Client, names); err != nil {
 		t.Fatal(err)
 	}
-	sched, err := cluster.StartScheduler(ctx, cp)
+	if s.schedulerPort, err = cluster.FreePort(); err != nil {
+		t.Fatal(err)
+	}
+	sched, err := cluster.StartScheduler(ctx, cp, cluster.SchedulerMetricsArgs(s.schedulerPort)...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	stopOnCleanup(t, sched)
-	s.adapter, _, err = cluster.StartAdapter(ctx, cp, cluster.AdapterOptions{ScrapeInterval: "200ms", RateWindow: "60s"})
+	s.adapter, s.adapterPort, err = cluster.StartAdapter(ctx, cp, cluster.AdapterOptions{ScrapeInterval: "200ms", RateWindow: "60s"})
 	if err != nil {
 		t.Fatal(err)
 	}
