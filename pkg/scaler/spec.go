@@ -211,6 +211,16 @@ func validate(ms *v1alpha1.ModelService, cat catalog.Catalog, d Defaults) (*serv
 	if s.BatchSize < 1 {
 		return nil, fmt.Errorf("spec.batchSize: must be >= 1, got %d", s.BatchSize)
 	}
+	switch s.Protocol {
+	case "", v1alpha1.ProtocolHTTP, v1alpha1.ProtocolGRPC:
+	default:
+		return nil, fmt.Errorf("spec.protocol: %q is neither %q nor %q", s.Protocol, v1alpha1.ProtocolHTTP, v1alpha1.ProtocolGRPC)
+	}
+	switch s.ModelScope {
+	case "", v1alpha1.ModelScopeNamespace, v1alpha1.ModelScopeCluster:
+	default:
+		return nil, fmt.Errorf("spec.modelScope: %q is neither %q nor %q", s.ModelScope, v1alpha1.ModelScopeNamespace, v1alpha1.ModelScopeCluster)
+	}
 	if len(s.Profiles) == 0 {
 		return nil, fmt.Errorf("spec.profiles: at least one GPU type is required")
 	}
@@ -246,6 +256,11 @@ func validate(ms *v1alpha1.ModelService, cat catalog.Catalog, d Defaults) (*serv
 			}
 			if _, err := resource.ParseQuantity(f.v); err != nil {
 				return nil, fmt.Errorf("%s.%s: %q is not a quantity", field, f.name, f.v)
+			}
+		}
+		if p.Overrides != nil {
+			if _, err := overrideTarget(&s.Template.Spec, p.Overrides, field+".overrides"); err != nil {
+				return nil, err
 			}
 		}
 		price := p.PriceUSDPerHour
