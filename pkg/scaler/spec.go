@@ -503,7 +503,11 @@ func (r *Resolved) Demand(gpuType string) (gpuinventory.Demand, bool) {
 // demand is the GPU demand of one instance of type p, with the busy share
 // and inflation limit rounded as its pods' annotations carry them.
 func (s *service) demand(p gpuProfile) gpuinventory.Demand {
-	return gpuinventory.Demand{Model: s.obj.Spec.Model, MemoryMiB: p.gpuMemMiB,
+	scope := s.obj.Namespace
+	if s.obj.Spec.ModelScope == v1alpha1.ModelScopeCluster {
+		scope = ""
+	}
+	return gpuinventory.Demand{Model: s.obj.Spec.Model, Scope: scope, MemoryMiB: p.gpuMemMiB,
 		BusyShare: roundBusyShare(p.busyShare), MaxInflation: roundMaxInflation(p.maxInflation)}
 }
 
