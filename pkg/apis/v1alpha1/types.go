@@ -115,12 +115,10 @@ type ModelServiceSpec struct {
 	ModelScope string `json:"modelScope,omitempty"`
 	// Template is the pod template of the model-server instances; the scaler
 	// adds the GPU type's nodeSelector, schedulerName, hetsev annotations and
-	// NVIDIA_VISIBLE_DEVICES. Its schema is left open: the API server keeps
-	// it as written, and the Deployments' own validation checks it.
-	//
-	// +kubebuilder:validation:Schemaless
-	// +kubebuilder:validation:Type=object
-	// +kubebuilder:pruning:PreserveUnknownFields
+	// NVIDIA_VISIBLE_DEVICES. Its schema is the PodTemplateSpec's: a field
+	// unknown to it (a typo, "containerz") is rejected with strict field
+	// validation (kubectl's default) and pruned otherwise; the Deployments'
+	// own validation checks the values.
 	Template v1.PodTemplateSpec `json:"template"`
 }
 
