@@ -50,6 +50,11 @@ gen_crd() {
 	tmp=$(mktemp -d)
 	# allowDangerousTypes: the spec has float64 fields (SLOs, profiles).
 	controller_gen crd:allowDangerousTypes=true paths=./pkg/apis/v1alpha1/... output:crd:artifacts:config="$tmp"
+	# The pod template's schema is PodTemplateSpec's: without upstream's
+	# descriptions (kubectl explain pod.spec has them) the CRD stays under
+	# the 262,144 bytes of kubectl apply's last-applied annotation, and the
+	# ModelService's own fields keep theirs.
+	GOFLAGS=-buildvcs=false "$GO" run ./hack/crdtrim -file "$tmp/hetsev.io_modelservices.yaml" -path spec.template
 	for f in "$tmp"/*.yaml; do
 		name=${CRD_FILES[$(basename "$f")]:-}
 		if [[ -z $name ]]; then

@@ -125,7 +125,7 @@ func TestOccupancy(t *testing.T) {
 		return nil
 	})
 	g0, g1 := occ.GPUs[0], occ.GPUs[1]
-	if g0.UsedMiB != 4096+10240 || g0.Models["m"] != 1 || g0.Models["n"] != 1 || g0.Instances != 3 {
+	if g0.UsedMiB != 4096+10240 || g0.Models["default/m"] != 1 || g0.Models["default/n"] != 1 || g0.Instances != 3 {
 		t.Errorf("gpu-0 %+v, want 14336 MiB (4 GiB once, 10 GiB at the request), models m and n, 3 instances", g0)
 	}
 	if g0.BusyShare != 1.4 {
@@ -147,7 +147,7 @@ func TestOccupancy(t *testing.T) {
 
 	// A bound pod whose claim holds nothing here counts on its gpu-index.
 	orphan := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "o", Namespace: "default", Annotations: map[string]string{v1alpha1.AnnotationModel: "o", v1alpha1.AnnotationGPUIndex: "1"}}}
-	if what := AddUnclaimedPod(occ, nodes["n1"], orphan, 2048); what == "" || occ.GPUs[1].Models["o"] != 1 || occ.GPUs[1].UsedMiB != 32768+2048 {
+	if what := AddUnclaimedPod(occ, nodes["n1"], orphan, 2048); what == "" || occ.GPUs[1].Models["default/o"] != 1 || occ.GPUs[1].UsedMiB != 32768+2048 {
 		t.Errorf("orphan: %q, gpu-1 %+v", what, occ.GPUs[1])
 	}
 }

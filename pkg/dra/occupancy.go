@@ -98,7 +98,7 @@ func (n *NodeDevices) Occupancy(usages map[DeviceKey][]Usage, consumers Consumer
 // busy all the time and an unreadable limit as none; err names the
 // annotation.
 func PodShare(pod *v1.Pod) (gpuinventory.Demand, error) {
-	d := gpuinventory.Demand{Model: pod.Annotations[v1alpha1.AnnotationModel]}
+	d := gpuinventory.Demand{Model: pod.Annotations[v1alpha1.AnnotationModel], Scope: gpuinventory.ModelScope(pod)}
 	var errs []error
 	b, err := gpuinventory.ParseBusyShare(pod.Annotations)
 	if err != nil {

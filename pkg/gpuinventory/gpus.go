@@ -5,7 +5,7 @@ type GPU struct {
 	Index     int
 	TotalMiB  int64          // the GPU's memory, MiB
 	UsedMiB   int64          // GPU memory held by the instances on it, MiB
-	Models    map[string]int // instances per model placed on this GPU
+	Models    map[string]int // instances per model identity (Demand.Identity) placed on this GPU
 	Instances int            // instances on it, with or without a model
 	// BusyShare is the summed declared busy share (hetsev.io/busy-share) of
 	// the instances on it; dimensionless, 1 = one GPU busy all the time.
@@ -51,12 +51,13 @@ func (g GPU) FitsBusyShare(d Demand, cap float64) bool {
 func (g GPU) FreeMiB() int64 { return g.TotalMiB - g.UsedMiB }
 
 // Fits reports whether d fits on g: enough free GPU memory and, when d names a
-// model, no instance of the same model already there (HetSev 4.2 anti-affinity).
+// model, no instance of the same model identity already there (HetSev 4.2
+// anti-affinity, Demand.Identity).
 func (g GPU) Fits(d Demand) bool {
 	if d.MemoryMiB > g.FreeMiB() {
 		return false
 	}
-	return d.Model == "" || g.Models[d.Model] == 0
+	return d.Model == "" || g.Models[d.Identity()] == 0
 }
 
 // Fit says which of the GPUs a demand fits is chosen.

@@ -119,7 +119,7 @@ func (o *Occupancy) AddPod(pod *v1.Pod, reserved Reservations) {
 	if pod == nil || Terminal(pod) {
 		return
 	}
-	d, isGPU, demandErr := ParseDemand(pod.Annotations)
+	d, isGPU, demandErr := DemandOf(pod)
 	idx, hasIdx, idxErr := ParseGPUIndex(pod.Annotations)
 	if !isGPU && !hasIdx {
 		return
@@ -148,7 +148,7 @@ func (o *Occupancy) AddPod(pod *v1.Pod, reserved Reservations) {
 		demandErr = nil
 	}
 	if demandErr != nil {
-		d = Demand{Model: pod.Annotations[v1alpha1.AnnotationModel], MemoryMiB: o.Node.MemoryMiB}
+		d = Demand{Model: pod.Annotations[v1alpha1.AnnotationModel], Scope: ModelScope(pod), MemoryMiB: o.Node.MemoryMiB}
 		o.Issues = append(o.Issues, Issue{Pod: pod, Err: demandErr, Counted: CountedWholeGPU})
 	}
 	if idxErr != nil {
@@ -167,7 +167,7 @@ func (o *Occupancy) AddPod(pod *v1.Pod, reserved Reservations) {
 // Place counts one instance on GPU p.Index: p.Demand.MemoryMiB of its
 // memory, its declared busy share (p.Demand.BusyShare > 0; an undeclared
 // one counts as 1 in GPU.Shares only) and, when p.Demand.Model is not
-// empty, one instance of that model.
+// empty, one instance of its identity (Demand.Identity) in GPU.Models.
 // It is false, and counts nothing, when the node has no GPU p.Index.
 func (o *Occupancy) Place(p Placement) bool {
 	if p.Index < 0 || p.Index >= len(o.GPUs) {
@@ -181,7 +181,7 @@ func (o *Occupancy) Place(p Placement) bool {
 	g.Shares = append(g.Shares, InstanceShare{Model: p.Demand.Model, BusyShare: p.Demand.Busy(), MaxInflation: p.Demand.MaxInflation})
 	g.Instances++
 	if p.Demand.Model != "" {
-		g.Models[p.Demand.Model]++
+		g.Models[p.Demand.Identity()]++
 	}
 	return true
 }

@@ -98,26 +98,26 @@ func TestOccupancyRule(t *testing.T) {
 		want    [2]gpuWant
 		counted string // the Issue's, if any
 	}{
-		{"bound", gpuPod("bound", "a", "resnet50", "2Gi", "0"), [2]gpuWant{{2048, 1, map[string]int{"resnet50": 1}}, {}}, ""},
-		{"bound, rounds up to MiB", gpuPod("round", "a", "resnet50", "1500000", "1"), [2]gpuWant{{}, {2, 1, map[string]int{"resnet50": 1}}}, ""},
+		{"bound", gpuPod("bound", "a", "resnet50", "2Gi", "0"), [2]gpuWant{{2048, 1, map[string]int{"default/resnet50": 1}}, {}}, ""},
+		{"bound, rounds up to MiB", gpuPod("round", "a", "resnet50", "1500000", "1"), [2]gpuWant{{}, {2, 1, map[string]int{"default/resnet50": 1}}}, ""},
 		{"bound, no model", gpuPod("anon", "a", "-", "1Gi", "1"), [2]gpuWant{{}, {1024, 1, nil}}, ""},
-		{"assumed, reserved here", gpuPod("assumed", "a", "ssd", "3Gi", "-"), [2]gpuWant{{}, {3072, 1, map[string]int{"ssd": 1}}}, ""},
+		{"assumed, reserved here", gpuPod("assumed", "a", "ssd", "3Gi", "-"), [2]gpuWant{{}, {3072, 1, map[string]int{"default/ssd": 1}}}, ""},
 		{"reserved on another node", gpuPod("elsewhere", "a", "ssd", "3Gi", "-"), [2]gpuWant{}, ""},
-		{"index wins over reservation", gpuPod("bound-and-res", "a", "ssd", "3Gi", "1"), [2]gpuWant{{}, {3072, 1, map[string]int{"ssd": 1}}}, ""},
+		{"index wins over reservation", gpuPod("bound-and-res", "a", "ssd", "3Gi", "1"), [2]gpuWant{{}, {3072, 1, map[string]int{"default/ssd": 1}}}, ""},
 		{"neither index nor reservation", gpuPod("unplaced", "a", "ssd", "3Gi", "-"), [2]gpuWant{}, ""},
-		{"terminating still holds its GPU", terminating, [2]gpuWant{{}, {1024, 1, map[string]int{"ssd": 1}}}, ""},
+		{"terminating still holds its GPU", terminating, [2]gpuWant{{}, {1024, 1, map[string]int{"default/ssd": 1}}}, ""},
 		{"succeeded holds nothing", succeeded, [2]gpuWant{}, ""},
 		{"failed holds nothing", failed, [2]gpuWant{}, ""},
 		{"not a GPU pod", gpuPod("plain", "a", "-", "-", "-"), [2]gpuWant{}, ""},
-		{"malformed memory: whole GPU", gpuPod("lots", "a", "bert", "lots", "1"), [2]gpuWant{{}, {16384, 1, map[string]int{"bert": 1}}}, CountedWholeGPU},
-		{"negative memory: whole GPU", gpuPod("neg", "a", "bert", "-1Gi", "0"), [2]gpuWant{{16384, 1, map[string]int{"bert": 1}}, {}}, CountedWholeGPU},
-		{"model without memory: whole GPU", gpuPod("nomem", "a", "bert", "-", "0"), [2]gpuWant{{16384, 1, map[string]int{"bert": 1}}, {}}, CountedWholeGPU},
+		{"malformed memory: whole GPU", gpuPod("lots", "a", "bert", "lots", "1"), [2]gpuWant{{}, {16384, 1, map[string]int{"default/bert": 1}}}, CountedWholeGPU},
+		{"negative memory: whole GPU", gpuPod("neg", "a", "bert", "-1Gi", "0"), [2]gpuWant{{16384, 1, map[string]int{"default/bert": 1}}, {}}, CountedWholeGPU},
+		{"model without memory: whole GPU", gpuPod("nomem", "a", "bert", "-", "0"), [2]gpuWant{{16384, 1, map[string]int{"default/bert": 1}}, {}}, CountedWholeGPU},
 		{"index without demand: whole GPU", gpuPod("bare", "a", "-", "-", "1"), [2]gpuWant{{}, {16384, 1, nil}}, CountedWholeGPU},
-		{"malformed memory, reserved: whole GPU", gpuPod("assumed", "a", "ssd", "x", "-"), [2]gpuWant{{}, {16384, 1, map[string]int{"ssd": 1}}}, CountedWholeGPU},
+		{"malformed memory, reserved: whole GPU", gpuPod("assumed", "a", "ssd", "x", "-"), [2]gpuWant{{}, {16384, 1, map[string]int{"default/ssd": 1}}}, CountedWholeGPU},
 		{"malformed memory, unplaced: nothing", gpuPod("unplaced", "a", "ssd", "x", "-"), [2]gpuWant{}, ""},
-		{"malformed index: every GPU", gpuPod("all", "a", "ssd", "2Gi", "all"), [2]gpuWant{{2048, 1, map[string]int{"ssd": 1}}, {2048, 1, map[string]int{"ssd": 1}}}, CountedEveryGPU},
-		{"negative index: every GPU", gpuPod("neg-idx", "a", "ssd", "2Gi", "-1"), [2]gpuWant{{2048, 1, map[string]int{"ssd": 1}}, {2048, 1, map[string]int{"ssd": 1}}}, CountedEveryGPU},
-		{"both malformed", gpuPod("worst", "a", "ssd", "x", "0,1"), [2]gpuWant{{16384, 1, map[string]int{"ssd": 1}}, {16384, 1, map[string]int{"ssd": 1}}}, CountedEveryGPU},
+		{"malformed index: every GPU", gpuPod("all", "a", "ssd", "2Gi", "all"), [2]gpuWant{{2048, 1, map[string]int{"default/ssd": 1}}, {2048, 1, map[string]int{"default/ssd": 1}}}, CountedEveryGPU},
+		{"negative index: every GPU", gpuPod("neg-idx", "a", "ssd", "2Gi", "-1"), [2]gpuWant{{2048, 1, map[string]int{"default/ssd": 1}}, {2048, 1, map[string]int{"default/ssd": 1}}}, CountedEveryGPU},
+		{"both malformed", gpuPod("worst", "a", "ssd", "x", "0,1"), [2]gpuWant{{16384, 1, map[string]int{"default/ssd": 1}}, {16384, 1, map[string]int{"default/ssd": 1}}}, CountedEveryGPU},
 		{"index beyond the GPUs", gpuPod("ghost", "a", "ssd", "2Gi", "7"), [2]gpuWant{}, CountedNothing},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -151,7 +151,7 @@ func TestOccupancySums(t *testing.T) {
 		gpuPod("x", "a", "ssd", "6Gi", "-"),
 	}
 	o := occupancy(t, t4("a"), pods, nil)
-	checkGPUs(t, o, gpuWant{5120, 2, map[string]int{"resnet50": 1, "ssd": 1}}, gpuWant{6144, 1, map[string]int{"ssd": 1}})
+	checkGPUs(t, o, gpuWant{5120, 2, map[string]int{"default/resnet50": 1, "default/ssd": 1}}, gpuWant{6144, 1, map[string]int{"default/ssd": 1}})
 	if n := SlotsOnNode(o.GPUs, Demand{Model: "bert", MemoryMiB: 1024}, 0, 0, 0, 0, 0); n != 2 {
 		t.Errorf("bert fits %d GPUs, want 2", n)
 	}

@@ -20,8 +20,12 @@ const MaxGPUMemoryMiB = 1 << 20
 
 // Demand is what one model instance asks of a GPU.
 type Demand struct {
-	Model     string // hetsev.io/model; empty means no anti-affinity identity
-	MemoryMiB int64  // hetsev.io/gpu-memory rounded up to MiB
+	Model string // hetsev.io/model; empty means no anti-affinity identity
+	// Scope is the namespace the model's identity holds in for the
+	// anti-affinity (the pod's), or empty for a cluster-wide identity
+	// (hetsev.io/model-scope=cluster); see Identity.
+	Scope     string
+	MemoryMiB int64 // hetsev.io/gpu-memory rounded up to MiB
 	// BusyShare is hetsev.io/busy-share: the fraction of time, in (0, 1],
 	// the instance keeps its GPU busy at its service's target load. 0 (the
 	// zero value, annotation absent) is unknown and counts as 1; read it
@@ -31,6 +35,27 @@ type Demand struct {
 	// the instance's SLO allows beside its neighbours; 0 (absent) is no
 	// limit.
 	MaxInflation float64
+}
+
+// Identity is the anti-affinity identity of d's model: "namespace/model"
+// for a namespace-scoped model (Scope set), the model name for a
+// cluster-wide one, and empty when d names no model. Two instances of one
+// identity never share a GPU (HetSev 4.2); two teams' "resnet50" in two
+// namespaces are two identities.
+func (d Demand) Identity() string {
+	if d.Model == "" || d.Scope == "" {
+		return d.Model
+	}
+	return d.Scope + "/" + d.Model
+}
+
+// ModelScope is the Demand.Scope of a pod: its namespace, or empty when it
+// is annotated hetsev.io/model-scope=cluster.
+func ModelScope(pod *v1.Pod) string {
+	if pod.Annotations[v1alpha1.AnnotationModelScope] == v1alpha1.ModelScopeClusterValue {
+		return ""
+	}
+	return pod.Namespace
 }
 
 // Busy is d's busy share in (0, 1]: BusyShare, or 1 when it is unknown
@@ -106,8 +131,15 @@ type GPUTimeError struct{ msg string }
 
 func (e *GPUTimeError) Error() string { return e.msg }
 
-// DemandOf is ParseDemand for a pod.
-func DemandOf(pod *v1.Pod) (Demand, bool, error) { return ParseDemand(pod.Annotations) }
+// DemandOf is ParseDemand for a pod, with the scope of its model
+// (ModelScope).
+func DemandOf(pod *v1.Pod) (Demand, bool, error) {
+	d, ok, err := ParseDemand(pod.Annotations)
+	if d.Model != "" {
+		d.Scope = ModelScope(pod)
+	}
+	return d, ok, err
+}
 
 // ParseGPUIndex reads hetsev.io/gpu-index; ok is false when it is absent.
 func ParseGPUIndex(annotations map[string]string) (idx int, ok bool, err error) {

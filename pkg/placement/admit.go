@@ -44,7 +44,8 @@ func (r *Refusal) Error() string { return r.Message }
 //  1. GPU memory: d.MemoryMiB fits g's free GPU memory;
 //  2. busy share: g's summed declared busy share plus d's stays within
 //     pl.Choice.MaxBusyShare (gpuinventory.GPU.FitsBusyShare; <= 0: no cap);
-//  3. anti-affinity: g hosts no instance of d.Model (HetSev 4.2);
+//  3. anti-affinity: g hosts no instance of d's model identity
+//     (d.Identity: the model in d's namespace, or cluster-wide; HetSev 4.2);
 //  4. inflation limits: the predicted latency inflation of d and of every
 //     instance on g stays within its hetsev.io/max-inflation (Admits).
 //
@@ -68,7 +69,7 @@ func (pl Placer) refusal(g gpuinventory.GPU, d gpuinventory.Demand, hosting bool
 		return RefusedGPUMemory
 	case !g.FitsBusyShare(d, pl.Choice.MaxBusyShare):
 		return RefusedBusyShare
-	case (d.Model != "" && g.Models[d.Model] > 0) != hosting:
+	case (d.Model != "" && g.Models[d.Identity()] > 0) != hosting:
 		return RefusedAntiAffinity
 	case !pl.Admits(g, d):
 		return RefusedInflationLimit

@@ -41,7 +41,9 @@ func deploymentLabels(ms, gpuType string) map[string]string {
 // desiredDeployment builds the Deployment of one GPU type: the service's pod
 // template, pinned to the type's nodes by GFD's product label, scheduled by
 // hetsev-scheduler, with the hetsev annotations the scheduler needs (model,
-// GPU memory, busy share and inflation limit: service.demand), with
+// GPU memory, busy share and inflation limit: service.demand; the model
+// scope when spec.modelScope is Cluster), after the profile's cpu and
+// memory and its overrides (spec.profiles[].overrides, applyOverrides), with
 // hetsev-scheduler's arg gpuPool on also pinned to the GPU pool (node
 // selector hetsev.io/gpu-pool=true) and tolerating the pool taint
 // (gpuinventory.WithGPUPoolToleration), and its GPU:
@@ -62,6 +64,23 @@ func desiredDeployment(s *service, p gpuProfile, replicas int32) *appsv1.Deploym
 	name := DeploymentName(ms.Name, p.column())
 	sel := deploymentLabels(ms.Name, p.column())
 	tpl := *ms.Spec.Template.DeepCopy()
+	// The type's own settings first, so that the hetsev fields below
+	// (scheduler, annotations, GPU access) are never overridden.
+	for i := range tpl.Spec.Containers {
+		c := &tpl.Spec.Containers[i]
+		if i == 0 {
+			if c.Resources.Requests == nil {
+				c.Resources.Requests = v1.ResourceList{}
+			}
+			if p.spec.CPU != "" {
+				c.Resources.Requests[v1.ResourceCPU] = resource.MustParse(p.spec.CPU)
+			}
+			if p.spec.Memory != "" {
+				c.Resources.Requests[v1.ResourceMemory] = resource.MustParse(p.spec.Memory)
+			}
+		}
+	}
+	applyOverrides(&tpl.Spec, p.spec.Overrides)
 	if tpl.Labels == nil {
 		tpl.Labels = map[string]string{}
 	}
@@ -73,6 +92,11 @@ func desiredDeployment(s *service, p gpuProfile, replicas int32) *appsv1.Deploym
 	}
 	d := s.demand(p)
 	tpl.Annotations[v1alpha1.AnnotationModel] = d.Model
+	if ms.Spec.ModelScope == v1alpha1.ModelScopeCluster {
+		tpl.Annotations[v1alpha1.AnnotationModelScope] = v1alpha1.ModelScopeClusterValue
+	} else {
+		delete(tpl.Annotations, v1alpha1.AnnotationModelScope)
+	}
 	tpl.Annotations[v1alpha1.AnnotationGPUMemory] = fmt.Sprintf("%dMi", d.MemoryMiB)
 	tpl.Annotations[v1alpha1.AnnotationBusyShare] = strconv.FormatFloat(d.BusyShare, 'f', -1, 64)
 	tpl.Annotations[v1alpha1.AnnotationMaxInflation] = strconv.FormatFloat(d.MaxInflation, 'f', -1, 64)
@@ -89,20 +113,6 @@ func desiredDeployment(s *service, p gpuProfile, replicas int32) *appsv1.Deploym
 		claimPodSpec(&tpl.Spec, name)
 	} else {
 		gpuinventory.SetGPUAccess(&tpl.Spec, s.runtimeClass)
-	}
-	for i := range tpl.Spec.Containers {
-		c := &tpl.Spec.Containers[i]
-		if i == 0 {
-			if c.Resources.Requests == nil {
-				c.Resources.Requests = v1.ResourceList{}
-			}
-			if p.spec.CPU != "" {
-				c.Resources.Requests[v1.ResourceCPU] = resource.MustParse(p.spec.CPU)
-			}
-			if p.spec.Memory != "" {
-				c.Resources.Requests[v1.ResourceMemory] = resource.MustParse(p.spec.Memory)
-			}
-		}
 	}
 	isController := true
 	return &appsv1.Deployment{

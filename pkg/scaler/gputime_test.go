@@ -8,6 +8,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
 	"github.com/hetsev/hetsev/pkg/gpuinventory"
@@ -41,9 +42,9 @@ func TestTemplateDeclaresBusyShare(t *testing.T) {
 		if a[v1alpha1.AnnotationBusyShare] != c.share || a[v1alpha1.AnnotationMaxInflation] != c.inflation {
 			t.Errorf("busyShare %g: template declares busy share %q, max inflation %q; want %q, %q", c.busyShare, a[v1alpha1.AnnotationBusyShare], a[v1alpha1.AnnotationMaxInflation], c.share, c.inflation)
 		}
-		d, ok, err := gpuinventory.ParseDemand(a)
+		d, ok, err := gpuinventory.DemandOf(&v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ms.Namespace, Annotations: a}})
 		if !ok || err != nil || d != s.demand(s.types[0]) {
-			t.Errorf("busyShare %g: template's annotations parse to %+v (%v), want the demand %+v", c.busyShare, d, err, s.demand(s.types[0]))
+			t.Errorf("busyShare %g: a pod of the template reads %+v (%v), want the demand %+v", c.busyShare, d, err, s.demand(s.types[0]))
 		}
 		if got := s.typeState(0, 1, 1, 0, 1).ThroughputRPS; math.Abs(got-c.throughput) > 1e-9 {
 			t.Errorf("busyShare %g: T_i counted %.4f requests/s, want %.4f", c.busyShare, got, c.throughput)

@@ -189,13 +189,7 @@ func (r *Reconciler) decide(ctx context.Context, ms *v1alpha1.ModelService, st *
 	unsched := make([]unschedulable, len(svc.types))
 	seen := make([]columnSeen, len(svc.types))
 	for i, p := range svc.types {
-		cpu, mem := resource.Quantity{}, resource.Quantity{}
-		if p.spec.CPU != "" {
-			cpu = resource.MustParse(p.spec.CPU)
-		}
-		if p.spec.Memory != "" {
-			mem = resource.MustParse(p.spec.Memory)
-		}
+		cpu, mem := p.instanceRequests(&ms.Spec.Template.Spec)
 		c, err := r.capacityFor(ctx, svc, p, cpu, mem)
 		if err != nil {
 			return 0, err

@@ -67,7 +67,7 @@ func capacityOf(nodes []*v1.Node, pods []*v1.Pod, ms, product string, demand gpu
 				continue // will never be placed
 			}
 			d, ok, err := gpuinventory.DemandOf(p)
-			if ok && err == nil && d.Model == demand.Model && d.BusyShare == demand.BusyShare && p.Spec.NodeSelector[gpuinventory.LabelGPUProduct] == product {
+			if ok && err == nil && d.Identity() == demand.Identity() && d.BusyShare == demand.BusyShare && p.Spec.NodeSelector[gpuinventory.LabelGPUProduct] == product {
 				pendingSame = append(pendingSame, p)
 			}
 			continue

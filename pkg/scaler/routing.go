@@ -2,6 +2,7 @@ package scaler
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -14,9 +15,12 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"k8s.io/klog/v2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
 	"github.com/hetsev/hetsev/pkg/traffic"
@@ -31,24 +35,81 @@ func ownerRef(ms *v1alpha1.ModelService) metav1.OwnerReference {
 }
 
 // ensureService keeps the Service that fronts every GPU type's pods of a
-// ModelService (ensureOwned); the VirtualService splits its traffic.
+// ModelService (ensureOwned); the VirtualService splits its traffic. Its
+// one port is spec.servicePort, named and with the appProtocol of
+// spec.protocol ("http" or "grpc": Istio reads the protocol from them).
 // Services are read from the manager's cache, which holds only those
 // labelled hetsev.io/modelservice (RoutingCacheSelector), and a deleted or
 // edited one triggers a reconcile (the controller owns Services), so it is
 // recreated or restored.
+//
+// A Service whose ports differ from that one port (spec.servicePort or
+// spec.protocol changed) gets its port list replaced first, by a merge
+// patch: a server-side apply would keep the old port beside the new one,
+// as the Service was created by an update of the scaler (Create), which
+// owns it, not by its apply.
 func (r *Reconciler) ensureService(ctx context.Context, ms *v1alpha1.ModelService) error {
-	port := ms.Spec.ServicePort
-	if port == 0 {
-		port = DefaultServicePort
-	}
 	spec := corev1ac.ServiceSpec().
 		WithSelector(map[string]string{v1alpha1.LabelModelService: ms.Name}).
-		WithPorts(corev1ac.ServicePort().WithName("http").WithProtocol(v1.ProtocolTCP).WithPort(port).WithTargetPort(intstr.FromInt32(port)))
+		WithPorts(servicePort(ms))
 	want, err := r.desiredOwned(ms, &v1.Service{}, spec)
 	if err != nil {
 		return err
 	}
+	if err := r.replacePorts(ctx, ms, want); err != nil {
+		return err
+	}
 	return r.ensureOwned(ctx, ms, &v1.Service{}, want)
+}
+
+// servicePort is the one port of ms's Service: spec.servicePort (default
+// DefaultServicePort) to the same target port, named and with the
+// appProtocol of spec.protocol (default http).
+func servicePort(ms *v1alpha1.ModelService) *corev1ac.ServicePortApplyConfiguration {
+	port := ms.Spec.ServicePort
+	if port == 0 {
+		port = DefaultServicePort
+	}
+	proto := ms.Spec.Protocol
+	if proto == "" {
+		proto = v1alpha1.ProtocolHTTP
+	}
+	return corev1ac.ServicePort().WithName(proto).WithAppProtocol(proto).WithProtocol(v1.ProtocolTCP).WithPort(port).WithTargetPort(intstr.FromInt32(port))
+}
+
+// replacePorts sets the ports of ms's Service, when it exists, is
+// controlled by ms and has ports other than want's, to want's with a JSON
+// merge patch (which replaces the list). A missing or foreign Service is
+// left to ensureOwned.
+func (r *Reconciler) replacePorts(ctx context.Context, ms *v1alpha1.ModelService, want *unstructured.Unstructured) error {
+	cur := &v1.Service{}
+	if err := r.Client.Get(ctx, client.ObjectKeyFromObject(want), cur); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if controlledBy(cur, ms) != nil {
+		return nil
+	}
+	ports, _, _ := unstructured.NestedSlice(want.Object, "spec", "ports")
+	// Compared as JSON values, as holds compares (numbers as float64).
+	b, err := json.Marshal(cur.Spec.Ports)
+	if err != nil {
+		return err
+	}
+	var have []any
+	if err := json.Unmarshal(b, &have); err != nil {
+		return err
+	}
+	if contains(have, ports) {
+		return nil
+	}
+	b, err = json.Marshal(map[string]any{"spec": map[string]any{"ports": ports}})
+	if err != nil {
+		return err
+	}
+	if err := r.Client.Patch(ctx, cur, client.RawPatch(types.MergePatchType, b), client.FieldOwner(FieldManager)); err != nil {
+		return fmt.Errorf("replacing the ports of service %s/%s: %w", cur.Namespace, cur.Name, err)
+	}
+	return nil
 }
 
 // ensureRoutes keeps the VirtualService and DestinationRule of a

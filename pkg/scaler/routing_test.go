@@ -311,3 +311,34 @@ func TestSplitTrafficRestoresEditedRoutes(t *testing.T) {
 }
 
 func typeName(obj client.Object) string { return fmt.Sprintf("%T", obj) }
+
+// A change of spec.servicePort or spec.protocol moves the Service's one
+// port, named and with the appProtocol of the protocol; the old port goes.
+func TestServiceFollowsPortAndProtocol(t *testing.T) {
+	ctx := context.Background()
+	f := newRoutingFixture(t, resnet())
+	f.reconcile(t)
+	key := types.NamespacedName{Namespace: "default", Name: "resnet50"}
+	ports := func() []v1.ServicePort {
+		t.Helper()
+		svc := &v1.Service{}
+		if err := f.api.Get(ctx, key, svc); err != nil {
+			t.Fatal(err)
+		}
+		return svc.Spec.Ports
+	}
+	if got := ports(); len(got) != 1 || got[0].Name != "http" || got[0].Port != DefaultServicePort || got[0].AppProtocol == nil || *got[0].AppProtocol != "http" {
+		t.Fatalf("ports %+v, want one http port %d", got, DefaultServicePort)
+	}
+	ms := f.modelService(t)
+	ms.Spec.ServicePort, ms.Spec.Protocol = 8001, v1alpha1.ProtocolGRPC
+	ms.Generation++ // the fake API server keeps generations as written
+	if err := f.api.Update(ctx, ms); err != nil {
+		t.Fatal(err)
+	}
+	f.reconcile(t)
+	got := ports()
+	if len(got) != 1 || got[0].Name != "grpc" || got[0].Port != 8001 || got[0].TargetPort.IntValue() != 8001 || got[0].AppProtocol == nil || *got[0].AppProtocol != "grpc" {
+		t.Errorf("ports %+v, want only grpc 8001 -> 8001 with appProtocol grpc", got)
+	}
+}

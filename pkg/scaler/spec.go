@@ -211,6 +211,16 @@ func validate(ms *v1alpha1.ModelService, cat catalog.Catalog, d Defaults) (*serv
 	if s.BatchSize < 1 {
 		return nil, fmt.Errorf("spec.batchSize: must be >= 1, got %d", s.BatchSize)
 	}
+	switch s.Protocol {
+	case "", v1alpha1.ProtocolHTTP, v1alpha1.ProtocolGRPC:
+	default:
+		return nil, fmt.Errorf("spec.protocol: %q is neither %q nor %q", s.Protocol, v1alpha1.ProtocolHTTP, v1alpha1.ProtocolGRPC)
+	}
+	switch s.ModelScope {
+	case "", v1alpha1.ModelScopeNamespace, v1alpha1.ModelScopeCluster:
+	default:
+		return nil, fmt.Errorf("spec.modelScope: %q is neither %q nor %q", s.ModelScope, v1alpha1.ModelScopeNamespace, v1alpha1.ModelScopeCluster)
+	}
 	if len(s.Profiles) == 0 {
 		return nil, fmt.Errorf("spec.profiles: at least one GPU type is required")
 	}
@@ -246,6 +256,11 @@ func validate(ms *v1alpha1.ModelService, cat catalog.Catalog, d Defaults) (*serv
 			}
 			if _, err := resource.ParseQuantity(f.v); err != nil {
 				return nil, fmt.Errorf("%s.%s: %q is not a quantity", field, f.name, f.v)
+			}
+		}
+		if p.Overrides != nil {
+			if _, err := overrideTarget(&s.Template.Spec, p.Overrides, field+".overrides"); err != nil {
+				return nil, err
 			}
 		}
 		price := p.PriceUSDPerHour
@@ -488,7 +503,11 @@ func (r *Resolved) Demand(gpuType string) (gpuinventory.Demand, bool) {
 // demand is the GPU demand of one instance of type p, with the busy share
 // and inflation limit rounded as its pods' annotations carry them.
 func (s *service) demand(p gpuProfile) gpuinventory.Demand {
-	return gpuinventory.Demand{Model: s.obj.Spec.Model, MemoryMiB: p.gpuMemMiB,
+	scope := s.obj.Namespace
+	if s.obj.Spec.ModelScope == v1alpha1.ModelScopeCluster {
+		scope = ""
+	}
+	return gpuinventory.Demand{Model: s.obj.Spec.Model, Scope: scope, MemoryMiB: p.gpuMemMiB,
 		BusyShare: roundBusyShare(p.busyShare), MaxInflation: roundMaxInflation(p.maxInflation)}
 }
 

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -20,8 +21,8 @@ import (
 
 // The CRD generated from pkg/apis/v1alpha1's markers validates on a real
 // API server as documented: the schema's bounds, enums and list keys, the
-// CEL rule on min/max replicas, and the open (preserved) template and
-// status.
+// CEL rule on min/max replicas, the pod template's schema and the
+// status's.
 func TestModelServiceCRDValidation(t *testing.T) {
 	cp, ctx := controlPlane(t)
 	if err := cluster.InstallCRDs(ctx, cp); err != nil {
@@ -74,6 +75,16 @@ func TestModelServiceCRDValidation(t *testing.T) {
 		"unknown solver":           {func(m *v1alpha1.ModelService) { m.Spec.Scaling.Solver = "greedy" }, "spec.scaling.solver"},
 		"batch size above 4096":    {func(m *v1alpha1.ModelService) { m.Spec.BatchSize = 5000 }, "spec.batchSize"},
 		"min replicas 0 is absent": {func(m *v1alpha1.ModelService) { m.Spec.Scaling.MinReplicas = 0 }, ""},
+		"unknown protocol":         {func(m *v1alpha1.ModelService) { m.Spec.Protocol = "tcp" }, "spec.protocol"},
+		"unknown model scope":      {func(m *v1alpha1.ModelService) { m.Spec.ModelScope = "Team" }, "spec.modelScope"},
+		"overrides": {func(m *v1alpha1.ModelService) {
+			m.Spec.Protocol, m.Spec.ModelScope = v1alpha1.ProtocolGRPC, v1alpha1.ModelScopeCluster
+			m.Spec.Profiles[0].Overrides = &v1alpha1.TemplateOverrides{Container: "m", Image: "m:t4", Args: []string{"--t4"},
+				Env: []v1.EnvVar{{Name: "A", Value: "1"}}, Resources: &v1.ResourceRequirements{Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse("2")}}}
+		}, ""},
+		"override env twice": {func(m *v1alpha1.ModelService) {
+			m.Spec.Profiles[0].Overrides = &v1alpha1.TemplateOverrides{Env: []v1.EnvVar{{Name: "A", Value: "1"}, {Name: "A", Value: "2"}}}
+		}, "spec.profiles[0].overrides.env[1]"},
 		"hysteresis below threshold": {func(m *v1alpha1.ModelService) {
 			m.Spec.Scaling.SaturationThreshold, m.Spec.Scaling.ScaleInHysteresis = 0.5, ptr.To(0.4)
 		}, ""},
@@ -100,16 +111,30 @@ func TestModelServiceCRDValidation(t *testing.T) {
 		t.Errorf("spec without template: %v, want required", err)
 	}
 
-	// The template keeps fields the schema does not list; the status has a
-	// schema: unknown fields are pruned, wrong types refused.
-	u, err := create(valid("open"), func(o map[string]any) {
-		o["spec"].(map[string]any)["template"].(map[string]any)["futureField"] = "kept"
-	})
+	// The template has PodTemplateSpec's schema: a field it does not list
+	// is refused with strict field validation (kubectl's default) and
+	// pruned without; the status has a schema too: unknown fields are
+	// pruned, wrong types refused.
+	typo := func(o map[string]any) {
+		o["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)["containerz"] = []any{}
+	}
+	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(valid("strict"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v, _, _ := unstructured.NestedString(u.Object, "spec", "template", "futureField"); v != "kept" {
-		t.Errorf("spec.template.futureField pruned: %v", u.Object["spec"])
+	typo(obj)
+	if _, err := client.Create(ctx, &unstructured.Unstructured{Object: obj}, metav1.CreateOptions{FieldValidation: metav1.FieldValidationStrict}); err == nil || !strings.Contains(err.Error(), `unknown field "spec.template.spec.containerz"`) {
+		t.Errorf("template with spec.containerz, strict: %v, want an unknown field error", err)
+	}
+	u, err := create(valid("open"), typo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, found, _ := unstructured.NestedFieldNoCopy(u.Object, "spec", "template", "spec", "containerz"); found {
+		t.Errorf("spec.template.spec.containerz kept: %v", u.Object["spec"])
+	}
+	if c, _, _ := unstructured.NestedSlice(u.Object, "spec", "template", "spec", "containers"); len(c) != 1 {
+		t.Errorf("spec.template.spec.containers %v, want the one container", c)
 	}
 	u.Object["status"] = map[string]any{"replicas": map[string]any{"T4": "two"}}
 	if _, err := client.UpdateStatus(ctx, u, metav1.UpdateOptions{}); err == nil || !strings.Contains(err.Error(), "status.replicas") {
@@ -158,6 +183,12 @@ func TestModelServiceCRDValidation(t *testing.T) {
 	}
 	if v, _, _ := unstructured.NestedInt64(u.Object, "spec", "servicePort"); v != scaler.DefaultServicePort {
 		t.Errorf("spec.servicePort defaulted to %d, want %d", v, scaler.DefaultServicePort)
+	}
+	if v, _, _ := unstructured.NestedString(u.Object, "spec", "protocol"); v != v1alpha1.ProtocolHTTP {
+		t.Errorf("spec.protocol defaulted to %q, want %q", v, v1alpha1.ProtocolHTTP)
+	}
+	if v, _, _ := unstructured.NestedString(u.Object, "spec", "modelScope"); v != v1alpha1.ModelScopeNamespace {
+		t.Errorf("spec.modelScope defaulted to %q, want %q", v, v1alpha1.ModelScopeNamespace)
 	}
 
 	// The scale subresource: spec.replicas is spec.scaling.minReplicas (the

@@ -95,7 +95,13 @@ func (n *draNode) allocate(in *instance, g int) {
 	if in.demand.MaxInflation > 0 {
 		ann[v1alpha1.AnnotationMaxInflation] = strconv.FormatFloat(in.demand.MaxInflation, 'g', -1, 64)
 	}
-	n.pods[uid] = &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, UID: uid, Annotations: ann}}
+	ns := in.demand.Scope
+	if ns == "" {
+		// The replay's model identities are cluster-wide.
+		ns = "default"
+		ann[v1alpha1.AnnotationModelScope] = v1alpha1.ModelScopeClusterValue
+	}
+	n.pods[uid] = &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: uid, Annotations: ann}}
 	n.claims = append(n.claims, c)
 	in.claim = c
 }

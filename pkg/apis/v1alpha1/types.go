@@ -86,7 +86,7 @@ type ModelServiceSpec struct {
 	//
 	// +kubebuilder:default={}
 	Scaling Scaling `json:"scaling,omitempty"`
-	// ServicePort is the model server's HTTP port; the scaler creates a
+	// ServicePort is the model server's port; the scaler creates a
 	// Service of the ModelService's name on it, which the VirtualService
 	// routes (default 8000, Triton's HTTP port).
 	//
@@ -94,14 +94,31 @@ type ModelServiceSpec struct {
 	// +kubebuilder:validation:Maximum=65535
 	// +kubebuilder:default=8000
 	ServicePort int32 `json:"servicePort,omitempty"`
+	// Protocol is the model server's protocol on servicePort: "http"
+	// (default; HTTP/1.1 or HTTP/2, e.g. Triton's HTTP/REST port 8000) or
+	// "grpc" (e.g. Triton's gRPC port 8001). It names the Service's port
+	// and sets its appProtocol, by which Istio picks the protocol of the
+	// port's traffic.
+	//
+	// +kubebuilder:validation:Enum=http;grpc
+	// +kubebuilder:default=http
+	Protocol string `json:"protocol,omitempty"`
+	// ModelScope is where the model's identity (hetsev.io/model) holds for
+	// hetsev-scheduler's anti-affinity: "Namespace" (default) keeps two
+	// instances of the model in the ModelService's namespace off one GPU,
+	// and lets a model of the same name in another namespace share it;
+	// "Cluster" keeps every instance of the name cluster-wide apart (the
+	// scaler annotates its pods hetsev.io/model-scope=cluster).
+	//
+	// +kubebuilder:validation:Enum=Namespace;Cluster
+	// +kubebuilder:default=Namespace
+	ModelScope string `json:"modelScope,omitempty"`
 	// Template is the pod template of the model-server instances; the scaler
 	// adds the GPU type's nodeSelector, schedulerName, hetsev annotations and
-	// NVIDIA_VISIBLE_DEVICES. Its schema is left open: the API server keeps
-	// it as written, and the Deployments' own validation checks it.
-	//
-	// +kubebuilder:validation:Schemaless
-	// +kubebuilder:validation:Type=object
-	// +kubebuilder:pruning:PreserveUnknownFields
+	// NVIDIA_VISIBLE_DEVICES. Its schema is the PodTemplateSpec's: a field
+	// unknown to it (a typo, "containerz") is rejected with strict field
+	// validation (kubectl's default) and pruned otherwise; the Deployments'
+	// own validation checks the values.
 	Template v1.PodTemplateSpec `json:"template"`
 }
 
@@ -155,6 +172,35 @@ type GPUProfile struct {
 	//
 	// +kubebuilder:validation:Minimum=0
 	PriceUSDPerHour float64 `json:"priceUSDPerHour,omitempty"`
+	// Overrides change the pod template for this GPU type's Deployments
+	// (its own and those of its light flavors): a model server built for
+	// the type, its arguments, variables and resources.
+	Overrides *TemplateOverrides `json:"overrides,omitempty"`
+}
+
+// TemplateOverrides change one container of spec.template for one GPU
+// type; what they leave unset stays as the template has it.
+type TemplateOverrides struct {
+	// Container names the container they change (the model server);
+	// empty: the template's first container. A name the template lacks
+	// makes the spec invalid (condition Ready False, reason InvalidSpec)
+	// and changes nothing.
+	Container string `json:"container,omitempty"`
+	// Image replaces the container's image.
+	Image string `json:"image,omitempty"`
+	// Args replace the container's args when not empty.
+	Args []string `json:"args,omitempty"`
+	// Env is merged by name over the container's env: a variable of the
+	// same name is replaced in place, others are appended.
+	//
+	// +listType=map
+	// +listMapKey=name
+	Env []v1.EnvVar `json:"env,omitempty"`
+	// Resources are merged by resource name over the container's requests
+	// and limits; they are applied after the profile's cpu and memory. The
+	// scaler's free-slot count reads the container's CPU and memory
+	// requests they give.
+	Resources *v1.ResourceRequirements `json:"resources,omitempty"`
 }
 
 // Scaling holds the scaler's knobs for one service (HetSev 4.1).
@@ -459,6 +505,18 @@ type Replacement struct {
 }
 
 // Condition types.
+// Protocols of spec.protocol.
+const (
+	ProtocolHTTP = "http"
+	ProtocolGRPC = "grpc"
+)
+
+// Model scopes of spec.modelScope.
+const (
+	ModelScopeNamespace = "Namespace"
+	ModelScopeCluster   = "Cluster"
+)
+
 const (
 	ConditionReady              = "Ready"
 	ConditionMetricsUnavailable = "MetricsUnavailable"

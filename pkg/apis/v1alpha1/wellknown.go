@@ -21,6 +21,17 @@ const (
 	// AnnotationModel names the model a pod serves; two pods with the same
 	// value never share a GPU (HetSev 4.2 anti-affinity).
 	AnnotationModel = GroupName + "/model"
+	// AnnotationModelScope, "cluster" (ModelScopeClusterValue), makes a
+	// pod's hetsev.io/model one identity cluster-wide for the
+	// anti-affinity. Absent (or any other value): the identity is the
+	// pod's namespace and model, so models of one name in two namespaces
+	// (two teams' "resnet50") may share a GPU. Cluster-wide pods keep
+	// apart from the cluster-wide pods of their model only: a namespaced
+	// pod of the same name is another identity. Fixed once the pod exists
+	// (the admission policy), like the model.
+	AnnotationModelScope = GroupName + "/model-scope"
+	// ModelScopeClusterValue is AnnotationModelScope's cluster-wide value.
+	ModelScopeClusterValue = "cluster"
 	// AnnotationGPUMemory is the GPU memory one instance needs, as a
 	// resource.Quantity ("3Gi", "2048Mi").
 	AnnotationGPUMemory = GroupName + "/gpu-memory"

@@ -63,7 +63,7 @@ func (p *AnnotationGPUShare) forgetNode(name string) {
 // parses, and the nodes Filter saw with nominated pods.
 type demandState struct {
 	demand gpuinventory.Demand
-	model  unique.Handle[string] // demand.Model, compared by pointer in pickOn
+	model  unique.Handle[string] // demand.Identity(), compared by pointer in pickOn
 	// nominated holds, by node, the accounting Filter built with the pods
 	// nominated to it, for Score and Reserve (nominatedViews).
 	nominated nominatedViews
@@ -99,7 +99,7 @@ func (p *AnnotationGPUShare) PreFilter(_ context.Context, state fwk.CycleState, 
 	if err != nil {
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, err.Error())
 	}
-	state.Write(stateKey, &demandState{demand: d, model: unique.Make(d.Model)})
+	state.Write(stateKey, &demandState{demand: d, model: unique.Make(d.Identity())})
 	return nil, nil
 }
 

@@ -193,5 +193,5 @@ func signDemand(pod *v1.Pod) ([]fwk.SignFragment, *fwk.Status) {
 	if !ok {
 		return []fwk.SignFragment{{Key: signKey, Value: nil}}, nil
 	}
-	return []fwk.SignFragment{{Key: signKey, Value: [4]any{d.Model, d.MemoryMiB, d.BusyShare, d.MaxInflation}}}, nil
+	return []fwk.SignFragment{{Key: signKey, Value: [4]any{d.Identity(), d.MemoryMiB, d.BusyShare, d.MaxInflation}}}, nil
 }

@@ -342,7 +342,7 @@ func TestPickCacheFollowsNodeChanges(t *testing.T) {
 	p := newAnnotationGPUShare(nil, placement.Placer{})
 	ni := framework.NewNodeInfo()
 	ni.SetNode(t4Node("a"))
-	d := &demandState{demand: gpuinventory.Demand{Model: "resnet50", MemoryMiB: 4096}, model: unique.Make("resnet50")}
+	d := &demandState{demand: gpuinventory.Demand{Model: "resnet50", Scope: "default", MemoryMiB: 4096}, model: unique.Make("default/resnet50")}
 	_, first, err := p.pickOn(ctx, ni, d)
 	if err != nil || !first.ok || first.idx != 0 {
 		t.Fatalf("empty node: %+v %v, want GPU 0", first, err)
@@ -426,7 +426,7 @@ func TestMalformedPodsKeepTheirGPU(t *testing.T) {
 	p := newAnnotationGPUShare(nil, placement.Placer{})
 	ni := framework.NewNodeInfo(gpuPod("bad-mem", "a", "bert", "lots", "0"))
 	ni.SetNode(t4Node("a"))
-	d := &demandState{demand: gpuinventory.Demand{Model: "resnet50", MemoryMiB: 4096}, model: unique.Make("resnet50")}
+	d := &demandState{demand: gpuinventory.Demand{Model: "resnet50", Scope: "default", MemoryMiB: 4096}, model: unique.Make("default/resnet50")}
 	if gpus, got, err := p.pickOn(ctx, ni, d); err != nil || !got.ok || got.idx != 1 || gpus[0].FreeMiB() > 0 {
 		t.Errorf("GPU 0 held by a pod with malformed gpu-memory: picked %+v (%v), GPU 0 free %d MiB; want GPU 1", got, err, gpus[0].FreeMiB())
 	}

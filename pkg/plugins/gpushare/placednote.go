@@ -48,7 +48,7 @@ func noteFor(pl placement.Placer, g gpuinventory.GPU, d gpuinventory.Demand, nei
 		if g.Models == nil {
 			g.Models = map[string]int{}
 		}
-		g.Models[d.Model]++
+		g.Models[d.Identity()]++
 	}
 	return placedNote{
 		inflation:  strconv.FormatFloat(pl.Inflation(g, d.Model), 'f', 2, 64),
