@@ -21,20 +21,11 @@ func HistogramQuantile(q float64, buckets []Bucket) (float64, bool) {
 	if !(q > 0 && q <= 1) {
 		return 0, false
 	}
-	bs := normalizeBuckets(buckets)
+	bs, total, ok := cumulative(buckets)
+	if !ok {
+		return 0, false
+	}
 	n := len(bs)
-	if n < 2 || !math.IsInf(bs[n-1].UpperBound, +1) {
-		return 0, false
-	}
-	for i := 1; i < n; i++ {
-		if bs[i].Count < bs[i-1].Count {
-			bs[i].Count = bs[i-1].Count
-		}
-	}
-	total := bs[n-1].Count
-	if !(total > 0) || math.IsInf(total, 0) {
-		return 0, false
-	}
 	rank := q * total
 	b := sort.Search(n, func(i int) bool { return bs[i].Count >= rank })
 	if b >= n-1 {
@@ -53,6 +44,74 @@ func HistogramQuantile(q float64, buckets []Bucket) (float64, bool) {
 		return end, true
 	}
 	return start + (end-start)*(rank/count), true
+}
+
+// HistogramFractionAtMost returns the fraction (0-1) of a cumulative
+// histogram's observations that are <= bound, the counterpart of
+// HistogramQuantile (same bucket handling). At a bucket's upper bound it is
+// exact: that bucket's count over the +Inf count. Between two bounds it is
+// an estimate: the count is interpolated linearly between the lower and
+// upper bound of the bucket holding bound, assuming observations spread
+// evenly inside it, as histogram_quantile assumes (the lower bound of the
+// first bucket is 0 when its upper bound is positive). Above the highest
+// finite bound it is that bound's count over the total, a lower bound
+// since the +Inf bucket has no width to interpolate in. The unit of bound
+// is that of the upper bounds (milliseconds for Istio's histogram).
+//
+// It reports false when the fraction is undefined: no +Inf bucket, fewer
+// than two buckets, no observations, or bound NaN.
+func HistogramFractionAtMost(bound float64, buckets []Bucket) (float64, bool) {
+	if math.IsNaN(bound) {
+		return 0, false
+	}
+	bs, total, ok := cumulative(buckets)
+	if !ok {
+		return 0, false
+	}
+	if math.IsInf(bound, +1) {
+		return 1, true
+	}
+	n := len(bs)
+	b := sort.Search(n, func(i int) bool { return bs[i].UpperBound >= bound })
+	if b >= n-1 { // above the highest finite bound
+		return bs[n-2].Count / total, true
+	}
+	if bs[b].UpperBound == bound {
+		return bs[b].Count / total, true
+	}
+	start, below := 0.0, 0.0
+	if b > 0 {
+		start, below = bs[b-1].UpperBound, bs[b-1].Count
+	} else if bs[0].UpperBound <= 0 {
+		return 0, true // below a non-positive first bound: nothing to spread over
+	}
+	if bound <= start {
+		return below / total, true
+	}
+	in := bs[b].Count - below
+	return (below + in*(bound-start)/(bs[b].UpperBound-start)) / total, true
+}
+
+// cumulative returns buckets normalised (normalizeBuckets) with counts
+// made monotonic, and the +Inf bucket's count; false when there is no
+// +Inf bucket, fewer than two buckets, or no (or infinitely many)
+// observations.
+func cumulative(buckets []Bucket) ([]Bucket, float64, bool) {
+	bs := normalizeBuckets(buckets)
+	n := len(bs)
+	if n < 2 || !math.IsInf(bs[n-1].UpperBound, +1) {
+		return nil, 0, false
+	}
+	for i := 1; i < n; i++ {
+		if bs[i].Count < bs[i-1].Count {
+			bs[i].Count = bs[i-1].Count
+		}
+	}
+	total := bs[n-1].Count
+	if !(total > 0) || math.IsInf(total, 0) {
+		return nil, 0, false
+	}
+	return bs, total, true
 }
 
 // normalizeBuckets returns a sorted copy of bs without NaN bounds or counts,

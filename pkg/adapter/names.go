@@ -25,6 +25,19 @@ const (
 	// MetricLatencyP99 is the 99th percentile of request duration in ms (see
 	// MetricLatencyP50).
 	MetricLatencyP99 = "request_latency_p99_ms"
+	// MetricLatency is the q-quantile of request duration in ms, q given by
+	// the metric selector quantile=<q> (SelectorQuantile, 0 < q < 1, e.g.
+	// 0.98 or 0.999), from the same bucket increases as MetricLatencyP50
+	// and merged the same way per Deployment and ModelService.
+	MetricLatency = "request_latency_ms"
+	// MetricSLOAttainment is the fraction (0-1) of the requests over the
+	// rate window whose duration was at most the metric selector's
+	// le=<ms> (SelectorLE, ms > 0), from the same merged bucket increases
+	// (HistogramFractionAtMost). When ms falls between two bucket bounds
+	// the fraction is an estimate, interpolated linearly inside the bucket
+	// as histogram_quantile does. Not served when the window holds no
+	// requests.
+	MetricSLOAttainment = "request_slo_attainment"
 	// MetricGPUUtilization is the latest DCGM_FI_DEV_GPU_UTIL of the pod's GPU,
 	// in percent (0-100). A pod that shares its GPU with other pods is
 	// reported the utilisation of the WHOLE GPU: DCGM measures devices, not
@@ -34,6 +47,17 @@ const (
 	// in MiB; like MetricGPUUtilization it is the whole GPU's value. Served
 	// for pods only.
 	MetricGPUMemoryUsed = "gpu_memory_used_mib"
+)
+
+// Labels of the metric selector (custom.metrics.k8s.io's
+// metricLabelSelector) that parametrise MetricLatency and
+// MetricSLOAttainment; each takes exactly one, as label=value.
+const (
+	// SelectorQuantile is MetricLatency's quantile, a number in (0, 1).
+	SelectorQuantile = "quantile"
+	// SelectorLE is MetricSLOAttainment's response time bound in ms, a
+	// number > 0 (Prometheus' le, the bucket bound label).
+	SelectorLE = "le"
 )
 
 // The resources the metrics are served for.

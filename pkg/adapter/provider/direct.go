@@ -26,6 +26,19 @@ func (p *Provider) DeploymentValue(ctx context.Context, name types.NamespacedNam
 	return float64(v.Value.MilliValue()) / 1000, nil
 }
 
+// DeploymentValueFor is metric of Deployment name with its metric selector
+// (quantile=<q> for request_latency_ms, le=<ms> for
+// request_slo_attainment), at the precision served (micro for the
+// attainment). Errors: those of GetMetricByName (BadRequest for a
+// malformed selector, NotFound without data).
+func (p *Provider) DeploymentValueFor(ctx context.Context, name types.NamespacedName, metric string, metricSelector labels.Selector) (float64, error) {
+	v, err := p.GetMetricByName(ctx, name, cmprovider.CustomMetricInfo{GroupResource: adapter.DeploymentsResource, Namespaced: true, Metric: metric}, metricSelector)
+	if err != nil {
+		return 0, err
+	}
+	return v.Value.AsApproximateFloat64(), nil
+}
+
 // PodValues is metric of each pod selector selects in namespace that has
 // data, by pod name. Errors: those of GetMetricBySelector.
 func (p *Provider) PodValues(ctx context.Context, namespace string, selector labels.Selector, metric string) (map[string]float64, error) {

@@ -110,17 +110,24 @@ func (p *Provider) ListAllMetrics() []cmprovider.CustomMetricInfo {
 // GetMetricByName implements cmprovider.CustomMetricsProvider. Objects
 // without data get a NotFound error (cmprovider.NewMetricNotFoundForError),
 // never a zero. The metrics carry no labels, so a metric selector that does not
-// match the empty label set yields NotFound too.
+// match the empty label set yields NotFound too, except for
+// request_latency_ms and request_slo_attainment, whose metric selector is
+// their parameter (quantile=<q>, le=<ms>; parseQuery): a missing or
+// malformed one is a BadRequest.
 func (p *Provider) GetMetricByName(ctx context.Context, name types.NamespacedName, info cmprovider.CustomMetricInfo, metricSelector labels.Selector) (*custom_metrics.MetricValue, error) {
 	p = p.forRequest()
 	k := kindOf(info.GroupResource)
 	if !serves(k, info.Metric) {
 		return nil, cmprovider.NewMetricNotFoundError(info.GroupResource, info.Metric)
 	}
-	if metricSelector != nil && !metricSelector.Matches(labels.Set{}) {
+	q, err := parseQuery(info.Metric, metricSelector)
+	if err != nil {
+		return nil, err
+	}
+	if !parametrised(info.Metric) && metricSelector != nil && !metricSelector.Matches(labels.Set{}) {
 		return nil, cmprovider.NewMetricNotFoundForSelectorError(k.resource(), info.Metric, name.Name, metricSelector)
 	}
-	v, err := p.value(k, name, info.Metric)
+	v, err := p.value(k, name, q)
 	if err != nil {
 		return nil, p.notFound(ctx, k, name, info.Metric, err)
 	}
@@ -130,7 +137,8 @@ func (p *Provider) GetMetricByName(ctx context.Context, name types.NamespacedNam
 // GetMetricBySelector implements cmprovider.CustomMetricsProvider: the
 // metric for every pod, Deployment or ModelService in namespace matching
 // selector that has data; objects without data are left out (the list may
-// be empty).
+// be empty). A malformed parameter of request_latency_ms or
+// request_slo_attainment is a BadRequest.
 func (p *Provider) GetMetricBySelector(ctx context.Context, namespace string, selector labels.Selector, info cmprovider.CustomMetricInfo, metricSelector labels.Selector) (*custom_metrics.MetricValueList, error) {
 	p = p.forRequest()
 	k := kindOf(info.GroupResource)
@@ -140,8 +148,12 @@ func (p *Provider) GetMetricBySelector(ctx context.Context, namespace string, se
 	if selector == nil {
 		selector = labels.Everything()
 	}
+	q, err := parseQuery(info.Metric, metricSelector)
+	if err != nil {
+		return nil, err
+	}
 	list := &custom_metrics.MetricValueList{Items: []custom_metrics.MetricValue{}}
-	if metricSelector != nil && !metricSelector.Matches(labels.Set{}) {
+	if !parametrised(info.Metric) && metricSelector != nil && !metricSelector.Matches(labels.Set{}) {
 		return list, nil
 	}
 	names, err := p.objectNames(k, namespace, selector)
@@ -150,7 +162,7 @@ func (p *Provider) GetMetricBySelector(ctx context.Context, namespace string, se
 	}
 	logger := klog.FromContext(ctx)
 	for _, n := range names {
-		v, err := p.value(k, n, info.Metric)
+		v, err := p.value(k, n, q)
 		if errors.Is(err, adapter.ErrNoData) {
 			logNoData(logger, k, n, info.Metric, err)
 			continue

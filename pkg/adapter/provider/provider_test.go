@@ -279,7 +279,8 @@ func TestProviderWithholdsValueWhenAServingPodHasNoData(t *testing.T) {
 		if mv, err := p.GetMetricByName(ctx, tc.obj, tc.info, labels.Everything()); !apierrors.IsNotFound(err) {
 			t.Errorf("%s with serving pod c unmeasured: got %v, %v; want NotFound", tc.what, mv, err)
 		}
-		_, err := p.value(kindOf(tc.info.GroupResource), tc.obj, tc.info.Metric)
+		q, _ := parseQuery(tc.info.Metric, nil)
+		_, err := p.value(kindOf(tc.info.GroupResource), tc.obj, q)
 		if !adaptertest.IsNoData(err) || !strings.Contains(err.Error(), "(c;") {
 			t.Errorf("%s: reason %v, want no data naming pod c only", tc.what, err)
 		}
@@ -382,7 +383,7 @@ func TestProviderListAllMetrics(t *testing.T) {
 		}
 		got[i.GroupResource.String()+"/"+i.Metric] = true
 	}
-	for _, m := range []string{adapter.MetricRequestsPerSecond, adapter.MetricLatencyP50, adapter.MetricLatencyP98, adapter.MetricLatencyP99, adapter.MetricGPUUtilization, adapter.MetricGPUMemoryUsed} {
+	for _, m := range []string{adapter.MetricRequestsPerSecond, adapter.MetricLatencyP50, adapter.MetricLatencyP98, adapter.MetricLatencyP99, adapter.MetricLatency, adapter.MetricSLOAttainment, adapter.MetricGPUUtilization, adapter.MetricGPUMemoryUsed} {
 		if !got["pods/"+m] {
 			t.Errorf("pods/%s not listed", m)
 		}
@@ -393,7 +394,7 @@ func TestProviderListAllMetrics(t *testing.T) {
 			}
 		}
 	}
-	if len(got) != 16 {
-		t.Errorf("%d metrics listed, want 16", len(got))
+	if len(got) != 22 {
+		t.Errorf("%d metrics listed, want 22", len(got))
 	}
 }

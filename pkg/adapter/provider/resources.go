@@ -50,6 +50,8 @@ var served = map[string][]objectKind{
 	adapter.MetricLatencyP50:        {kindPod, kindDeployment, kindModelService},
 	adapter.MetricLatencyP98:        {kindPod, kindDeployment, kindModelService},
 	adapter.MetricLatencyP99:        {kindPod, kindDeployment, kindModelService},
+	adapter.MetricLatency:           {kindPod, kindDeployment, kindModelService},
+	adapter.MetricSLOAttainment:     {kindPod, kindDeployment, kindModelService},
 	adapter.MetricGPUUtilization:    {kindPod, kindDeployment, kindModelService},
 	adapter.MetricGPUMemoryUsed:     {kindPod},
 }

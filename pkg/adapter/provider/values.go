@@ -21,7 +21,7 @@ import (
 
 // value computes metric for one object; adapter.ErrNoData (wrapped) when
 // there is none.
-func (p *Provider) value(k objectKind, name types.NamespacedName, metric string) (adapter.Value, error) {
+func (p *Provider) value(k objectKind, name types.NamespacedName, q query) (adapter.Value, error) {
 	if p.src == nil {
 		return adapter.Value{}, fmt.Errorf("no source: %w", adapter.ErrNoData)
 	}
@@ -31,27 +31,29 @@ func (p *Provider) value(k objectKind, name types.NamespacedName, metric string)
 		if err != nil {
 			return adapter.Value{}, err
 		}
-		return p.groupValue("deployment "+name.String(), pods, metric)
+		return p.groupValue("deployment "+name.String(), pods, q)
 	case kindModelService:
 		pods, err := p.modelServicePods(name)
 		if err != nil {
 			return adapter.Value{}, err
 		}
-		return p.groupValue("modelservice "+name.String(), pods, metric)
+		return p.groupValue("modelservice "+name.String(), pods, q)
 	}
-	return p.podValue(name, metric)
+	return p.podValue(name, q)
 }
 
-func (p *Provider) podValue(pod types.NamespacedName, metric string) (adapter.Value, error) {
-	switch metric {
-	case adapter.MetricRequestsPerSecond:
-		return p.src.RequestRate(pod)
-	case adapter.MetricLatencyP50, adapter.MetricLatencyP98, adapter.MetricLatencyP99:
+func (p *Provider) podValue(pod types.NamespacedName, q query) (adapter.Value, error) {
+	if q.fromHistogram != nil {
 		h, err := p.src.RequestDurationHistogram(pod)
 		if err != nil {
 			return adapter.Value{}, err
 		}
-		return quantileValue(metric, h)
+		return histogramValue(q, h)
+	}
+	metric := q.metric
+	switch metric {
+	case adapter.MetricRequestsPerSecond:
+		return p.src.RequestRate(pod)
 	case adapter.MetricGPUUtilization, adapter.MetricGPUMemoryUsed:
 		node, gpu, err := p.podGPU(pod)
 		if err != nil {
@@ -66,12 +68,14 @@ func (p *Provider) podValue(pod types.NamespacedName, metric string) (adapter.Va
 	return adapter.Value{}, fmt.Errorf("metric %q: %w", metric, adapter.ErrNoData)
 }
 
-func quantileValue(metric string, h adapter.Histogram) (adapter.Value, error) {
-	q, ok := adapter.HistogramQuantile(latencyQuantile[metric], h.Buckets)
+// histogramValue is q's value of the bucket increases h; ErrNoData
+// (wrapped) when the window holds no requests.
+func histogramValue(q query, h adapter.Histogram) (adapter.Value, error) {
+	v, ok := q.fromHistogram(h.Buckets)
 	if !ok {
 		return adapter.Value{}, fmt.Errorf("no requests in the window: %w", adapter.ErrNoData)
 	}
-	return adapter.Value{Value: q, Time: h.Time, Window: h.Window}, nil
+	return adapter.Value{Value: v, Time: h.Time, Window: h.Window}, nil
 }
 
 // groupValue aggregates over the pods of a Deployment or ModelService
@@ -85,7 +89,8 @@ func quantileValue(metric string, h adapter.Histogram) (adapter.Value, error) {
 // hetsev_metrics_adapter_partial_data_total. Pods that do not serve (not
 // Ready yet, or terminating) count when they have data and are skipped when
 // they have none.
-func (p *Provider) groupValue(what string, pods []*corev1.Pod, metric string) (adapter.Value, error) {
+func (p *Provider) groupValue(what string, pods []*corev1.Pod, q query) (adapter.Value, error) {
+	metric := q.metric
 	var (
 		sum        float64
 		n          int
@@ -98,8 +103,8 @@ func (p *Provider) groupValue(what string, pods []*corev1.Pod, metric string) (a
 	for _, pod := range pods {
 		name := types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}
 		var v adapter.Value
-		switch metric {
-		case adapter.MetricLatencyP50, adapter.MetricLatencyP98, adapter.MetricLatencyP99:
+		switch {
+		case q.fromHistogram != nil:
 			h, err := p.src.RequestDurationHistogram(name)
 			if err != nil {
 				if !errors.Is(err, adapter.ErrNoData) {
@@ -115,7 +120,7 @@ func (p *Provider) groupValue(what string, pods []*corev1.Pod, metric string) (a
 			v = adapter.Value{Time: h.Time, Window: h.Window}
 		default:
 			var err error
-			v, err = p.podValue(name, metric)
+			v, err = p.podValue(name, q)
 			if err != nil {
 				if !errors.Is(err, adapter.ErrNoData) {
 					return adapter.Value{}, err
@@ -145,10 +150,10 @@ func (p *Provider) groupValue(what string, pods []*corev1.Pod, metric string) (a
 		}
 		return adapter.Value{}, fmt.Errorf("%s: none of its %d pods has data (last: %v): %w", what, len(pods), reason, adapter.ErrNoData)
 	}
-	switch metric {
-	case adapter.MetricLatencyP50, adapter.MetricLatencyP98, adapter.MetricLatencyP99:
-		return quantileValue(metric, adapter.Histogram{Buckets: adapter.MergeHistograms(buckets...), Time: latest, Window: window})
-	case adapter.MetricGPUUtilization:
+	switch {
+	case q.fromHistogram != nil:
+		return histogramValue(q, adapter.Histogram{Buckets: adapter.MergeHistograms(buckets...), Time: latest, Window: window})
+	case metric == adapter.MetricGPUUtilization:
 		return adapter.Value{Value: sum / float64(n), Time: latest, Window: window}, nil
 	}
 	return adapter.Value{Value: sum, Time: latest, Window: window}, nil
@@ -179,8 +184,13 @@ func (e *PartialDataError) Error() string {
 func (e *PartialDataError) Unwrap() error { return adapter.ErrNoData }
 
 // metricValue builds the API object; a non-finite value counts as no data.
+// Values carry milli precision, MetricSLOAttainment micro precision (a
+// fraction such as 0.9995 must not round to 1).
 func (p *Provider) metricValue(k objectKind, name types.NamespacedName, metric string, metricSelector labels.Selector, v adapter.Value) (*custom_metrics.MetricValue, error) {
 	q, ok := milliQuantity(v.Value)
+	if metric == adapter.MetricSLOAttainment {
+		q, ok = microQuantity(v.Value)
+	}
 	if !ok {
 		return nil, cmprovider.NewMetricNotFoundForError(k.resource(), metric, name.Name)
 	}
@@ -215,4 +225,13 @@ func milliQuantity(v float64) (resource.Quantity, bool) {
 		return resource.Quantity{}, false
 	}
 	return *resource.NewMilliQuantity(int64(m), resource.DecimalSI), true
+}
+
+// microQuantity converts v to a DecimalSI quantity with micro precision.
+func microQuantity(v float64) (resource.Quantity, bool) {
+	u := math.Round(v * 1e6)
+	if math.IsNaN(u) || u >= math.MaxInt64 || u <= math.MinInt64 {
+		return resource.Quantity{}, false
+	}
+	return *resource.NewScaledQuantity(int64(u), resource.Micro), true
 }
