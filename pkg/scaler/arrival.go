@@ -24,6 +24,9 @@ type arrival struct {
 	// P98Ms is the highest p98 latency, in ms, of the Deployments whose
 	// value the adapter gave.
 	P98Ms float64
+	// SLO is what the adapter gave about the SLO (measureSLO), over the
+	// Deployments whose requests/s it gave.
+	SLO sloMeasure
 	// Partial: the adapter withheld the value of a Deployment with Ready
 	// instances (a serving pod of it has no data), so W sums that
 	// Deployment's pods that have data.
@@ -65,15 +68,19 @@ func (a arrival) lowerBound() string {
 // Every call to the metrics API gets the metrics timeout
 // (Reconciler.MetricsTimeout); once one runs out, the API is taken as
 // hung: no further call is made and the result is TimedOut.
-func (r *Reconciler) measureArrival(ctx context.Context, deps []*appsv1.Deployment) (arrival, error) {
-	a, err := r.measureArrivalOnce(ctx, deps)
+//
+// With a SelectedMetricsSource it also reads, for each Deployment whose
+// requests/s the adapter gave, the SLO attainment at slo's RT_max and the
+// latency at its SL_min (measureSLO).
+func (r *Reconciler) measureArrival(ctx context.Context, deps []*appsv1.Deployment, slo sloTarget) (arrival, error) {
+	a, err := r.measureArrivalOnce(ctx, deps, slo)
 	if ctx.Err() != nil {
 		return a, ctx.Err() // shutting down: what was read is incomplete
 	}
 	return a, err
 }
 
-func (r *Reconciler) measureArrivalOnce(ctx context.Context, deps []*appsv1.Deployment) (arrival, error) {
+func (r *Reconciler) measureArrivalOnce(ctx context.Context, deps []*appsv1.Deployment, slo sloTarget) (arrival, error) {
 	logger := klog.FromContext(ctx)
 	var (
 		a              arrival
@@ -110,6 +117,9 @@ func (r *Reconciler) measureArrivalOnce(ctx context.Context, deps []*appsv1.Depl
 		}
 		if err == nil && l > a.P98Ms {
 			a.P98Ms = l
+		}
+		if r.measureSLO(ctx, &a, d, v, slo); a.TimedOut {
+			return a, nil
 		}
 	}
 	if len(withheld) == 0 {

@@ -28,6 +28,17 @@ type MetricsSource interface {
 	PodMetrics(ctx context.Context, namespace string, selector labels.Selector, metric string) (map[string]float64, error)
 }
 
+// SelectedMetricsSource is a MetricsSource that also reads the metrics
+// parametrised by a metric selector: adapter.MetricLatency with
+// quantile=<q> and adapter.MetricSLOAttainment with le=<ms>. Both
+// implementations of this package are one; a source that is not leaves
+// the status fields read from them as they were.
+type SelectedMetricsSource interface {
+	// DeploymentMetricFor is metric with metricSelector over the
+	// Deployment's pods, withheld (an error) as DeploymentMetric is.
+	DeploymentMetricFor(ctx context.Context, namespace, deployment, metric string, metricSelector labels.Selector) (float64, error)
+}
+
 // metricsOrigin names where m reads from, for status messages.
 func metricsOrigin(m MetricsSource) string {
 	if _, ok := m.(*PrometheusMetrics); ok {
@@ -53,6 +64,18 @@ func (c CustomMetrics) DeploymentMetric(ctx context.Context, namespace, deployme
 		return 0, fmt.Errorf("%s of deployment %s/%s: %w", metric, namespace, deployment, err)
 	}
 	return float64(v.Value.MilliValue()) / 1000, nil
+}
+
+// DeploymentMetricFor implements SelectedMetricsSource, at the precision
+// the adapter serves (micro for the attainment).
+func (c CustomMetrics) DeploymentMetricFor(ctx context.Context, namespace, deployment, metric string, metricSelector labels.Selector) (float64, error) {
+	v, err := withContext(ctx, func() (*cmv1beta2.MetricValue, error) {
+		return c.Client.NamespacedMetrics(namespace).GetForObject(deploymentGK, deployment, metric, metricSelector)
+	})
+	if err != nil {
+		return 0, fmt.Errorf("%s{%s} of deployment %s/%s: %w", metric, metricSelector, namespace, deployment, err)
+	}
+	return v.Value.AsApproximateFloat64(), nil
 }
 
 // PodMetrics implements MetricsSource with one list request,
@@ -120,6 +143,20 @@ func (m *PrometheusMetrics) DeploymentMetric(ctx context.Context, namespace, dep
 	})
 	if err != nil {
 		return 0, fmt.Errorf("%s of deployment %s/%s from Prometheus: %w", metric, namespace, deployment, err)
+	}
+	return v, nil
+}
+
+// DeploymentMetricFor implements SelectedMetricsSource: the adapter's
+// provider reduces the bucket increases Prometheus returns with
+// adapter.HistogramQuantile or adapter.HistogramFractionAtMost, as the
+// adapter serving custom.metrics.k8s.io would.
+func (m *PrometheusMetrics) DeploymentMetricFor(ctx context.Context, namespace, deployment, metric string, metricSelector labels.Selector) (float64, error) {
+	v, err := withContext(ctx, func() (float64, error) {
+		return m.p.DeploymentValueFor(ctx, types.NamespacedName{Namespace: namespace, Name: deployment}, metric, metricSelector)
+	})
+	if err != nil {
+		return 0, fmt.Errorf("%s{%s} of deployment %s/%s from Prometheus: %w", metric, metricSelector, namespace, deployment, err)
 	}
 	return v, nil
 }

@@ -35,6 +35,19 @@ var (
 		Name: "hetsev_scaler_slo_response_time_ms",
 		Help: "RT_max of each ModelService (spec.slo.responseTimeMs), ms.",
 	}, []string{"namespace", "modelservice"})
+	// sloAttainmentGauge and sloServiceLevelGauge compare the SLO as the
+	// adapter measured it with its target: the fraction of requests within
+	// RT_max over the rate window (request-weighted over the Deployments)
+	// and SL_min (spec.slo.serviceLevel); the SLO holds while the first is
+	// at least the second.
+	sloAttainmentGauge = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "hetsev_scaler_slo_attainment",
+		Help: "Fraction of each ModelService's requests within RT_max over the rate window at its last decision (0-1).",
+	}, []string{"namespace", "modelservice"})
+	sloServiceLevelGauge = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "hetsev_scaler_slo_service_level",
+		Help: "SL_min of each ModelService (spec.slo.serviceLevel), the fraction of requests to answer within RT_max (0-1).",
+	}, []string{"namespace", "modelservice"})
 	statusWritesTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "hetsev_scaler_status_writes_total",
 		Help: "Writes of a ModelService's status (made only when it changed).",
@@ -54,12 +67,12 @@ var (
 // deleteMetrics drops the series of ModelService namespace/name.
 func deleteMetrics(namespace, name string) {
 	ms := prometheus.Labels{"namespace": namespace, "modelservice": name}
-	for _, v := range []interface{ DeletePartialMatch(prometheus.Labels) int }{decisionsTotal, statusWritesTotal, saturationGauge, arrivalRateGauge, replicasGauge, latencyP98Gauge, sloResponseTimeGauge} {
+	for _, v := range []interface{ DeletePartialMatch(prometheus.Labels) int }{decisionsTotal, statusWritesTotal, saturationGauge, arrivalRateGauge, replicasGauge, latencyP98Gauge, sloResponseTimeGauge, sloAttainmentGauge, sloServiceLevelGauge} {
 		v.DeletePartialMatch(ms)
 	}
 }
 
 // Register adds the scaler's metrics to reg.
 func Register(reg prometheus.Registerer) {
-	reg.MustRegister(decisionsTotal, statusWritesTotal, saturationGauge, arrivalRateGauge, replicasGauge, latencyP98Gauge, sloResponseTimeGauge, decisionSeconds, solverSeconds)
+	reg.MustRegister(decisionsTotal, statusWritesTotal, saturationGauge, arrivalRateGauge, replicasGauge, latencyP98Gauge, sloResponseTimeGauge, sloAttainmentGauge, sloServiceLevelGauge, decisionSeconds, solverSeconds)
 }

@@ -146,7 +146,7 @@ func (r *Reconciler) decide(ctx context.Context, ms *v1alpha1.ModelService, st *
 	// Arrival rate W: the sum over Deployments that have instances. While
 	// a serving pod is unmeasured, W is a lower bound (scale out, never
 	// in); when nothing at all is measured, W is unknown: hold.
-	ar, err := r.measureArrival(ctx, deps)
+	ar, err := r.measureArrival(ctx, deps, sloTarget{RTMaxMs: ms.Spec.SLO.ResponseTimeMs, ServiceLevel: svc.policy.ServiceLevel})
 	if err != nil {
 		return 0, err
 	}
@@ -290,6 +290,7 @@ func (r *Reconciler) decide(ctx context.Context, ms *v1alpha1.ModelService, st *
 	status.ArrivalRate = strconv.FormatFloat(w, 'f', 2, 64)
 	status.Saturation = formatSaturation(act.Saturation)
 	status.LatencyP98Ms = strconv.FormatFloat(p98, 'f', 1, 64)
+	reportSLO(ms, &status, ar.SLO, svc.policy.ServiceLevel)
 	d := v1alpha1.Decision{Time: metav1.NewTime(now), Action: kind, Delta: delta, Reason: act.Reason,
 		Replacement: replacementStatus(act.Replacement, act.ReplacementPhase),
 		Types:       typeDecisions(svc, deps, obs, act, seen), Alternative: decisionAlternative(svc, act)}

@@ -38,6 +38,7 @@ const Kind = "ModelService"
 // +kubebuilder:printcolumn:name="RT_max(ms)",type=number,JSONPath=`.spec.slo.responseTimeMs`,priority=1
 // +kubebuilder:printcolumn:name="W(req/s)",type=string,JSONPath=`.status.arrivalRate`
 // +kubebuilder:printcolumn:name="Saturation",type=string,JSONPath=`.status.saturation`
+// +kubebuilder:printcolumn:name="Attainment",type=string,JSONPath=`.status.attainment`,description="Fraction of requests within RT_max over the rate window"
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type ModelService struct {
@@ -331,6 +332,29 @@ type ModelServiceStatus struct {
 	//
 	// +kubebuilder:validation:Pattern=`^[0-9]+(\.[0-9]+)?$`
 	LatencyP98Ms string `json:"latencyP98Ms,omitempty"`
+	// Attainment is the fraction of requests answered within RT_max
+	// (spec.slo.responseTimeMs) over the metrics adapter's rate window, as
+	// a decimal string with 4 decimals: the Deployments' fractions
+	// (request_slo_attainment{le=RT_max}) weighted by their requests/s.
+	// It is an estimate, interpolated inside a histogram bucket, when
+	// RT_max is no bucket bound. Kept as it was while the adapter gives
+	// none (no requests in the window).
+	//
+	// +kubebuilder:validation:Pattern=`^[0-9]+(\.[0-9]+)?$`
+	Attainment string `json:"attainment,omitempty"`
+	// LatencyPercentile names the percentile of latencyAtServiceLevelMs:
+	// spec.slo.serviceLevel as a percentile ("p98"; "p99.9" for a service
+	// level of 0.999, and of 1, which is read as 0.999).
+	//
+	// +kubebuilder:validation:Pattern=`^p[0-9]+(\.[0-9]+)?$`
+	LatencyPercentile string `json:"latencyPercentile,omitempty"`
+	// LatencyAtServiceLevelMs is the highest latency at latencyPercentile
+	// among the Deployments (request_latency_ms{quantile=SL_min}), ms, as a
+	// decimal string; the service meets its SLO while it is at most
+	// RT_max. Kept as it was while the adapter gives none.
+	//
+	// +kubebuilder:validation:Pattern=`^[0-9]+(\.[0-9]+)?$`
+	LatencyAtServiceLevelMs string `json:"latencyAtServiceLevelMs,omitempty"`
 	// TrafficWeights is the percent of requests routed to each GPU type
 	// and light instance flavor (VirtualService weights, proportional to
 	// the capacity of their instances: T_i N_i, or min(T_i, f / L_i) N
