@@ -103,6 +103,26 @@ func expectedQuantile(t *testing.T, q float64, pods ...*simPod) float64 {
 	return v
 }
 
+// expectedFraction is the fraction of the pods' generated latencies at
+// most le ms on Istio's buckets, each pod weighted by its rate,
+// interpolated inside the bucket as the adapter does.
+func expectedFraction(t *testing.T, le float64, pods ...*simPod) float64 {
+	t.Helper()
+	var bs []adapter.Bucket
+	for _, p := range pods {
+		bounds := append(append([]float64(nil), exporters.IstioDurationBucketsMs...), math.Inf(1))
+		for _, b := range bounds {
+			share := math.Min(math.Max((b-p.lo)/(p.hi-p.lo), 0), 1)
+			bs = append(bs, adapter.Bucket{UpperBound: b, Count: p.rate * share})
+		}
+	}
+	v, ok := adapter.HistogramFractionAtMost(le, adapter.MergeHistograms(bs))
+	if !ok {
+		t.Fatalf("no fraction at %v ms", le)
+	}
+	return v
+}
+
 // TestAdapterPrometheusBackend runs hetsev-metrics-adapter on its Prometheus
 // backend, as its own service account with manifests/' RBAC, against a real
 // Prometheus scraping simulated Istio sidecars and a dcgm-exporter on
@@ -290,6 +310,48 @@ func TestAdapterPrometheusBackend(t *testing.T) {
 			t.Errorf("%s %s %s = %.3f, generated %.3f: off by %.1f %%", ch.gk.Kind, ch.name, ch.metric, got, ch.want, 100*d)
 		}
 	}
+	// The metrics parametrised by the metric selector: the latency at any
+	// quantile and the fraction within a response time, per pod,
+	// Deployment and ModelService; a malformed parameter is a 400.
+	selected := []struct {
+		gk           schema.GroupKind
+		name, metric string
+		selector     string
+		want         float64
+	}{
+		{depGK, "resnet50-t4", adapter.MetricLatency, "quantile=0.98", expectedQuantile(t, 0.98, a0, b0)},
+		{msGK, "resnet50", adapter.MetricLatency, "quantile=0.999", expectedQuantile(t, 0.999, a0, b0)},
+		{podsGK, a0.name, adapter.MetricLatency, "quantile=0.9", expectedQuantile(t, 0.9, a0)},
+		{podsGK, b0.name, adapter.MetricSLOAttainment, "le=250", expectedFraction(t, 250, b0)},
+		{depGK, "resnet50-t4", adapter.MetricSLOAttainment, "le=400", expectedFraction(t, 400, a0, b0)},
+		{msGK, "resnet50", adapter.MetricSLOAttainment, "le=300", expectedFraction(t, 300, a0, b0)},
+	}
+	for _, ch := range selected {
+		sel, err := labels.Parse(ch.selector)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, err := cm.NamespacedMetrics(ns).GetForObject(ch.gk, ch.name, ch.metric, sel)
+		if err != nil {
+			t.Errorf("%s %s %s{%s}: %v", ch.gk.Kind, ch.name, ch.metric, ch.selector, err)
+			continue
+		}
+		got := v.Value.AsApproximateFloat64()
+		t.Logf("%s %s %s{%s} = %.4f (generated %.4f)", ch.gk.Kind, ch.name, ch.metric, ch.selector, got, ch.want)
+		if d := (got - ch.want) / ch.want; d > 0.05 || d < -0.05 {
+			t.Errorf("%s %s %s{%s} = %.4f, generated %.4f: off by %.1f %%", ch.gk.Kind, ch.name, ch.metric, ch.selector, got, ch.want, 100*d)
+		}
+	}
+	for metric, bad := range map[string]string{adapter.MetricLatency: "quantile=1.5", adapter.MetricSLOAttainment: "le=soon"} {
+		sel, err := labels.Parse(bad)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := cm.NamespacedMetrics(ns).GetForObject(depGK, "resnet50-t4", metric, sel); !apierrors.IsBadRequest(err) {
+			t.Errorf("%s{%s}: %v, want 400 Bad Request", metric, bad, err)
+		}
+	}
+
 	// The list HPA reads: both pods, each at its own rate.
 	list, err := cm.NamespacedMetrics(ns).GetForObjects(podsGK, labels.SelectorFromSet(sel), adapter.MetricRequestsPerSecond, labels.Everything())
 	if err != nil {
