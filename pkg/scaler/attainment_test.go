@@ -171,7 +171,7 @@ func TestStatusLatencyPercentileFollowsServiceLevel(t *testing.T) {
 }
 
 func TestPercentileName(t *testing.T) {
-	for q, want := range map[float64]string{0.98: "p98", 0.999: "p99.9", 0.5: "p50", 0.9999: "p99.99", 0.95: "p95"} {
+	for q, want := range map[float64]string{0.98: "p98", 0.999: "p99.9", 0.5: "p50", 0.9999: "p99.99", 0.95: "p95", 0.57: "p57"} {
 		if got := percentileName(q); got != want {
 			t.Errorf("percentileName(%v) = %q, want %q", q, got, want)
 		}
