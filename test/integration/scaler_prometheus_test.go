@@ -4,11 +4,13 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"math"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -183,6 +185,15 @@ func TestScalerPrometheusBackend(t *testing.T) {
 		t.Fatalf("gateway accepted %d queries with the first token and refused %q", n, refused)
 	}
 	scaleOutAt := b.now
+	// The SLO as Prometheus measured it: every request under 120 ms, so
+	// all within RT_max (400 ms); p98 (SL_min 0.98) as the generated
+	// latencies give it on Istio's buckets.
+	st := b.get(t, ms.Name).Status
+	wantP98 := expectedQuantile(t, 0.98, sims...)
+	lat, err := strconv.ParseFloat(st.LatencyAtServiceLevelMs, 64)
+	if st.Attainment != "1.0000" || st.LatencyPercentile != "p98" || err != nil || math.Abs(lat-wantP98) > 0.05*wantP98 {
+		t.Fatalf("status attainment %q, %s latency %q ms; want 1.0000, p98 within 5 %% of %.1f ms", st.Attainment, st.LatencyPercentile, st.LatencyAtServiceLevelMs, wantP98)
+	}
 
 	// The token rotates: the next decision's queries carry the new one.
 	if err := os.WriteFile(tokenFile, []byte("second-token"), 0o600); err != nil {
@@ -236,8 +247,13 @@ func TestScalerPrometheusBackend(t *testing.T) {
 		c = meta.FindStatusCondition(b.get(t, ms.Name).Status.Conditions, v1alpha1.ConditionMetricsUnavailable)
 		return c != nil && c.Status == metav1.ConditionTrue && c.Reason == "MetricsUnavailable", nil
 	})
-	if d := b.get(t, ms.Name).Status.LastDecision; d == nil || d.Action != "Hold" {
+	held := b.get(t, ms.Name).Status
+	if d := held.LastDecision; d == nil || d.Action != "Hold" {
 		t.Fatalf("decision %+v with Prometheus unreachable, want Hold", d)
+	}
+	// Nothing measured: the SLO fields keep their last values.
+	if held.Attainment != st.Attainment || held.LatencyPercentile != st.LatencyPercentile || held.LatencyAtServiceLevelMs == "" {
+		t.Errorf("with Prometheus unreachable: attainment %q, %s latency %q; want the last %q, p98 and a latency", held.Attainment, held.LatencyPercentile, held.LatencyAtServiceLevelMs, st.Attainment)
 	}
 	t.Logf("unreachable: %s: %s", c.Reason, c.Message)
 }
