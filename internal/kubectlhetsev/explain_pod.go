@@ -165,8 +165,16 @@ func splitReasons(msg string) []string {
 		return []string{msg}
 	}
 	list := msg[i+len(avail):]
+	// The PostFilter plugins' messages follow the list's final "."
+	// (DefaultPreemption's "preemption: ...", after others' such as
+	// DynamicResources' "no new claims to deallocate,").
 	if j := strings.Index(list, " preemption:"); j >= 0 {
-		list = list[:j]
+		list = strings.TrimSpace(list[:j])
+		if !strings.HasSuffix(list, ".") {
+			if k := strings.LastIndex(list, ". "); k >= 0 {
+				list = list[:k+1]
+			}
+		}
 	}
 	list = strings.TrimSuffix(strings.TrimSpace(list), ".")
 	var out []string
@@ -210,7 +218,7 @@ func (x *PodExplanation) writeText(w io.Writer) error {
 	} else {
 		fmt.Fprintf(w, "Node:       %s\n", x.Node)
 		if g := x.GPU; g != nil {
-			fmt.Fprintf(w, "GPU:        %d (%s, GPU mode %s): %d/%d MiB of GPU memory used, busy share %.2f\n", g.Index, g.Type, g.Mode, g.MemoryUsedMiB, g.MemoryTotalMiB, g.BusyShare)
+			fmt.Fprintf(w, "GPU:        %d (%s, GPU mode %s): %d/%d MiB of GPU memory used, declared busy share %.2f\n", g.Index, g.Type, g.Mode, g.MemoryUsedMiB, g.MemoryTotalMiB, g.BusyShare)
 		} else {
 			fmt.Fprintf(w, "GPU:        none known (no valid %s, no allocated ResourceClaim device)\n", v1alpha1.AnnotationGPUIndex)
 		}
@@ -219,7 +227,7 @@ func (x *PodExplanation) writeText(w io.Writer) error {
 		if g := x.GPU; g != nil {
 			fmt.Fprintf(w, "On this GPU now (inflation the co-location model predicts now):\n")
 			for _, t := range g.Tenants {
-				fmt.Fprintf(w, "  %s/%s  %s  %d MiB  busy %.2f  inflation %s\n", t.Namespace, t.Pod, orDash(t.Model), t.GPUMemoryMiB, t.BusyShare, inflationCell(t.Inflation))
+				fmt.Fprintf(w, "  %s/%s  %s  %d MiB  busy share %s  inflation %s\n", t.Namespace, t.Pod, orDash(t.Model), t.GPUMemoryMiB, t.busyCell(), inflationCell(t.Inflation))
 			}
 		}
 		if x.SchedulerName == v1alpha1.SchedulerName {

@@ -59,8 +59,11 @@ type GPUTenant struct {
 	// GPUMemoryMiB is the GPU memory it declares (hetsev.io/gpu-memory,
 	// or its claim's request), MiB.
 	GPUMemoryMiB int64 `json:"gpuMemoryMiB"`
-	// BusyShare is its declared busy share, 1 when it declares none.
-	BusyShare float64 `json:"busyShare"`
+	// BusyShare is its busy share as the co-location model takes it: the
+	// declared one (hetsev.io/busy-share), or 1 (busy all the time) when
+	// BusyShareDeclared is false.
+	BusyShare         float64 `json:"busyShare"`
+	BusyShareDeclared bool    `json:"busyShareDeclared"`
 	// PlacedInflation is hetsev.io/predicted-inflation: the latency
 	// inflation hetsev-scheduler predicted beside its neighbours at
 	// placement; "" when the pod has none.
@@ -83,8 +86,9 @@ func newGPUsCommand(e *env) *cobra.Command {
 		Use:   "gpus",
 		Short: "Per node and GPU: type, tenants, GPU memory, busy share and predicted inflation",
 		Long: `Per node and GPU: the GPU type, the pods on it (namespace/pod and model), GPU
-memory used and total (MiB), the summed declared busy share, and per tenant the
-latency inflation hetsev-scheduler predicted at placement
+memory used and total (MiB), the summed declared busy share (BUSY, what the
+scheduler's cap counts), and per tenant its busy share (SHARE; "1(none)": it
+declares none and counts as busy all the time) and the latency inflation hetsev-scheduler predicted at placement
 (hetsev.io/predicted-inflation) and the one the fitted co-location model
 predicts beside the GPU's tenants now. Pods reach GPUs through
 hetsev.io/gpu-index or, in GPU mode dra, through their ResourceClaims'
@@ -305,7 +309,8 @@ func tenantOf(p *v1.Pod, dv *draView) GPUTenant {
 		Namespace: p.Namespace, Pod: p.Name,
 		Model:           p.Annotations[v1alpha1.AnnotationModel],
 		GPUMemoryMiB:    d.MemoryMiB,
-		BusyShare:       d.Busy(),
+		BusyShare:         d.Busy(),
+		BusyShareDeclared: d.BusyShare > 0 && d.BusyShare <= 1,
 		PlacedInflation: p.Annotations[v1alpha1.AnnotationPredictedInflation],
 	}
 	if t.GPUMemoryMiB == 0 {
@@ -316,22 +321,33 @@ func tenantOf(p *v1.Pod, dv *draView) GPUTenant {
 	return t
 }
 
+// busyCell is the tenant's declared busy share, or "1(none)" when it
+// declares none (the model takes it as busy all the time).
+func (t GPUTenant) busyCell() string {
+	if !t.BusyShareDeclared {
+		return "1(none)"
+	}
+	return fmt.Sprintf("%.2f", t.BusyShare)
+}
+
 // writeGPUTable prints one line per tenant; a GPU's columns are on its
-// first line only, and a GPU without tenants has one line with "-".
+// first line only, and a GPU without tenants has one line with "-". BUSY
+// is the GPU's summed declared busy share (what the scheduler's cap
+// counts), SHARE each tenant's.
 func writeGPUTable(w io.Writer, r GPUReport) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NODE\tGPU\tTYPE\tMEMORY(MiB)\tBUSY\tTENANT\tMODEL\tINFLATION(PLACED)\tINFLATION(NOW)")
+	fmt.Fprintln(tw, "NODE\tGPU\tTYPE\tMEMORY(MiB)\tBUSY\tTENANT\tMODEL\tSHARE\tINFLATION(PLACED)\tINFLATION(NOW)")
 	for _, g := range r.GPUs {
 		head := fmt.Sprintf("%s\t%d\t%s\t%d/%d\t%.2f", g.Node, g.Index, g.Type, g.MemoryUsedMiB, g.MemoryTotalMiB, g.BusyShare)
 		if len(g.Tenants) == 0 {
-			fmt.Fprintf(tw, "%s\t-\t-\t-\t-\n", head)
+			fmt.Fprintf(tw, "%s\t-\t-\t-\t-\t-\n", head)
 			continue
 		}
 		for i, t := range g.Tenants {
 			if i > 0 {
 				head = "\t\t\t\t"
 			}
-			fmt.Fprintf(tw, "%s\t%s/%s\t%s\t%s\t%s\n", head, t.Namespace, t.Pod, orDash(t.Model), orDash(t.PlacedInflation), inflationCell(t.Inflation))
+			fmt.Fprintf(tw, "%s\t%s/%s\t%s\t%s\t%s\t%s\n", head, t.Namespace, t.Pod, orDash(t.Model), t.busyCell(), orDash(t.PlacedInflation), inflationCell(t.Inflation))
 		}
 	}
 	return tw.Flush()

@@ -102,9 +102,9 @@ func TestGPUsTable(t *testing.T) {
 		got = append(got, strings.Fields(l))
 	}
 	want := [][]string{
-		{"t4-0", "0", "Tesla-T4", "12288/15360", "0.80", "default/r0", "resnet50", "1.00"},
-		{"default/s0", "ssd", "1.12"},
-		{"t4-0", "1", "Tesla-T4", "0/15360", "0.00", "-", "-", "-", "-"},
+		{"t4-0", "0", "Tesla-T4", "12288/15360", "0.80", "default/r0", "resnet50", "0.30", "1.00"},
+		{"default/s0", "ssd", "0.50", "1.12"},
+		{"t4-0", "1", "Tesla-T4", "0/15360", "0.00", "-", "-", "-", "-", "-"},
 	}
 	if len(got) != len(want) {
 		t.Fatalf("table has %d rows, want %d:\n%s", len(got), len(want), out)
@@ -246,7 +246,7 @@ func TestUnknownOutputFormat(t *testing.T) {
 func TestExplainPendingPod(t *testing.T) {
 	pod := placed("stuck", "", "resnet50", "lots", "", "", "", "")
 	pod.Status.Phase = v1.PodPending
-	msg := "0/3 nodes are available: 1 node(s) didn't match Pod's node affinity/selector, 2 HetsevGPUShare: every GPU hosts resnet50 (anti-affinity). preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."
+	msg := "0/3 nodes are available: 1 node(s) didn't match Pod's node affinity/selector, 2 every GPU hosts resnet50 (anti-affinity). no new claims to deallocate, preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."
 	pod.Status.Conditions = []v1.PodCondition{{Type: v1.PodScheduled, Status: v1.ConditionFalse, Reason: "Unschedulable", Message: msg}}
 	ev := &v1.Event{
 		ObjectMeta:          metav1.ObjectMeta{Name: "stuck.1", Namespace: "default"},
@@ -263,7 +263,7 @@ func TestExplainPendingPod(t *testing.T) {
 	}
 	for _, want := range []string{
 		"Why Pending: PodScheduled=False Unschedulable",
-		"\n  1 node(s) didn't match Pod's node affinity/selector\n  2 HetsevGPUShare: every GPU hosts resnet50 (anti-affinity)\n",
+		"\n  1 node(s) didn't match Pod's node affinity/selector\n  2 every GPU hosts resnet50 (anti-affinity)\nEvents",
 		"Malformed:  annotation " + v1alpha1.AnnotationGPUMemory + `="lots"`,
 		"Warning  FailedScheduling  hetsev-scheduler: 0/3",
 	} {
@@ -285,7 +285,7 @@ func TestExplainPlacedPod(t *testing.T) {
 		"GPU:        0 (Tesla-T4, GPU mode annotations): 12288/15360 MiB",
 		"Predicted inflation at placement: 1.12\n",
 		"Neighbours at placement:          default/r0 resnet50 0.3\n",
-		"  default/r0  resnet50  2048 MiB",
+		"  default/r0  resnet50  2048 MiB  busy share 0.30  inflation ",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("explanation lacks %q:\n%s", want, out)
@@ -333,5 +333,20 @@ func TestExplainModelService(t *testing.T) {
 	var x ModelServiceExplanation
 	if err := json.Unmarshal([]byte(out), &x); code != 0 || err != nil || x.LastDecision == nil || x.LastDecision.Delta["T4"] != 2 || x.Replicas["V100-32GB"] != 1 {
 		t.Errorf("-o json: exit %d, %v, %+v", code, err, x)
+	}
+}
+
+// kube-scheduler's FitError is split into its groups of nodes, without
+// the PostFilter plugins' messages that follow it.
+func TestSplitReasons(t *testing.T) {
+	for msg, want := range map[string][]string{
+		"0/4 nodes are available: 1 a, b. c, 3 d. preemption: 0/4 nodes are available: 4 e.":                      {"1 a, b. c", "3 d"},
+		"0/1 nodes are available: 1 x (anti-affinity). no new claims to deallocate, preemption: 0/1 nodes are av": {"1 x (anti-affinity)"},
+		"0/1 nodes are available: annotation y is bad.":                                                           {"annotation y is bad"},
+		"binding rejected: boom": {"binding rejected: boom"},
+	} {
+		if got := splitReasons(msg); strings.Join(got, "|") != strings.Join(want, "|") {
+			t.Errorf("splitReasons(%q) = %q, want %q", msg, got, want)
+		}
 	}
 }
