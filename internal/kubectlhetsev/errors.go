@@ -24,8 +24,8 @@ func apiError(err error, verb, resource, kind, key string) error {
 	case apierrors.IsNotFound(err) && key != "":
 		return fmt.Errorf("%s %s not found", kind, key)
 	case apierrors.IsForbidden(err):
-		return fmt.Errorf("forbidden: you may not %s %s (%v); ask a cluster admin to bind you a ClusterRole that grants it, e.g.\n  %s\n  kubectl create clusterrolebinding hetsev-viewer-$USER --clusterrole=hetsev-viewer --user=$USER",
-			verb, resource, apierrors.ReasonForError(err), viewerRole)
+		return fmt.Errorf("forbidden: you may not %s %s (%v)\nask a cluster admin to bind you a ClusterRole that grants it, e.g.\n  %s\n  kubectl create clusterrolebinding hetsev-viewer-$USER --clusterrole=hetsev-viewer --user=$USER",
+			verb, resource, err, viewerRole)
 	case meta.IsNoMatchError(err):
 		return fmt.Errorf("the API server does not serve %s: %v (for modelservices, install hetsev's CRD, manifests/crd-modelservice.yaml)", resource, err)
 	default:

@@ -307,11 +307,11 @@ func tenantOf(p *v1.Pod, dv *draView) GPUTenant {
 	d, _, _ := gpuinventory.DemandOf(p)
 	t := GPUTenant{
 		Namespace: p.Namespace, Pod: p.Name,
-		Model:           p.Annotations[v1alpha1.AnnotationModel],
-		GPUMemoryMiB:    d.MemoryMiB,
+		Model:             p.Annotations[v1alpha1.AnnotationModel],
+		GPUMemoryMiB:      d.MemoryMiB,
 		BusyShare:         d.Busy(),
 		BusyShareDeclared: d.BusyShare > 0 && d.BusyShare <= 1,
-		PlacedInflation: p.Annotations[v1alpha1.AnnotationPredictedInflation],
+		PlacedInflation:   p.Annotations[v1alpha1.AnnotationPredictedInflation],
 	}
 	if t.GPUMemoryMiB == 0 {
 		if c := dra.PodClaim(p, v1alpha1.PodClaimName, dv.getClaim); c != nil {
