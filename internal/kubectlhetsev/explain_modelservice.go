@@ -6,6 +6,7 @@ import (
 	"io"
 	"maps"
 	"slices"
+	"strings"
 
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -24,7 +25,10 @@ type ModelServiceExplanation struct {
 	Name      string `json:"name"`
 	// LastDecision is status.lastDecision.
 	LastDecision *v1alpha1.Decision `json:"lastDecision,omitempty"`
-	Conditions   []metav1.Condition `json:"conditions,omitempty"`
+	// Decisions is status.decisions: the scaler's recent decisions, oldest
+	// first, the newest being LastDecision.
+	Decisions  []v1alpha1.Decision `json:"decisions,omitempty"`
+	Conditions []metav1.Condition  `json:"conditions,omitempty"`
 	// Replicas per GPU type and light flavor (status.replicas).
 	Replicas      map[string]int32 `json:"replicas,omitempty"`
 	TotalReplicas int32            `json:"totalReplicas"`
@@ -47,6 +51,7 @@ type msSection struct {
 var msSections = []msSection{
 	{"Scaling", writeMSScaling},
 	{"Last decision", writeMSDecision},
+	{"Decisions (oldest first)", writeMSHistory},
 	{"Conditions", writeMSConditions},
 	{"Events (newest first)", func(w io.Writer, x *ModelServiceExplanation) { writeEvents(w, x.Events) }},
 }
@@ -89,7 +94,7 @@ func ExplainModelService(ctx context.Context, c client.Reader, namespace, name s
 	st := ms.Status
 	x := &ModelServiceExplanation{
 		Namespace: ms.Namespace, Name: ms.Name,
-		LastDecision: st.LastDecision, Conditions: st.Conditions,
+		LastDecision: st.LastDecision, Decisions: st.Decisions, Conditions: st.Conditions,
 		Replicas: st.Replicas, TotalReplicas: st.TotalReplicas,
 		ArrivalRate: st.ArrivalRate, Saturation: st.Saturation,
 		LatencyP98Ms: st.LatencyP98Ms, TrafficWeights: st.TrafficWeights,
@@ -143,6 +148,41 @@ func writeMSDecision(w io.Writer, x *ModelServiceExplanation) {
 	fmt.Fprintf(w, "  reason:  %s\n", d.Reason)
 	if r := d.Replacement; r != nil {
 		fmt.Fprintf(w, "  replacement: %d of %s by %d of %s (%d removed)\n", r.Remove, r.From, r.Add, r.To, r.Removed)
+	}
+	if d.Objective != "" {
+		fmt.Fprintf(w, "  objective: %s USD/h\n", d.Objective)
+	}
+	if a := d.Alternative; a != nil {
+		var delta []string
+		for _, t := range sortedKeys(a.Delta) {
+			delta = append(delta, fmt.Sprintf("%s %+d", t, a.Delta[t]))
+		}
+		fmt.Fprintf(w, "  rejected:  %s, objective %s USD/h: %s\n", strings.Join(delta, ", "), a.Objective, orDash(a.Why))
+	}
+	if len(d.Types) > 0 {
+		fmt.Fprintf(w, "  %-20s %8s %14s %10s %10s\n", "GPU TYPE", "REPLICAS", "CAPACITY(RPS)", "FREE SLOTS", "COST/REQ")
+		for _, t := range d.Types {
+			ratio := "-"
+			if t.CostRatio != "" {
+				ratio = t.CostRatio + "x"
+			}
+			fmt.Fprintf(w, "  %-20s %8d %14s %10d %10s\n", t.GPUType, t.Replicas, orDash(t.CapacityRPS), t.FreeSlots, ratio)
+		}
+	}
+}
+
+// writeMSHistory prints status.decisions, one line each.
+func writeMSHistory(w io.Writer, x *ModelServiceExplanation) {
+	if len(x.Decisions) == 0 {
+		fmt.Fprintf(w, "  none recorded\n")
+		return
+	}
+	for _, d := range x.Decisions {
+		var delta []string
+		for _, t := range sortedKeys(d.Delta) {
+			delta = append(delta, fmt.Sprintf("%s %+d", t, d.Delta[t]))
+		}
+		fmt.Fprintf(w, "  %s  %-14s %-20s %s\n", d.Time.UTC().Format("2006-01-02T15:04:05Z"), d.Action, orDash(strings.Join(delta, ", ")), d.Reason)
 	}
 }
 

@@ -302,8 +302,12 @@ func TestExplainModelService(t *testing.T) {
 			Replicas: map[string]int32{"T4": 3, "V100-32GB": 1}, TotalReplicas: 4,
 			ArrivalRate: "412.5", Saturation: "0.91",
 			TrafficWeights: map[string]int32{"T4": 60, "V100-32GB": 40},
-			LastDecision: &v1alpha1.Decision{Time: metav1.NewTime(time.Unix(0, 0)), Action: "ScaleOut",
-				Delta: map[string]int32{"T4": 2}, Reason: "saturation 0.91 above 0.8"},
+			LastDecision: &v1alpha1.Decision{Time: metav1.NewTime(time.Unix(60, 0)), Action: "ScaleOut",
+				Delta: map[string]int32{"T4": 2}, Reason: "saturation 0.91 above 0.8",
+				Objective: "0.63", Alternative: &v1alpha1.DecisionAlternative{Delta: map[string]int32{"V100-32GB": 1}, Objective: "3.90", Why: "V100-32GB costs 3.8x per request"},
+				Types: []v1alpha1.TypeDecision{{GPUType: "T4", Replicas: 3, CapacityRPS: "330.00", FreeSlots: 0, CostRatio: "1.00"},
+					{GPUType: "V100-32GB", Replicas: 1, CapacityRPS: "250.00", FreeSlots: 6, CostRatio: "3.80"}}},
+			Decisions:  []v1alpha1.Decision{{Time: metav1.NewTime(time.Unix(0, 0)), Action: "ScaleIn", Delta: map[string]int32{"V100-32GB": -1}, Reason: "saturation 0.40"}},
 			Conditions: []metav1.Condition{{Type: "Ready", Status: metav1.ConditionTrue, Reason: "Serving", Message: "4 replicas"}},
 		},
 	}
@@ -323,6 +327,10 @@ func TestExplainModelService(t *testing.T) {
 		"T4                   3 replicas, traffic 60%",
 		"action:  ScaleOut", "delta:   T4 +2", "reason:  saturation 0.91 above 0.8",
 		"Ready=True  Serving: 4 replicas",
+		"objective: 0.63 USD/h", "rejected:  V100-32GB +1, objective 3.90 USD/h: V100-32GB costs 3.8x per request",
+		"  T4                          3         330.00          0      1.00x",
+		"  V100-32GB                   1         250.00          6      3.80x",
+		"1970-01-01T00:00:00Z  ScaleIn        V100-32GB -1         saturation 0.40",
 		"Normal  ScaleOut  hetsev-scaler: saturation 0.91 above 0.8",
 	} {
 		if !strings.Contains(out, want) {
