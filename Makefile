@@ -28,6 +28,8 @@ build:
 	$(GO) build -ldflags "$(VERSION_LDFLAGS)" -o $(BIN)/hetsev-metrics-adapter ./cmd/metrics-adapter
 	$(GO) build -ldflags "$(VERSION_LDFLAGS)" -o $(BIN)/hetsev-scaler ./cmd/scaler
 	$(GO) build -ldflags "$(VERSION_LDFLAGS)" -o $(BIN)/hetsev-demo ./cmd/demo
+	@# The kubectl plugin (`kubectl hetsev`): copy it onto PATH.
+	$(GO) build -ldflags "$(VERSION_LDFLAGS)" -o $(BIN)/kubectl-hetsev ./cmd/kubectl-hetsev
 	$(GO) build -o $(BIN)/kwok sigs.k8s.io/kwok/cmd/kwok
 	@# kubectl for the README's install guide, run by test/integration;
 	@# its version is the k8s.io/kubernetes module's (kubectl version).

@@ -49,7 +49,11 @@ gen_crd() {
 	local tmp f name
 	tmp=$(mktemp -d)
 	# allowDangerousTypes: the spec has float64 fields (SLOs, profiles).
-	controller_gen crd:allowDangerousTypes=true paths=./pkg/apis/v1alpha1/... output:crd:artifacts:config="$tmp"
+	# generateEmbeddedObjectMeta: the pod template's metadata gets the
+	# schema of its labels and annotations; without it the API server
+	# prunes them (a bare object), and the pods lose their scrape
+	# annotations and the user's labels.
+	controller_gen crd:allowDangerousTypes=true,generateEmbeddedObjectMeta=true paths=./pkg/apis/v1alpha1/... output:crd:artifacts:config="$tmp"
 	# The pod template's schema is PodTemplateSpec's: without upstream's
 	# descriptions (kubectl explain pod.spec has them) the CRD stays under
 	# the 262,144 bytes of kubectl apply's last-applied annotation, and the

@@ -136,6 +136,18 @@ func TestModelServiceCRDValidation(t *testing.T) {
 	if c, _, _ := unstructured.NestedSlice(u.Object, "spec", "template", "spec", "containers"); len(c) != 1 {
 		t.Errorf("spec.template.spec.containers %v, want the one container", c)
 	}
+	// The template's labels and annotations are kept: the scaler's pods
+	// carry them (scrape annotations, the user's labels).
+	meta := valid("meta")
+	meta.Spec.Template.Labels = map[string]string{"app": "resnet"}
+	meta.Spec.Template.Annotations = map[string]string{"prometheus.io/scrape": "true"}
+	if u, err := create(meta, nil); err != nil {
+		t.Fatal(err)
+	} else if l, _, _ := unstructured.NestedStringMap(u.Object, "spec", "template", "metadata", "labels"); l["app"] != "resnet" {
+		t.Errorf("spec.template.metadata.labels %v after storage, want app=resnet", l)
+	} else if a, _, _ := unstructured.NestedStringMap(u.Object, "spec", "template", "metadata", "annotations"); a["prometheus.io/scrape"] != "true" {
+		t.Errorf("spec.template.metadata.annotations %v after storage, want prometheus.io/scrape=true", a)
+	}
 	u.Object["status"] = map[string]any{"replicas": map[string]any{"T4": "two"}}
 	if _, err := client.UpdateStatus(ctx, u, metav1.UpdateOptions{}); err == nil || !strings.Contains(err.Error(), "status.replicas") {
 		t.Errorf("status.replicas.T4 = \"two\": %v, want refused", err)

@@ -3,6 +3,7 @@ package integration
 import (
 	"bytes"
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -59,6 +60,17 @@ func TestDemoDRAStack(t *testing.T) {
 	for name, svc := range s.Services {
 		if svc.Requests == 0 || svc.SLOAttainment < 0.93 {
 			t.Errorf("service %s: %d requests, SLO attainment %.4f, want requests served with >= 0.93 within RT_max", name, svc.Requests, svc.SLOAttainment)
+		}
+	}
+	// The demo ends with the operator's view of the GPUs: every service's
+	// running instances as tenants of the GPUs their claims hold.
+	_, table, ok := strings.Cut(out.String(), "== kubectl hetsev gpus")
+	if !ok {
+		t.Errorf("demo output has no kubectl hetsev gpus table")
+	}
+	for name := range s.Services {
+		if !strings.Contains(table, "default/"+name+"-") {
+			t.Errorf("kubectl hetsev gpus table lists no instance of %s as a tenant:\n%s", name, table)
 		}
 	}
 	if s.PodsScheduled <= len(s.Services) {

@@ -18,6 +18,7 @@ import (
 	"github.com/hetsev/hetsev/pkg/catalog"
 
 	"github.com/hetsev/hetsev/internal/cluster"
+	"github.com/hetsev/hetsev/internal/kubectlhetsev"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
@@ -388,6 +389,13 @@ func RunDemo(ctx context.Context, tb ktesting.TB, cfg DemoConfig) (*Summary, err
 	sum.IdenticalModelColocations = tot.IdenticalModelColocations
 	sum.GPUMemoryOvercommits = tot.GPUMemoryOvercommits
 	sum.ScalingActions = countScalingEvents(ctx, cp)
+	// Who shares which GPU at the end, as an operator sees it.
+	fmt.Fprintf(out, "\n== kubectl hetsev gpus (at the end of the replay) ==\n")
+	if c, err := kubectlhetsev.NewClient(cp.Config); err != nil {
+		return nil, err
+	} else if err := kubectlhetsev.PrintGPUs(ctx, c, out); err != nil {
+		return nil, fmt.Errorf("kubectl hetsev gpus: %w", err)
+	}
 	return sum, nil
 }
 

@@ -1,0 +1,360 @@
+package kubectlhetsev
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	"sigs.k8s.io/yaml"
+
+	"github.com/hetsev/hetsev/internal/sim/dradriver"
+	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
+	"github.com/hetsev/hetsev/pkg/catalog"
+	"github.com/hetsev/hetsev/pkg/gpuinventory"
+)
+
+// newFake is a fake API client holding objs, with the field indexes the
+// plugin's field selectors need (the API server serves them).
+func newFake(funcs *interceptor.Funcs, objs ...client.Object) client.Client {
+	b := fake.NewClientBuilder().WithScheme(Scheme()).WithObjects(objs...).
+		WithIndex(&v1.Pod{}, nodeNameField, func(o client.Object) []string { return []string{o.(*v1.Pod).Spec.NodeName} }).
+		WithIndex(&v1.Event{}, involvedNameField, func(o client.Object) []string { return []string{o.(*v1.Event).InvolvedObject.Name} })
+	if funcs != nil {
+		b = b.WithInterceptorFuncs(*funcs)
+	}
+	return b.Build()
+}
+
+// runWith runs `kubectl hetsev args...` against c, in namespace default
+// (what-if takes hetsev-evaluate's flags only).
+func runWith(c client.Client, args ...string) (stdout, stderr string, code int) {
+	var out, errOut bytes.Buffer
+	if args[0] != "what-if" {
+		args = append(args, "-n", "default")
+	}
+	code = run(args, &out, &errOut, func() (client.Client, error) { return c, nil })
+	return out.String(), errOut.String(), code
+}
+
+func t4Node(name string, gpus int) *v1.Node {
+	return &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
+		gpuinventory.LabelGPUProduct: "Tesla-T4", gpuinventory.LabelGPUCount: "2", gpuinventory.LabelGPUMemory: "15360",
+	}}}
+}
+
+// placed is a pod hetsev-scheduler bound to node's GPU index (gpuIndex ""
+// for none), with its placement annotations.
+func placed(name, node, model, mem, busy, gpuIndex, inflation, neighbours string) *v1.Pod {
+	a := map[string]string{v1alpha1.AnnotationModel: model, v1alpha1.AnnotationGPUMemory: mem}
+	for k, v := range map[string]string{v1alpha1.AnnotationBusyShare: busy, v1alpha1.AnnotationGPUIndex: gpuIndex,
+		v1alpha1.AnnotationPredictedInflation: inflation, v1alpha1.AnnotationGPUNeighbours: neighbours} {
+		if v != "" {
+			a[k] = v
+		}
+	}
+	return &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", UID: types.UID(name + "-uid"), Annotations: a},
+		Spec:       v1.PodSpec{SchedulerName: v1alpha1.SchedulerName, NodeName: node, Containers: []v1.Container{{Name: "server", Image: "x"}}},
+		Status:     v1.PodStatus{Phase: v1.PodRunning},
+	}
+}
+
+// annotationCluster: a T4 node with resnet50 and ssd on GPU 0, GPU 1
+// free, and pods that hold no GPU (no hetsev annotations; Pending).
+func annotationCluster() []client.Object {
+	pending := placed("pending", "", "bert", "6Gi", "", "", "", "")
+	pending.Status.Phase = v1.PodPending
+	other := placed("web", "t4-0", "", "", "", "", "", "")
+	other.Annotations = nil
+	return []client.Object{
+		t4Node("t4-0", 2),
+		placed("r0", "t4-0", "resnet50", "2Gi", "0.3", "0", "1.00", ""),
+		placed("s0", "t4-0", "ssd", "10Gi", "0.5", "0", "1.12", "default/r0 resnet50 0.3"),
+		pending, other,
+	}
+}
+
+// The table has the GPU's type, memory used of total, summed busy share,
+// and one line per tenant with its model and inflations; a free GPU has
+// "-" for its tenant.
+func TestGPUsTable(t *testing.T) {
+	out, errOut, code := runWith(newFake(nil, annotationCluster()...), "gpus")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	var got [][]string
+	for _, l := range lines[1:] {
+		got = append(got, strings.Fields(l))
+	}
+	want := [][]string{
+		{"t4-0", "0", "Tesla-T4", "12288/15360", "0.80", "default/r0", "resnet50", "0.30", "1.00"},
+		{"default/s0", "ssd", "0.50", "1.12"},
+		{"t4-0", "1", "Tesla-T4", "0/15360", "0.00", "-", "-", "-", "-", "-"},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("table has %d rows, want %d:\n%s", len(got), len(want), out)
+	}
+	for i, w := range want {
+		if len(got[i]) < len(w) || strings.Join(got[i][:len(w)], " ") != strings.Join(w, " ") {
+			t.Errorf("row %d is %q, want it to start with %q\n%s", i, got[i], w, out)
+		}
+	}
+	// Both tenants now share the GPU: the model predicts inflation > 1.
+	if now := got[0][len(got[0])-1]; now == "-" || now == "1.00" {
+		t.Errorf("resnet50's inflation now is %s beside ssd, want > 1\n%s", now, out)
+	}
+}
+
+// -o json and -o yaml print the same report, which reads back.
+func TestGPUsJSONAndYAML(t *testing.T) {
+	c := newFake(nil, annotationCluster()...)
+	for _, format := range []string{"json", "yaml"} {
+		out, errOut, code := runWith(c, "gpus", "-o", format)
+		if code != 0 {
+			t.Fatalf("-o %s: exit %d: %s", format, code, errOut)
+		}
+		var r GPUReport
+		var err error
+		if format == "json" {
+			err = json.Unmarshal([]byte(out), &r)
+		} else {
+			err = yaml.UnmarshalStrict([]byte(out), &r)
+		}
+		if err != nil {
+			t.Fatalf("-o %s: %v\n%s", format, err, out)
+		}
+		if len(r.GPUs) != 2 || len(r.GPUs[0].Tenants) != 2 || r.GPUs[0].Tenants[1].Pod != "s0" || r.GPUs[0].Tenants[1].PlacedInflation != "1.12" || r.GPUs[0].MemoryUsedMiB != 12288 || len(r.GPUs[1].Tenants) != 0 {
+			t.Errorf("-o %s: %+v, want r0 and s0 on GPU 0 (12288 MiB), GPU 1 free", format, r)
+		}
+	}
+}
+
+// In GPU mode dra a pod without hetsev.io/gpu-index is on the GPU its
+// ResourceClaim is allocated on, with the claim's GPU memory.
+func TestGPUsDRA(t *testing.T) {
+	cat, err := catalog.DefaultCatalog()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t4, _ := cat.ByName("T4")
+	slice := dradriver.Slice("dra-0", t4, 2)
+	claim := &resourcev1.ResourceClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: "p-gpu", Namespace: "default"},
+		Spec:       gpuinventory.GPUClaimSpec(4096),
+		Status: resourcev1.ResourceClaimStatus{
+			Allocation: &resourcev1.AllocationResult{Devices: resourcev1.DeviceAllocationResult{Results: []resourcev1.DeviceRequestAllocationResult{{
+				Request: v1alpha1.ClaimRequestName, Driver: v1alpha1.DRADriver, Pool: "dra-0", Device: "gpu-1",
+				ConsumedCapacity: map[resourcev1.QualifiedName]resource.Quantity{v1alpha1.DRAMemoryCapacity: resource.MustParse("4Gi")},
+			}}}},
+			ReservedFor: []resourcev1.ResourceClaimConsumerReference{{Resource: "pods", Name: "p", UID: "p-uid"}},
+		},
+	}
+	pod := placed("p", "dra-0", "resnet50", "", "", "", "", "")
+	delete(pod.Annotations, v1alpha1.AnnotationGPUMemory)
+	tmpl := "gpu-tmpl"
+	pod.Spec.ResourceClaims = []v1.PodResourceClaim{{Name: v1alpha1.PodClaimName, ResourceClaimTemplateName: &tmpl}}
+	claimName := claim.Name
+	pod.Status.ResourceClaimStatuses = []v1.PodResourceClaimStatus{{Name: v1alpha1.PodClaimName, ResourceClaimName: &claimName}}
+	node := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "dra-0"}}
+
+	out, errOut, code := runWith(newFake(nil, node, slice, claim, pod), "gpus", "-o", "json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var r GPUReport
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatal(err)
+	}
+	if len(r.GPUs) != 2 || len(r.GPUs[0].Tenants) != 0 || len(r.GPUs[1].Tenants) != 1 {
+		t.Fatalf("GPUs %+v, want pod p on GPU 1 only\n%s", r.GPUs, out)
+	}
+	g := r.GPUs[1]
+	if g.Mode != v1alpha1.GPUModeDRA || g.Index != 1 || g.Type != "Tesla-T4" || g.MemoryUsedMiB != 4096 || g.Tenants[0].Pod != "p" || g.Tenants[0].GPUMemoryMiB != 4096 {
+		t.Errorf("GPU 1 is %+v, want dra Tesla-T4 with p holding 4096 MiB", g)
+	}
+}
+
+// A missing object is a clear message and a non-zero exit.
+func TestExplainMissingObject(t *testing.T) {
+	c := newFake(nil)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"explain", "modelservice", "foo"}, "error: modelservice default/foo not found"},
+		{[]string{"explain", "pod", "foo"}, "error: pod default/foo not found"},
+	} {
+		out, errOut, code := runWith(c, tc.args...)
+		if code == 0 || !strings.Contains(errOut, tc.want) {
+			t.Errorf("%v: exit %d, stderr %q, stdout %q; want non-zero and %q", tc.args, code, errOut, out, tc.want)
+		}
+	}
+}
+
+// Forbidden names the verb and resource and suggests the ClusterRole.
+func TestForbidden(t *testing.T) {
+	c := newFake(&interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			return apierrors.NewForbidden(schema.GroupResource{Group: v1alpha1.GroupName, Resource: "modelservices"}, key.Name, errors.New("no RBAC"))
+		},
+		List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+			return apierrors.NewForbidden(schema.GroupResource{Resource: "nodes"}, "", errors.New("no RBAC"))
+		},
+	})
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"explain", "modelservice", "foo"}, "may not get modelservices.hetsev.io"},
+		{[]string{"gpus"}, "may not list nodes"},
+	} {
+		_, errOut, code := runWith(c, tc.args...)
+		if code == 0 || !strings.Contains(errOut, tc.want) || !strings.Contains(errOut, "ClusterRole") {
+			t.Errorf("%v: exit %d, stderr %q; want non-zero, %q and a ClusterRole", tc.args, code, errOut, tc.want)
+		}
+	}
+}
+
+// An unknown -o is refused, by every subcommand.
+func TestUnknownOutputFormat(t *testing.T) {
+	c := newFake(nil, annotationCluster()...)
+	for _, args := range [][]string{{"gpus"}, {"explain", "pod", "r0"}, {"explain", "modelservice", "foo"}, {"what-if"}} {
+		_, errOut, code := runWith(c, append(args, "-o", "xml")...)
+		if code == 0 || !strings.Contains(errOut, `unknown output format "xml"`) {
+			t.Errorf("%v -o xml: exit %d, stderr %q; want non-zero and unknown output format", args, code, errOut)
+		}
+	}
+}
+
+// A Pending pod is explained by the scheduler's FailedScheduling reasons,
+// one per group of nodes, and its malformed annotations.
+func TestExplainPendingPod(t *testing.T) {
+	pod := placed("stuck", "", "resnet50", "lots", "", "", "", "")
+	pod.Status.Phase = v1.PodPending
+	msg := "0/3 nodes are available: 1 node(s) didn't match Pod's node affinity/selector, 2 every GPU hosts resnet50 (anti-affinity). no new claims to deallocate, preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."
+	pod.Status.Conditions = []v1.PodCondition{{Type: v1.PodScheduled, Status: v1.ConditionFalse, Reason: "Unschedulable", Message: msg}}
+	ev := &v1.Event{
+		ObjectMeta:          metav1.ObjectMeta{Name: "stuck.1", Namespace: "default"},
+		InvolvedObject:      v1.ObjectReference{Kind: "Pod", Namespace: "default", Name: "stuck", UID: pod.UID},
+		Type:                v1.EventTypeWarning,
+		Reason:              "FailedScheduling",
+		Message:             msg,
+		ReportingController: v1alpha1.SchedulerName,
+		EventTime:           metav1.NewMicroTime(time.Unix(100, 0)),
+	}
+	out, errOut, code := runWith(newFake(nil, pod, ev), "explain", "pod", "stuck")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{
+		"Why Pending: PodScheduled=False Unschedulable",
+		"\n  1 node(s) didn't match Pod's node affinity/selector\n  2 every GPU hosts resnet50 (anti-affinity)\nEvents",
+		"Malformed:  annotation " + v1alpha1.AnnotationGPUMemory + `="lots"`,
+		"Warning  FailedScheduling  hetsev-scheduler: 0/3",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("explanation lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// A placed pod is explained by its node, GPU, the inflation and
+// neighbours recorded at placement, and the GPU's tenants now.
+func TestExplainPlacedPod(t *testing.T) {
+	out, errOut, code := runWith(newFake(nil, annotationCluster()...), "explain", "pod", "s0")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{
+		"Node:       t4-0\n",
+		"GPU:        0 (Tesla-T4, GPU mode annotations): 12288/15360 MiB",
+		"Predicted inflation at placement: 1.12\n",
+		"Neighbours at placement:          default/r0 resnet50 0.3\n",
+		"  default/r0  resnet50  2048 MiB  busy share 0.30  inflation ",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("explanation lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// A ModelService is explained by its last decision, replicas per GPU
+// type, arrival rate, saturation, conditions and events.
+func TestExplainModelService(t *testing.T) {
+	ms := &v1alpha1.ModelService{
+		ObjectMeta: metav1.ObjectMeta{Name: "resnet", Namespace: "default", UID: "ms-uid"},
+		Status: v1alpha1.ModelServiceStatus{
+			Replicas: map[string]int32{"T4": 3, "V100-32GB": 1}, TotalReplicas: 4,
+			ArrivalRate: "412.5", Saturation: "0.91",
+			TrafficWeights: map[string]int32{"T4": 60, "V100-32GB": 40},
+			LastDecision: &v1alpha1.Decision{Time: metav1.NewTime(time.Unix(60, 0)), Action: "ScaleOut",
+				Delta: map[string]int32{"T4": 2}, Reason: "saturation 0.91 above 0.8",
+				Objective: "0.63", Alternative: &v1alpha1.DecisionAlternative{Delta: map[string]int32{"V100-32GB": 1}, Objective: "3.90", Why: "V100-32GB costs 3.8x per request"},
+				Types: []v1alpha1.TypeDecision{{GPUType: "T4", Replicas: 3, CapacityRPS: "330.00", FreeSlots: 0, CostRatio: "1.00"},
+					{GPUType: "V100-32GB", Replicas: 1, CapacityRPS: "250.00", FreeSlots: 6, CostRatio: "3.80"}}},
+			Decisions:  []v1alpha1.Decision{{Time: metav1.NewTime(time.Unix(0, 0)), Action: "ScaleIn", Delta: map[string]int32{"V100-32GB": -1}, Reason: "saturation 0.40"}},
+			Conditions: []metav1.Condition{{Type: "Ready", Status: metav1.ConditionTrue, Reason: "Serving", Message: "4 replicas"}},
+		},
+	}
+	ev := &v1.Event{
+		ObjectMeta:     metav1.ObjectMeta{Name: "resnet.1", Namespace: "default"},
+		InvolvedObject: v1.ObjectReference{Kind: "ModelService", Namespace: "default", Name: "resnet", UID: "ms-uid"},
+		Type:           v1.EventTypeNormal, Reason: "ScaleOut", Message: "saturation 0.91 above 0.8",
+		Source: v1.EventSource{Component: v1alpha1.ScalerName}, LastTimestamp: metav1.NewTime(time.Unix(10, 0)),
+	}
+	c := newFake(nil, ms, ev)
+	out, errOut, code := runWith(c, "explain", "modelservice", "resnet")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{
+		"arrival rate:  412.5 requests/s", "saturation:    0.91",
+		"T4                   3 replicas, traffic 60%",
+		"action:  ScaleOut", "delta:   T4 +2", "reason:  saturation 0.91 above 0.8",
+		"Ready=True  Serving: 4 replicas",
+		"objective: 0.63 USD/h", "rejected:  V100-32GB +1, objective 3.90 USD/h: V100-32GB costs 3.8x per request",
+		"  T4                          3         330.00          0      1.00x",
+		"  V100-32GB                   1         250.00          6      3.80x",
+		"1970-01-01T00:00:00Z  ScaleIn        V100-32GB -1         saturation 0.40",
+		"Normal  ScaleOut  hetsev-scaler: saturation 0.91 above 0.8",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("explanation lacks %q:\n%s", want, out)
+		}
+	}
+	out, _, code = runWith(c, "explain", "modelservice", "resnet", "-o", "json")
+	var x ModelServiceExplanation
+	if err := json.Unmarshal([]byte(out), &x); code != 0 || err != nil || x.LastDecision == nil || x.LastDecision.Delta["T4"] != 2 || x.Replicas["V100-32GB"] != 1 {
+		t.Errorf("-o json: exit %d, %v, %+v", code, err, x)
+	}
+}
+
+// kube-scheduler's FitError is split into its groups of nodes, without
+// the PostFilter plugins' messages that follow it.
+func TestSplitReasons(t *testing.T) {
+	for msg, want := range map[string][]string{
+		"0/4 nodes are available: 1 a, b. c, 3 d. preemption: 0/4 nodes are available: 4 e.":                      {"1 a, b. c", "3 d"},
+		"0/1 nodes are available: 1 x (anti-affinity). no new claims to deallocate, preemption: 0/1 nodes are av": {"1 x (anti-affinity)"},
+		"0/1 nodes are available: annotation y is bad.":                                                           {"annotation y is bad"},
+		"binding rejected: boom": {"binding rejected: boom"},
+	} {
+		if got := splitReasons(msg); strings.Join(got, "|") != strings.Join(want, "|") {
+			t.Errorf("splitReasons(%q) = %q, want %q", msg, got, want)
+		}
+	}
+}
