@@ -27,6 +27,8 @@ var exportedMetrics = map[string]string{
 	"hetsev_scaler_replicas":                                "scaler",
 	"hetsev_scaler_latency_p98_ms":                          "scaler",
 	"hetsev_scaler_slo_response_time_ms":                    "scaler",
+	"hetsev_scaler_slo_attainment":                          "scaler",
+	"hetsev_scaler_slo_service_level":                       "scaler",
 	"hetsev_scaler_status_writes_total":                     "scaler",
 	"hetsev_scaler_solver_duration_seconds_bucket":          "scaler",
 	"hetsev_scaler_decision_duration_seconds_bucket":        "scaler",
@@ -53,7 +55,7 @@ func TestMonitoringUsesExportedMetrics(t *testing.T) {
 		}
 	}
 	// The SLO, over-commit, decision and partial-data rules are there.
-	for _, n := range []string{"hetsev_scaler_latency_p98_ms", "hetsev_scaler_slo_response_time_ms", "hetsev_gpu_memory_free_mib",
+	for _, n := range []string{"hetsev_scaler_slo_attainment", "hetsev_scaler_slo_service_level", "hetsev_scaler_latency_p98_ms", "hetsev_gpu_memory_free_mib",
 		"controller_runtime_reconcile_errors_total", "hetsev_scaler_decisions_total", "hetsev_metrics_adapter_partial_data_total",
 		"hetsev_gpu_instances", "hetsev_gpu_instance_predicted_inflation", "hetsev_gpu_busy_share", "hetsev_gpu_memory_used_mib", "hetsev_scaler_replicas"} {
 		if !slices.Contains(names, n) {

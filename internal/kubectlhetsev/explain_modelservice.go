@@ -33,9 +33,18 @@ type ModelServiceExplanation struct {
 	Replicas      map[string]int32 `json:"replicas,omitempty"`
 	TotalReplicas int32            `json:"totalReplicas"`
 	// ArrivalRate is W, requests/s; Saturation is W / sum T_i N_i.
-	ArrivalRate    string           `json:"arrivalRate,omitempty"`
-	Saturation     string           `json:"saturation,omitempty"`
-	LatencyP98Ms   string           `json:"latencyP98Ms,omitempty"`
+	ArrivalRate  string `json:"arrivalRate,omitempty"`
+	Saturation   string `json:"saturation,omitempty"`
+	LatencyP98Ms string `json:"latencyP98Ms,omitempty"`
+	// Attainment is the fraction of requests within RT_max over the
+	// metrics adapter's rate window; LatencyAtServiceLevelMs the latency at
+	// the percentile LatencyPercentile that matches SL_min (status).
+	Attainment              string `json:"attainment,omitempty"`
+	LatencyPercentile       string `json:"latencyPercentile,omitempty"`
+	LatencyAtServiceLevelMs string `json:"latencyAtServiceLevelMs,omitempty"`
+	// RTMaxMs and ServiceLevel are the SLO (spec.slo).
+	RTMaxMs        float64          `json:"rtMaxMs"`
+	ServiceLevel   float64          `json:"serviceLevel"`
 	TrafficWeights map[string]int32 `json:"trafficWeights,omitempty"`
 	Events         []EventSummary   `json:"events,omitempty"`
 	Notes          []string         `json:"notes,omitempty"`
@@ -98,6 +107,8 @@ func ExplainModelService(ctx context.Context, c client.Reader, namespace, name s
 		Replicas: st.Replicas, TotalReplicas: st.TotalReplicas,
 		ArrivalRate: st.ArrivalRate, Saturation: st.Saturation,
 		LatencyP98Ms: st.LatencyP98Ms, TrafficWeights: st.TrafficWeights,
+		Attainment: st.Attainment, LatencyPercentile: st.LatencyPercentile, LatencyAtServiceLevelMs: st.LatencyAtServiceLevelMs,
+		RTMaxMs: ms.Spec.SLO.ResponseTimeMs, ServiceLevel: ms.Spec.SLO.ServiceLevel,
 	}
 	evs, note, err := eventsOf(ctx, c, "ModelService", ms.Namespace, ms.Name, ms.UID)
 	if err != nil {
@@ -124,6 +135,11 @@ func (x *ModelServiceExplanation) writeText(w io.Writer) error {
 func writeMSScaling(w io.Writer, x *ModelServiceExplanation) {
 	fmt.Fprintf(w, "  arrival rate:  %s requests/s\n", orDash(x.ArrivalRate))
 	fmt.Fprintf(w, "  saturation:    %s\n", orDash(x.Saturation))
+	fmt.Fprintf(w, "  SLO:           %g of requests within %g ms\n", x.ServiceLevel, x.RTMaxMs)
+	fmt.Fprintf(w, "  attainment:    %s\n", orDash(x.Attainment))
+	if x.LatencyPercentile != "" {
+		fmt.Fprintf(w, "  %-14s %s ms\n", x.LatencyPercentile+" latency:", orDash(x.LatencyAtServiceLevelMs))
+	}
 	fmt.Fprintf(w, "  p98 latency:   %s ms\n", orDash(x.LatencyP98Ms))
 	fmt.Fprintf(w, "  replicas:      %d in all\n", x.TotalReplicas)
 	for _, t := range sortedKeys(x.Replicas) {

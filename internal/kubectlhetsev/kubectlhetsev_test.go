@@ -301,6 +301,7 @@ func TestExplainModelService(t *testing.T) {
 		Status: v1alpha1.ModelServiceStatus{
 			Replicas: map[string]int32{"T4": 3, "V100-32GB": 1}, TotalReplicas: 4,
 			ArrivalRate: "412.5", Saturation: "0.91",
+			Attainment: "0.9912", LatencyPercentile: "p99.9", LatencyAtServiceLevelMs: "388.0",
 			TrafficWeights: map[string]int32{"T4": 60, "V100-32GB": 40},
 			LastDecision: &v1alpha1.Decision{Time: metav1.NewTime(time.Unix(60, 0)), Action: "ScaleOut",
 				Delta: map[string]int32{"T4": 2}, Reason: "saturation 0.91 above 0.8",
@@ -324,6 +325,7 @@ func TestExplainModelService(t *testing.T) {
 	}
 	for _, want := range []string{
 		"arrival rate:  412.5 requests/s", "saturation:    0.91",
+		"attainment:    0.9912", "p99.9 latency: 388.0 ms",
 		"T4                   3 replicas, traffic 60%",
 		"action:  ScaleOut", "delta:   T4 +2", "reason:  saturation 0.91 above 0.8",
 		"Ready=True  Serving: 4 replicas",
