@@ -26,7 +26,14 @@ func ScrapeMetrics(ctx context.Context, port int) (map[string]*dto.MetricFamily,
 	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
 		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, // the scheduler's self-signed serving cert
 	}}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("https://127.0.0.1:%d/metrics", port), nil)
+	return ScrapeURL(ctx, client, fmt.Sprintf("https://127.0.0.1:%d/metrics", port))
+}
+
+// ScrapeURL reads the Prometheus text exposition at url with client, by
+// metric family; a status other than 200 is an error with the start of
+// the body.
+func ScrapeURL(ctx context.Context, client *http.Client, url string) (map[string]*dto.MetricFamily, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -37,12 +44,12 @@ func ScrapeMetrics(ctx context.Context, port int) (map[string]*dto.MetricFamily,
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-		return nil, fmt.Errorf("127.0.0.1:%d/metrics: %s: %s", port, resp.Status, b)
+		return nil, fmt.Errorf("%s: %s: %s", url, resp.Status, b)
 	}
 	parser := expfmt.NewTextParser(model.UTF8Validation)
 	families, err := parser.TextToMetricFamilies(resp.Body)
 	if err != nil {
-		return nil, fmt.Errorf("127.0.0.1:%d/metrics: %w", port, err)
+		return nil, fmt.Errorf("%s: %w", url, err)
 	}
 	return families, nil
 }

@@ -7,7 +7,6 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/spf13/cobra"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -43,34 +42,6 @@ type PodExplanation struct {
 	Reasons []string       `json:"reasons,omitempty"`
 	Events  []EventSummary `json:"events,omitempty"`
 	Notes   []string       `json:"notes,omitempty"`
-}
-
-func newExplainPodCommand(e *env) *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "pod NAME",
-		Short: "Where a pod runs (node, GPU, predicted inflation, neighbours) and why, or why it is Pending",
-		Args:  cobra.ExactArgs(1),
-	}
-	format := addOutputFlag(cmd)
-	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		if err := checkOutput(*format); err != nil {
-			return err
-		}
-		ns, err := e.namespace()
-		if err != nil {
-			return err
-		}
-		c, err := e.client()
-		if err != nil {
-			return err
-		}
-		x, err := ExplainPod(cmd.Context(), c, ns, args[0])
-		if err != nil {
-			return err
-		}
-		return write(e.out, *format, x, x.writeText)
-	}
-	return cmd
 }
 
 // ExplainPod reads the pod namespace/name, its GPU and its Events.

@@ -298,6 +298,7 @@ func TestExplainPlacedPod(t *testing.T) {
 func TestExplainModelService(t *testing.T) {
 	ms := &v1alpha1.ModelService{
 		ObjectMeta: metav1.ObjectMeta{Name: "resnet", Namespace: "default", UID: "ms-uid"},
+		Spec:       v1alpha1.ModelServiceSpec{SLO: v1alpha1.SLO{ResponseTimeMs: 400, ServiceLevel: 0.999}},
 		Status: v1alpha1.ModelServiceStatus{
 			Replicas: map[string]int32{"T4": 3, "V100-32GB": 1}, TotalReplicas: 4,
 			ArrivalRate: "412.5", Saturation: "0.91",
@@ -325,7 +326,7 @@ func TestExplainModelService(t *testing.T) {
 	}
 	for _, want := range []string{
 		"arrival rate:  412.5 requests/s", "saturation:    0.91",
-		"attainment:    0.9912", "p99.9 latency: 388.0 ms",
+		"SLO:           0.999 of requests within 400 ms", "attainment:    0.9912", "p99.9 latency: 388.0 ms",
 		"T4                   3 replicas, traffic 60%",
 		"action:  ScaleOut", "delta:   T4 +2", "reason:  saturation 0.91 above 0.8",
 		"Ready=True  Serving: 4 replicas",
@@ -341,7 +342,7 @@ func TestExplainModelService(t *testing.T) {
 	}
 	out, _, code = runWith(c, "explain", "modelservice", "resnet", "-o", "json")
 	var x ModelServiceExplanation
-	if err := json.Unmarshal([]byte(out), &x); code != 0 || err != nil || x.LastDecision == nil || x.LastDecision.Delta["T4"] != 2 || x.Replicas["V100-32GB"] != 1 {
+	if err := json.Unmarshal([]byte(out), &x); code != 0 || err != nil || x.Status.LastDecision == nil || x.Status.LastDecision.Delta["T4"] != 2 || x.Status.Replicas["V100-32GB"] != 1 {
 		t.Errorf("-o json: exit %d, %v, %+v", code, err, x)
 	}
 }

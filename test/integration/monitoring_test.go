@@ -3,7 +3,6 @@ package integration
 import (
 	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -11,8 +10,6 @@ import (
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 
@@ -54,10 +51,10 @@ func (s *stack) checkMonitoringMetrics(ctx context.Context, t *testing.T) {
 		for program, scrape := range map[string]func() (map[string]*dto.MetricFamily, error){
 			"hetsev-scheduler": func() (map[string]*dto.MetricFamily, error) { return cluster.ScrapeMetrics(ctx, s.schedulerPort) },
 			"hetsev-metrics-adapter": func() (map[string]*dto.MetricFamily, error) {
-				return scrapeURL(ctx, adapterClient, fmt.Sprintf("https://127.0.0.1:%d/metrics", s.adapterPort))
+				return cluster.ScrapeURL(ctx, adapterClient, fmt.Sprintf("https://127.0.0.1:%d/metrics", s.adapterPort))
 			},
 			"hetsev-scaler": func() (map[string]*dto.MetricFamily, error) {
-				return scrapeURL(ctx, http.DefaultClient, s.scalerMetrics)
+				return cluster.ScrapeURL(ctx, http.DefaultClient, s.scalerMetrics)
 			},
 		} {
 			families, err := scrape()
@@ -102,21 +99,3 @@ func (s *stack) adapterMetricsClient() (*http.Client, error) {
 	return &http.Client{Transport: rt, Timeout: 10 * time.Second}, nil
 }
 
-// scrapeURL reads the Prometheus text exposition at url, by family.
-func scrapeURL(ctx context.Context, client *http.Client, url string) (map[string]*dto.MetricFamily, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-		return nil, fmt.Errorf("%s: %s: %s", url, resp.Status, b)
-	}
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	return parser.TextToMetricFamilies(resp.Body)
-}
