@@ -98,4 +98,3 @@ func (s *stack) adapterMetricsClient() (*http.Client, error) {
 	}
 	return &http.Client{Transport: rt, Timeout: 10 * time.Second}, nil
 }
-
