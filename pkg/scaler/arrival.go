@@ -22,8 +22,9 @@ type arrival struct {
 	// in requests/s; only a lower bound of W when Partial.
 	W float64
 	// P98Ms is the highest p98 latency, in ms, of the Deployments whose
-	// value the adapter gave.
-	P98Ms float64
+	// value the adapter gave; HasP98 says whether any gave one.
+	P98Ms  float64
+	HasP98 bool
 	// SLO is what the adapter gave about the SLO (measureSLO), over the
 	// Deployments whose requests/s it gave.
 	SLO sloMeasure
@@ -115,8 +116,8 @@ func (r *Reconciler) measureArrivalOnce(ctx context.Context, deps []*appsv1.Depl
 		if a.TimedOut {
 			return a, nil
 		}
-		if err == nil && l > a.P98Ms {
-			a.P98Ms = l
+		if err == nil && (!a.HasP98 || l > a.P98Ms) {
+			a.P98Ms, a.HasP98 = l, true
 		}
 		if r.measureSLO(ctx, &a, d, v, slo); a.TimedOut {
 			return a, nil

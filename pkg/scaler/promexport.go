@@ -24,9 +24,10 @@ var (
 	}, []string{"namespace", "modelservice", "gpu_type"})
 	// latencyP98Gauge and sloResponseTimeGauge let Prometheus compare a
 	// ModelService's measured latency with its SLO: the p98 latency the
-	// adapter gave at the last decision (the highest over its Deployments)
-	// and RT_max (spec.slo.responseTimeMs), both in ms. The chart's
-	// PrometheusRule derives the SLO attainment and burn rate from them.
+	// adapter gave at the last decision (the highest over its Deployments;
+	// no series while that decision read none) and RT_max
+	// (spec.slo.responseTimeMs), both in ms. The chart's dashboard plots
+	// them; its PrometheusRule's SLO burn rate reads sloAttainmentGauge.
 	latencyP98Gauge = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "hetsev_scaler_latency_p98_ms",
 		Help: "Highest p98 latency over each ModelService's Deployments at its last decision, ms.",
@@ -37,9 +38,10 @@ var (
 	}, []string{"namespace", "modelservice"})
 	// sloAttainmentGauge and sloServiceLevelGauge compare the SLO as the
 	// adapter measured it with its target: the fraction of requests within
-	// RT_max over the rate window (request-weighted over the Deployments)
-	// and SL_min (spec.slo.serviceLevel); the SLO holds while the first is
-	// at least the second.
+	// RT_max over the rate window (request-weighted over the Deployments;
+	// no series while the last decision measured none) and SL_min
+	// (spec.slo.serviceLevel); the SLO holds while the first is at least
+	// the second.
 	sloAttainmentGauge = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "hetsev_scaler_slo_attainment",
 		Help: "Fraction of each ModelService's requests within RT_max over the rate window at its last decision (0-1).",
@@ -63,6 +65,13 @@ var (
 		Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14),
 	})
 )
+
+// dropLatencySeries drops the p98 latency and SLO attainment series of
+// ModelService namespace/name, for a decision that measured neither.
+func dropLatencySeries(namespace, name string) {
+	latencyP98Gauge.DeleteLabelValues(namespace, name)
+	sloAttainmentGauge.DeleteLabelValues(namespace, name)
+}
 
 // deleteMetrics drops the series of ModelService namespace/name.
 func deleteMetrics(namespace, name string) {

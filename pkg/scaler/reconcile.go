@@ -174,6 +174,9 @@ func (r *Reconciler) decide(ctx context.Context, ms *v1alpha1.ModelService, st *
 		setCondition(&status, v1alpha1.ConditionReady, metav1.ConditionTrue, "Reconciled", "Deployments reconciled", ms.Generation)
 		recordDecision(&status, v1alpha1.Decision{Time: metav1.NewTime(now), Action: "Hold", Reason: msg}, r.DecisionHistory)
 		decisionsTotal.WithLabelValues(ms.Namespace, ms.Name, "Hold").Inc()
+		// Nothing measured: no latency or attainment series rather than
+		// the last decision's values.
+		dropLatencySeries(ms.Namespace, ms.Name)
 		return svc.interval, r.writeStatusIfChanged(ctx, ms, status)
 	}
 	partial := ""
@@ -303,7 +306,11 @@ func (r *Reconciler) decide(ctx context.Context, ms *v1alpha1.ModelService, st *
 		saturationGauge.WithLabelValues(ms.Namespace, ms.Name).Set(act.Saturation)
 	}
 	arrivalRateGauge.WithLabelValues(ms.Namespace, ms.Name).Set(w)
-	latencyP98Gauge.WithLabelValues(ms.Namespace, ms.Name).Set(p98)
+	if ar.HasP98 {
+		latencyP98Gauge.WithLabelValues(ms.Namespace, ms.Name).Set(p98)
+	} else {
+		latencyP98Gauge.DeleteLabelValues(ms.Namespace, ms.Name) // no p98 is no 0 ms
+	}
 	sloResponseTimeGauge.WithLabelValues(ms.Namespace, ms.Name).Set(ms.Spec.SLO.ResponseTimeMs)
 	return svc.interval, r.writeStatusIfChanged(ctx, ms, status)
 }
