@@ -2,6 +2,7 @@ package scaler
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -45,6 +46,12 @@ type arrival struct {
 	// TimedOut: a call to custom.metrics.k8s.io did not answer within the
 	// metrics timeout; W is then unknown and the rest was not asked.
 	TimedOut bool
+	// LatencyTimedOut: a read of a value the decision does not need (the
+	// p98 latency, the SLO attainment, the latency at the service level)
+	// did not answer within the metrics timeout. The other such reads of
+	// the decision were skipped, so P98Ms and SLO, which would cover only
+	// some Deployments, are left empty; W is unaffected.
+	LatencyTimedOut bool
 }
 
 // lowerBound describes a partial measurement for status:
@@ -67,14 +74,21 @@ func (a arrival) lowerBound() string {
 // coverage; the decision may then scale out but not in.
 //
 // Every call to the metrics API gets the metrics timeout
-// (Reconciler.MetricsTimeout); once one runs out, the API is taken as
-// hung: no further call is made and the result is TimedOut.
+// (Reconciler.MetricsTimeout); once a read of W runs out, the API is
+// taken as hung: no further call is made and the result is TimedOut. The
+// latency and SLO reads only inform status and gauges: once one of them
+// runs out, the others are skipped (LatencyTimedOut) and W is read on, so
+// a hung latency or SLO endpoint costs a decision one metrics timeout and
+// never its arrival rate.
 //
 // With a SelectedMetricsSource it also reads, for each Deployment whose
 // requests/s the adapter gave, the SLO attainment at slo's RT_max and the
 // latency at its SL_min (measureSLO).
 func (r *Reconciler) measureArrival(ctx context.Context, deps []*appsv1.Deployment, slo sloTarget) (arrival, error) {
 	a, err := r.measureArrivalOnce(ctx, deps, slo)
+	if a.LatencyTimedOut {
+		a.P98Ms, a.HasP98, a.SLO = 0, false, sloMeasure{}
+	}
 	if ctx.Err() != nil {
 		return a, ctx.Err() // shutting down: what was read is incomplete
 	}
@@ -109,19 +123,14 @@ func (r *Reconciler) measureArrivalOnce(ctx context.Context, deps []*appsv1.Depl
 		full = append(full, d)
 		a.W += v
 		var l float64
-		err = r.metricsCall(ctx, &a, func(ctx context.Context) (err error) {
+		err = r.optionalCall(ctx, &a, func(ctx context.Context) (err error) {
 			l, err = r.Metrics.DeploymentMetric(ctx, d.Namespace, d.Name, adapter.MetricLatencyP98)
 			return err
 		})
-		if a.TimedOut {
-			return a, nil
-		}
 		if err == nil && (!a.HasP98 || l > a.P98Ms) {
 			a.P98Ms, a.HasP98 = l, true
 		}
-		if r.measureSLO(ctx, &a, d, v, slo); a.TimedOut {
-			return a, nil
-		}
+		r.measureSLO(ctx, &a, d, v, slo)
 	}
 	if len(withheld) == 0 {
 		return a, nil
@@ -171,16 +180,45 @@ func (r *Reconciler) measureArrivalOnce(ctx context.Context, deps []*appsv1.Depl
 	return a, nil
 }
 
-// metricsCall makes one call to the metrics API with a deadline of the
-// metrics timeout, and sets a.TimedOut when the deadline (not ctx) ended it.
+// metricsCall makes one call for W to the metrics API with a deadline of
+// the metrics timeout (timedCall), and sets a.TimedOut when the deadline
+// ended it.
 func (r *Reconciler) metricsCall(ctx context.Context, a *arrival, call func(context.Context) error) error {
-	cctx, cancel := context.WithTimeout(ctx, r.metricsTimeout())
-	defer cancel()
-	err := call(cctx)
-	if err != nil && ctx.Err() == nil && cctx.Err() != nil {
+	timedOut, err := r.timedCall(ctx, call)
+	if timedOut {
 		a.TimedOut = true
 	}
 	return err
+}
+
+// errLatencySkipped is the error of a latency or SLO read skipped after
+// another one timed out.
+var errLatencySkipped = errors.New("skipped: an earlier latency or SLO read of this decision timed out")
+
+// optionalCall makes one call for a value the decision does not need (a
+// latency or the SLO attainment) with a deadline of the metrics timeout,
+// unless one such call of the decision has timed out already
+// (a.LatencyTimedOut, set when the deadline ended it): then it makes no
+// call and returns errLatencySkipped.
+func (r *Reconciler) optionalCall(ctx context.Context, a *arrival, call func(context.Context) error) error {
+	if a.LatencyTimedOut {
+		return errLatencySkipped
+	}
+	timedOut, err := r.timedCall(ctx, call)
+	if timedOut {
+		a.LatencyTimedOut = true
+		klog.FromContext(ctx).Info("latency or SLO metric gave no answer within the metrics timeout; skipping the others of this decision", "timeout", r.metricsTimeout(), "err", err)
+	}
+	return err
+}
+
+// timedCall makes one call to the metrics API with a deadline of the
+// metrics timeout and says whether that deadline (not ctx) ended it.
+func (r *Reconciler) timedCall(ctx context.Context, call func(context.Context) error) (bool, error) {
+	cctx, cancel := context.WithTimeout(ctx, r.metricsTimeout())
+	defer cancel()
+	err := call(cctx)
+	return err != nil && ctx.Err() == nil && cctx.Err() != nil, err
 }
 
 // servingPods lists the names of d's serving pods (adapter.Serving) from

@@ -54,7 +54,10 @@ func (m sloMeasure) Attainment() (float64, bool) {
 // request_slo_attainment{le=RT_max} and request_latency_ms{quantile=SL}
 // into a.SLO when r.Metrics is a SelectedMetricsSource. A value the
 // adapter withholds (no requests in the window, a serving pod without
-// data) is left out; a timeout sets a.TimedOut.
+// data) is left out; so is one that timed out, after which the other SLO
+// and latency reads of the decision are skipped (optionalCall sets
+// a.LatencyTimedOut). Neither read is needed for the decision, so neither
+// sets a.TimedOut.
 func (r *Reconciler) measureSLO(ctx context.Context, a *arrival, d *appsv1.Deployment, rps float64, slo sloTarget) {
 	src, ok := r.Metrics.(SelectedMetricsSource)
 	if !ok || !(slo.RTMaxMs > 0) || !(slo.ServiceLevel > 0 && slo.ServiceLevel < 1) {
@@ -68,7 +71,7 @@ func (r *Reconciler) measureSLO(ctx context.Context, a *arrival, d *appsv1.Deplo
 			return 0, false
 		}
 		var v float64
-		err = r.metricsCall(ctx, a, func(ctx context.Context) (err error) {
+		err = r.optionalCall(ctx, a, func(ctx context.Context) (err error) {
 			v, err = src.DeploymentMetricFor(ctx, d.Namespace, d.Name, metric, sel)
 			return err
 		})
@@ -83,9 +86,6 @@ func (r *Reconciler) measureSLO(ctx context.Context, a *arrival, d *appsv1.Deplo
 		a.SLO.weight += rps
 		a.SLO.plain += v
 		a.SLO.n++
-	}
-	if a.TimedOut {
-		return
 	}
 	if v, ok := read(adapter.MetricLatency, adapter.SelectorQuantile, slo.ServiceLevel); ok && (!a.SLO.HasLatency || v > a.SLO.LatencyMs) {
 		a.SLO.LatencyMs, a.SLO.HasLatency = v, true

@@ -184,7 +184,11 @@ func (r *Reconciler) decide(ctx context.Context, ms *v1alpha1.ModelService, st *
 		partial = fmt.Sprintf("%s; value of %s withheld by the adapter", ar.lowerBound(), strings.Join(ar.Withheld, ", "))
 		setCondition(&status, v1alpha1.ConditionMetricsUnavailable, metav1.ConditionTrue, "PartialMetrics", partial+"; scale-in held", ms.Generation)
 	} else {
-		setCondition(&status, v1alpha1.ConditionMetricsUnavailable, metav1.ConditionFalse, "MetricsAvailable", "arrival rate read from "+metricsOrigin(r.Metrics), ms.Generation)
+		msg := "arrival rate read from " + metricsOrigin(r.Metrics)
+		if ar.LatencyTimedOut {
+			msg += fmt.Sprintf("; latency and SLO attainment not read: no answer within %v (--metrics-timeout)", r.metricsTimeout())
+		}
+		setCondition(&status, v1alpha1.ConditionMetricsUnavailable, metav1.ConditionFalse, "MetricsAvailable", msg, ms.Generation)
 	}
 
 	obs := heterogeneity.Observation{Now: now, ArrivalRate: w, ArrivalRateIsLowerBound: ar.Partial}
