@@ -94,13 +94,13 @@ func (r *Reconciler) measureSLO(ctx context.Context, a *arrival, d *appsv1.Deplo
 
 // reportSLO writes m to status and the scaler's gauges: attainment with 4
 // decimals, the latency at service level sl (the decision's, SL_min with 1
-// read as 0.999) with its percentile's name. Status fields of values the
-// adapter did not give keep what they had: a missing value is no 0. The
-// attainment gauge loses its series instead, so that the PrometheusRule's
-// averages over time leave out the decisions that measured none rather
-// than repeat the last value.
+// read as 0.999) with its percentile's name, and sl as the service level
+// gauge. Status fields of values the adapter did not give keep what they
+// had: a missing value is no 0. The attainment gauge loses its series
+// instead, so that the PrometheusRule's averages over time leave out the
+// decisions that measured none rather than repeat the last value.
 func reportSLO(ms *v1alpha1.ModelService, status *v1alpha1.ModelServiceStatus, m sloMeasure, sl float64) {
-	sloServiceLevelGauge.WithLabelValues(ms.Namespace, ms.Name).Set(ms.Spec.SLO.ServiceLevel)
+	sloServiceLevelGauge.WithLabelValues(ms.Namespace, ms.Name).Set(sl)
 	if v, ok := m.Attainment(); ok {
 		status.Attainment = strconv.FormatFloat(v, 'f', 4, 64)
 		sloAttainmentGauge.WithLabelValues(ms.Namespace, ms.Name).Set(v)

@@ -146,7 +146,9 @@ func TestStatusReportsSLOAttainmentAtServiceLevel(t *testing.T) {
 }
 
 // SL_min 0.999 asks for quantile=0.999 and reports p99.9; SL_min 1 is read
-// as 0.999, as the decision reads it.
+// as 0.999, as the decision reads it, and exported as such: the
+// PrometheusRule's error budget, 1 - hetsev_scaler_slo_service_level, is
+// 0.001 rather than 0 (a NaN or +Inf burn rate).
 func TestStatusLatencyPercentileFollowsServiceLevel(t *testing.T) {
 	for _, sl := range []float64{0.999, 1} {
 		t.Run(fmt.Sprint(sl), func(t *testing.T) {
@@ -169,8 +171,8 @@ func TestStatusLatencyPercentileFollowsServiceLevel(t *testing.T) {
 			if st.LatencyPercentile != "p99.9" || st.LatencyAtServiceLevelMs != "380.3" || st.Attainment != "0.9995" {
 				t.Errorf("percentile %q, latency %q, attainment %q; want p99.9, 380.3, 0.9995", st.LatencyPercentile, st.LatencyAtServiceLevelMs, st.Attainment)
 			}
-			if g := testutil.ToFloat64(sloServiceLevelGauge.WithLabelValues(req.Namespace, req.Name)); g != sl {
-				t.Errorf("hetsev_scaler_slo_service_level = %v, want SL_min %v", g, sl)
+			if g := testutil.ToFloat64(sloServiceLevelGauge.WithLabelValues(req.Namespace, req.Name)); g != 0.999 || !(1-g > 0) {
+				t.Errorf("hetsev_scaler_slo_service_level = %v (error budget %v) for SL_min %v, want 0.999 as planned (budget 0.001)", g, 1-g, sl)
 			}
 		})
 	}

@@ -39,16 +39,21 @@ var (
 	// sloAttainmentGauge and sloServiceLevelGauge compare the SLO as the
 	// adapter measured it with its target: the fraction of requests within
 	// RT_max over the rate window (request-weighted over the Deployments;
-	// no series while the last decision measured none) and SL_min
-	// (spec.slo.serviceLevel); the SLO holds while the first is at least
-	// the second.
+	// no series while the last decision measured none) and the service
+	// level the scaler plans with, SL_min (spec.slo.serviceLevel) with 1
+	// read as 0.999; the SLO holds while the first is at least the second.
+	// The chart's PrometheusRule takes 1 - the service level as the error
+	// budget, which SL_min 1 would make 0 and the burn rate NaN or +Inf;
+	// exporting the planned level rather than clamping the budget in the
+	// rule keeps one reading of SL_min 1 (spec.go's), shared by the
+	// decisions, the status percentile and the rule.
 	sloAttainmentGauge = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "hetsev_scaler_slo_attainment",
 		Help: "Fraction of each ModelService's requests within RT_max over the rate window at its last decision (0-1).",
 	}, []string{"namespace", "modelservice"})
 	sloServiceLevelGauge = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "hetsev_scaler_slo_service_level",
-		Help: "SL_min of each ModelService (spec.slo.serviceLevel), the fraction of requests to answer within RT_max (0-1).",
+		Help: "Service level each ModelService is planned for, the fraction of requests to answer within RT_max (0-1): spec.slo.serviceLevel, 1 read as 0.999.",
 	}, []string{"namespace", "modelservice"})
 	statusWritesTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "hetsev_scaler_status_writes_total",
