@@ -20,9 +20,12 @@ import (
 // checkMonitoringMetrics asserts that every metric the chart's
 // PrometheusRule and Grafana dashboard use (helmchart.MetricNames, with
 // monitoring on) is served on the /metrics of hetsev-scheduler,
-// hetsev-metrics-adapter or hetsev-scaler of the stack, which must have
-// placed pods, decided and withheld values by then. It scrapes until all
-// are there or 30 s have passed, then names the missing ones.
+// hetsev-metrics-adapter or hetsev-scaler of the stack, now or in an
+// earlier recordMonitoringMetrics: some series exist only in some states
+// (SLO attainment only while it is measured, withheld values only while
+// a pod is silent). The stack must have placed pods, decided and withheld
+// values by then. It scrapes until all are there or 30 s have passed,
+// then names the missing ones.
 func (s *stack) checkMonitoringMetrics(ctx context.Context, t *testing.T) {
 	t.Helper()
 	ch, err := helmchart.Load(filepath.Join(cluster.RepoRoot(), helmchart.Dir))
@@ -48,23 +51,16 @@ func (s *stack) checkMonitoringMetrics(ctx context.Context, t *testing.T) {
 	scraped := false
 	_ = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
 		all := map[string]*dto.MetricFamily{}
-		for program, scrape := range map[string]func() (map[string]*dto.MetricFamily, error){
-			"hetsev-scheduler": func() (map[string]*dto.MetricFamily, error) { return cluster.ScrapeMetrics(ctx, s.schedulerPort) },
-			"hetsev-metrics-adapter": func() (map[string]*dto.MetricFamily, error) {
-				return cluster.ScrapeURL(ctx, adapterClient, fmt.Sprintf("https://127.0.0.1:%d/metrics", s.adapterPort))
-			},
-			"hetsev-scaler": func() (map[string]*dto.MetricFamily, error) {
-				return cluster.ScrapeURL(ctx, http.DefaultClient, s.scalerMetrics)
-			},
-		} {
-			families, err := scrape()
-			if err != nil {
-				scrapeErr = fmt.Errorf("%s: %w", program, err)
-				return false, nil
-			}
-			for n, f := range families {
-				all[n] = f
-			}
+		for n, f := range s.monitoringSeen {
+			all[n] = f
+		}
+		families, err := s.scrapeAll(ctx, adapterClient)
+		if err != nil {
+			scrapeErr = err
+			return false, nil
+		}
+		for n, f := range families {
+			all[n] = f
 		}
 		scraped, missing = true, missing[:0]
 		for _, n := range names {
@@ -83,6 +79,51 @@ func (s *stack) checkMonitoringMetrics(ctx context.Context, t *testing.T) {
 	if len(missing) == 0 {
 		t.Logf("the chart's rules and dashboard use %d metrics, all served: %s", len(names), strings.Join(names, " "))
 	}
+}
+
+// recordMonitoringMetrics scrapes the three programs' /metrics once and
+// keeps the families for checkMonitoringMetrics.
+func (s *stack) recordMonitoringMetrics(ctx context.Context, t *testing.T) {
+	t.Helper()
+	adapterClient, err := s.adapterMetricsClient()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.monitoringSeen == nil {
+		s.monitoringSeen = map[string]*dto.MetricFamily{}
+	}
+	families, err := s.scrapeAll(ctx, adapterClient)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for n, f := range families {
+		s.monitoringSeen[n] = f
+	}
+}
+
+// scrapeAll is the metric families of hetsev-scheduler's,
+// hetsev-metrics-adapter's and hetsev-scaler's /metrics together;
+// adapterClient authenticates to the adapter.
+func (s *stack) scrapeAll(ctx context.Context, adapterClient *http.Client) (map[string]*dto.MetricFamily, error) {
+	all := map[string]*dto.MetricFamily{}
+	for program, scrape := range map[string]func() (map[string]*dto.MetricFamily, error){
+		"hetsev-scheduler": func() (map[string]*dto.MetricFamily, error) { return cluster.ScrapeMetrics(ctx, s.schedulerPort) },
+		"hetsev-metrics-adapter": func() (map[string]*dto.MetricFamily, error) {
+			return cluster.ScrapeURL(ctx, adapterClient, fmt.Sprintf("https://127.0.0.1:%d/metrics", s.adapterPort))
+		},
+		"hetsev-scaler": func() (map[string]*dto.MetricFamily, error) {
+			return cluster.ScrapeURL(ctx, http.DefaultClient, s.scalerMetrics)
+		},
+	} {
+		families, err := scrape()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", program, err)
+		}
+		for n, f := range families {
+			all[n] = f
+		}
+	}
+	return all, nil
 }
 
 // adapterMetricsClient is an HTTP client with the control plane's admin

@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"sort"
 	"strings"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/hetsev/hetsev/internal/cluster"
 	"github.com/hetsev/hetsev/internal/sim/demo"
 	"github.com/hetsev/hetsev/internal/sim/simulator"
 	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
@@ -51,6 +53,13 @@ func TestScalerHoldsOnPartialMetrics(t *testing.T) {
 		pods = readyPods(ctx, t, s, "resnet50")
 		return len(pods) >= 3, nil
 	})
+	// While every pod exports, the scaler measures SLO attainment; a Hold
+	// drops that series, so the monitoring check below counts this scrape.
+	waitFor(ctx, t, 30*time.Second, "hetsev_scaler_slo_attainment exported", func(ctx context.Context) (bool, error) {
+		families, err := cluster.ScrapeURL(ctx, http.DefaultClient, s.scalerMetrics)
+		return err == nil && families["hetsev_scaler_slo_attainment"] != nil, nil
+	})
+	s.recordMonitoringMetrics(ctx, t)
 	quiet := pods[0]
 	deployment := "resnet50-" + quiet.Labels[v1alpha1.LabelGPUType]
 	before := totalReplicas(ctx, t, s)

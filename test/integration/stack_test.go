@@ -12,6 +12,7 @@ import (
 
 	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
 
+	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -38,6 +39,9 @@ type stack struct {
 	// hetsev-scheduler (/metrics open without authentication) and
 	// hetsev-metrics-adapter on 127.0.0.1.
 	schedulerPort, adapterPort int
+	// monitoringSeen is every metric family recordMonitoringMetrics
+	// scraped, by name.
+	monitoringSeen map[string]*dto.MetricFamily
 }
 
 // startStack starts the cluster, CRDs, dcgm-exporter pods, hetsev-scheduler
