@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 
 	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
 
@@ -47,6 +48,30 @@ func (d Demand) Identity() string {
 		return d.Model
 	}
 	return d.Scope + "/" + d.Model
+}
+
+// SplitIdentity is the model and scope of an identity (Demand.Identity):
+// "namespace/model" is scope namespace, anything without "/" a
+// cluster-wide model (empty scope). Namespaces and model names hold no
+// "/" (DNS labels; ModelService spec.model's pattern), so the split is
+// unambiguous.
+func SplitIdentity(identity string) (model, scope string) {
+	if ns, m, ok := strings.Cut(identity, "/"); ok {
+		return m, ns
+	}
+	return identity, ""
+}
+
+// ModelOf is the model part of a pod's demand: hetsev.io/model and its
+// scope (ModelScope), read even when the pod's other hetsev annotations
+// are malformed. Anti-affinity and Placer.Inflation match on its
+// Identity.
+func ModelOf(pod *v1.Pod) Demand {
+	d := Demand{Model: pod.Annotations[v1alpha1.AnnotationModel]}
+	if d.Model != "" {
+		d.Scope = ModelScope(pod)
+	}
+	return d
 }
 
 // ModelScope is the Demand.Scope of a pod: its namespace, or empty when it
