@@ -74,6 +74,17 @@ func ModelOf(pod *v1.Pod) Demand {
 	return d
 }
 
+// CheckModel reports a hetsev.io/model value that holds "/", naming the
+// annotation: identities are namespace/model (Demand.Identity), so a
+// cluster-wide "a/resnet50" would be namespace a's resnet50. ModelService
+// spec.model's schema pattern refuses the same names.
+func CheckModel(model string) error {
+	if strings.Contains(model, "/") {
+		return fmt.Errorf("annotation %s=%q must not contain \"/\": a model's identity is namespace/model (%s)", v1alpha1.AnnotationModel, model, v1alpha1.AnnotationModelScope)
+	}
+	return nil
+}
+
 // ModelScope is the Demand.Scope of a pod: its namespace, or empty when it
 // is annotated hetsev.io/model-scope=cluster.
 func ModelScope(pod *v1.Pod) string {
@@ -94,13 +105,17 @@ func (d Demand) Busy() float64 {
 
 // ParseDemand reads a pod's hetsev annotations. ok is false for pods that do
 // not ask for a GPU share (no hetsev.io/gpu-memory and no hetsev.io/model).
-// A malformed, zero or negative hetsev.io/gpu-memory, or a hetsev.io/model
-// without it, is an error that names the annotation.
+// A malformed, zero or negative hetsev.io/gpu-memory, a hetsev.io/model
+// without it, or a hetsev.io/model holding "/" (Demand.Identity) is an
+// error that names the annotation.
 func ParseDemand(annotations map[string]string) (d Demand, ok bool, err error) {
 	memStr, hasMem := annotations[v1alpha1.AnnotationGPUMemory]
 	model, hasModel := annotations[v1alpha1.AnnotationModel]
 	if !hasMem && !hasModel {
 		return Demand{}, false, nil
+	}
+	if err := CheckModel(model); err != nil {
+		return Demand{}, true, err
 	}
 	if !hasMem {
 		return Demand{}, true, fmt.Errorf("annotation %s is required on pods with %s", v1alpha1.AnnotationGPUMemory, v1alpha1.AnnotationModel)
