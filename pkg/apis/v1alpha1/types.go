@@ -532,7 +532,6 @@ type Replacement struct {
 	Phase string `json:"phase,omitempty"`
 }
 
-// Condition types.
 // Protocols of spec.protocol.
 const (
 	ProtocolHTTP = "http"
@@ -545,6 +544,7 @@ const (
 	ModelScopeCluster   = "Cluster"
 )
 
+// Condition types of status.conditions.
 const (
 	ConditionReady              = "Ready"
 	ConditionMetricsUnavailable = "MetricsUnavailable"
