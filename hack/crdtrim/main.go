@@ -53,21 +53,28 @@ func trim(file string, ps []string) error {
 	if err := yaml.Unmarshal(raw, &crd); err != nil {
 		return fmt.Errorf("%s: %w", file, err)
 	}
-	spec, _ := crd["spec"].(map[string]any)
-	versions, _ := spec["versions"].([]any)
-	if len(versions) == 0 {
-		return fmt.Errorf("%s: no spec.versions", file)
+	spec, err := object(crd, "spec")
+	if err != nil {
+		return fmt.Errorf("%s: %w", file, err)
 	}
-	for _, v := range versions {
+	versions, ok := spec["versions"].([]any)
+	if !ok || len(versions) == 0 {
+		return fmt.Errorf("%s: no spec.versions list", file)
+	}
+	for i, v := range versions {
+		version, ok := v.(map[string]any)
+		if !ok {
+			return fmt.Errorf("%s: spec.versions[%d] is not an object", file, i)
+		}
 		for _, p := range ps {
-			n, _ := v.(map[string]any)["schema"].(map[string]any)
-			n, _ = n["openAPIV3Schema"].(map[string]any)
+			n, err := object(version, "schema", "openAPIV3Schema")
 			for _, name := range strings.Split(p, ".") {
-				props, _ := n["properties"].(map[string]any)
-				n, _ = props[name].(map[string]any)
+				if err == nil {
+					n, err = object(n, "properties", name)
+				}
 			}
-			if n == nil {
-				return fmt.Errorf("%s: no property %s", file, p)
+			if err != nil {
+				return fmt.Errorf("%s: spec.versions[%d]: property %s: %w", file, i, p, err)
 			}
 			// The property's own description stays: it is the
 			// ModelService's, from the Go field's comment.
@@ -86,6 +93,21 @@ func trim(file string, ps []string) error {
 		out = append([]byte("---\n"), out...)
 	}
 	return os.WriteFile(file, out, 0o644)
+}
+
+// object is the object at the keys below n, or an error naming the first
+// key that is absent or not an object.
+func object(n map[string]any, keys ...string) (map[string]any, error) {
+	for _, k := range keys {
+		c, ok := n[k]
+		if !ok {
+			return nil, fmt.Errorf("no %q", k)
+		}
+		if n, ok = c.(map[string]any); !ok {
+			return nil, fmt.Errorf("%q is not an object", k)
+		}
+	}
+	return n, nil
 }
 
 // dropDescriptions removes every description: <string> from the schema

@@ -250,7 +250,7 @@ func nodeGPUs(n *v1.Node, pods []*v1.Pod, dv *draView) ([]GPUStatus, []string) {
 		}
 		t := tenantOf(p, dv)
 		if t.Model != "" {
-			t.Inflation = pl.Inflation(occ.GPUs[pos], t.Model)
+			t.Inflation = pl.Inflation(occ.GPUs[pos], gpuinventory.ModelOf(p))
 		}
 		out[pos].Tenants = append(out[pos].Tenants, t)
 	}

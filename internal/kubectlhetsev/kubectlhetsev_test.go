@@ -120,6 +120,27 @@ func TestGPUsTable(t *testing.T) {
 	}
 }
 
+// Two namespaces' resnet50 on one GPU are two tenants: each one's
+// inflation now is its own, beside the other's busy share (the one busy
+// 0.2 beside 0.9 more inflated than the one busy 0.9 beside 0.2).
+func TestGPUsTenantsByNamespace(t *testing.T) {
+	a := placed("r0", "t4-0", "resnet50", "2Gi", "0.2", "0", "", "")
+	b := placed("r0", "t4-0", "resnet50", "2Gi", "0.9", "0", "", "")
+	b.Namespace, b.UID = "team-b", "team-b-r0-uid"
+	r, err := GPUs(context.Background(), newFake(nil, t4Node("t4-0", 2), a, b), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.GPUs) != 2 || len(r.GPUs[0].Tenants) != 2 {
+		t.Fatalf("report %+v, want both tenants on GPU 0", r)
+	}
+	ta, tb := r.GPUs[0].Tenants[0], r.GPUs[0].Tenants[1]
+	if ta.Namespace != "default" || tb.Namespace != "team-b" || !(ta.Inflation > tb.Inflation && tb.Inflation > 1) {
+		t.Errorf("tenants %s/%s inflation %.3f, %s/%s inflation %.3f; want default's > team-b's > 1",
+			ta.Namespace, ta.Pod, ta.Inflation, tb.Namespace, tb.Pod, tb.Inflation)
+	}
+}
+
 // -o json and -o yaml print the same report, which reads back.
 func TestGPUsJSONAndYAML(t *testing.T) {
 	c := newFake(nil, annotationCluster()...)

@@ -237,3 +237,18 @@ func TestProductLabelMatchesSelector(t *testing.T) {
 		}
 	}
 }
+
+// TestPodShareModelWithSlash: a hetsev.io/model holding "/" is an error
+// naming the annotation (DRAGPUShare's PreFilter keeps the pod Pending
+// with it); a plain model is none.
+func TestPodShareModelWithSlash(t *testing.T) {
+	pod := func(model string) *v1.Pod {
+		return &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "a", Annotations: map[string]string{v1alpha1.AnnotationModel: model}}}
+	}
+	if _, err := PodShare(pod("a/resnet50")); err == nil || !strings.Contains(err.Error(), v1alpha1.AnnotationModel) {
+		t.Errorf("model a/resnet50: err %v, want one naming %s", err, v1alpha1.AnnotationModel)
+	}
+	if d, err := PodShare(pod("resnet50")); err != nil || d.Identity() != "a/resnet50" {
+		t.Errorf("model resnet50 in namespace a: %+v, %v; want identity a/resnet50, no error", d, err)
+	}
+}

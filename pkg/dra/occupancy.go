@@ -95,11 +95,15 @@ func (n *NodeDevices) Occupancy(usages map[DeviceKey][]Usage, consumers Consumer
 // its model (hetsev.io/model), busy share (hetsev.io/busy-share) and
 // latency-inflation limit (hetsev.io/max-inflation). As in annotation
 // mode (gpuinventory.Occupancy.AddPod), an unreadable busy share counts as
-// busy all the time and an unreadable limit as none; err names the
+// busy all the time and an unreadable limit as none; a model holding "/"
+// (gpuinventory.CheckModel) is counted as it reads. err names the
 // annotation.
 func PodShare(pod *v1.Pod) (gpuinventory.Demand, error) {
 	d := gpuinventory.Demand{Model: pod.Annotations[v1alpha1.AnnotationModel], Scope: gpuinventory.ModelScope(pod)}
 	var errs []error
+	if err := gpuinventory.CheckModel(d.Model); err != nil {
+		errs = append(errs, err)
+	}
 	b, err := gpuinventory.ParseBusyShare(pod.Annotations)
 	if err != nil {
 		b = 1

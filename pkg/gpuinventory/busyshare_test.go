@@ -57,7 +57,7 @@ func TestOccupancyBusyShare(t *testing.T) {
 	if got := o.GPUs[0].BusyShare; got < 0.55-1e-9 || got > 0.55+1e-9 {
 		t.Errorf("GPU 0 busy share %v, want 0.55 (0.3 bound + 0.25 reserved)", got)
 	}
-	if sh := o.GPUs[0].Shares; len(sh) != 3 || sh[2] != (InstanceShare{Model: "vit", BusyShare: 1}) {
+	if sh := o.GPUs[0].Shares; len(sh) != 3 || sh[2] != (InstanceShare{Model: "vit", Scope: "default", BusyShare: 1}) {
 		t.Errorf("GPU 0 instance shares %+v, want 3, the undeclared vit at 1", sh)
 	}
 	if got := o.GPUs[1]; got.BusyShare != 1 || got.UsedMiB != 2048 {

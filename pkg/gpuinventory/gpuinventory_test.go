@@ -52,6 +52,7 @@ func TestParseDemand(t *testing.T) {
 		{"negative", map[string]string{v1alpha1.AnnotationModel: "m", v1alpha1.AnnotationGPUMemory: "-1Gi"}, Demand{}, true, "must be positive"},
 		{"zero", map[string]string{v1alpha1.AnnotationGPUMemory: "0"}, Demand{}, true, "must be positive"},
 		{"model without memory", map[string]string{v1alpha1.AnnotationModel: "m"}, Demand{}, true, "is required"},
+		{"model with a slash", map[string]string{v1alpha1.AnnotationModel: "a/resnet50", v1alpha1.AnnotationGPUMemory: "2Gi"}, Demand{}, true, `must not contain "/"`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

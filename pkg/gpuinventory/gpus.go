@@ -17,12 +17,22 @@ type GPU struct {
 	Shares []InstanceShare
 }
 
-// InstanceShare is one instance on a GPU: its model (may be empty), busy
-// share in (0, 1] and the latency inflation its SLO allows (0: no limit).
+// InstanceShare is one instance on a GPU: its model (may be empty) and the
+// scope of its identity (Demand.Scope: its namespace, or empty for a
+// cluster-wide model), busy share in (0, 1] and the latency inflation its
+// SLO allows (0: no limit). The co-location model reads Model; which
+// tenant an instance is reads Identity.
 type InstanceShare struct {
 	Model        string
+	Scope        string
 	BusyShare    float64
 	MaxInflation float64
+}
+
+// Identity is the anti-affinity identity of the instance's model
+// (Demand.Identity).
+func (s InstanceShare) Identity() string {
+	return Demand{Model: s.Model, Scope: s.Scope}.Identity()
 }
 
 // busyShareSlack absorbs float rounding in summed busy shares (0.1+0.2+0.7

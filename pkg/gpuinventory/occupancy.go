@@ -178,7 +178,7 @@ func (o *Occupancy) Place(p Placement) bool {
 	if p.Demand.BusyShare > 0 {
 		g.BusyShare += p.Demand.Busy()
 	}
-	g.Shares = append(g.Shares, InstanceShare{Model: p.Demand.Model, BusyShare: p.Demand.Busy(), MaxInflation: p.Demand.MaxInflation})
+	g.Shares = append(g.Shares, InstanceShare{Model: p.Demand.Model, Scope: p.Demand.Scope, BusyShare: p.Demand.Busy(), MaxInflation: p.Demand.MaxInflation})
 	g.Instances++
 	if p.Demand.Model != "" {
 		g.Models[p.Demand.Identity()]++

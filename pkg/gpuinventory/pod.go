@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 
 	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
 
@@ -49,6 +50,41 @@ func (d Demand) Identity() string {
 	return d.Scope + "/" + d.Model
 }
 
+// SplitIdentity is the model and scope of an identity (Demand.Identity):
+// "namespace/model" is scope namespace, anything without "/" a
+// cluster-wide model (empty scope). Namespaces and model names hold no
+// "/" (DNS labels; ModelService spec.model's pattern), so the split is
+// unambiguous.
+func SplitIdentity(identity string) (model, scope string) {
+	if ns, m, ok := strings.Cut(identity, "/"); ok {
+		return m, ns
+	}
+	return identity, ""
+}
+
+// ModelOf is the model part of a pod's demand: hetsev.io/model and its
+// scope (ModelScope), read even when the pod's other hetsev annotations
+// are malformed. Anti-affinity and Placer.Inflation match on its
+// Identity.
+func ModelOf(pod *v1.Pod) Demand {
+	d := Demand{Model: pod.Annotations[v1alpha1.AnnotationModel]}
+	if d.Model != "" {
+		d.Scope = ModelScope(pod)
+	}
+	return d
+}
+
+// CheckModel reports a hetsev.io/model value that holds "/", naming the
+// annotation: identities are namespace/model (Demand.Identity), so a
+// cluster-wide "a/resnet50" would be namespace a's resnet50. ModelService
+// spec.model's schema pattern refuses the same names.
+func CheckModel(model string) error {
+	if strings.Contains(model, "/") {
+		return fmt.Errorf("annotation %s=%q must not contain \"/\": a model's identity is namespace/model (%s)", v1alpha1.AnnotationModel, model, v1alpha1.AnnotationModelScope)
+	}
+	return nil
+}
+
 // ModelScope is the Demand.Scope of a pod: its namespace, or empty when it
 // is annotated hetsev.io/model-scope=cluster.
 func ModelScope(pod *v1.Pod) string {
@@ -69,13 +105,17 @@ func (d Demand) Busy() float64 {
 
 // ParseDemand reads a pod's hetsev annotations. ok is false for pods that do
 // not ask for a GPU share (no hetsev.io/gpu-memory and no hetsev.io/model).
-// A malformed, zero or negative hetsev.io/gpu-memory, or a hetsev.io/model
-// without it, is an error that names the annotation.
+// A malformed, zero or negative hetsev.io/gpu-memory, a hetsev.io/model
+// without it, or a hetsev.io/model holding "/" (Demand.Identity) is an
+// error that names the annotation.
 func ParseDemand(annotations map[string]string) (d Demand, ok bool, err error) {
 	memStr, hasMem := annotations[v1alpha1.AnnotationGPUMemory]
 	model, hasModel := annotations[v1alpha1.AnnotationModel]
 	if !hasMem && !hasModel {
 		return Demand{}, false, nil
+	}
+	if err := CheckModel(model); err != nil {
+		return Demand{}, true, err
 	}
 	if !hasMem {
 		return Demand{}, true, fmt.Errorf("annotation %s is required on pods with %s", v1alpha1.AnnotationGPUMemory, v1alpha1.AnnotationModel)

@@ -41,11 +41,23 @@ func alternativeOf(pr ilp.Problem, types []TypeState, x []int, exact bool) *Alte
 		return nil
 	}
 	var cands [][]int
+	gap := pr.Target - pr.Capacity(nil)
 	for j, t := range pr.Types {
 		if pr.Upper[j] <= 0 {
 			continue
 		}
-		need := max(int(math.Ceil((pr.Target-pr.Capacity(nil))/t.ThroughputRPS-ilp.Tolerance)), 0)
+		// A type with T_j <= 0 (or NaN) has no capacity: no number of its
+		// instances alone covers a gap, and it adds none beyond it.
+		need := 0
+		if t.ThroughputRPS > 0 {
+			n := math.Ceil(gap/t.ThroughputRPS - ilp.Tolerance)
+			if n > float64(pr.Upper[j]) {
+				continue // also keeps the conversion to int in range
+			}
+			need = max(int(n), 0)
+		} else if gap > 0 {
+			continue
+		}
 		need = max(need, pr.MinReplicas-totalRunning(types))
 		if need <= 0 || need > pr.Upper[j] {
 			continue

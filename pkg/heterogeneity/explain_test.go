@@ -1,9 +1,12 @@
 package heterogeneity
 
 import (
+	"math"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/hetsev/hetsev/pkg/heterogeneity/ilp"
 )
 
 // A scale-out onto T4 reports V100-32GB, the best mix it did not choose,
@@ -66,6 +69,35 @@ func TestExactAlternativeLeavesOutAChosenType(t *testing.T) {
 		}
 		if !slices.Equal(got, tc.want) {
 			t.Errorf("%s: alternative %v, want %v", tc.solver, got, tc.want)
+		}
+	}
+}
+
+// A type with T_i <= 0 (or NaN) has no capacity: it is never offered as
+// the alternative, not even where the service already has more capacity
+// than its target (no gap to cover), and nothing in the answer is NaN.
+// (With T_i NaN every capacity is NaN and no mix is feasible: none.)
+func TestAlternativeOfTypeWithoutCapacity(t *testing.T) {
+	for _, tp := range []float64{-5, 0, math.NaN()} {
+		pr := ilp.Problem{
+			Types: []ilp.Type{
+				{Name: "A", Running: 2, ThroughputRPS: 100, PriceUSDPerHour: 1},
+				{Name: "B", ThroughputRPS: tp, PriceUSDPerHour: 0.1},
+			},
+			Target: 100, Lower: []int{0, 0}, Upper: []int{10, 30},
+		}
+		types := []TypeState{{GPUType: "A", Running: 2}, {GPUType: "B"}}
+		if alt := alternativeOf(pr, types, []int{0, 0}, false); alt != nil {
+			t.Errorf("T_B = %v: alternative %+v, want none", tp, *alt)
+		}
+		if math.IsNaN(tp) {
+			continue // every capacity is NaN: nothing is feasible
+		}
+		// A gap of 150 requests/s: A alone covers it with 2, B never.
+		pr.Target = 350
+		alt := alternativeOf(pr, types, []int{3, 0}, false)
+		if alt == nil || !slices.Equal(alt.Delta, []int{2, 0}) || math.IsNaN(alt.Objective) || strings.Contains(alt.Why, "NaN") {
+			t.Errorf("T_B = %v, gap 150: alternative %+v, want [2 0] with no NaN", tp, alt)
 		}
 	}
 }

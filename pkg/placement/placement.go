@@ -192,11 +192,14 @@ func (pl Placer) Admits(g gpuinventory.GPU, d gpuinventory.Demand) bool {
 }
 
 // Inflation is the latency inflation (>= 1) the model predicts for the
-// instance of model on g, from the busy shares recorded on g (as
+// instance of d's model identity (Demand.Identity: namespace/model, or
+// the model cluster-wide) on g, from the busy shares recorded on g (as
 // AddedInflation reads them): 1 when g hosts no other instance, and when
-// g hosts no instance of model (nothing to predict). hetsev-scaler divides
-// an instance's throughput by it.
-func (pl Placer) Inflation(g gpuinventory.GPU, model string) float64 {
+// g hosts no instance of that identity (nothing to predict). Two
+// namespaces' instances of one model name on g are two tenants; the
+// co-location model still reads each by its model name. hetsev-scaler
+// divides an instance's throughput by it.
+func (pl Placer) Inflation(g gpuinventory.GPU, d gpuinventory.Demand) float64 {
 	if g.Instances < 2 {
 		return 1
 	}
@@ -206,10 +209,10 @@ func (pl Placer) Inflation(g gpuinventory.GPU, model string) float64 {
 	}
 	nb := neighbours(g)
 	members := make([]interference.Instance, len(nb))
-	at := -1
+	id, at := d.Identity(), -1
 	for i, s := range nb {
 		members[i] = pl.instance(mode, s.Model, s.BusyShare)
-		if at < 0 && s.Model == model {
+		if at < 0 && s.Identity() == id {
 			at = i
 		}
 	}
@@ -244,18 +247,21 @@ func (pl Placer) predict(g gpuinventory.GPU, d gpuinventory.Demand) (nb []gpuinv
 	return nb, before, after, nil
 }
 
-// neighbours are g's instances with their busy shares, sorted by model and
-// share: the fixed point's rounding must not depend on the order pods were
-// counted in.
+// neighbours are g's instances with their busy shares, sorted by model,
+// scope and share: the fixed point's rounding must not depend on the order
+// pods were counted in. Without Shares for every instance they come from
+// g.Models, whose keys are identities (gpuinventory.SplitIdentity gives
+// the model the co-location model reads and the scope).
 func neighbours(g gpuinventory.GPU) []gpuinventory.InstanceShare {
 	var out []gpuinventory.InstanceShare
 	if len(g.Shares) == g.Instances {
 		out = append(out, g.Shares...)
 	} else {
 		named := 0
-		for m, n := range g.Models {
+		for id, n := range g.Models {
+			m, scope := gpuinventory.SplitIdentity(id)
 			for i := 0; i < n; i++ {
-				out = append(out, gpuinventory.InstanceShare{Model: m, BusyShare: 1}) // no limit known
+				out = append(out, gpuinventory.InstanceShare{Model: m, Scope: scope, BusyShare: 1}) // no limit known
 			}
 			named += n
 		}
@@ -266,6 +272,9 @@ func neighbours(g gpuinventory.GPU) []gpuinventory.InstanceShare {
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].Model != out[j].Model {
 			return out[i].Model < out[j].Model
+		}
+		if out[i].Scope != out[j].Scope {
+			return out[i].Scope < out[j].Scope
 		}
 		return out[i].BusyShare < out[j].BusyShare
 	})

@@ -220,7 +220,8 @@ func TestInflationOfPlacedInstance(t *testing.T) {
 		{Index: 2, Demand: gpuinventory.Demand{Model: "resnet50", MemoryMiB: 2048, BusyShare: 0.3}},
 	})
 	pl := Placer{Colocation: interference.FittedColocation()}
-	heavy, light, alone := pl.Inflation(gpus[0], "resnet50"), pl.Inflation(gpus[1], "resnet50"), pl.Inflation(gpus[2], "resnet50")
+	resnet50 := gpuinventory.Demand{Model: "resnet50"}
+	heavy, light, alone := pl.Inflation(gpus[0], resnet50), pl.Inflation(gpus[1], resnet50), pl.Inflation(gpus[2], resnet50)
 	if !(heavy > light && light > 1 && alone == 1) {
 		t.Errorf("inflation beside ssd busy 0.9: %.3f, busy 0.1: %.3f, alone: %.3f; want heavy > light > 1 = alone", heavy, light, alone)
 	}
@@ -228,8 +229,42 @@ func TestInflationOfPlacedInstance(t *testing.T) {
 	if heavy < 1.6 || heavy > 2.2 {
 		t.Errorf("inflation beside a neighbour busy 0.9: %.3f, want about 1.9", heavy)
 	}
-	if f := pl.Inflation(gpus[0], "bert"); f != 1 {
+	if f := pl.Inflation(gpus[0], gpuinventory.Demand{Model: "bert"}); f != 1 {
 		t.Errorf("inflation of a model not on the GPU: %.3f, want 1", f)
+	}
+}
+
+// TestInflationPerNamespaceTenant: two namespaces' resnet50 share a GPU
+// (two identities, anti-affinity allows it); each one's inflation is its
+// own, beside the other's busy share, whether the GPU lists its instances'
+// shares or only its identities (GPU.Models), and a third namespace's
+// resnet50 is not on the GPU.
+func TestInflationPerNamespaceTenant(t *testing.T) {
+	node := gpuinventory.NodeGPUs{Count: 1, MemoryMiB: 16384}
+	a := gpuinventory.Demand{Model: "resnet50", Scope: "a", MemoryMiB: 2048, BusyShare: 0.2}
+	b := gpuinventory.Demand{Model: "resnet50", Scope: "b", MemoryMiB: 2048, BusyShare: 0.9}
+	gpus, _ := gpuinventory.Account(node, []gpuinventory.Placement{{Index: 0, Demand: a}, {Index: 0, Demand: b}})
+	pl := Placer{Colocation: interference.FittedColocation()}
+	// a is busy 0.2 beside b busy 0.9: inflated more than b beside a.
+	fa, fb := pl.Inflation(gpus[0], a), pl.Inflation(gpus[0], b)
+	if !(fa > fb && fb > 1) {
+		t.Errorf("a/resnet50 (busy 0.2 beside 0.9): %.3f, b/resnet50 (busy 0.9 beside 0.2): %.3f; want a > b > 1", fa, fb)
+	}
+	if f := pl.Inflation(gpus[0], gpuinventory.Demand{Model: "resnet50", Scope: "c"}); f != 1 {
+		t.Errorf("c/resnet50, not on the GPU: %.3f, want 1", f)
+	}
+	// A GPU built from identities only: every instance busy all the
+	// time, each read as its model (resnet50) by the co-location model.
+	byID := gpuinventory.GPU{TotalMiB: 16384, UsedMiB: 4096, Instances: 2, Models: map[string]int{"a/resnet50": 1, "b/resnet50": 1}}
+	full := gpuinventory.GPU{TotalMiB: 16384, UsedMiB: 4096, Instances: 2, Shares: []gpuinventory.InstanceShare{
+		{Model: "resnet50", Scope: "a", BusyShare: 1}, {Model: "resnet50", Scope: "b", BusyShare: 1},
+	}}
+	for _, mode := range []interference.SharingMode{interference.SharingTimeSlicing, interference.SharingMPS} {
+		pl.Mode = mode
+		got, want := pl.Inflation(byID, a), pl.Inflation(full, a)
+		if !(want > 1) || math.Abs(got-want) > 1e-9 {
+			t.Errorf("%s: a/resnet50 on a GPU with Models only: %.3f, want %.3f as with Shares (> 1)", mode, got, want)
+		}
 	}
 }
 

@@ -112,7 +112,7 @@ func capacityOf(nodes []*v1.Node, pods []*v1.Pod, ms, product string, demand gpu
 				continue
 			}
 			bound++
-			inflation += onNode.Inflation(occ.GPUs[idx], demand.Model)
+			inflation += onNode.Inflation(occ.GPUs[idx], demand)
 		}
 		if refusesPods(n, tolerations) || pool && !gpuinventory.InGPUPool(n) {
 			continue

@@ -12,6 +12,7 @@ import (
 
 	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
 	"github.com/hetsev/hetsev/pkg/dra"
+	"github.com/hetsev/hetsev/pkg/gpuinventory"
 )
 
 // ClaimAudit is the demo's checks in GPU mode dra, read from the API
@@ -29,7 +30,9 @@ type ClaimAudit struct {
 	// that consumed none holds the whole device).
 	DeviceOvercommits int `json:"device_overcommits"`
 	// IdenticalModelColocations counts devices holding the claims of two
-	// pods of one model (hetsev.io/model).
+	// pods of one model identity (gpuinventory.Demand.Identity: the same
+	// hetsev.io/model in the same namespace, or cluster-wide with
+	// hetsev.io/model-scope=cluster), the scheduler's anti-affinity rule.
 	IdenticalModelColocations int `json:"identical_model_colocations"`
 	// RunningWithoutAllocation counts running hetsev pods whose claim is
 	// missing, unallocated or not reserved for them.
@@ -108,11 +111,15 @@ func (a *ClaimAudit) Check(ctx context.Context, c kubernetes.Interface, namespac
 				u.whole++ // consumed no capacity: the device is held whole
 			}
 			for _, ref := range cl.Status.ReservedFor {
-				if p := podsByUID[string(ref.UID)]; p != nil && p.Annotations[v1alpha1.AnnotationModel] != "" {
+				p := podsByUID[string(ref.UID)]
+				if p == nil {
+					continue
+				}
+				if id := gpuinventory.ModelOf(p).Identity(); id != "" {
 					if models[k] == nil {
 						models[k] = map[string]int{}
 					}
-					models[k][p.Annotations[v1alpha1.AnnotationModel]]++
+					models[k][id]++
 				}
 			}
 		}

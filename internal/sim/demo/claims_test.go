@@ -91,3 +91,37 @@ func TestClaimAudit(t *testing.T) {
 		})
 	}
 }
+
+// TestClaimAuditCountsIdentities: two resnet50 pods of two namespaces on
+// one device are two model identities (the scheduler allows them), not a
+// co-location; declared cluster-wide (hetsev.io/model-scope=cluster) they
+// are one identity twice, a co-location.
+func TestClaimAuditCountsIdentities(t *testing.T) {
+	v100 := catalog.GPUType{Name: "V100-32GB", ProductLabel: "Tesla-V100-SXM2-32GB", MemoryMiB: 32768}
+	for _, c := range []struct {
+		name    string
+		cluster bool
+		colocs  int
+	}{{"namespace scope", false, 0}, {"cluster scope", true, 1}} {
+		t.Run(c.name, func(t *testing.T) {
+			a := auditPod("a", "resnet50", "v100-0", "0")
+			b := auditPod("b", "resnet50", "v100-0", "0")
+			b.Namespace = "team-b"
+			if c.cluster {
+				a.Annotations[v1alpha1.AnnotationModelScope] = v1alpha1.ModelScopeClusterValue
+				b.Annotations[v1alpha1.AnnotationModelScope] = v1alpha1.ModelScopeClusterValue
+			}
+			ca, cb := auditClaim(a, "v100-0", "gpu-0", "1Gi"), auditClaim(b, "v100-0", "gpu-0", "1Gi")
+			cb.Namespace = "team-b"
+			var got ClaimAudit
+			client := fake.NewClientset(dradriver.Slice("v100-0", v100, 2), a, b, ca, cb)
+			if err := got.Check(context.Background(), client, metav1.NamespaceAll); err != nil {
+				t.Fatal(err)
+			}
+			want := ClaimAudit{Audits: 1, ClaimsChecked: 2, PodsChecked: 2, IdenticalModelColocations: c.colocs}
+			if got != want {
+				t.Errorf("audit %+v, want %+v", got, want)
+			}
+		})
+	}
+}

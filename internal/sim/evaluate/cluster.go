@@ -277,7 +277,7 @@ func (c *cluster) inflation(ins []*instance) float64 {
 	}
 	var sum float64
 	for _, in := range ins {
-		sum += c.placer.Inflation(c.nodes[in.node].gpus()[in.gpu], in.demand.Model)
+		sum += c.placer.Inflation(c.nodes[in.node].gpus()[in.gpu], in.demand)
 	}
 	return sum / float64(len(ins))
 }

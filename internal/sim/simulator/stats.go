@@ -87,7 +87,7 @@ func percentile(v []float64, q float64) float64 {
 type Totals struct {
 	Services                  map[string]ServiceStats
 	GPUSeconds                map[string]float64 // GPU type -> trace seconds of GPUs hosting >= 1 instance
-	IdenticalModelColocations int                // GPU-steps that saw two instances of one model
+	IdenticalModelColocations int                // GPU-steps that saw two instances of one model identity (namespace/model, or cluster-wide)
 	GPUMemoryOvercommits      int                // GPU-steps whose instances' GPU memory exceeded the GPU's
 }
 

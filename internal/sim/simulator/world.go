@@ -68,7 +68,10 @@ type instance struct {
 	istio   *exporters.Istio
 	http    *http.Server
 	model   string
-	memMiB  int64
+	// identity is the anti-affinity identity of the pod's model
+	// (gpuinventory.Demand.Identity), what the co-location audit counts.
+	identity string
+	memMiB   int64
 }
 
 type dcgmPod struct {
@@ -246,7 +249,7 @@ func (w *World) account(t0, t1 float64) {
 	dt := t1 - t0
 	type gpuUse struct {
 		mem    int64
-		models map[string]int
+		models map[string]int // instances per model identity
 		typ    string
 	}
 	use := map[gpuID]*gpuUse{}
@@ -257,7 +260,7 @@ func (w *World) account(t0, t1 float64) {
 			use[in.gpu] = u
 		}
 		u.mem += in.memMiB
-		u.models[in.model]++
+		u.models[in.identity]++
 	}
 	measured := math.Max(0, t1-math.Max(t0, w.cfg.MeasureFrom))
 	for id, u := range use {
@@ -388,7 +391,7 @@ func (w *World) addInstance(p *v1.Pod, now float64) {
 		DestinationApp: s.Model, DestinationVersion: prof.GPUType,
 	}, w.Clock.SimTime)
 	in := &instance{uid: p.UID, name: p.Name, service: s, prof: prof, gpu: gpuID{p.Spec.NodeName, idx},
-		istio: istio, model: s.Model, memMiB: d.MemoryMiB}
+		istio: istio, model: s.Model, identity: identityOf(p, s.Model), memMiB: d.MemoryMiB}
 	in.http = listen(p.Status.PodIP, IstioPort, IstioPath, exporters.Handler(istio))
 	g := w.gpus[in.gpu]
 	if g == nil {
@@ -460,4 +463,15 @@ func listen(ip string, port int, path string, h http.Handler) *http.Server {
 	}
 	go func() { _ = srv.Serve(l) }()
 	return srv
+}
+
+// identityOf is the anti-affinity identity of p's model as the scheduler
+// reads it (gpuinventory.ModelOf); a pod without hetsev.io/model counts
+// as its service's model, in its scope.
+func identityOf(p *v1.Pod, model string) string {
+	d := gpuinventory.ModelOf(p)
+	if d.Model == "" {
+		d = gpuinventory.Demand{Model: model, Scope: gpuinventory.ModelScope(p)}
+	}
+	return d.Identity()
 }

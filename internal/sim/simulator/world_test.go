@@ -103,3 +103,48 @@ func constant(n int, rate float64) []float64 {
 	}
 	return r
 }
+
+// TestColocationsCountIdentities: the co-location audit counts as the
+// scheduler's anti-affinity rule does, by model identity. resnet50 of
+// namespace default and resnet50 of namespace team-b on one GPU are two
+// identities, no co-location; the same pair declared cluster-wide
+// (hetsev.io/model-scope=cluster) is one identity twice, a co-location.
+func TestColocationsCountIdentities(t *testing.T) {
+	teamB := resnetT4
+	teamB.Namespace, teamB.Name = "team-b", "resnet50-b"
+	a, b := resnetT4, teamB
+	a.Share, b.Share = 0.5, 0.5
+	for _, c := range []struct {
+		name    string
+		cluster bool
+		colocs  bool
+	}{{"namespace scope", false, false}, {"cluster scope", true, true}} {
+		t.Run(c.name, func(t *testing.T) {
+			r1 := serverPod("r1", "127.1.250.5", "resnet50", "2Gi", "0")
+			r2 := serverPod("r2", "127.1.250.6", "resnet50", "2Gi", "0")
+			r2.Namespace, r2.Labels[v1alpha1.LabelModelService] = "team-b", "resnet50-b"
+			if c.cluster {
+				r1.Annotations[v1alpha1.AnnotationModelScope] = v1alpha1.ModelScopeClusterValue
+				r2.Annotations[v1alpha1.AnnotationModelScope] = v1alpha1.ModelScopeClusterValue
+			}
+			w, err := New(fake.NewClientset(t4(), r1, r2), Config{Services: []Service{a, b}, Rates: constant(5, 10), Factor: 1, Seed: 3})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := w.Start(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(w.Close)
+			w.SyncPods()
+			if n := w.Instances("resnet50") + w.Instances("resnet50-b"); n != 2 {
+				t.Fatalf("%d instances, want 2", n)
+			}
+			for s := 1.0; s <= 5; s++ {
+				w.step(s)
+			}
+			if got := w.Totals().IdenticalModelColocations; (got > 0) != c.colocs {
+				t.Errorf("identical-model co-locations %d, want > 0: %v", got, c.colocs)
+			}
+		})
+	}
+}

@@ -3,6 +3,7 @@ package v1alpha1
 import (
 	"encoding/json"
 	"os"
+	"regexp"
 	"testing"
 
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -100,6 +101,69 @@ func TestCRDDefaults(t *testing.T) {
 	checkDefault(t, "spec.servicePort", spec.Properties["servicePort"].Default, DefaultServicePort)
 	if d := scaling.Default; d == nil || string(d.Raw) != "{}" {
 		t.Errorf("spec.scaling has default %v, want {} (so that its fields' defaults apply when it is absent)", d)
+	}
+}
+
+// readCRD is the generated ModelService CRD and its file's bytes.
+func readCRD(t *testing.T) (*apiextv1.CustomResourceDefinition, []byte) {
+	t.Helper()
+	raw, err := os.ReadFile("../../../manifests/crd-modelservice.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	crd := &apiextv1.CustomResourceDefinition{}
+	if err := yaml.Unmarshal(raw, crd); err != nil {
+		t.Fatal(err)
+	}
+	return crd, raw
+}
+
+// kubectlAnnotationLimit is the most bytes a Kubernetes object's
+// annotations may hold together (apimachinery's TotalAnnotationSizeLimitB,
+// 256 KiB); kubectl's client-side apply stores the applied object's JSON
+// in its last-applied-configuration annotation.
+const kubectlAnnotationLimit = 262144
+
+// TestCRDSize: the CRD file, and the compact JSON kubectl apply keeps of
+// it, stay under the annotation limit, so that `kubectl apply -f` (not
+// only --server-side) installs it (hack/crdtrim trims the pod template's
+// descriptions for it).
+func TestCRDSize(t *testing.T) {
+	crd, raw := readCRD(t)
+	if len(raw) >= kubectlAnnotationLimit {
+		t.Errorf("manifests/crd-modelservice.yaml is %d bytes, want under %d", len(raw), kubectlAnnotationLimit)
+	}
+	js, err := json.Marshal(crd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(js) >= kubectlAnnotationLimit {
+		t.Errorf("the CRD's JSON is %d bytes, want under %d", len(js), kubectlAnnotationLimit)
+	}
+}
+
+// TestCRDModelPattern: spec.model takes the model names hetsev ships
+// profiles for and refuses a "/", by which a cluster-wide "a/resnet50"
+// would pose as namespace a's resnet50 (gpuinventory.Demand.Identity).
+func TestCRDModelPattern(t *testing.T) {
+	crd, _ := readCRD(t)
+	pattern := crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"].Properties["model"].Pattern
+	if pattern == "" {
+		t.Fatal("spec.model has no pattern")
+	}
+	re, err := regexp.Compile(pattern)
+	if err != nil {
+		t.Fatalf("spec.model pattern %q: %v", pattern, err)
+	}
+	for _, m := range []string{"resnet50", "ssd-resnet50", "bert-large", "resnet50_v1.5", "BERT", "m"} {
+		if !re.MatchString(m) {
+			t.Errorf("spec.model pattern %q refuses %q", pattern, m)
+		}
+	}
+	for _, m := range []string{"a/resnet50", "/resnet50", "resnet50/", "-resnet50", "resnet 50"} {
+		if re.MatchString(m) {
+			t.Errorf("spec.model pattern %q takes %q", pattern, m)
+		}
 	}
 }
 

@@ -61,11 +61,15 @@ type ModelServiceList struct {
 
 // ModelServiceSpec says what to serve, how fast, and on which GPU types.
 type ModelServiceSpec struct {
-	// Model is the model's identity (hetsev.io/model on its pods): two
-	// instances of one model never share a GPU.
+	// Model is the model's name (hetsev.io/model on its pods). Identical
+	// models are those with the same model in the same namespace, or
+	// cluster-wide with modelScope Cluster: two instances of one never
+	// share a GPU. A label value's syntax (letters, digits, '-', '_', '.';
+	// no "/"), so that "a/resnet50" cannot pose as namespace a's resnet50.
 	//
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$`
 	Model string `json:"model"`
 	// SLO: at least ServiceLevel of requests within ResponseTimeMs.
 	SLO SLO `json:"slo"`
@@ -528,7 +532,6 @@ type Replacement struct {
 	Phase string `json:"phase,omitempty"`
 }
 
-// Condition types.
 // Protocols of spec.protocol.
 const (
 	ProtocolHTTP = "http"
@@ -541,6 +544,7 @@ const (
 	ModelScopeCluster   = "Cluster"
 )
 
+// Condition types of status.conditions.
 const (
 	ConditionReady              = "Ready"
 	ConditionMetricsUnavailable = "MetricsUnavailable"

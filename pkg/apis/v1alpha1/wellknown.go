@@ -18,8 +18,12 @@ const (
 	// Events it records.
 	ScalerName = "hetsev-scaler"
 
-	// AnnotationModel names the model a pod serves; two pods with the same
-	// value never share a GPU (HetSev 4.2 anti-affinity).
+	// AnnotationModel names the model a pod serves (no "/":
+	// gpuinventory.CheckModel). Identical models are those with the same
+	// model in the same namespace, or cluster-wide with
+	// AnnotationModelScope "cluster"; two pods of one identical model
+	// never share a GPU (HetSev 4.2 anti-affinity, gpuinventory.Demand.
+	// Identity).
 	AnnotationModel = GroupName + "/model"
 	// AnnotationModelScope, "cluster" (ModelScopeClusterValue), makes a
 	// pod's hetsev.io/model one identity cluster-wide for the

@@ -106,6 +106,17 @@ func TestMalformedBusyShare(t *testing.T) {
 	}
 }
 
+// TestModelWithSlash: a pod whose hetsev.io/model holds "/" stays Pending
+// with a reason naming the annotation: "a/resnet50" cluster-wide would
+// share an identity with namespace a's resnet50.
+func TestModelWithSlash(t *testing.T) {
+	p := defaultPlugin(t, handle{})
+	_, st := p.PreFilter(context.Background(), framework.NewCycleState(), busyPod("bad", "", "a/resnet50", "", "0.5"), nil)
+	if st.Code() != fwk.UnschedulableAndUnresolvable || !contains(st.Message(), v1alpha1.AnnotationModel) || !contains(st.Message(), `"/"`) {
+		t.Errorf("model a/resnet50: %v, want UnschedulableAndUnresolvable naming %s and \"/\"", st, v1alpha1.AnnotationModel)
+	}
+}
+
 // TestMaxInflation: Filter refuses a GPU where the co-location model
 // predicts more latency inflation than the pod's hetsev.io/max-inflation
 // allows, naming the annotation; a malformed one keeps the pod Pending.

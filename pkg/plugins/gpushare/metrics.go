@@ -183,7 +183,7 @@ func (a annotationStats) gpuStats() []gpuStat {
 			s := &out[first+idx]
 			s.instances = append(s.instances, instanceStat{
 				namespace: pod.Namespace, name: pod.Name,
-				inflation: pl.Inflation(s.gpu, pod.Annotations[v1alpha1.AnnotationModel]),
+				inflation: pl.Inflation(s.gpu, gpuinventory.ModelOf(pod)),
 			})
 		}
 	}
@@ -242,7 +242,7 @@ func (s draStats) gpuStats() []gpuStat {
 					seen[pod.UID] = true
 					st.instances = append(st.instances, instanceStat{
 						namespace: pod.Namespace, name: pod.Name,
-						inflation: pl.Inflation(occ.GPUs[i], pod.Annotations[v1alpha1.AnnotationModel]),
+						inflation: pl.Inflation(occ.GPUs[i], gpuinventory.ModelOf(pod)),
 					})
 				}
 			}

@@ -38,10 +38,10 @@ func (n placedNote) annotate(a map[string]string) {
 // noteFor is the placedNote of demand d placed on g, the GPU's accounting
 // before it (as Reserve picked on it, nominated pods included), by pl (the
 // node's placer), beside the pods neighbours: the inflation is
-// placement.Placer.Inflation of d's model on g with d added, the same
+// placement.Placer.Inflation of d's model identity on g with d added, the same
 // prediction the rating and the inflation-limit check make.
 func noteFor(pl placement.Placer, g gpuinventory.GPU, d gpuinventory.Demand, neighbours []*v1.Pod) placedNote {
-	g.Shares = append(slices.Clone(g.Shares), gpuinventory.InstanceShare{Model: d.Model, BusyShare: d.Busy(), MaxInflation: d.MaxInflation})
+	g.Shares = append(slices.Clone(g.Shares), gpuinventory.InstanceShare{Model: d.Model, Scope: d.Scope, BusyShare: d.Busy(), MaxInflation: d.MaxInflation})
 	g.Instances++
 	if d.Model != "" {
 		g.Models = maps.Clone(g.Models)
@@ -51,7 +51,7 @@ func noteFor(pl placement.Placer, g gpuinventory.GPU, d gpuinventory.Demand, nei
 		g.Models[d.Identity()]++
 	}
 	return placedNote{
-		inflation:  strconv.FormatFloat(pl.Inflation(g, d.Model), 'f', 2, 64),
+		inflation:  strconv.FormatFloat(pl.Inflation(g, d), 'f', 2, 64),
 		neighbours: formatNeighbours(neighbours),
 	}
 }

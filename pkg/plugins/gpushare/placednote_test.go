@@ -37,7 +37,7 @@ func predicted(t *testing.T, pl placement.Placer, inv gpuinventory.NodeGPUs, pla
 	if len(stray) > 0 {
 		t.Fatalf("stray placements %v", stray)
 	}
-	return pl.Inflation(gpus[0], model)
+	return pl.Inflation(gpus[0], gpuinventory.Demand{Model: model}) // placed cluster-wide: no scope
 }
 
 // TestBindingShowsInflationAndNeighbours: ssd joins resnet50 on a node's
