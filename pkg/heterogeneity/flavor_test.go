@@ -187,3 +187,33 @@ func TestLightFlavorsOnlyWhileQuiet(t *testing.T) {
 		}
 	}
 }
+
+// A quiet service that outgrows its light instance adds the next larger
+// flavor, not a second instance of the same one: with one T4-busy0.1
+// running (0.87 requests/s) and W 1.2 requests/s planned at 1.5, a second
+// 0.1 would be the cheapest cover, but it needs a GPU of its own; the
+// decision adds one T4-busy0.25.
+func TestLightFlavorOneInstanceEach(t *testing.T) {
+	cols := flavorColumns(t)
+	light01, light025 := -1, -1
+	for i, c := range cols {
+		switch c.GPUType {
+		case ColumnName("T4", 0.1, true):
+			light01 = i
+		case ColumnName("T4", 0.25, true):
+			light025 = i
+		}
+	}
+	if light01 < 0 || light025 < 0 {
+		t.Fatalf("columns %v lack T4-busy0.1 or T4-busy0.25", cols)
+	}
+	cols[light01].Running = 1
+	a := NewAutoscaler(exactPolicy())
+	act := a.Decide(Observation{Now: time.Unix(0, 0), ArrivalRate: 1.2, Types: cols})
+	if act.Kind != ActionScaleOut {
+		t.Fatalf("%v (%s), want a scale-out", act.Kind, act.Reason)
+	}
+	if act.Delta[light01] != 0 || act.Delta[light025] != 1 {
+		t.Errorf("delta %v (%s): want +1 %s and no second %s", act.Delta, act.Reason, cols[light025].GPUType, cols[light01].GPUType)
+	}
+}

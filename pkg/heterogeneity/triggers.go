@@ -184,6 +184,15 @@ func (a *Autoscaler) scaleIn(solver Solver, obs Observation, f forecast, act Act
 // the reason. A quiet service then runs on a fraction of a GPU; a busy one
 // adds whole GPUs, since each of its extra light instances would need a
 // GPU of its own (anti-affinity) and bill it whole.
+//
+// While offered, each light column admits one instance at most (its
+// MaxAdditional capped at 1 - Running): a service that outgrows its light
+// instance adds the next larger flavor rather than a second of the same,
+// so the GPUs a quiet service occupies are bounded by the number of light
+// flavors and its capacity doubles with each one. Light instances cost
+// their share of a GPU's price only while that GPU is billed for other
+// tenants anyway; repeats of one flavor spread over as many GPUs and keep
+// each of them billed.
 func lightOnlyWhileQuiet(obs Observation, need float64, reason string) (Observation, string) {
 	largest := 0.0
 	for _, t := range obs.Types {
@@ -191,10 +200,19 @@ func lightOnlyWhileQuiet(obs Observation, need float64, reason string) (Observat
 			largest = max(largest, t.ThroughputRPS)
 		}
 	}
-	if largest == 0 || need <= largest {
+	if largest == 0 {
 		return obs, reason
 	}
 	types := slices.Clone(obs.Types)
+	if need <= largest {
+		for i := range types {
+			if types[i].Light {
+				types[i].MaxAdditional = max(0, min(types[i].MaxAdditional, 1-types[i].Running))
+			}
+		}
+		obs.Types = types
+		return obs, reason
+	}
 	for i := range types {
 		if types[i].Light {
 			types[i].MaxAdditional = 0
