@@ -59,7 +59,7 @@ demo: build
 # --model-thresholds=false in EVALUATE_ARGS turns one off.
 EVALUATE_ARGS ?=
 evaluate:
-	$(GO) run ./cmd/evaluate --out evaluation --seasonal --model-thresholds $(EVALUATE_ARGS)
+	$(GO) run ./cmd/evaluate --out evaluation --seasonal --model-thresholds --flavors 0.1,0.25,0.5,1 $(EVALUATE_ARGS)
 
 # The co-location model (pkg/interference) against a measurement file of
 # data/measurements/gpu-colocation-h100: predicted against measured latency

@@ -27,6 +27,9 @@ const MaxDecisionHistory = 100
 type columnSeen struct {
 	slots, gpus int
 	noRoom      bool
+	// idle: a light flavor's column on a type with no GPU in use, offered
+	// no slots.
+	idle bool
 }
 
 // typeDecisions is status' per-column account of a decision: the
@@ -103,6 +106,8 @@ func roomWords(svc *service, act heterogeneity.Action, seen []columnSeen) string
 		switch {
 		case s.noRoom:
 			parts = append(parts, fmt.Sprintf("%s full: replicas unschedulable (%d free slots counted on %d GPUs)", p.column(), s.slots, s.gpus))
+		case s.idle:
+			parts = append(parts, fmt.Sprintf("%s: no %s GPU in use to share", p.column(), p.gpuType.Name))
 		case s.slots == 0:
 			parts = append(parts, fmt.Sprintf("%s full: 0 free slots on %d GPUs", p.column(), s.gpus))
 		case x > 0:

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
 	"github.com/hetsev/hetsev/pkg/gpuinventory"
@@ -279,4 +280,51 @@ func oneReadyInstance(t *testing.T, f *routingFixture, name string) map[string]i
 		t.Fatal(err)
 	}
 	return f.modelService(t).Status.TrafficWeights
+}
+
+// A light flavor's instance costs its share of a GPU's price only beside
+// tenants that keep the GPU billed anyway. A new resnet50 on an idle T4
+// node gets its first instance on a whole T4 (a 0.1 instance would bill
+// the T4 alone), the light columns offered no slots and the decision
+// saying why; with another tenant on the node, the first instance is a
+// 0.1 beside it.
+func TestLightFlavorNeedsGPUInUse(t *testing.T) {
+	for _, neighbour := range []bool{false, true} {
+		t.Run(map[bool]string{false: "idle", true: "in-use"}[neighbour], func(t *testing.T) {
+			ctx := context.Background()
+			ms := resnet()
+			now := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+			r, c := newFakeReconciler(t, ms, &now)
+			r.Defaults = flavorDefaults()
+			r.Metrics = &podMetrics{c: c, rps: map[string]float64{}}
+			if err := c.Create(ctx, node("t4-node", 8, 16384, "64")); err != nil {
+				t.Fatal(err)
+			}
+			if neighbour {
+				p := pod("ssd-0", "t4-node", "ssd-resnet50", "4Gi", "0", "2")
+				p.Namespace = "other"
+				p.Annotations[v1alpha1.AnnotationBusyShare] = "0.3"
+				if err := c.Create(ctx, p); err != nil {
+					t.Fatal(err)
+				}
+			}
+			req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: ms.Namespace, Name: ms.Name}}
+			if _, err := r.Reconcile(ctx, req); err != nil {
+				t.Fatal(err)
+			}
+			if err := c.Get(ctx, req.NamespacedName, ms); err != nil {
+				t.Fatal(err)
+			}
+			light := heterogeneity.ColumnName("T4", 0.1, true)
+			whole, tenth := ms.Status.Replicas["T4"], ms.Status.Replicas[light]
+			if neighbour && (whole != 0 || tenth != 1) || !neighbour && (whole != 1 || tenth != 0) {
+				t.Fatalf("T4 %d, %s %d replicas (last decision %+v); want the first instance on %s",
+					whole, light, tenth, ms.Status.LastDecision, map[bool]string{false: "a whole T4", true: light}[neighbour])
+			}
+			says := strings.Contains(ms.Status.LastDecision.Reason, light+": no T4 GPU in use to share")
+			if says == neighbour {
+				t.Errorf("reason %q: saying no T4 is in use %v, want %v", ms.Status.LastDecision.Reason, says, !neighbour)
+			}
+		})
+	}
 }

@@ -214,7 +214,15 @@ func (r *Reconciler) decide(ctx context.Context, ms *v1alpha1.ModelService, st *
 		// slots stay, as its other nodes may have room.
 		u.notStarting = stuck[i]
 		unsched[i] = u
-		seen[i] = columnSeen{slots: c.slots, gpus: c.gpus, noRoom: u.pods > 0}
+		// A light flavor's instance costs its share of a GPU's price only
+		// beside tenants that keep the GPU billed anyway; on a type with
+		// no GPU in use it would bill a whole GPU alone, so the column
+		// offers no slots and a whole GPU (or another type) is chosen.
+		idle := p.light && c.inUse == 0 && c.slots > 0
+		if idle {
+			c.slots = 0
+		}
+		seen[i] = columnSeen{slots: c.slots, gpus: c.gpus, noRoom: u.pods > 0, idle: idle}
 		if u.pods > 0 {
 			c.slots = 0
 			noRoom = append(noRoom, fmt.Sprintf("%s: %d of %d replicas unschedulable (%s)", p.column(), u.pods, replicasOf(deps[i]), u.message))

@@ -20,6 +20,10 @@ type typeCapacity struct {
 	// gpus is how many GPUs of the type the nodes that take the
 	// service's pods have: where the slots were looked for.
 	gpus int
+	// inUse is how many GPUs of the type host at least one instance of
+	// any tenant, on every node of the type: where a light flavor's
+	// instance can share a GPU that is billed anyway.
+	inUse int
 	// inflation is the mean latency inflation (>= 1) its bound instances
 	// get from their GPU neighbours, by the co-location model at the busy
 	// shares the pods declare; 1 when none is bound.
@@ -74,7 +78,7 @@ func capacityOf(nodes []*v1.Node, pods []*v1.Pod, ms, product string, demand gpu
 		}
 		byNode[p.Spec.NodeName] = append(byNode[p.Spec.NodeName], p)
 	}
-	slots, gpus, bound, inflation := 0, 0, 0, 0.0
+	slots, gpus, inUse, bound, inflation := 0, 0, 0, 0, 0.0
 	counted := map[types.UID]bool{} // DRA mode: pods counted through an allocated claim
 	for _, n := range nodes {
 		if n.Labels[gpuinventory.LabelGPUProduct] != product {
@@ -114,6 +118,11 @@ func capacityOf(nodes []*v1.Node, pods []*v1.Pod, ms, product string, demand gpu
 			bound++
 			inflation += onNode.Inflation(occ.GPUs[idx], demand)
 		}
+		for _, g := range occ.GPUs {
+			if g.Instances > 0 {
+				inUse++
+			}
+		}
 		if refusesPods(n, tolerations) || pool && !gpuinventory.InGPUPool(n) {
 			continue
 		}
@@ -128,7 +137,7 @@ func capacityOf(nodes []*v1.Node, pods []*v1.Pod, ms, product string, demand gpu
 			pending++
 		}
 	}
-	c := typeCapacity{slots: max(slots-pending, 0), gpus: gpus, inflation: 1}
+	c := typeCapacity{slots: max(slots-pending, 0), gpus: gpus, inUse: inUse, inflation: 1}
 	if bound > 0 {
 		c.inflation = inflation / float64(bound)
 	}

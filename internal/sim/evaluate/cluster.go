@@ -81,6 +81,16 @@ func (n *node) inUse() bool {
 	return false
 }
 
+// typeInUse reports whether a GPU of type t hosts an instance.
+func (c *cluster) typeInUse(t string) bool {
+	for _, nd := range c.nodes {
+		if nd.gpuType.Name == t && nd.inUse() {
+			return true
+		}
+	}
+	return false
+}
+
 // firstEmptyGPU is an empty GPU of type t for an instance of d on a node
 // with room for cpu and mem: on a node already in use if there is one
 // (its other GPUs cost as much as a new node's and leave the others

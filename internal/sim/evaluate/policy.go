@@ -147,6 +147,8 @@ type columnOffer struct {
 	// thresholdRPS is the load one instance carries at the service's
 	// saturation threshold, requests/s (0: unknown).
 	thresholdRPS float64
+	// light: a light flavor's column (scaler.Column.Light).
+	light bool
 }
 
 // typeOffer is what a peer that picks one GPU type per service compares:
@@ -348,7 +350,7 @@ func (p *hetsevPolicy) columns(svc int, gpuType string) []columnOffer {
 	for _, c := range p.svc[svc].Columns() {
 		if c.GPUType == gpuType {
 			ts, _ := p.svc[svc].TypeState(c.Name, 0, 0, 0, 1)
-			out = append(out, columnOffer{name: c.Name, priceUSDPerHour: c.PriceUSDPerHour, thresholdRPS: thr * ts.ThroughputRPS})
+			out = append(out, columnOffer{name: c.Name, priceUSDPerHour: c.PriceUSDPerHour, thresholdRPS: thr * ts.ThroughputRPS, light: c.Light})
 		}
 	}
 	return out

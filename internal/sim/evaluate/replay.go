@@ -32,6 +32,8 @@ type serviceType struct {
 	// the saturation threshold, requests/s; 0 where it does not say
 	// (columnOffer).
 	thresholdRPS float64
+	// light: a light flavor's column (columnOffer.light).
+	light bool
 }
 
 // serviceRun is one service's state in one policy's replay.
@@ -160,7 +162,7 @@ func newPolicyRun(cfg *Config, name string) (*policyRun, error) {
 				cols = cp.columns(i, gt.Name)
 			}
 			for _, c := range cols {
-				sr.types = append(sr.types, serviceType{prof: prof, gpu: gt, column: c.name, ilpUSDPerHour: c.priceUSDPerHour, thresholdRPS: c.thresholdRPS,
+				sr.types = append(sr.types, serviceType{prof: prof, gpu: gt, column: c.name, ilpUSDPerHour: c.priceUSDPerHour, thresholdRPS: c.thresholdRPS, light: c.light,
 					demand: pol.demand(i, c.name, gpuinventory.Demand{Model: s.identity(), MemoryMiB: prof.GPUMemoryMiB})})
 				sr.queueTO = append(sr.queueTO, modelserver.DeadlineQueueTimeout(s.RTMaxMs, prof.LatencyMs, cfg.Colocation.PairInflation(cfg.GPUSharing, s.Model, 1, prof.LatencyMs/1000), cfg.NetworkMs))
 			}
@@ -300,6 +302,11 @@ func (r *policyRun) decide(s *serviceRun, t int) {
 			tv.slots = r.cl.freeWholeGPUs(st.gpu.Name, st.prof.CPUMilli, st.prof.MemoryMiB)
 		} else {
 			tv.slots = r.cl.slots(st.gpu.Name, st.demand, st.prof.CPUMilli, st.prof.MemoryMiB)
+			// hetsev-scaler offers a light flavor no slots on a type with
+			// no GPU in use (pkg/scaler reconcile).
+			if st.light && !r.cl.typeInUse(st.gpu.Name) {
+				tv.slots = 0
+			}
 		}
 	}
 	t0 := time.Now()
