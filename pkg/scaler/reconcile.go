@@ -304,7 +304,9 @@ func (r *Reconciler) decide(ctx context.Context, ms *v1alpha1.ModelService, st *
 	}
 	status.ArrivalRate = strconv.FormatFloat(w, 'f', 2, 64)
 	status.Saturation = formatSaturation(act.Saturation)
-	status.LatencyP98Ms = strconv.FormatFloat(p98, 'f', 1, 64)
+	if ar.HasP98 {
+		status.LatencyP98Ms = strconv.FormatFloat(p98, 'f', 1, 64)
+	}
 	reportSLO(ms, &status, ar.SLO, svc.policy.ServiceLevel)
 	d := v1alpha1.Decision{Time: metav1.NewTime(now), Action: kind, Delta: delta, Reason: act.Reason,
 		Replacement: replacementStatus(act.Replacement, act.ReplacementPhase),

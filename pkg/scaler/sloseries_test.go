@@ -42,19 +42,27 @@ func hasSeries(t *testing.T, vec *prometheus.GaugeVec, namespace, name string) b
 }
 
 // A decision whose Deployments gave no p98 latency leaves
-// hetsev_scaler_latency_p98_ms without a series, not at 0 ms, which would
-// read as a fast service.
+// hetsev_scaler_latency_p98_ms without a series and status.latencyP98Ms
+// as it was, not at 0 ms, which would read as a fast service.
 func TestLatencyP98SeriesOnlyWhenRead(t *testing.T) {
 	m := &sloMetrics{rps: map[string]float64{}, attain: map[string]float64{}, latency: map[string]float64{}, p98: map[string]float64{}, asked: map[string]string{}}
 	r, c, req, now := sloBed(t, "slo-p98-series", m)
 	t4 := DeploymentName(req.Name, "T4")
-	m.rps[t4], m.p98[t4] = 300, 310
-	reconcileStatus(t, r, c, req, now)
+	m.rps[t4] = 300
+	if st := reconcileStatus(t, r, c, req, now); st.LatencyP98Ms != "" {
+		t.Errorf("status.latencyP98Ms = %q before any p98 was read, want none", st.LatencyP98Ms)
+	}
+	m.p98[t4] = 310
+	if st := reconcileStatus(t, r, c, req, now); st.LatencyP98Ms != "310.0" {
+		t.Errorf("status.latencyP98Ms = %q, want 310.0", st.LatencyP98Ms)
+	}
 	if g := testutil.ToFloat64(latencyP98Gauge.WithLabelValues(req.Namespace, req.Name)); g != 310 {
 		t.Errorf("hetsev_scaler_latency_p98_ms = %v, want 310", g)
 	}
 	clear(m.p98)
-	reconcileStatus(t, r, c, req, now)
+	if st := reconcileStatus(t, r, c, req, now); st.LatencyP98Ms != "310.0" {
+		t.Errorf("status.latencyP98Ms = %q after a decision that read no p98, want 310.0 kept", st.LatencyP98Ms)
+	}
 	if hasSeries(t, latencyP98Gauge, req.Namespace, req.Name) {
 		t.Errorf("hetsev_scaler_latency_p98_ms = %v after a decision that read no p98, want no series",
 			testutil.ToFloat64(latencyP98Gauge.WithLabelValues(req.Namespace, req.Name)))

@@ -332,7 +332,8 @@ type ModelServiceStatus struct {
 	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?|\+Inf)$`
 	Saturation string `json:"saturation,omitempty"`
 	// LatencyP98Ms is the highest p98 latency among the Deployments, ms, as
-	// a decimal string.
+	// a decimal string. Kept as it was while the adapter gives none (no
+	// requests in the window).
 	//
 	// +kubebuilder:validation:Pattern=`^[0-9]+(\.[0-9]+)?$`
 	LatencyP98Ms string `json:"latencyP98Ms,omitempty"`
