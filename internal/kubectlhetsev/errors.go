@@ -7,10 +7,10 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 )
 
-// viewerRole is the ClusterRole the Forbidden message suggests: read
-// access to every object kubectl-hetsev reads.
-const viewerRole = "kubectl create clusterrole hetsev-viewer --verb=get,list " +
-	"--resource=nodes,pods,events,modelservices.hetsev.io,resourceclaims.resource.k8s.io,resourceslices.resource.k8s.io"
+// viewerRole is the ClusterRole hetsev installs (manifests/user-roles.yaml,
+// the chart's templates/user-roles.yaml) that grants read access to every
+// object kubectl-hetsev reads; the Forbidden message says how to bind it.
+const viewerRole = "hetsev-viewer"
 
 // apiError turns an API error of verb on resource (plural, e.g.
 // "modelservices") into a message for the user: the object not found,
@@ -24,8 +24,8 @@ func apiError(err error, verb, resource, kind, key string) error {
 	case apierrors.IsNotFound(err) && key != "":
 		return fmt.Errorf("%s %s not found", kind, key)
 	case apierrors.IsForbidden(err):
-		return fmt.Errorf("forbidden: you may not %s %s (%v)\nask a cluster admin to bind you a ClusterRole that grants it, e.g.\n  %s\n  kubectl create clusterrolebinding hetsev-viewer-$USER --clusterrole=hetsev-viewer --user=$USER",
-			verb, resource, err, viewerRole)
+		return fmt.Errorf("forbidden: you may not %s %s (%v)\nask a cluster admin to bind you ClusterRole %s, which hetsev installs:\n  kubectl create clusterrolebinding %s-$USER --clusterrole=%s --user=$USER",
+			verb, resource, err, viewerRole, viewerRole, viewerRole)
 	case meta.IsNoMatchError(err):
 		return fmt.Errorf("the API server does not serve %s: %v (for modelservices, install hetsev's CRD, manifests/crd-modelservice.yaml)", resource, err)
 	default:

@@ -227,7 +227,8 @@ func TestExplainMissingObject(t *testing.T) {
 	}
 }
 
-// Forbidden names the verb and resource and suggests the ClusterRole.
+// Forbidden names the verb and resource and the installed ClusterRole to
+// be bound to, with the command that binds it.
 func TestForbidden(t *testing.T) {
 	c := newFake(&interceptor.Funcs{
 		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
@@ -245,8 +246,10 @@ func TestForbidden(t *testing.T) {
 		{[]string{"gpus"}, "may not list nodes"},
 	} {
 		_, errOut, code := runWith(c, tc.args...)
-		if code == 0 || !strings.Contains(errOut, tc.want) || !strings.Contains(errOut, "ClusterRole") {
-			t.Errorf("%v: exit %d, stderr %q; want non-zero, %q and a ClusterRole", tc.args, code, errOut, tc.want)
+		bind := "kubectl create clusterrolebinding hetsev-viewer-$USER --clusterrole=hetsev-viewer --user=$USER"
+		if code == 0 || !strings.Contains(errOut, tc.want) || !strings.Contains(errOut, "bind you ClusterRole hetsev-viewer, which hetsev installs") ||
+			!strings.Contains(errOut, bind) || strings.Contains(errOut, "kubectl create clusterrole ") {
+			t.Errorf("%v: exit %d, stderr %q; want non-zero, %q and ClusterRole hetsev-viewer to bind, not create", tc.args, code, errOut, tc.want)
 		}
 	}
 }
