@@ -53,8 +53,11 @@ type Options struct {
 // resource-claim controller creates pods' ResourceClaims from their
 // templates and frees (deallocates or deletes) those of deleted pods (GPU
 // mode dra), and the namespace controller empties and removes deleted
-// namespaces (the README's Uninstall deletes hetsev-system and waits).
-var KCMControllers = "deployment-controller,replicaset-controller,garbage-collector-controller,horizontal-pod-autoscaler-controller,serviceaccount-controller,resourceclaim-controller,namespace-controller"
+// namespaces (the README's Uninstall deletes hetsev-system and waits), and
+// the ClusterRole aggregation controller adds the rules of ClusterRoles
+// labelled aggregate-to-view/edit/admin (manifests/user-roles.yaml) to the
+// built-in view, edit and admin.
+var KCMControllers = "deployment-controller,replicaset-controller,garbage-collector-controller,horizontal-pod-autoscaler-controller,serviceaccount-controller,resourceclaim-controller,namespace-controller,clusterrole-aggregation-controller"
 
 // StartControlPlane starts etcd, kube-apiserver (with the aggregation layer's
 // front-proxy certificates, for the metrics adapter) and

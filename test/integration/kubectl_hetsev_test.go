@@ -14,7 +14,13 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/hetsev/hetsev/internal/cluster"
 	"github.com/hetsev/hetsev/internal/kubectlhetsev"
@@ -27,7 +33,9 @@ import (
 // scheduler's reason for a fifth resnet50 instance (anti-affinity) and
 // for a malformed hetsev.io/gpu-memory; `explain modelservice` of a
 // missing object and any command of a user without RBAC exit non-zero
-// with a message that says so.
+// with a message that names ClusterRole hetsev-viewer; bound to it, the
+// user runs every command; users bound to the built-in edit and view in a
+// namespace create and read its ModelServices.
 func TestKubectlHetsev(t *testing.T) {
 	plugin := filepath.Join(cluster.BinDir(), "kubectl-hetsev")
 	if _, err := os.Stat(plugin); err != nil {
@@ -179,13 +187,146 @@ func TestKubectlHetsev(t *testing.T) {
 		{[]string{"explain", "pod", later.Name}, "forbidden: you may not get pods"},
 	} {
 		_, errOut, code := runPlugin(ctx, nobody, plugin, tc.args...)
-		if code == 0 || !strings.Contains(errOut, tc.want) || !strings.Contains(errOut, "ClusterRole") {
-			t.Errorf("%v as a user without RBAC: exit %d, stderr %q; want %q and a ClusterRole", tc.args, code, errOut, tc.want)
+		if code == 0 || !strings.Contains(errOut, tc.want) || !strings.Contains(errOut, "ClusterRole hetsev-viewer") {
+			t.Errorf("%v as a user without RBAC: exit %d, stderr %q; want %q and ClusterRole hetsev-viewer", tc.args, code, errOut, tc.want)
+		}
+	}
+
+	// The user ClusterRoles as manifests/user-roles.yaml installs them.
+	roles, err := cluster.ReadManifests(filepath.Join(cluster.RepoRoot(), "manifests", "user-roles.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	applier, err := cluster.NewApplier(cp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := applier.Apply(ctx, "", roles); err != nil {
+		t.Fatal(err)
+	}
+	// A user bound to the built-in edit in namespace default creates a
+	// ModelService, and one bound to the built-in view reads it (their
+	// rules come from hetsev-modelservices-edit and -view by aggregation).
+	bindInDefault(ctx, t, c, "edit", "editor")
+	bindInDefault(ctx, t, c, "view", "reader")
+	editor := pluginClient(t, cp, "editor")
+	ms := &v1alpha1.ModelService{
+		ObjectMeta: metav1.ObjectMeta{Name: "resnet50", Namespace: "default"},
+		Spec: v1alpha1.ModelServiceSpec{
+			Model: "resnet50", SLO: v1alpha1.SLO{ResponseTimeMs: 400, ServiceLevel: 0.98}, BatchSize: 8,
+			Profiles: []v1alpha1.GPUProfile{{GPUType: "T4", ThroughputRPS: 363, LatencyMs: 22.41, GPUMemory: "2048Mi"}},
+			Template: v1.PodTemplateSpec{Spec: v1.PodSpec{Containers: []v1.Container{{Name: "m", Image: "m:1"}}}},
+		},
+	}
+	eventually(ctx, t, "a user bound to edit creating a ModelService", func() error {
+		return editor.Create(ctx, ms.DeepCopy())
+	})
+	reader := pluginClient(t, cp, "reader")
+	eventually(ctx, t, "a user bound to view getting and listing ModelServices", func() error {
+		var got v1alpha1.ModelService
+		var list v1alpha1.ModelServiceList
+		if err := reader.Get(ctx, ctrlclient.ObjectKeyFromObject(ms), &got); err != nil {
+			return err
+		}
+		if err := reader.List(ctx, &list, ctrlclient.InNamespace("default")); err != nil || len(list.Items) != 1 {
+			return fmt.Errorf("list: %d items, %v", len(list.Items), err)
+		}
+		return nil
+	})
+	if err := reader.Delete(ctx, ms.DeepCopy()); !apierrors.IsForbidden(err) {
+		t.Errorf("a user bound to view deleting a ModelService: %v, want forbidden", err)
+	}
+
+	// A user bound to hetsev-viewer, as the Forbidden message says: every
+	// command shows what it shows the cluster admin.
+	if _, err := c.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "hetsev-viewer-viewer"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "hetsev-viewer"},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: "viewer"}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	viewer, err := cp.KubeconfigAs("viewer")
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(ctx, t, "gpus as a user bound to hetsev-viewer", func() error {
+		if out, errOut, code = runPlugin(ctx, viewer, plugin, "gpus", "-o", "json"); code != 0 {
+			return fmt.Errorf("exit %d: %s", code, errOut)
+		}
+		return nil
+	})
+	var asViewer kubectlhetsev.GPUReport
+	if err := json.Unmarshal([]byte(out), &asViewer); err != nil {
+		t.Fatalf("gpus -o json as viewer: %v\n%s%s", err, out, errOut)
+	}
+	tenants := 0
+	for _, g := range asViewer.GPUs {
+		tenants += len(g.Tenants)
+	}
+	if tenants != placed || fmt.Sprint(asViewer.Notes) != fmt.Sprint(r.Notes) {
+		t.Errorf("gpus as viewer: %d tenants, notes %v; want %d and the cluster admin's notes %v", tenants, asViewer.Notes, placed, r.Notes)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"explain", "modelservice", ms.Name}, "ModelService: default/" + ms.Name + "\n"},
+		{[]string{"explain", "pod", pending}, "anti-affinity"},
+		{[]string{"explain", "pod", later.Name}, "Neighbours at placement:          " + neighbours + "\n"},
+	} {
+		out, errOut, code := runPlugin(ctx, viewer, plugin, tc.args...)
+		if code != 0 || !strings.Contains(out, tc.want) || strings.Contains(out+errOut, "may not") {
+			t.Errorf("%v as viewer: exit %d, want %q:\n%s%s", tc.args, code, tc.want, out, errOut)
 		}
 	}
 	if pods, err := c.CoreV1().Pods("default").Get(ctx, pending, metav1.GetOptions{}); err != nil || pods.Status.Phase != v1.PodPending {
 		t.Errorf("%s: %v, want still Pending", pending, err)
 	}
+}
+
+// eventually retries f for 30s (RBAC changes reach the API server's
+// authorizer, and aggregated rules the built-in roles, a moment after they
+// are written), failing the test with f's last error.
+func eventually(ctx context.Context, t *testing.T, what string, f func() error) {
+	t.Helper()
+	var last error
+	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		last = f()
+		return last == nil, nil
+	}); err != nil {
+		t.Fatalf("%s: %v", what, last)
+	}
+}
+
+// bindInDefault binds ClusterRole role to user in namespace default.
+func bindInDefault(ctx context.Context, t *testing.T, c kubernetes.Interface, role, user string) {
+	t.Helper()
+	if _, err := c.RbacV1().RoleBindings("default").Create(ctx, &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: role + "-" + user},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// pluginClient is kubectl-hetsev's client acting as user.
+func pluginClient(t *testing.T, cp *cluster.ControlPlane, user string) ctrlclient.Client {
+	t.Helper()
+	kc, err := cp.KubeconfigAs(user)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", kc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := kubectlhetsev.NewClient(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
 
 // runPlugin runs bin/kubectl-hetsev args with kubeconfig and returns its
