@@ -11,11 +11,21 @@ import (
 // Flavors is a set of instance flavors: busy shares in (0, 1], strictly
 // ascending. An instance of flavor f < 1 declares busy share f
 // (hetsev.io/busy-share), so the scheduler packs it onto a GPU in use
-// within the busy-share cap; it does not batch, each request holding the
-// GPU for the batch latency L_i, so it is counted at f / L_i requests/s
-// at most (a planning assumption: the pod runs the same server, and the
-// traffic split sends it that share of the load). Flavor 1 is a whole GPU
-// that batches, T_i requests/s.
+// within the busy-share cap. It runs the same batching server with the
+// share f of the GPU's time: while its neighbours use theirs, requests
+// queue during their turns and batches fill, so it is counted at f x T_i
+// requests/s with a batch taking L_i / f (a planning assumption; the
+// traffic split sends it that share of the load). Flavor 1 is a whole GPU,
+// T_i requests/s at batch latency L_i.
+//
+// A light flavor is offered only where 4 L_i / f <= RT_max. A request
+// waits for the batch in progress and runs in the next, 2 L_i / f when
+// the neighbours keep to their shares; they do not always (a server
+// alone with its requests keeps a GPU busy about min(1, lambda L_i),
+// see pkg/scaler instanceShare), so the bound leaves a factor 2 for
+// them. With 2 L_i / f the Azure Functions replay of make evaluate
+// missed three times as many requests (the http services: SSD at 450
+// ms, BERT-large at 600 ms); with 4 L_i / f as many as whole GPUs do.
 type Flavors []float64
 
 // DefaultFlavors is the flavor set {0.1, 0.25, 0.5, 1}: steps of about a
@@ -88,9 +98,9 @@ type FlavorColumn struct {
 	// the GPU type alone) and true for a lighter flavor.
 	Light bool
 	// Type is the column's coefficients: GPUType named by ColumnName,
-	// ThroughputRPS min(T_i, f / L_i), PriceUSDPerHour f x C_i, and the
-	// type's other fields; Running and MaxAdditional are 0, for the caller
-	// to fill per column.
+	// ThroughputRPS f x T_i, LatencyMs L_i / f, PriceUSDPerHour f x C_i,
+	// and the type's other fields; Running and MaxAdditional are 0, for
+	// the caller to fill per column.
 	Type TypeState
 }
 
@@ -111,16 +121,16 @@ func ColumnName(gpuType string, f float64, light bool) string {
 //     (a service's busy-share bound, spec.scaling.busyShare; 0 means none);
 //     its column is named t.GPUType;
 //   - each flavor f of fl below the top is a light column named
-//     ColumnName(t.GPUType, f, true);
-//   - a column of flavor f serves min(T_i, f / L_i) requests/s (T_i for
-//     the whole GPU, and for L_i = 0) and costs f x C_i USD/h; a light
-//     column that serves as much as the top column is dropped, as the top
-//     one does the same at no more cost per request.
+//     ColumnName(t.GPUType, f, true), unless rtMaxMs > 0 and 4 L_i / f >
+//     rtMaxMs (RT_max, ms; see Flavors);
+//   - a column of flavor f serves f x T_i requests/s with batch latency
+//     L_i / f (the top column: T_i and L_i when it is 1) and costs f x C_i
+//     USD/h.
 //
 // Running and MaxAdditional are left 0. It returns an error for an invalid
 // flavor set, an upper bound outside [0, 1], or a type whose T_i, L_i or
 // C_i the rule cannot use.
-func ExpandFlavors(t TypeState, fl Flavors, upper float64) ([]FlavorColumn, error) {
+func ExpandFlavors(t TypeState, fl Flavors, upper, rtMaxMs float64) ([]FlavorColumn, error) {
 	if err := fl.Validate(); err != nil {
 		return nil, err
 	}
@@ -142,7 +152,8 @@ func ExpandFlavors(t TypeState, fl Flavors, upper float64) ([]FlavorColumn, erro
 		c := t
 		c.GPUType = ColumnName(t.GPUType, f, light)
 		c.Running, c.MaxAdditional = 0, 0
-		c.ThroughputRPS = flavorThroughput(t.ThroughputRPS, t.LatencyMs, f)
+		c.ThroughputRPS = f * t.ThroughputRPS
+		c.LatencyMs = t.LatencyMs / f
 		c.PriceUSDPerHour = f * t.PriceUSDPerHour
 		c.Light = light
 		return FlavorColumn{Flavor: f, Light: light, Type: c}
@@ -153,19 +164,10 @@ func ExpandFlavors(t TypeState, fl Flavors, upper float64) ([]FlavorColumn, erro
 		if f >= top {
 			break
 		}
-		if c := column(f, true); c.Type.ThroughputRPS < own.Type.ThroughputRPS {
-			out = append(out, c)
+		if rtMaxMs > 0 && 4*t.LatencyMs/f > rtMaxMs {
+			continue
 		}
+		out = append(out, column(f, true))
 	}
 	return append(out, own), nil
-}
-
-// flavorThroughput is the requests/s one instance of flavor f serves:
-// T_i for a whole GPU (f = 1), which batches; else min(T_i, f / L_i), one
-// request per batch latency L_i ms for the share f of the time.
-func flavorThroughput(throughputRPS, latencyMs, f float64) float64 {
-	if f >= 1 || latencyMs <= 0 {
-		return throughputRPS
-	}
-	return math.Min(throughputRPS, f/(latencyMs/1000))
 }

@@ -39,9 +39,10 @@ func TestParseFlavors(t *testing.T) {
 }
 
 func TestExpandFlavors(t *testing.T) {
-	// ResNet-50 on a T4: T = 363 requests/s, L = 22.41 ms; f / L is
-	// 4.46, 11.16 and 22.31 requests/s for 0.1, 0.25 and 0.5.
-	cols, err := ExpandFlavors(resnetT4(3, 2), DefaultFlavors, 0)
+	// ResNet-50 on a T4: T = 363 requests/s, L = 22.41 ms; f T is 36.3,
+	// 90.75 and 181.5 requests/s for 0.1, 0.25 and 0.5, each batch taking
+	// L / f: 224.1, 89.64 and 44.82 ms.
+	cols, err := ExpandFlavors(resnetT4(3, 2), DefaultFlavors, 0, 0)
 	if err != nil {
 		t.Fatalf("ExpandFlavors: %v", err)
 	}
@@ -52,9 +53,9 @@ func TestExpandFlavors(t *testing.T) {
 		rps    float64
 		price  float64
 	}{
-		{"T4-busy0.1", 0.1, true, 0.1 / 0.02241, 0.1 * priceT4USDh},
-		{"T4-busy0.25", 0.25, true, 0.25 / 0.02241, 0.25 * priceT4USDh},
-		{"T4-busy0.5", 0.5, true, 0.5 / 0.02241, 0.5 * priceT4USDh},
+		{"T4-busy0.1", 0.1, true, 0.1 * resnetT4RPS, 0.1 * priceT4USDh},
+		{"T4-busy0.25", 0.25, true, 0.25 * resnetT4RPS, 0.25 * priceT4USDh},
+		{"T4-busy0.5", 0.5, true, 0.5 * resnetT4RPS, 0.5 * priceT4USDh},
 		{"T4", 1, false, resnetT4RPS, priceT4USDh},
 	}
 	if len(cols) != len(want) {
@@ -66,31 +67,41 @@ func TestExpandFlavors(t *testing.T) {
 			t.Errorf("column %d = %s flavor %v light %v %v requests/s %v USD/h, want %s %v %v %v %v",
 				i, c.Type.GPUType, c.Flavor, c.Light, c.Type.ThroughputRPS, c.Type.PriceUSDPerHour, w.name, w.flavor, w.light, w.rps, w.price)
 		}
-		if c.Type.Running != 0 || c.Type.MaxAdditional != 0 || c.Type.LatencyMs != resnetT4Ms || c.Type.LaunchSeconds != resnetLaunchS {
-			t.Errorf("column %d: Running %d MaxAdditional %d LatencyMs %v LaunchSeconds %v, want 0, 0 and the type's",
-				i, c.Type.Running, c.Type.MaxAdditional, c.Type.LatencyMs, c.Type.LaunchSeconds)
+		if c.Type.Running != 0 || c.Type.MaxAdditional != 0 || !near(c.Type.LatencyMs, resnetT4Ms/w.flavor) || c.Type.LaunchSeconds != resnetLaunchS {
+			t.Errorf("column %d: Running %d MaxAdditional %d LatencyMs %v LaunchSeconds %v, want 0, 0, L / %v and the type's",
+				i, c.Type.Running, c.Type.MaxAdditional, c.Type.LatencyMs, c.Type.LaunchSeconds, w.flavor)
 		}
 	}
 }
 
-// A light flavor that would serve as much as the whole GPU is dropped.
-func TestExpandFlavorsDropsFullCapacity(t *testing.T) {
-	// T = 10 requests/s, L = 30 ms: 0.1 / L = 3.3, 0.25 / L = 8.3,
-	// 0.5 / L = 16.7 >= T.
-	ty := TypeState{GPUType: "T4", ThroughputRPS: 10, LatencyMs: 30, PriceUSDPerHour: 1}
-	cols, err := ExpandFlavors(ty, DefaultFlavors, 0)
-	if err != nil {
-		t.Fatalf("ExpandFlavors: %v", err)
-	}
-	var names []string
-	for _, c := range cols {
-		names = append(names, c.Type.GPUType)
-	}
-	if got := strings.Join(names, " "); got != "T4-busy0.1 T4-busy0.25 T4" {
-		t.Errorf("columns = %s, want T4-busy0.1 T4-busy0.25 T4", got)
+// A light flavor f is offered only while 4 L_i / f <= RT_max: BERT-large
+// on a T4 (L 114.5 ms) gets none at RT_max 600 ms (4 L / 0.5 = 916 ms),
+// 0.5 at 1,200 ms, and 0.25 and 0.5 at 2,400 ms (0.1: 4,580 ms).
+func TestExpandFlavorsWithinRTMax(t *testing.T) {
+	for _, tc := range []struct {
+		rtMaxMs float64
+		want    string
+	}{
+		{600, "T4"},
+		{1200, "T4-busy0.5 T4"},
+		{2400, "T4-busy0.25 T4-busy0.5 T4"},
+		{0, "T4-busy0.1 T4-busy0.25 T4-busy0.5 T4"},
+	} {
+		cols, err := ExpandFlavors(bertT4(0, 0), DefaultFlavors, 0, tc.rtMaxMs)
+		if err != nil {
+			t.Fatalf("ExpandFlavors: %v", err)
+		}
+		var names []string
+		for _, c := range cols {
+			names = append(names, c.Type.GPUType)
+		}
+		if got := strings.Join(names, " "); got != tc.want {
+			t.Errorf("RT_max %v ms: columns %s, want %s", tc.rtMaxMs, got, tc.want)
+		}
 	}
 	// The set {1}: the type's own column alone.
-	cols, err = ExpandFlavors(ty, Flavors{1}, 0)
+	ty := TypeState{GPUType: "T4", ThroughputRPS: 10, LatencyMs: 30, PriceUSDPerHour: 1}
+	cols, err := ExpandFlavors(ty, Flavors{1}, 0, 0)
 	if err != nil || len(cols) != 1 || cols[0].Type.GPUType != "T4" || cols[0].Type.ThroughputRPS != 10 || cols[0].Type.PriceUSDPerHour != 1 {
 		t.Errorf("ExpandFlavors({1}) = %+v, %v; want the T4 column alone", cols, err)
 	}
@@ -98,7 +109,7 @@ func TestExpandFlavorsDropsFullCapacity(t *testing.T) {
 
 // A busy-share bound caps the flavors and is the type's own column.
 func TestExpandFlavorsUpperBound(t *testing.T) {
-	cols, err := ExpandFlavors(resnetT4(0, 0), DefaultFlavors, 0.3)
+	cols, err := ExpandFlavors(resnetT4(0, 0), DefaultFlavors, 0.3, 0)
 	if err != nil {
 		t.Fatalf("ExpandFlavors: %v", err)
 	}
@@ -106,14 +117,14 @@ func TestExpandFlavorsUpperBound(t *testing.T) {
 		t.Fatalf("ExpandFlavors(upper 0.3) gave %d columns %+v, want 0.1, 0.25 and 0.3", len(cols), cols)
 	}
 	own := cols[2]
-	if own.Type.GPUType != "T4" || own.Light || own.Flavor != 0.3 || !near(own.Type.ThroughputRPS, 0.3/0.02241) || !near(own.Type.PriceUSDPerHour, 0.3*priceT4USDh) {
-		t.Errorf("own column = %+v, want T4 of flavor 0.3, 0.3 / L requests/s, 0.3 C USD/h", own)
+	if own.Type.GPUType != "T4" || own.Light || own.Flavor != 0.3 || !near(own.Type.ThroughputRPS, 0.3*resnetT4RPS) || !near(own.Type.PriceUSDPerHour, 0.3*priceT4USDh) {
+		t.Errorf("own column = %+v, want T4 of flavor 0.3, 0.3 T requests/s, 0.3 C USD/h", own)
 	}
 	if cols[0].Flavor != 0.1 || cols[1].Flavor != 0.25 || cols[1].Type.GPUType != "T4-busy0.25" {
 		t.Errorf("light columns = %+v, %+v; want 0.1 and 0.25", cols[0], cols[1])
 	}
 	// A bound in the set is not offered twice.
-	cols, err = ExpandFlavors(resnetT4(0, 0), DefaultFlavors, 0.25)
+	cols, err = ExpandFlavors(resnetT4(0, 0), DefaultFlavors, 0.25, 0)
 	if err != nil || len(cols) != 2 || cols[1].Flavor != 0.25 || cols[1].Light {
 		t.Errorf("ExpandFlavors(upper 0.25) = %+v, %v; want 0.1 light and 0.25 own", cols, err)
 	}
@@ -134,19 +145,20 @@ func TestExpandFlavorsErrors(t *testing.T) {
 		{"no throughput", TypeState{GPUType: "T4", LatencyMs: 10}, DefaultFlavors, 0, "ThroughputRPS"},
 		{"infinite latency", TypeState{GPUType: "T4", ThroughputRPS: 1, LatencyMs: math.Inf(1)}, DefaultFlavors, 0, "LatencyMs"},
 	} {
-		_, err := ExpandFlavors(tc.ty, tc.fl, tc.upper)
+		_, err := ExpandFlavors(tc.ty, tc.fl, tc.upper, 0)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: ExpandFlavors = %v, want an error containing %q", tc.name, err, tc.want)
 		}
 	}
 }
 
-// flavorColumns are BERT-large's columns on a T4 with the default flavors
-// (0.1, 0.25, 0.5: 0.87, 2.18 and 4.37 requests/s at L_i 114.5 ms; the
-// whole T4 69.3), none running, room for 10 of each.
+// flavorColumns are ResNet-50's columns on a T4 with the default flavors
+// (0.1, 0.25, 0.5: 36.3, 90.75 and 181.5 requests/s, batches of L / f
+// within the policy's RT_max 400 ms; the whole T4 363), none running, room
+// for 10 of each.
 func flavorColumns(t *testing.T) []TypeState {
 	t.Helper()
-	cols, err := ExpandFlavors(bertT4(0, 0), DefaultFlavors, 0)
+	cols, err := ExpandFlavors(resnetT4(0, 0), DefaultFlavors, 0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,13 +171,13 @@ func flavorColumns(t *testing.T) []TypeState {
 }
 
 // A quiet service starts on light instances; one planned past the largest
-// light instance (W 10 requests/s / 0.8 = 12.5 > 4.37) starts on a whole
+// light instance (W 160 requests/s / 0.8 = 200 > 181.5) starts on a whole
 // GPU, with the reason saying why.
 func TestLightFlavorsOnlyWhileQuiet(t *testing.T) {
 	for _, c := range []struct {
 		w     float64
 		light bool
-	}{{2, true}, {10, false}} {
+	}{{2, true}, {160, false}} {
 		a := NewAutoscaler(exactPolicy())
 		act := a.Decide(Observation{Now: time.Unix(0, 0), ArrivalRate: c.w, Types: flavorColumns(t)})
 		if act.Kind != ActionScaleOut {
@@ -190,7 +202,7 @@ func TestLightFlavorsOnlyWhileQuiet(t *testing.T) {
 
 // A quiet service that outgrows its light instance adds the next larger
 // flavor, not a second instance of the same one: with one T4-busy0.1
-// running (0.87 requests/s) and W 1.2 requests/s planned at 1.5, a second
+// running (36.3 requests/s) and W 30 requests/s planned at 37.5, a second
 // 0.1 would be the cheapest cover, but it needs a GPU of its own; the
 // decision adds one T4-busy0.25.
 func TestLightFlavorOneInstanceEach(t *testing.T) {
@@ -209,7 +221,7 @@ func TestLightFlavorOneInstanceEach(t *testing.T) {
 	}
 	cols[light01].Running = 1
 	a := NewAutoscaler(exactPolicy())
-	act := a.Decide(Observation{Now: time.Unix(0, 0), ArrivalRate: 1.2, Types: cols})
+	act := a.Decide(Observation{Now: time.Unix(0, 0), ArrivalRate: 30, Types: cols})
 	if act.Kind != ActionScaleOut {
 		t.Fatalf("%v (%s), want a scale-out", act.Kind, act.Reason)
 	}

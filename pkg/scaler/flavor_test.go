@@ -25,6 +25,15 @@ func flavorDefaults() Defaults {
 	return d
 }
 
+// flavorResnet is resnet with RT_max 1,000 ms, within which every default
+// flavor's batches fit (4 L_i / 0.1 = 896 ms on the T4, see
+// heterogeneity.Flavors).
+func flavorResnet() *v1alpha1.ModelService {
+	ms := resnet()
+	ms.Spec.SLO.ResponseTimeMs = 1000
+	return ms
+}
+
 func columnsOf(s *service) string {
 	var names []string
 	for _, p := range s.types {
@@ -36,10 +45,10 @@ func columnsOf(s *service) string {
 // With flavors {0.1, 0.25, 0.5, 1}, each GPU type of resnet50 is four
 // columns: its own (a whole GPU, as without flavors) and three light
 // ones, each a Deployment of its own that declares its flavor as busy
-// share and is counted at f / L_i requests/s for f times the GPU's price.
+// share and is counted at f x T_i requests/s for f times the GPU's price.
 func TestFlavorColumnsAndDeployments(t *testing.T) {
 	cat := defaultCatalog(t)
-	s, err := validate(resnet(), cat, flavorDefaults())
+	s, err := validate(flavorResnet(), cat, flavorDefaults())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,8 +64,8 @@ func TestFlavorColumnsAndDeployments(t *testing.T) {
 		rps, priceFactor float64
 	}{
 		{0, "resnet50-t4", "t4", "1", 363, 1},
-		{2, "resnet50-t4-busy0-25", "t4-busy0.25", "0.25", 0.25 / 0.02241, 0.25},
-		{3, "resnet50-t4-busy0-5", "t4-busy0.5", "0.5", 0.5 / 0.02241, 0.5},
+		{2, "resnet50-t4-busy0-25", "t4-busy0.25", "0.25", 0.25 * 363, 0.25},
+		{3, "resnet50-t4-busy0-5", "t4-busy0.5", "0.5", 0.5 * 363, 0.5},
 	} {
 		p := s.types[c.i]
 		d := desiredDeployment(s, p, 1)
@@ -92,7 +101,7 @@ func TestFlavorColumnsAndDeployments(t *testing.T) {
 // spec.scaling.flavors overrides the scaler's and "1" turns them off.
 func TestFlavorsOfTheModelService(t *testing.T) {
 	cat := defaultCatalog(t)
-	ms := resnet()
+	ms := flavorResnet()
 	ms.Spec.Scaling.BusyShare = 0.3
 	s, err := validate(ms, cat, flavorDefaults())
 	if err != nil {
@@ -106,7 +115,7 @@ func TestFlavorsOfTheModelService(t *testing.T) {
 		t.Errorf("busyShare 0.3: T4 column %+v, want 0.3 / L_i requests/s at 0.3 x %v USD/h", own, t4.PriceUSDPerHour)
 	}
 
-	ms = resnet()
+	ms = flavorResnet()
 	ms.Spec.Scaling.Flavors = "1"
 	if s, err := validate(ms, cat, flavorDefaults()); err != nil || columnsOf(s) != "T4 V100-32GB" {
 		t.Errorf("spec.scaling.flavors 1: columns %v (%v), want T4 V100-32GB", columnsOf(s), err)
@@ -123,10 +132,12 @@ func TestFlavorsOfTheModelService(t *testing.T) {
 
 // A busy service adds whole GPUs, with flavors or without: three whole
 // T4s at saturation 0.81 (885 of 1,089 requests/s) fall 17 requests/s
-// short of the threshold; a 0.5 instance (22.3 requests/s for half a T4's
-// price) would cover it in the ILP's terms, but it could not share a GPU
-// with the service's own instances and would bill a whole T4, so light
-// flavors are offered only while the service fits in one of them.
+// short of the threshold; a 0.25 instance (90.75 requests/s for a quarter
+// of a T4's price) would cover it in the ILP's terms, but it could not
+// share a GPU with the service's own instances and would bill a whole T4,
+// so light flavors are offered only while the service fits in one of
+// them. (At RT_max 400 ms the T4 offers 0.25 and 0.5: 4 L_i / 0.1 is
+// 896 ms.)
 func TestBusyServiceScalesOutWholeGPUs(t *testing.T) {
 	for _, flavors := range []bool{false, true} {
 		t.Run(map[bool]string{false: "whole", true: "flavors"}[flavors], func(t *testing.T) {
@@ -145,7 +156,7 @@ func TestBusyServiceScalesOutWholeGPUs(t *testing.T) {
 				t.Fatal(err)
 			}
 			light, lightRPS := int32(0), 0.0
-			for _, f := range []float64{0.1, 0.25, 0.5} {
+			for _, f := range []float64{0.25, 0.5} {
 				name := DeploymentName(req.Name, heterogeneity.ColumnName("T4", f, true))
 				d := &appsv1.Deployment{}
 				err := c.Get(context.Background(), types.NamespacedName{Namespace: req.Namespace, Name: name}, d)
@@ -159,7 +170,7 @@ func TestBusyServiceScalesOutWholeGPUs(t *testing.T) {
 					t.Fatalf("deployment %s: %v", name, err)
 				}
 				light += replicasOf(d)
-				lightRPS += float64(replicasOf(d)) * f / 0.02241
+				lightRPS += float64(replicasOf(d)) * f * 363
 				if got := ms.Status.Replicas[heterogeneity.ColumnName("T4", f, true)]; got != replicasOf(d) {
 					t.Errorf("status.replicas[%s] = %d, want %d", heterogeneity.ColumnName("T4", f, true), got, replicasOf(d))
 				}
@@ -177,14 +188,14 @@ func TestBusyServiceScalesOutWholeGPUs(t *testing.T) {
 
 // The traffic split weighs a light column by its counted capacity: one
 // T4 (363 requests/s), two V100s (709 each) and one T4 instance of flavor
-// 0.5 (0.5 / 22.41 ms = 22.3 requests/s) get 20, 79 and 1 percent.
+// 0.5 (0.5 x 363 = 181.5 requests/s) get 19, 72 and 9 percent.
 func TestSplitTrafficWeighsFlavorsByCapacity(t *testing.T) {
-	f := newRoutingFixture(t, resnet())
+	f := newRoutingFixture(t, flavorResnet())
 	f.r.Defaults = flavorDefaults()
 	f.reconcile(t)
 	got := oneReadyInstance(t, f, "resnet50-t4-busy0-5")
-	if got["T4"] != 20 || got["V100-32GB"] != 79 || got["T4-busy0.5"] != 1 || got["T4-busy0.1"] != 0 {
-		t.Errorf("traffic weights %v, want T4 20, V100-32GB 79, T4-busy0.5 1, other flavors 0", got)
+	if got["T4"] != 19 || got["V100-32GB"] != 72 || got["T4-busy0.5"] != 9 || got["T4-busy0.1"] != 0 {
+		t.Errorf("traffic weights %v, want T4 19, V100-32GB 72, T4-busy0.5 9, other flavors 0", got)
 	}
 }
 
@@ -192,7 +203,7 @@ func TestSplitTrafficWeighsFlavorsByCapacity(t *testing.T) {
 // column, then its light flavors, with their busy shares and prices.
 func TestResolvedColumns(t *testing.T) {
 	cat := defaultCatalog(t)
-	r, err := Resolve(resnet(), cat, flavorDefaults())
+	r, err := Resolve(flavorResnet(), cat, flavorDefaults())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -243,19 +254,20 @@ func TestFlavorsOffRetiresLightDeployments(t *testing.T) {
 
 // With a declared busy share every column is weighed by the throughput the
 // decision counts for it: busyShare 0.5 bounds the flavors, so one T4 of
-// the own column counts 0.5 / 22.41 ms = 22.3 requests/s, two V100s 0.5 /
-// 11.5 ms = 43.5 each and one T4 instance of flavor 0.25 11.2: 19, 72 and
-// 9 percent. Weighed by the profiles' T_i (363, 709) the light instance
-// would get 1 % while the own columns ran past their busy share.
+// the own column counts 0.5 / 22.41 ms = 22.3 requests/s and two V100s
+// 0.5 / 11.5 ms = 43.5 each (a declared share, instanceShare), one T4
+// instance of flavor 0.25 0.25 x 363 = 90.75: 11, 44 and 45 percent.
+// Weighed by the profiles' T_i (363, 709) the own columns would run past
+// their busy share.
 func TestSplitTrafficWeighsDeclaredBusyShare(t *testing.T) {
-	ms := resnet()
+	ms := flavorResnet()
 	ms.Spec.Scaling.BusyShare = 0.5
 	f := newRoutingFixture(t, ms)
 	f.r.Defaults = flavorDefaults()
 	f.reconcile(t)
 	got := oneReadyInstance(t, f, "resnet50-t4-busy0-25")
-	if got["T4"] != 19 || got["V100-32GB"] != 72 || got["T4-busy0.25"] != 9 {
-		t.Errorf("traffic weights %v, want T4 19, V100-32GB 72, T4-busy0.25 9", got)
+	if got["T4"] != 11 || got["V100-32GB"] != 44 || got["T4-busy0.25"] != 45 {
+		t.Errorf("traffic weights %v, want T4 11, V100-32GB 44, T4-busy0.25 45", got)
 	}
 }
 
@@ -292,7 +304,7 @@ func TestLightFlavorNeedsGPUInUse(t *testing.T) {
 	for _, neighbour := range []bool{false, true} {
 		t.Run(map[bool]string{false: "idle", true: "in-use"}[neighbour], func(t *testing.T) {
 			ctx := context.Background()
-			ms := resnet()
+			ms := flavorResnet()
 			now := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 			r, c := newFakeReconciler(t, ms, &now)
 			r.Defaults = flavorDefaults()

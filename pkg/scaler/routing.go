@@ -206,8 +206,8 @@ func (r *Reconciler) splitTraffic(ctx context.Context, svc *service, deps []*app
 
 // routedRPS is the capacity per instance, in requests/s, by which the
 // traffic split weighs p's column: the throughput the decision counts for
-// it, T_i, or busyShare / L_i for a declared busy share, min(T_i, f / L_i)
-// for a light flavor f. Every column is weighed by the same measure, so an
+// it, T_i, or busyShare / L_i for a declared busy share, f x T_i for a
+// light flavor f. Every column is weighed by the same measure, so an
 // instance gets the load its busy share was planned for.
 func (p gpuProfile) routedRPS() float64 {
 	return p.throughputRPS

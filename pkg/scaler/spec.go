@@ -134,6 +134,10 @@ type gpuProfile struct {
 	// busyShare below the type's top flavor, withFlavors), with a
 	// Deployment of its own; false for the type's own column.
 	light bool
+	// latencyMs is the batch latency counted for the column's instances,
+	// ms: L_i / f for a light flavor f; 0 for the type's own column
+	// (spec.LatencyMs).
+	latencyMs float64
 }
 
 // column names p's column of the decision and its objects: the GPU type
@@ -346,7 +350,7 @@ func validate(ms *v1alpha1.ModelService, cat catalog.Catalog, d Defaults) (*serv
 		flavors = fl
 	}
 	if flavors.HasLight() {
-		types, err := withFlavors(out.types, flavors, s.Scaling.BusyShare)
+		types, err := withFlavors(out.types, flavors, s.Scaling.BusyShare, s.SLO.ResponseTimeMs)
 		if err != nil {
 			return nil, err
 		}
@@ -358,12 +362,13 @@ func validate(ms *v1alpha1.ModelService, cat catalog.Catalog, d Defaults) (*serv
 }
 
 // withFlavors expands each GPU type of types into its flavor columns
-// (heterogeneity.ExpandFlavors; busyShare, 0 when unset, bounds them): the
-// type's own column, as instanceShare resolves it, at top x C_i USD/h
-// (top: busyShare, or 1), followed by its light columns, each declaring
-// its flavor as busy share and counted at min(T_i, f / L_i) requests/s
-// for f x C_i USD/h.
-func withFlavors(types []gpuProfile, flavors heterogeneity.Flavors, busyShare float64) ([]gpuProfile, error) {
+// (heterogeneity.ExpandFlavors; busyShare, 0 when unset, bounds them, and
+// rtMaxMs, RT_max in ms, drops the flavors whose batches would take too
+// long): the type's own column, as instanceShare resolves it, at top x C_i
+// USD/h (top: busyShare, or 1), followed by its light columns, each
+// declaring its flavor f as busy share and counted at f x T_i requests/s
+// with batch latency L_i / f for f x C_i USD/h.
+func withFlavors(types []gpuProfile, flavors heterogeneity.Flavors, busyShare, rtMaxMs float64) ([]gpuProfile, error) {
 	top := 1.0
 	if busyShare > 0 {
 		top = busyShare
@@ -372,7 +377,7 @@ func withFlavors(types []gpuProfile, flavors heterogeneity.Flavors, busyShare fl
 	for _, p := range types {
 		base := heterogeneity.TypeState{GPUType: p.gpuType.Name, ThroughputRPS: p.spec.ThroughputRPS,
 			LatencyMs: p.spec.LatencyMs, PriceUSDPerHour: p.price, LaunchSeconds: p.spec.LaunchSeconds}
-		cols, err := heterogeneity.ExpandFlavors(base, flavors, busyShare)
+		cols, err := heterogeneity.ExpandFlavors(base, flavors, busyShare, rtMaxMs)
 		if err != nil {
 			return nil, fmt.Errorf("spec.profiles (%s): %w", p.gpuType.Name, err)
 		}
@@ -385,6 +390,7 @@ func withFlavors(types []gpuProfile, flavors heterogeneity.Flavors, busyShare fl
 			}
 			l := p
 			l.light, l.busyShare, l.throughputRPS, l.price = true, c.Flavor, c.Type.ThroughputRPS, c.Type.PriceUSDPerHour
+			l.latencyMs = c.Type.LatencyMs
 			out = append(out, l)
 		}
 	}
@@ -421,7 +427,7 @@ func (s *service) typeState(i, running, maxAdditional int, latencyInflation, sha
 		GPUType:          p.column(),
 		Running:          running,
 		ThroughputRPS:    p.throughputRPS / math.Max(1, sharedInflation),
-		LatencyMs:        p.spec.LatencyMs,
+		LatencyMs:        orDefault(p.latencyMs, p.spec.LatencyMs),
 		PriceUSDPerHour:  p.price,
 		LaunchSeconds:    p.spec.LaunchSeconds,
 		MaxAdditional:    maxAdditional,

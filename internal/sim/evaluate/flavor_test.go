@@ -26,10 +26,11 @@ func runFlavors(t *testing.T, flavors heterogeneity.Flavors, rates []float64, cl
 
 // Two idle services (resnet50 and ssd) for an hour on two T4s. Without
 // flavors each keeps a whole T4: billed 2 GPU-hours, and the ILP counted
-// the same. With flavors each runs one instance of flavor 0.1, which the
-// ILP counts at a tenth of a T4's price, 0.2 x 0.526 USD/h in all; the two
-// pack onto one T4, which bills its whole price: the report shows billed
-// five times what the ILP assumed.
+// the same. With flavors each runs one instance of the lightest flavor
+// whose batches fit its RT_max (4 L_i / f <= RT_max: ResNet-50 0.25 at
+// 400 ms, SSD 0.5 at 900 ms), which the ILP counts at 0.75 x 0.526 USD/h
+// in all; the two pack onto one T4, which bills its whole price: the
+// report shows billed 4/3 of what the ILP assumed.
 func TestFlavorsPackIdleServicesAndReportILPCost(t *testing.T) {
 	rates := constant(0, 3600)
 	whole := runFlavors(t, nil, rates, t4Only(2), DemoServices()...)
@@ -40,19 +41,19 @@ func TestFlavorsPackIdleServicesAndReportILPCost(t *testing.T) {
 	}
 	light := runFlavors(t, heterogeneity.DefaultFlavors, rates, t4Only(2), DemoServices()...)
 	p = light.Policies[0]
-	if !near(p.CostUSD, t4Price*h) || !near(p.ILPCostUSD, 0.2*t4Price*h) || p.PeakGPUs["T4"] != 1 {
-		t.Errorf("flavors: billed %v USD on %d T4s at peak, ILP assumed %v USD; want %v on 1 and %v", p.CostUSD, p.PeakGPUs["T4"], p.ILPCostUSD, t4Price*h, 0.2*t4Price*h)
+	if !near(p.CostUSD, t4Price*h) || !near(p.ILPCostUSD, 0.75*t4Price*h) || p.PeakGPUs["T4"] != 1 {
+		t.Errorf("flavors: billed %v USD on %d T4s at peak, ILP assumed %v USD; want %v on 1 and %v", p.CostUSD, p.PeakGPUs["T4"], p.ILPCostUSD, t4Price*h, 0.75*t4Price*h)
 	}
 	var out bytes.Buffer
 	PrintTable(&out, light)
-	if want := "hetsev-exact (flavors 0.1,0.25,0.5,1): billed 0.53 USD, its ILP assumed 0.11 USD"; !strings.Contains(out.String(), want) {
+	if want := "hetsev-exact (flavors 0.1,0.25,0.5,1): billed 0.53 USD, its ILP assumed 0.39 USD"; !strings.Contains(out.String(), want) {
 		t.Errorf("report lacks %q:\n%s", want, out.String())
 	}
 }
 
 // Under load a service scales out of its light flavor: ResNet-50 at 100
-// requests/s (a 0.1 instance carries 3.6 at the threshold) still meets
-// its SLO with flavors offered.
+// requests/s (its lightest flavor within RT_max 400 ms, 0.25, carries
+// 72.6 at the threshold) still meets its SLO with flavors offered.
 func TestFlavorsFollowTheLoad(t *testing.T) {
 	rates := constant(0, 900)
 	for i := 400; i < len(rates); i++ {
@@ -63,8 +64,8 @@ func TestFlavorsFollowTheLoad(t *testing.T) {
 	if s := p.Services[0]; s.SLOAttainment < 0.95 || s.Requests == 0 {
 		t.Errorf("flavors under load: SLO attainment %v over %d requests, want >= 0.95", s.SLOAttainment, s.Requests)
 	}
-	if idle := 0.1 * t4Price * float64(r.MeasuredSeconds) / 3600; p.ILPCostUSD <= idle {
-		t.Errorf("flavors under load: ILP assumed %v USD, want more than one 0.1 instance's %v", p.ILPCostUSD, idle)
+	if idle := 0.25 * t4Price * float64(r.MeasuredSeconds) / 3600; p.ILPCostUSD <= idle {
+		t.Errorf("flavors under load: ILP assumed %v USD, want more than one 0.25 instance's %v", p.ILPCostUSD, idle)
 	}
 }
 

@@ -292,9 +292,10 @@ type Scaling struct {
 	// Flavors are the busy shares, comma-separated and ascending in
 	// (0, 1], that the scaler may run instances of on each GPU type, e.g.
 	// "0.1,0.25,0.5,1". An instance of a flavor f below 1 declares busy
-	// share f, shares a GPU in use and is counted at min(T_i, f / L_i)
-	// requests/s for f times the GPU's price; each such flavor has a
-	// Deployment of its own. The decision runs light instances while the
+	// share f, shares a GPU in use and is counted at f x T_i requests/s,
+	// a batch taking L_i / f, for f times the GPU's price; it is offered
+	// only where 4 L_i / f <= RT_max. Each such flavor has a Deployment of
+	// its own. The decision runs light instances while the
 	// service is quiet and whole GPUs when it is busy. With busyShare set,
 	// flavors above it are not offered and busyShare is the largest.
 	// Empty: the scaler's --flavors; "1": whole GPUs only.
@@ -362,8 +363,8 @@ type ModelServiceStatus struct {
 	LatencyAtServiceLevelMs string `json:"latencyAtServiceLevelMs,omitempty"`
 	// TrafficWeights is the percent of requests routed to each GPU type
 	// and light instance flavor (VirtualService weights, proportional to
-	// the capacity of their instances: T_i N_i, or min(T_i, f / L_i) N
-	// for a flavor f).
+	// the capacity of their instances: T_i N_i, or f T_i N for a flavor
+	// f).
 	TrafficWeights map[string]int32 `json:"trafficWeights,omitempty"`
 	// LastDecision is the scaler's latest decision that differed from the
 	// one before it (another action, or one that changed replicas); a
