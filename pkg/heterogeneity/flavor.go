@@ -18,14 +18,16 @@ import (
 // traffic split sends it that share of the load). Flavor 1 is a whole GPU,
 // T_i requests/s at batch latency L_i.
 //
-// A light flavor is offered only where 4 L_i / f <= RT_max. A request
+// A light flavor is offered only where 3 L_i / f <= RT_max. A request
 // waits for the batch in progress and runs in the next, 2 L_i / f when
 // the neighbours keep to their shares; they do not always (a server
 // alone with its requests keeps a GPU busy about min(1, lambda L_i),
-// see pkg/scaler instanceShare), so the bound leaves a factor 2 for
-// them. With 2 L_i / f the Azure Functions replay of make evaluate
-// missed three times as many requests (the http services: SSD at 450
-// ms, BERT-large at 600 ms); with 4 L_i / f as many as whole GPUs do.
+// see pkg/scaler instanceShare), so the bound leaves one more batch for
+// them. On the Azure Functions replay of make evaluate (hetsev-exact,
+// cost USD / excess missed requests): 2 L_i / f 180.20 / 48,646, the
+// misses on the http services (SSD at 450 ms, BERT-large at 600 ms);
+// 3 L_i / f 198.60 / 15,348; 4 L_i / f 200.21 / 15,328; whole GPUs
+// only 246.24 / 14,844.
 type Flavors []float64
 
 // DefaultFlavors is the flavor set {0.1, 0.25, 0.5, 1}: steps of about a
@@ -121,7 +123,7 @@ func ColumnName(gpuType string, f float64, light bool) string {
 //     (a service's busy-share bound, spec.scaling.busyShare; 0 means none);
 //     its column is named t.GPUType;
 //   - each flavor f of fl below the top is a light column named
-//     ColumnName(t.GPUType, f, true), unless rtMaxMs > 0 and 4 L_i / f >
+//     ColumnName(t.GPUType, f, true), unless rtMaxMs > 0 and 3 L_i / f >
 //     rtMaxMs (RT_max, ms; see Flavors);
 //   - a column of flavor f serves f x T_i requests/s with batch latency
 //     L_i / f (the top column: T_i and L_i when it is 1) and costs f x C_i
@@ -164,7 +166,7 @@ func ExpandFlavors(t TypeState, fl Flavors, upper, rtMaxMs float64) ([]FlavorCol
 		if f >= top {
 			break
 		}
-		if rtMaxMs > 0 && 4*t.LatencyMs/f > rtMaxMs {
+		if rtMaxMs > 0 && 3*t.LatencyMs/f > rtMaxMs {
 			continue
 		}
 		out = append(out, column(f, true))

@@ -74,9 +74,9 @@ func TestExpandFlavors(t *testing.T) {
 	}
 }
 
-// A light flavor f is offered only while 4 L_i / f <= RT_max: BERT-large
-// on a T4 (L 114.5 ms) gets none at RT_max 600 ms (4 L / 0.5 = 916 ms),
-// 0.5 at 1,200 ms, and 0.25 and 0.5 at 2,400 ms (0.1: 4,580 ms).
+// A light flavor f is offered only while 3 L_i / f <= RT_max: BERT-large
+// on a T4 (L 114.5 ms) gets none at RT_max 600 ms (3 L / 0.5 = 687 ms),
+// 0.5 at 1,200 ms, and 0.25 and 0.5 at 2,400 ms (0.1: 3,435 ms).
 func TestExpandFlavorsWithinRTMax(t *testing.T) {
 	for _, tc := range []struct {
 		rtMaxMs float64

@@ -26,7 +26,7 @@ func flavorDefaults() Defaults {
 }
 
 // flavorResnet is resnet with RT_max 1,000 ms, within which every default
-// flavor's batches fit (4 L_i / 0.1 = 896 ms on the T4, see
+// flavor's batches fit (3 L_i / 0.1 = 672 ms on the T4, see
 // heterogeneity.Flavors).
 func flavorResnet() *v1alpha1.ModelService {
 	ms := resnet()
@@ -136,8 +136,8 @@ func TestFlavorsOfTheModelService(t *testing.T) {
 // of a T4's price) would cover it in the ILP's terms, but it could not
 // share a GPU with the service's own instances and would bill a whole T4,
 // so light flavors are offered only while the service fits in one of
-// them. (At RT_max 400 ms the T4 offers 0.25 and 0.5: 4 L_i / 0.1 is
-// 896 ms.)
+// them. (At RT_max 400 ms the T4 offers 0.25 and 0.5: 3 L_i / 0.1 is
+// 672 ms.)
 func TestBusyServiceScalesOutWholeGPUs(t *testing.T) {
 	for _, flavors := range []bool{false, true} {
 		t.Run(map[bool]string{false: "whole", true: "flavors"}[flavors], func(t *testing.T) {

@@ -8,7 +8,7 @@ import (
 
 // A light instance opens no GPU type. ResNet-50 at 200 requests/s holds
 // the cluster's one T4 whole; a quiet BERT-large service (RT_max 2,400
-// ms, so a V100's 0.1 flavor fits: 4 x 38.3 ms / 0.1 = 1,532 ms) finds no
+// ms, so a V100's 0.1 flavor fits: 3 x 38.3 ms / 0.1 = 1,149 ms) finds no
 // room on it. A V100-busy0.1 would then be the ILP's cheapest cover (0.39
 // USD/h in its terms) but would bill a whole V100 alone; with no V100 in
 // use the replay offers the V100's light columns no slots, as

@@ -27,7 +27,7 @@ func runFlavors(t *testing.T, flavors heterogeneity.Flavors, rates []float64, cl
 // Two idle services (resnet50 and ssd) for an hour on two T4s. Without
 // flavors each keeps a whole T4: billed 2 GPU-hours, and the ILP counted
 // the same. With flavors each runs one instance of the lightest flavor
-// whose batches fit its RT_max (4 L_i / f <= RT_max: ResNet-50 0.25 at
+// whose batches fit its RT_max (3 L_i / f <= RT_max: ResNet-50 0.25 at
 // 400 ms, SSD 0.5 at 900 ms), which the ILP counts at 0.75 x 0.526 USD/h
 // in all; the two pack onto one T4, which bills its whole price: the
 // report shows billed 4/3 of what the ILP assumed.

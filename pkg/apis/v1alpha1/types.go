@@ -294,7 +294,7 @@ type Scaling struct {
 	// "0.1,0.25,0.5,1". An instance of a flavor f below 1 declares busy
 	// share f, shares a GPU in use and is counted at f x T_i requests/s,
 	// a batch taking L_i / f, for f times the GPU's price; it is offered
-	// only where 4 L_i / f <= RT_max. Each such flavor has a Deployment of
+	// only where 3 L_i / f <= RT_max. Each such flavor has a Deployment of
 	// its own. The decision runs light instances while the
 	// service is quiet and whole GPUs when it is busy. With busyShare set,
 	// flavors above it are not offered and busyShare is the largest.
