@@ -27,8 +27,8 @@ const MaxDecisionHistory = 100
 type columnSeen struct {
 	slots, gpus int
 	noRoom      bool
-	// idle: a light flavor's column on a type with no GPU in use, offered
-	// no slots.
+	// idle: a light flavor's column on a type with no GPU in use by another
+	// model, offered no slots.
 	idle bool
 }
 

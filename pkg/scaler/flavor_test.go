@@ -298,11 +298,17 @@ func oneReadyInstance(t *testing.T, f *routingFixture, name string) map[string]i
 // tenants that keep the GPU billed anyway. A new resnet50 on an idle T4
 // node gets its first instance on a whole T4 (a 0.1 instance would bill
 // the T4 alone), the light columns offered no slots and the decision
-// saying why; with another tenant on the node, the first instance is a
-// 0.1 beside it.
+// saying why; so does one whose only T4 in use holds a resnet50 of its
+// own namespace, which anti-affinity keeps its light instances off; with
+// another tenant on the node, the first instance is a 0.1 beside it.
 func TestLightFlavorNeedsGPUInUse(t *testing.T) {
-	for _, neighbour := range []bool{false, true} {
-		t.Run(map[bool]string{false: "idle", true: "in-use"}[neighbour], func(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		own       bool // the T4 in use holds the service's own model
+		neighbour bool // a tenant of another model shares the node
+	}{{"idle", false, false}, {"own-model", true, false}, {"in-use", false, true}} {
+		neighbour := tc.neighbour
+		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
 			ms := flavorResnet()
 			now := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -311,6 +317,13 @@ func TestLightFlavorNeedsGPUInUse(t *testing.T) {
 			r.Metrics = &podMetrics{c: c, rps: map[string]float64{}}
 			if err := c.Create(ctx, node("t4-node", 8, 16384, "64")); err != nil {
 				t.Fatal(err)
+			}
+			if tc.own {
+				p := pod("resnet50-old", "t4-node", "resnet50", "4Gi", "0", "2")
+				p.Namespace = ms.Namespace
+				if err := c.Create(ctx, p); err != nil {
+					t.Fatal(err)
+				}
 			}
 			if neighbour {
 				p := pod("ssd-0", "t4-node", "ssd-resnet50", "4Gi", "0", "2")

@@ -216,8 +216,10 @@ func (r *Reconciler) decide(ctx context.Context, ms *v1alpha1.ModelService, st *
 		unsched[i] = u
 		// A light flavor's instance costs its share of a GPU's price only
 		// beside tenants that keep the GPU billed anyway; on a type with
-		// no GPU in use it would bill a whole GPU alone, so the column
-		// offers no slots and a whole GPU (or another type) is chosen.
+		// no GPU in use by another model it would bill a whole GPU alone
+		// (its own instances' GPUs are closed to it by anti-affinity), so
+		// the column offers no slots and a whole GPU (or another type) is
+		// chosen.
 		idle := p.light && c.inUse == 0 && c.slots > 0
 		if idle {
 			c.slots = 0

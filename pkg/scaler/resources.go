@@ -21,8 +21,9 @@ type typeCapacity struct {
 	// service's pods have: where the slots were looked for.
 	gpus int
 	// inUse is how many GPUs of the type host at least one instance of
-	// any tenant, on every node of the type: where a light flavor's
-	// instance can share a GPU that is billed anyway.
+	// another model identity than the service's, on every node of the
+	// type: where a light flavor's instance can share a GPU that is
+	// billed anyway (beside its own instances anti-affinity keeps it off).
 	inUse int
 	// inflation is the mean latency inflation (>= 1) its bound instances
 	// get from their GPU neighbours, by the co-location model at the busy
@@ -119,7 +120,7 @@ func capacityOf(nodes []*v1.Node, pods []*v1.Pod, ms, product string, demand gpu
 			inflation += onNode.Inflation(occ.GPUs[idx], demand)
 		}
 		for _, g := range occ.GPUs {
-			if g.Instances > 0 {
+			if g.Instances > g.Models[demand.Identity()] {
 				inUse++
 			}
 		}

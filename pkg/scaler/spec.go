@@ -367,7 +367,10 @@ func validate(ms *v1alpha1.ModelService, cat catalog.Catalog, d Defaults) (*serv
 // long): the type's own column, as instanceShare resolves it, at top x C_i
 // USD/h (top: busyShare, or 1), followed by its light columns, each
 // declaring its flavor f as busy share and counted at f x T_i requests/s
-// with batch latency L_i / f for f x C_i USD/h.
+// with batch latency L_i / f for f x C_i USD/h. A declared busy share
+// keeps instanceShare's count for the own column (busyShare / L_i, the
+// load at which a server alone on its GPU keeps it that busy), so a
+// service that declares one is planned as it is without flavors.
 func withFlavors(types []gpuProfile, flavors heterogeneity.Flavors, busyShare, rtMaxMs float64) ([]gpuProfile, error) {
 	top := 1.0
 	if busyShare > 0 {

@@ -81,11 +81,17 @@ func (n *node) inUse() bool {
 	return false
 }
 
-// typeInUse reports whether a GPU of type t hosts an instance.
-func (c *cluster) typeInUse(t string) bool {
+// typeInUse reports whether a GPU of type t hosts an instance of another
+// model identity than identity (gpuinventory.Demand.Identity).
+func (c *cluster) typeInUse(t, identity string) bool {
 	for _, nd := range c.nodes {
-		if nd.gpuType.Name == t && nd.inUse() {
-			return true
+		if nd.gpuType.Name != t {
+			continue
+		}
+		for _, g := range nd.gpus() {
+			if g.Instances > g.Models[identity] {
+				return true
+			}
 		}
 	}
 	return false

@@ -38,3 +38,32 @@ func TestLightFlavorOpensNoGPUType(t *testing.T) {
 		}
 	}
 }
+
+// A light instance shares no GPU with its own service: on the Azure code
+// replay (one bursty BERT-large service, RT_max 1,200 ms, so the T4's 0.5
+// flavor is offered) the only T4s in use are the service's own, which
+// anti-affinity closes to its light instances; a light instance would
+// bill a T4 of its own. The replay offers the light columns no slots and
+// hetsev-exact costs what it does with whole GPUs only.
+func TestLightFlavorNeedsAnotherTenant(t *testing.T) {
+	cfg, err := AzureCode(300, 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Policies = []string{PolicyExact}
+	cfg.Knobs.ModelThresholds = true
+	whole, err := Evaluate(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Flavors = heterogeneity.DefaultFlavors
+	light, err := Evaluate(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, l := whole.Policies[0], light.Policies[0]
+	if !near(l.CostUSD, w.CostUSD) || l.Services[0].WithinSLO != w.Services[0].WithinSLO {
+		t.Errorf("flavors: %.3f USD, %d requests within RT_max; whole GPUs only: %.3f USD, %d; want the same",
+			l.CostUSD, l.Services[0].WithinSLO, w.CostUSD, w.Services[0].WithinSLO)
+	}
+}

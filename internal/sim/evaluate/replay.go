@@ -303,8 +303,8 @@ func (r *policyRun) decide(s *serviceRun, t int) {
 		} else {
 			tv.slots = r.cl.slots(st.gpu.Name, st.demand, st.prof.CPUMilli, st.prof.MemoryMiB)
 			// hetsev-scaler offers a light flavor no slots on a type with
-			// no GPU in use (pkg/scaler reconcile).
-			if st.light && !r.cl.typeInUse(st.gpu.Name) {
+			// no GPU in use by another model (pkg/scaler reconcile).
+			if st.light && !r.cl.typeInUse(st.gpu.Name, st.demand.Identity()) {
 				tv.slots = 0
 			}
 		}
