@@ -60,6 +60,11 @@ func (g GPU) FitsBusyShare(d Demand, cap float64) bool {
 // FreeMiB is the GPU memory not claimed by placed instances, MiB.
 func (g GPU) FreeMiB() int64 { return g.TotalMiB - g.UsedMiB }
 
+// HostsOther reports whether g hosts an instance of a model identity other
+// than identity (Demand.Identity): a tenant that keeps g billed and whose
+// GPU anti-affinity does not close to identity's instances.
+func (g GPU) HostsOther(identity string) bool { return g.Instances > g.Models[identity] }
+
 // Fits reports whether d fits on g: enough free GPU memory and, when d names a
 // model, no instance of the same model identity already there (HetSev 4.2
 // anti-affinity, Demand.Identity).

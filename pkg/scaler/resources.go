@@ -120,7 +120,7 @@ func capacityOf(nodes []*v1.Node, pods []*v1.Pod, ms, product string, demand gpu
 			inflation += onNode.Inflation(occ.GPUs[idx], demand)
 		}
 		for _, g := range occ.GPUs {
-			if g.Instances > g.Models[demand.Identity()] {
+			if g.HostsOther(demand.Identity()) {
 				inUse++
 			}
 		}

@@ -89,7 +89,7 @@ func (c *cluster) typeInUse(t, identity string) bool {
 			continue
 		}
 		for _, g := range nd.gpus() {
-			if g.Instances > g.Models[identity] {
+			if g.HostsOther(identity) {
 				return true
 			}
 		}
