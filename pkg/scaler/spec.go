@@ -206,6 +206,12 @@ func validate(ms *v1alpha1.ModelService, cat catalog.Catalog, d Defaults) (*serv
 	if s.Model == "" {
 		return nil, fmt.Errorf("spec.model: must be set")
 	}
+	// The CRD's pattern refuses a "/" too; this catches a ModelService
+	// stored under an older CRD, whose pods hetsev-scheduler would leave
+	// Pending (gpuinventory.CheckModel).
+	if strings.Contains(s.Model, "/") {
+		return nil, fmt.Errorf("spec.model: %q must not contain \"/\": a model's identity is namespace/model", s.Model)
+	}
 	if !(s.SLO.ResponseTimeMs > 0) {
 		return nil, fmt.Errorf("spec.slo.responseTimeMs: must be > 0, got %v", s.SLO.ResponseTimeMs)
 	}

@@ -63,6 +63,7 @@ func TestValidateAppliesDefaultsAndCatalogPrices(t *testing.T) {
 
 func TestValidateNamesTheBadField(t *testing.T) {
 	cases := map[string]func(*v1alpha1.ModelService){
+		"spec.model":                     func(m *v1alpha1.ModelService) { m.Spec.Model = "a/resnet50" },
 		"spec.profiles[0].gpuType":       func(m *v1alpha1.ModelService) { m.Spec.Profiles[0].GPUType = "NoSuchGPU" },
 		"spec.profiles[1].throughputRPS": func(m *v1alpha1.ModelService) { m.Spec.Profiles[1].ThroughputRPS = -3 },
 		"spec.profiles[0].gpuMemory":     func(m *v1alpha1.ModelService) { m.Spec.Profiles[0].GPUMemory = "lots" },
