@@ -86,9 +86,9 @@ func (pl Placer) refusalMessage(reason string, g gpuinventory.GPU, d gpuinventor
 		return fmt.Sprintf("GPU %d carries busy share %g; with the instance's %s %g it would exceed maxBusyShare %g", g.Index, g.BusyShare, v1alpha1.AnnotationBusyShare, d.Busy(), pl.Choice.MaxBusyShare)
 	case RefusedAntiAffinity:
 		if hosting {
-			return fmt.Sprintf("GPU %d hosts no instance of model %q", g.Index, d.Model)
+			return fmt.Sprintf("GPU %d hosts no instance of model %q", g.Index, d.Identity())
 		}
-		return fmt.Sprintf("GPU %d already hosts model %q (anti-affinity)", g.Index, d.Model)
+		return fmt.Sprintf("GPU %d already hosts model %q (anti-affinity)", g.Index, d.Identity())
 	}
 	return fmt.Sprintf("on GPU %d the instance's or a neighbour's predicted latency inflation would exceed its %s", g.Index, v1alpha1.AnnotationMaxInflation)
 }

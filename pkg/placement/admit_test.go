@@ -1,6 +1,7 @@
 package placement
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/hetsev/hetsev/pkg/gpuinventory"
@@ -58,5 +59,22 @@ func TestSlotsCountsEachInstanceAgainstTheNext(t *testing.T) {
 	// Bounded by CPU: 5 free cores, 2 per instance.
 	if got := soft.Slots(gpus, gpuinventory.Demand{MemoryMiB: 1024, BusyShare: 0.1}, 5000, 2000, 0, 0); got != 2 {
 		t.Errorf("CPU-bound slots = %d, want 2", got)
+	}
+}
+
+// An anti-affinity refusal names the model's identity: two teams'
+// "resnet50" are two identities, so the bare name would not say whose
+// instance holds the GPU.
+func TestAntiAffinityRefusalNamesTheIdentity(t *testing.T) {
+	d := gpuinventory.Demand{Model: "resnet50", Scope: "team-a", MemoryMiB: 2048, BusyShare: 0.1}
+	gpus, _ := gpuinventory.Account(gpuinventory.NodeGPUs{Count: 1, MemoryMiB: 16384}, []gpuinventory.Placement{
+		{Index: 0, Demand: gpuinventory.Demand{Model: "resnet50", Scope: "team-a", MemoryMiB: 2048, BusyShare: 0.1}},
+	})
+	r := Placer{Choice: gpuinventory.Choice{MaxBusyShare: 1}}.Admit(gpus[0], d)
+	if r == nil || r.Reason != RefusedAntiAffinity {
+		t.Fatalf("refusal %v, want %s", r, RefusedAntiAffinity)
+	}
+	if !strings.Contains(r.Message, `"team-a/resnet50"`) {
+		t.Errorf("message %q does not name team-a/resnet50", r.Message)
 	}
 }

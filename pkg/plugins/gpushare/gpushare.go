@@ -236,9 +236,9 @@ func (p *gpuShare) noGPUMessage(memo *noGPUReasons, kind int, d gpuinventory.Dem
 		case reasonInflation:
 			return fmt.Sprintf("every GPU with %d MiB free and busy share to spare would inflate this pod's or a neighbour's latency past its %s", d.MemoryMiB, v1alpha1.AnnotationMaxInflation)
 		case reasonAntiAffinity:
-			return fmt.Sprintf("every GPU with %d MiB free and busy share to spare already hosts model %q (anti-affinity)", d.MemoryMiB, d.Model)
+			return fmt.Sprintf("every GPU with %d MiB free and busy share to spare already hosts model %q (anti-affinity)", d.MemoryMiB, d.Identity())
 		}
-		return fmt.Sprintf("every GPU with %d MiB free and busy share to spare already hosts model %q (anti-affinity) or would inflate this pod's or a neighbour's latency past its %s", d.MemoryMiB, d.Model, v1alpha1.AnnotationMaxInflation)
+		return fmt.Sprintf("every GPU with %d MiB free and busy share to spare already hosts model %q (anti-affinity) or would inflate this pod's or a neighbour's latency past its %s", d.MemoryMiB, d.Identity(), v1alpha1.AnnotationMaxInflation)
 	})
 }
 
