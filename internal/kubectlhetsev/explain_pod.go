@@ -13,6 +13,7 @@ import (
 
 	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
 	"github.com/hetsev/hetsev/pkg/gpuinventory"
+	"github.com/hetsev/hetsev/pkg/interference"
 )
 
 // PodExplanation is `explain pod`'s answer: where the pod is and why, or
@@ -87,7 +88,7 @@ func ExplainPod(ctx context.Context, c client.Reader, namespace, name string) (*
 		x.Reasons = pendingReasons(x.Scheduled, evs)
 		return x, nil
 	}
-	r, err := GPUs(ctx, c, p.Spec.NodeName)
+	r, err := GPUs(ctx, c, p.Spec.NodeName, interference.FittedColocation())
 	if err != nil {
 		x.Notes = append(x.Notes, fmt.Sprintf("GPUs of node %s not shown: %v", p.Spec.NodeName, err))
 		return x, nil

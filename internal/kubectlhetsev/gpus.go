@@ -68,9 +68,10 @@ type GPUTenant struct {
 	// inflation hetsev-scheduler predicted beside its neighbours at
 	// placement; "" when the pod has none.
 	PlacedInflation string `json:"placedInflation,omitempty"`
-	// Inflation is the latency inflation the fitted co-location model
-	// (pkg/interference, in the node's GPU sharing mode) predicts for it
-	// beside the GPU's tenants now; 0 when the pod names no model.
+	// Inflation is the latency inflation the co-location model
+	// (pkg/interference: the fitted one, or gpus' --interference-model;
+	// in the node's GPU sharing mode) predicts for it beside the GPU's
+	// tenants now; 0 when the pod names no model.
 	Inflation float64 `json:"inflation,omitempty"`
 }
 
@@ -78,6 +79,9 @@ type GPUTenant struct {
 type gpuOptions struct {
 	node     string
 	occupied bool
+	// interferenceModel is the co-location model file INFLATION(NOW) is
+	// predicted with ("": the fitted model).
+	interferenceModel string
 }
 
 func newGPUsCommand(e *env) *cobra.Command {
@@ -89,8 +93,10 @@ func newGPUsCommand(e *env) *cobra.Command {
 memory used and total (MiB), the summed declared busy share (BUSY, what the
 scheduler's cap counts), and per tenant its busy share (SHARE; "1(none)": it
 declares none and counts as busy all the time) and the latency inflation hetsev-scheduler predicted at placement
-(hetsev.io/predicted-inflation) and the one the fitted co-location model
-predicts beside the GPU's tenants now. Pods reach GPUs through
+(hetsev.io/predicted-inflation) and the one the co-location model predicts
+beside the GPU's tenants now: the fitted model, as hetsev-scheduler's
+default arguments, or the file --interference-model names (a copy of the
+one its interferenceModelFile argument names). Pods reach GPUs through
 hetsev.io/gpu-index or, in GPU mode dra, through their ResourceClaims'
 allocated devices. Reads every namespace.`,
 		Args: cobra.NoArgs,
@@ -98,15 +104,20 @@ allocated devices. Reads every namespace.`,
 	format := addOutputFlag(cmd)
 	cmd.Flags().StringVar(&o.node, "node", "", "show this node only")
 	cmd.Flags().BoolVar(&o.occupied, "occupied", false, "show only GPUs with tenants")
+	cmd.Flags().StringVar(&o.interferenceModel, "interference-model", "", "co-location model file to predict INFLATION(NOW) with, as hetsev-scheduler's interferenceModelFile (a local copy of it); empty: the fitted model, the scheduler's default")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		if err := checkOutput(*format); err != nil {
 			return err
+		}
+		m, err := interference.LoadColocation(o.interferenceModel)
+		if err != nil {
+			return fmt.Errorf("--interference-model: %w", err)
 		}
 		c, err := e.client()
 		if err != nil {
 			return err
 		}
-		r, err := GPUs(cmd.Context(), c, o.node)
+		r, err := GPUs(cmd.Context(), c, o.node, m)
 		if err != nil {
 			return err
 		}
@@ -124,7 +135,7 @@ allocated devices. Reads every namespace.`,
 // PrintGPUs writes the `kubectl hetsev gpus` table of the cluster c reads
 // to w, and its notes after it.
 func PrintGPUs(ctx context.Context, c client.Reader, w io.Writer) error {
-	r, err := GPUs(ctx, c, "")
+	r, err := GPUs(ctx, c, "", interference.FittedColocation())
 	if err != nil {
 		return err
 	}
@@ -135,29 +146,23 @@ func PrintGPUs(ctx context.Context, c client.Reader, w io.Writer) error {
 	return nil
 }
 
-// GPUs reads the cluster's GPUs and their tenants (node: that node only).
+// GPUs reads the cluster's GPUs and their tenants (node: that node only),
+// each tenant's inflation now predicted with the co-location model m.
 // A node publishing shareable devices of NVIDIA's DRA driver in
 // ResourceSlices is counted as GPU mode dra counts it (pkg/dra: claims'
 // allocations); any other node with GFD labels as annotation mode does
 // (gpuinventory.Occupancy.AddPod). Nodes with neither have no GPUs here.
-func GPUs(ctx context.Context, c client.Reader, node string) (GPUReport, error) {
+func GPUs(ctx context.Context, c client.Reader, node string, m interference.Colocation) (GPUReport, error) {
 	objs, err := readCluster(ctx, c, node)
 	if err != nil {
 		return GPUReport{}, err
 	}
-	return buildGPUReport(objs), nil
-}
-
-// defaultPlacer predicts inflation as hetsev-scheduler does with its
-// default arguments (the fitted co-location model, reference batch
-// latency).
-func defaultPlacer() placement.Placer {
-	return placement.Placer{Colocation: interference.FittedColocation()}
+	return buildGPUReport(objs, placement.Placer{Colocation: m}), nil
 }
 
 // buildGPUReport counts every node's GPUs and places each bound pod that
 // holds a GPU on it.
-func buildGPUReport(objs *clusterObjects) GPUReport {
+func buildGPUReport(objs *clusterObjects, placer placement.Placer) GPUReport {
 	r := GPUReport{Notes: objs.notes}
 	dv := newDRAView(objs, v1alpha1.DRADriver)
 	byNode := map[string][]*v1.Pod{}
@@ -168,15 +173,16 @@ func buildGPUReport(objs *clusterObjects) GPUReport {
 	slices.SortFunc(nodes, func(a, b v1.Node) int { return cmp.Compare(a.Name, b.Name) })
 	for i := range nodes {
 		n := &nodes[i]
-		gpus, notes := nodeGPUs(n, byNode[n.Name], dv)
+		gpus, notes := nodeGPUs(n, byNode[n.Name], dv, placer)
 		r.GPUs = append(r.GPUs, gpus...)
 		r.Notes = append(r.Notes, notes...)
 	}
 	return r
 }
 
-// nodeGPUs is one node's GPUs with their tenants.
-func nodeGPUs(n *v1.Node, pods []*v1.Pod, dv *draView) ([]GPUStatus, []string) {
+// nodeGPUs is one node's GPUs with their tenants, inflation predicted by
+// placer.
+func nodeGPUs(n *v1.Node, pods []*v1.Pod, dv *draView, placer placement.Placer) ([]GPUStatus, []string) {
 	var (
 		occ   *gpuinventory.Occupancy
 		gpuOf func(*v1.Pod) (int, bool)
@@ -225,7 +231,7 @@ func nodeGPUs(n *v1.Node, pods []*v1.Pod, dv *draView) ([]GPUStatus, []string) {
 			return idx, ok && err == nil && idx < len(occ.GPUs)
 		}
 	}
-	pl := defaultPlacer().OnNode(n.Labels)
+	pl := placer.OnNode(n.Labels)
 	for i, g := range occ.GPUs {
 		st := GPUStatus{
 			Node: n.Name, Index: g.Index, Type: occ.Node.Product, Mode: mode,

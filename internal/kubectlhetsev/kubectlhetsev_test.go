@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -25,6 +27,7 @@ import (
 	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
 	"github.com/hetsev/hetsev/pkg/catalog"
 	"github.com/hetsev/hetsev/pkg/gpuinventory"
+	"github.com/hetsev/hetsev/pkg/interference"
 )
 
 // newFake is a fake API client holding objs, with the field indexes the
@@ -120,6 +123,45 @@ func TestGPUsTable(t *testing.T) {
 	}
 }
 
+// --interference-model predicts INFLATION(NOW) with the model file it
+// names, as hetsev-scheduler's interferenceModelFile would: a model whose
+// context switches cost 20 times the fitted one's predicts more inflation
+// for the same tenants. A file that does not load is an error naming the
+// flag.
+func TestGPUsInterferenceModelFile(t *testing.T) {
+	f := interference.FittedColocation().File()
+	sw := *f.TimeSlicing.SwitchSeconds * 20
+	f.TimeSlicing.SwitchSeconds = &sw
+	data, err := yaml.Marshal(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "slow-switch.yaml")
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	now := func(args ...string) float64 {
+		t.Helper()
+		out, errOut, code := runWith(newFake(nil, annotationCluster()...), append([]string{"gpus", "-o", "json"}, args...)...)
+		if code != 0 {
+			t.Fatalf("gpus %v: exit %d: %s", args, code, errOut)
+		}
+		var r GPUReport
+		if err := json.Unmarshal([]byte(out), &r); err != nil {
+			t.Fatal(err)
+		}
+		return r.GPUs[0].Tenants[0].Inflation
+	}
+	fitted, slow := now(), now("--interference-model", path)
+	if !(slow > fitted && fitted > 1) {
+		t.Errorf("resnet50's inflation now: %.4f with the fitted model, %.4f with %s; want the file's higher", fitted, slow, path)
+	}
+	_, errOut, code := runWith(newFake(nil, annotationCluster()...), "gpus", "--interference-model", filepath.Join(t.TempDir(), "missing.yaml"))
+	if code == 0 || !strings.Contains(errOut, "--interference-model") {
+		t.Errorf("missing model file: exit %d, stderr %q; want an error naming --interference-model", code, errOut)
+	}
+}
+
 // Two namespaces' resnet50 on one GPU are two tenants: each one's
 // inflation now is its own, beside the other's busy share (the one busy
 // 0.2 beside 0.9 more inflated than the one busy 0.9 beside 0.2).
@@ -127,7 +169,7 @@ func TestGPUsTenantsByNamespace(t *testing.T) {
 	a := placed("r0", "t4-0", "resnet50", "2Gi", "0.2", "0", "", "")
 	b := placed("r0", "t4-0", "resnet50", "2Gi", "0.9", "0", "", "")
 	b.Namespace, b.UID = "team-b", "team-b-r0-uid"
-	r, err := GPUs(context.Background(), newFake(nil, t4Node("t4-0", 2), a, b), "")
+	r, err := GPUs(context.Background(), newFake(nil, t4Node("t4-0", 2), a, b), "", interference.FittedColocation())
 	if err != nil {
 		t.Fatal(err)
 	}
