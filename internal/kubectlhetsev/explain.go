@@ -14,11 +14,19 @@ func newExplainCommand(e *env) *cobra.Command {
 		Use:   "explain",
 		Short: "Explain a pod's placement or a ModelService's scaling decision",
 	}
+	pod := &cobra.Command{
+		Use:   "pod NAME",
+		Short: "Where a pod runs (node, GPU, predicted inflation, neighbours) and why, or why it is Pending",
+	}
+	model := addInterferenceModelFlag(pod)
 	cmd.AddCommand(
-		explainCommand(e, &cobra.Command{
-			Use:   "pod NAME",
-			Short: "Where a pod runs (node, GPU, predicted inflation, neighbours) and why, or why it is Pending",
-		}, ExplainPod),
+		explainCommand(e, pod, func(ctx context.Context, c client.Reader, namespace, name string) (*PodExplanation, error) {
+			m, err := loadInterferenceModel(*model)
+			if err != nil {
+				return nil, err
+			}
+			return explainPod(ctx, c, namespace, name, m)
+		}),
 		explainCommand(e, &cobra.Command{
 			Use:     "modelservice NAME",
 			Aliases: []string{"modelservices", "ms"},

@@ -45,8 +45,14 @@ type PodExplanation struct {
 	Notes   []string       `json:"notes,omitempty"`
 }
 
-// ExplainPod reads the pod namespace/name, its GPU and its Events.
+// ExplainPod reads the pod namespace/name, its GPU and its Events, the
+// GPU's inflation now predicted with the fitted co-location model.
 func ExplainPod(ctx context.Context, c client.Reader, namespace, name string) (*PodExplanation, error) {
+	return explainPod(ctx, c, namespace, name, interference.FittedColocation())
+}
+
+// explainPod is ExplainPod with the co-location model m.
+func explainPod(ctx context.Context, c client.Reader, namespace, name string, m interference.Colocation) (*PodExplanation, error) {
 	var p v1.Pod
 	if err := c.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, &p); err != nil {
 		return nil, apiError(err, "get", "pods", "pod", namespace+"/"+name)
@@ -88,7 +94,7 @@ func ExplainPod(ctx context.Context, c client.Reader, namespace, name string) (*
 		x.Reasons = pendingReasons(x.Scheduled, evs)
 		return x, nil
 	}
-	r, err := GPUs(ctx, c, p.Spec.NodeName, interference.FittedColocation())
+	r, err := GPUs(ctx, c, p.Spec.NodeName, m)
 	if err != nil {
 		x.Notes = append(x.Notes, fmt.Sprintf("GPUs of node %s not shown: %v", p.Spec.NodeName, err))
 		return x, nil

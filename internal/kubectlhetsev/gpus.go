@@ -79,9 +79,24 @@ type GPUTenant struct {
 type gpuOptions struct {
 	node     string
 	occupied bool
-	// interferenceModel is the co-location model file INFLATION(NOW) is
-	// predicted with ("": the fitted model).
-	interferenceModel string
+}
+
+// addInterferenceModelFlag adds --interference-model to cmd: the
+// co-location model file the inflation now is predicted with ("": the
+// fitted model).
+func addInterferenceModelFlag(cmd *cobra.Command) *string {
+	var path string
+	cmd.Flags().StringVar(&path, "interference-model", "", "co-location model file to predict the inflation now with, as hetsev-scheduler's interferenceModelFile (a local copy of it); empty: the fitted model, the scheduler's default")
+	return &path
+}
+
+// loadInterferenceModel loads --interference-model's file.
+func loadInterferenceModel(path string) (interference.Colocation, error) {
+	m, err := interference.LoadColocation(path)
+	if err != nil {
+		return interference.Colocation{}, fmt.Errorf("--interference-model: %w", err)
+	}
+	return m, nil
 }
 
 func newGPUsCommand(e *env) *cobra.Command {
@@ -104,14 +119,14 @@ allocated devices. Reads every namespace.`,
 	format := addOutputFlag(cmd)
 	cmd.Flags().StringVar(&o.node, "node", "", "show this node only")
 	cmd.Flags().BoolVar(&o.occupied, "occupied", false, "show only GPUs with tenants")
-	cmd.Flags().StringVar(&o.interferenceModel, "interference-model", "", "co-location model file to predict INFLATION(NOW) with, as hetsev-scheduler's interferenceModelFile (a local copy of it); empty: the fitted model, the scheduler's default")
+	model := addInterferenceModelFlag(cmd)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		if err := checkOutput(*format); err != nil {
 			return err
 		}
-		m, err := interference.LoadColocation(o.interferenceModel)
+		m, err := loadInterferenceModel(*model)
 		if err != nil {
-			return fmt.Errorf("--interference-model: %w", err)
+			return err
 		}
 		c, err := e.client()
 		if err != nil {

@@ -123,8 +123,9 @@ func TestGPUsTable(t *testing.T) {
 	}
 }
 
-// --interference-model predicts INFLATION(NOW) with the model file it
-// names, as hetsev-scheduler's interferenceModelFile would: a model whose
+// --interference-model (gpus, explain pod) predicts the inflation now
+// with the model file it names, as hetsev-scheduler's
+// interferenceModelFile would: a model whose
 // context switches cost 20 times the fitted one's predicts more inflation
 // for the same tenants. A file that does not load is an error naming the
 // flag.
@@ -154,11 +155,31 @@ func TestGPUsInterferenceModelFile(t *testing.T) {
 	}
 	fitted, slow := now(), now("--interference-model", path)
 	if !(slow > fitted && fitted > 1) {
-		t.Errorf("resnet50's inflation now: %.4f with the fitted model, %.4f with %s; want the file's higher", fitted, slow, path)
+		t.Errorf("gpus: resnet50's inflation now: %.4f with the fitted model, %.4f with %s; want the file's higher", fitted, slow, path)
 	}
-	_, errOut, code := runWith(newFake(nil, annotationCluster()...), "gpus", "--interference-model", filepath.Join(t.TempDir(), "missing.yaml"))
-	if code == 0 || !strings.Contains(errOut, "--interference-model") {
-		t.Errorf("missing model file: exit %d, stderr %q; want an error naming --interference-model", code, errOut)
+	explained := func(args ...string) float64 {
+		t.Helper()
+		out, errOut, code := runWith(newFake(nil, annotationCluster()...), append([]string{"explain", "pod", "r0", "-o", "json"}, args...)...)
+		if code != 0 {
+			t.Fatalf("explain pod %v: exit %d: %s", args, code, errOut)
+		}
+		var x PodExplanation
+		if err := json.Unmarshal([]byte(out), &x); err != nil {
+			t.Fatal(err)
+		}
+		if x.GPU == nil || len(x.GPU.Tenants) == 0 {
+			t.Fatalf("explain pod r0: no GPU tenants in %s", out)
+		}
+		return x.GPU.Tenants[0].Inflation
+	}
+	if f, s := explained(), explained("--interference-model", path); f != fitted || s != slow {
+		t.Errorf("explain pod: resnet50's inflation now %.4f and %.4f with %s; want gpus' %.4f and %.4f", f, s, path, fitted, slow)
+	}
+	for _, args := range [][]string{{"gpus"}, {"explain", "pod", "r0"}} {
+		_, errOut, code := runWith(newFake(nil, annotationCluster()...), append(args, "--interference-model", filepath.Join(t.TempDir(), "missing.yaml"))...)
+		if code == 0 || !strings.Contains(errOut, "--interference-model") {
+			t.Errorf("%v, missing model file: exit %d, stderr %q; want an error naming --interference-model", args, code, errOut)
+		}
 	}
 }
 
