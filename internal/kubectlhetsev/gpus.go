@@ -69,8 +69,8 @@ type GPUTenant struct {
 	// placement; "" when the pod has none.
 	PlacedInflation string `json:"placedInflation,omitempty"`
 	// Inflation is the latency inflation the co-location model
-	// (pkg/interference: the fitted one, or gpus' --interference-model;
-	// in the node's GPU sharing mode) predicts for it beside the GPU's
+	// (pkg/interference: the fitted one, or --interference-model's; in
+	// the node's GPU sharing mode) predicts for it beside the GPU's
 	// tenants now; 0 when the pod names no model.
 	Inflation float64 `json:"inflation,omitempty"`
 }

@@ -125,10 +125,9 @@ func TestGPUsTable(t *testing.T) {
 
 // --interference-model (gpus, explain pod) predicts the inflation now
 // with the model file it names, as hetsev-scheduler's
-// interferenceModelFile would: a model whose
-// context switches cost 20 times the fitted one's predicts more inflation
-// for the same tenants. A file that does not load is an error naming the
-// flag.
+// interferenceModelFile would: a model whose context switches cost 20
+// times the fitted one's predicts more inflation for the same tenants. A
+// file that does not load is an error naming the flag.
 func TestGPUsInterferenceModelFile(t *testing.T) {
 	f := interference.FittedColocation().File()
 	sw := *f.TimeSlicing.SwitchSeconds * 20
