@@ -74,13 +74,22 @@ func ModelOf(pod *v1.Pod) Demand {
 	return d
 }
 
-// CheckModel reports a hetsev.io/model value that holds "/", naming the
-// annotation: identities are namespace/model (Demand.Identity), so a
-// cluster-wide "a/resnet50" would be namespace a's resnet50. ModelService
-// spec.model's schema pattern refuses the same names.
-func CheckModel(model string) error {
+// CheckModelName reports a model name that holds "/": identities are
+// namespace/model (Demand.Identity), so a cluster-wide "a/resnet50" would
+// be namespace a's resnet50. ModelService spec.model's schema pattern
+// refuses the same names.
+func CheckModelName(model string) error {
 	if strings.Contains(model, "/") {
-		return fmt.Errorf("annotation %s=%q must not contain \"/\": a model's identity is namespace/model (%s)", v1alpha1.AnnotationModel, model, v1alpha1.AnnotationModelScope)
+		return fmt.Errorf("%q must not contain \"/\": a model's identity is namespace/model", model)
+	}
+	return nil
+}
+
+// CheckModel is CheckModelName for a hetsev.io/model value, naming the
+// annotation.
+func CheckModel(model string) error {
+	if err := CheckModelName(model); err != nil {
+		return fmt.Errorf("annotation %s=%w (%s)", v1alpha1.AnnotationModel, err, v1alpha1.AnnotationModelScope)
 	}
 	return nil
 }

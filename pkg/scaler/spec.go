@@ -209,8 +209,8 @@ func validate(ms *v1alpha1.ModelService, cat catalog.Catalog, d Defaults) (*serv
 	// The CRD's pattern refuses a "/" too; this catches a ModelService
 	// stored under an older CRD, whose pods hetsev-scheduler would leave
 	// Pending (gpuinventory.CheckModel).
-	if strings.Contains(s.Model, "/") {
-		return nil, fmt.Errorf("spec.model: %q must not contain \"/\": a model's identity is namespace/model", s.Model)
+	if err := gpuinventory.CheckModelName(s.Model); err != nil {
+		return nil, fmt.Errorf("spec.model: %w", err)
 	}
 	if !(s.SLO.ResponseTimeMs > 0) {
 		return nil, fmt.Errorf("spec.slo.responseTimeMs: must be > 0, got %v", s.SLO.ResponseTimeMs)
