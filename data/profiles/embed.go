@@ -13,7 +13,7 @@ import (
 
 // Files holds the CSV files exactly as committed.
 //
-//go:embed gpu_catalog.csv model_profiles.csv instance_estimates.csv
+//go:embed gpu_catalog.csv model_profiles.csv instance_estimates.csv small_batches.csv
 var Files embed.FS
 
 // Names of the embedded files as data/README.md names them (relative to
@@ -22,6 +22,7 @@ const (
 	GPUCatalog        = "profiles/gpu_catalog.csv"
 	ModelProfiles     = "profiles/model_profiles.csv"
 	InstanceEstimates = "profiles/instance_estimates.csv"
+	SmallBatches      = "profiles/small_batches.csv"
 )
 
 // Open opens one of the files named above.

@@ -39,6 +39,33 @@ type Profile struct {
 
 	Source        string // where throughput and latency were measured
 	EstimateBasis string // why the estimated fields have their values
+
+	// SmallBatches are measurements of the same setup at batch sizes below
+	// BatchSize, ascending (data/profiles/small_batches.csv); empty where
+	// none are loaded. A light flavor whose batch of BatchSize would take
+	// too long runs at one of them (heterogeneity.ExpandFlavors).
+	SmallBatches []BatchPoint
+}
+
+// BatchPoint is one measured batch size of a profile: T and L of the
+// server when its batches hold at most BatchSize requests.
+type BatchPoint struct {
+	BatchSize int // requests per batch
+	// ThroughputRPS is the throughput at BatchSize, requests/s.
+	ThroughputRPS float64
+	// LatencyMs is the latency of one batch of BatchSize alone on the
+	// GPU, ms.
+	LatencyMs float64
+}
+
+// SmallBatch returns the measured point of batch size b below BatchSize.
+func (p Profile) SmallBatch(b int) (BatchPoint, bool) {
+	for _, pt := range p.SmallBatches {
+		if pt.BatchSize == b {
+			return pt, true
+		}
+	}
+	return BatchPoint{}, false
 }
 
 // Validate reports the first field of p that cannot be used: empty model or
@@ -320,5 +347,62 @@ func DefaultProfiles() (Profiles, error) {
 		return Profiles{}, err
 	}
 	defer ef.Close()
-	return LoadProfiles(pf, profiles.ModelProfiles, ef, profiles.InstanceEstimates)
+	ps, err := LoadProfiles(pf, profiles.ModelProfiles, ef, profiles.InstanceEstimates)
+	if err != nil {
+		return Profiles{}, err
+	}
+	sf, err := openEmbedded(profiles.SmallBatches)
+	if err != nil {
+		return Profiles{}, err
+	}
+	defer sf.Close()
+	return ps.WithSmallBatches(sf, profiles.SmallBatches)
+}
+
+// WithSmallBatches returns ps with the smaller-batch measurements of r
+// (columns model, gpu_type, batch_size, throughput_rps, latency_ms,
+// source; other columns ignored) added to the profiles they belong to.
+//
+// Errors are *FieldError values naming file, line and column: a row
+// without a profile of its model and GPU type, a batch size not below
+// the profile's, a duplicate batch size, or a number that is not
+// positive. ps is left unchanged.
+func (ps Profiles) WithSmallBatches(r io.Reader, file string) (Profiles, error) {
+	t, err := newCSVTable(r, file, []string{colModel, colProfileGPUType, colBatchSize, colThroughputRPS, colLatencyMs, colProfileSource})
+	if err != nil {
+		return Profiles{}, err
+	}
+	out := Profiles{byKey: make(map[profileKey]Profile, len(ps.byKey))}
+	for k, p := range ps.byKey {
+		p.SmallBatches = slices.Clone(p.SmallBatches)
+		out.byKey[k] = p
+	}
+	for {
+		row, ok, err := t.next()
+		if err != nil {
+			return Profiles{}, err
+		}
+		if !ok {
+			break
+		}
+		pt, err := parseProfile(row)
+		if err != nil {
+			return Profiles{}, err
+		}
+		k := profileKey{pt.Model, pt.GPUType}
+		p, ok := out.byKey[k]
+		if !ok {
+			return Profiles{}, row.errorf(colProfileGPUType, "no profile of model %q on %q to add a batch size to", pt.Model, pt.GPUType)
+		}
+		if pt.BatchSize >= p.BatchSize {
+			return Profiles{}, row.errorf(colBatchSize, "%d is not below the profile's batch size %d", pt.BatchSize, p.BatchSize)
+		}
+		if _, dup := p.SmallBatch(pt.BatchSize); dup {
+			return Profiles{}, row.errorf(colBatchSize, "duplicate batch size %d for model %q on %q", pt.BatchSize, pt.Model, pt.GPUType)
+		}
+		p.SmallBatches = append(p.SmallBatches, BatchPoint{BatchSize: pt.BatchSize, ThroughputRPS: pt.ThroughputRPS, LatencyMs: pt.LatencyMs})
+		slices.SortFunc(p.SmallBatches, func(a, b BatchPoint) int { return cmp.Compare(a.BatchSize, b.BatchSize) })
+		out.byKey[k] = p
+	}
+	return out, nil
 }
