@@ -6,6 +6,8 @@ import (
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/hetsev/hetsev/pkg/catalog"
 )
 
 // Flavors is a set of instance flavors: busy shares in (0, 1], strictly
@@ -18,7 +20,8 @@ import (
 // traffic split sends it that share of the load). Flavor 1 is a whole GPU,
 // T_i requests/s at batch latency L_i.
 //
-// A light flavor is offered only where 3 L_i / f <= RT_max. A request
+// A light flavor is offered only where 3 L_i / f <= RT_max, L_i at the
+// profile's batch or at a measured smaller one (ExpandFlavors). A request
 // waits for the batch in progress and runs in the next, 2 L_i / f when
 // the neighbours keep to their shares; they do not always (a server
 // alone with its requests keeps a GPU busy about min(1, lambda L_i),
@@ -99,10 +102,14 @@ type FlavorColumn struct {
 	// Light is false for the type's own column (the top flavor, named by
 	// the GPU type alone) and true for a lighter flavor.
 	Light bool
+	// BatchSize is the batch size a light column's servers are capped
+	// at, below the profile's; 0 where they batch as the profile does.
+	BatchSize int
 	// Type is the column's coefficients: GPUType named by ColumnName,
-	// ThroughputRPS f x T_i, LatencyMs L_i / f, PriceUSDPerHour f x C_i,
-	// and the type's other fields; Running and MaxAdditional are 0, for
-	// the caller to fill per column.
+	// ThroughputRPS f x T_i, LatencyMs L_i / f, PriceUSDPerHour f x C_i
+	// (T_i and L_i those of BatchSize where it is set), and the type's
+	// other fields; Running and MaxAdditional are 0, for the caller to
+	// fill per column.
 	Type TypeState
 }
 
@@ -124,7 +131,14 @@ func ColumnName(gpuType string, f float64, light bool) string {
 //     its column is named t.GPUType;
 //   - each flavor f of fl below the top is a light column named
 //     ColumnName(t.GPUType, f, true), unless rtMaxMs > 0 and 3 L_i / f >
-//     rtMaxMs (RT_max, ms; see Flavors);
+//     rtMaxMs (RT_max, ms; see Flavors); there the column runs at the
+//     largest batch size b of small (measured points below the profile's
+//     batch size) with 3 L(b) / f <= rtMaxMs, at f x T(b) requests/s, and
+//     is dropped only when none fits. Servers alone with a few requests
+//     run batches smaller than the profile's anyway; capping them at b
+//     lets a quiet service with a tight RT_max share a GPU (BERT-large on
+//     a T4: 14.4 ms per batch of 1 at 69 requests/s, 114.5 ms per batch
+//     of 8 at 69.3);
 //   - a column of flavor f serves f x T_i requests/s with batch latency
 //     L_i / f (the top column: T_i and L_i when it is 1) and costs f x C_i
 //     USD/h.
@@ -132,7 +146,7 @@ func ColumnName(gpuType string, f float64, light bool) string {
 // Running and MaxAdditional are left 0. It returns an error for an invalid
 // flavor set, an upper bound outside [0, 1], or a type whose T_i, L_i or
 // C_i the rule cannot use.
-func ExpandFlavors(t TypeState, fl Flavors, upper, rtMaxMs float64) ([]FlavorColumn, error) {
+func ExpandFlavors(t TypeState, fl Flavors, upper, rtMaxMs float64, small []catalog.BatchPoint) ([]FlavorColumn, error) {
 	if err := fl.Validate(); err != nil {
 		return nil, err
 	}
@@ -167,9 +181,36 @@ func ExpandFlavors(t TypeState, fl Flavors, upper, rtMaxMs float64) ([]FlavorCol
 			break
 		}
 		if rtMaxMs > 0 && 3*t.LatencyMs/f > rtMaxMs {
+			if c, ok := smallBatchColumn(column(f, true), small, rtMaxMs); ok {
+				out = append(out, c)
+			}
 			continue
 		}
 		out = append(out, column(f, true))
 	}
 	return append(out, own), nil
+}
+
+// smallBatchColumn is light column c run at the largest batch size of
+// small whose batches fit RT_max (3 L(b) / f <= rtMaxMs), with that
+// point's T and L; false when none fits or a point is unusable.
+func smallBatchColumn(c FlavorColumn, small []catalog.BatchPoint, rtMaxMs float64) (FlavorColumn, bool) {
+	best := -1
+	for k, pt := range small {
+		if pt.BatchSize < 1 || !(pt.ThroughputRPS > 0) || !(pt.LatencyMs > 0) || math.IsInf(pt.ThroughputRPS+pt.LatencyMs, 0) {
+			continue
+		}
+		if 3*pt.LatencyMs/c.Flavor <= rtMaxMs && (best < 0 || pt.BatchSize > small[best].BatchSize) {
+			best = k
+		}
+	}
+	if best < 0 {
+		return c, false
+	}
+	pt := small[best]
+	c.BatchSize = pt.BatchSize
+	c.Type.ThroughputRPS = c.Flavor * pt.ThroughputRPS
+	c.Type.LatencyMs = pt.LatencyMs / c.Flavor
+	c.Type.BatchSize = pt.BatchSize
+	return c, true
 }

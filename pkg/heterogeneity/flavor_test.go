@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hetsev/hetsev/pkg/catalog"
 )
 
 func TestParseFlavors(t *testing.T) {
@@ -42,7 +44,7 @@ func TestExpandFlavors(t *testing.T) {
 	// ResNet-50 on a T4: T = 363 requests/s, L = 22.41 ms; f T is 36.3,
 	// 90.75 and 181.5 requests/s for 0.1, 0.25 and 0.5, each batch taking
 	// L / f: 224.1, 89.64 and 44.82 ms.
-	cols, err := ExpandFlavors(resnetT4(3, 2), DefaultFlavors, 0, 0)
+	cols, err := ExpandFlavors(resnetT4(3, 2), DefaultFlavors, 0, 0, nil)
 	if err != nil {
 		t.Fatalf("ExpandFlavors: %v", err)
 	}
@@ -87,7 +89,7 @@ func TestExpandFlavorsWithinRTMax(t *testing.T) {
 		{2400, "T4-busy0.25 T4-busy0.5 T4"},
 		{0, "T4-busy0.1 T4-busy0.25 T4-busy0.5 T4"},
 	} {
-		cols, err := ExpandFlavors(bertT4(0, 0), DefaultFlavors, 0, tc.rtMaxMs)
+		cols, err := ExpandFlavors(bertT4(0, 0), DefaultFlavors, 0, tc.rtMaxMs, nil)
 		if err != nil {
 			t.Fatalf("ExpandFlavors: %v", err)
 		}
@@ -101,15 +103,50 @@ func TestExpandFlavorsWithinRTMax(t *testing.T) {
 	}
 	// The set {1}: the type's own column alone.
 	ty := TypeState{GPUType: "T4", ThroughputRPS: 10, LatencyMs: 30, PriceUSDPerHour: 1}
-	cols, err := ExpandFlavors(ty, Flavors{1}, 0, 0)
+	cols, err := ExpandFlavors(ty, Flavors{1}, 0, 0, nil)
 	if err != nil || len(cols) != 1 || cols[0].Type.GPUType != "T4" || cols[0].Type.ThroughputRPS != 10 || cols[0].Type.PriceUSDPerHour != 1 {
 		t.Errorf("ExpandFlavors({1}) = %+v, %v; want the T4 column alone", cols, err)
 	}
 }
 
+// Where the profile's batch is too long for RT_max, a light column runs
+// at the largest measured smaller batch that fits: BERT-large on a T4 at
+// RT_max 600 ms gets every light flavor at batch 1 (3 x 14.4 / 0.1 =
+// 432 ms), counted at f x 69 requests/s with batches of 14.4 / f ms.
+func TestExpandFlavorsSmallBatches(t *testing.T) {
+	small := []catalog.BatchPoint{{BatchSize: 1, ThroughputRPS: 69, LatencyMs: 14.4}}
+	cols, err := ExpandFlavors(bertT4(0, 0), DefaultFlavors, 0, 600, small)
+	if err != nil {
+		t.Fatalf("ExpandFlavors: %v", err)
+	}
+	want := map[string]float64{"T4-busy0.1": 0.1, "T4-busy0.25": 0.25, "T4-busy0.5": 0.5}
+	for _, c := range cols {
+		f, light := want[c.Type.GPUType]
+		if !light {
+			if c.Light || c.BatchSize != 0 {
+				t.Errorf("own column %+v: want not light, batch 0 (the profile's)", c)
+			}
+			continue
+		}
+		delete(want, c.Type.GPUType)
+		if c.BatchSize != 1 || c.Type.BatchSize != 1 || math.Abs(c.Type.ThroughputRPS-f*69) > 1e-9 || math.Abs(c.Type.LatencyMs-14.4/f) > 1e-9 {
+			t.Errorf("%s: batch %d (type %d), %.4g requests/s, %.4g ms; want batch 1, %.4g requests/s, %.4g ms",
+				c.Type.GPUType, c.BatchSize, c.Type.BatchSize, c.Type.ThroughputRPS, c.Type.LatencyMs, f*69, 14.4/f)
+		}
+	}
+	if len(want) > 0 {
+		t.Errorf("columns %v missing at RT_max 600 ms with a measured batch of 1", want)
+	}
+	// A point that does not fit either leaves the flavor out.
+	cols, err = ExpandFlavors(bertT4(0, 0), DefaultFlavors, 0, 80, small)
+	if err != nil || len(cols) != 1 || cols[0].Light {
+		t.Errorf("RT_max 80 ms (3 x 14.4 / 0.5 = 86.4): %+v, %v; want the T4 column alone", cols, err)
+	}
+}
+
 // A busy-share bound caps the flavors and is the type's own column.
 func TestExpandFlavorsUpperBound(t *testing.T) {
-	cols, err := ExpandFlavors(resnetT4(0, 0), DefaultFlavors, 0.3, 0)
+	cols, err := ExpandFlavors(resnetT4(0, 0), DefaultFlavors, 0.3, 0, nil)
 	if err != nil {
 		t.Fatalf("ExpandFlavors: %v", err)
 	}
@@ -124,7 +161,7 @@ func TestExpandFlavorsUpperBound(t *testing.T) {
 		t.Errorf("light columns = %+v, %+v; want 0.1 and 0.25", cols[0], cols[1])
 	}
 	// A bound in the set is not offered twice.
-	cols, err = ExpandFlavors(resnetT4(0, 0), DefaultFlavors, 0.25, 0)
+	cols, err = ExpandFlavors(resnetT4(0, 0), DefaultFlavors, 0.25, 0, nil)
 	if err != nil || len(cols) != 2 || cols[1].Flavor != 0.25 || cols[1].Light {
 		t.Errorf("ExpandFlavors(upper 0.25) = %+v, %v; want 0.1 light and 0.25 own", cols, err)
 	}
@@ -145,7 +182,7 @@ func TestExpandFlavorsErrors(t *testing.T) {
 		{"no throughput", TypeState{GPUType: "T4", LatencyMs: 10}, DefaultFlavors, 0, "ThroughputRPS"},
 		{"infinite latency", TypeState{GPUType: "T4", ThroughputRPS: 1, LatencyMs: math.Inf(1)}, DefaultFlavors, 0, "LatencyMs"},
 	} {
-		_, err := ExpandFlavors(tc.ty, tc.fl, tc.upper, 0)
+		_, err := ExpandFlavors(tc.ty, tc.fl, tc.upper, 0, nil)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: ExpandFlavors = %v, want an error containing %q", tc.name, err, tc.want)
 		}
@@ -158,7 +195,7 @@ func TestExpandFlavorsErrors(t *testing.T) {
 // for 10 of each.
 func flavorColumns(t *testing.T) []TypeState {
 	t.Helper()
-	cols, err := ExpandFlavors(resnetT4(0, 0), DefaultFlavors, 0, 0)
+	cols, err := ExpandFlavors(resnetT4(0, 0), DefaultFlavors, 0, 0, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

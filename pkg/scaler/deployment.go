@@ -81,6 +81,15 @@ func desiredDeployment(s *service, p gpuProfile, replicas int32) *appsv1.Deploym
 		}
 	}
 	applyOverrides(&tpl.Spec, p.spec.Overrides)
+	if p.batchSize > 0 && len(tpl.Spec.Containers) > 0 {
+		// The model server's container: the one the overrides change
+		// (validated with the spec), else the first.
+		i := 0
+		if p.spec.Overrides != nil {
+			i, _ = overrideTarget(&tpl.Spec, p.spec.Overrides, "")
+		}
+		setEnv(&tpl.Spec.Containers[i], v1alpha1.EnvMaxBatchSize, strconv.Itoa(p.batchSize))
+	}
 	if tpl.Labels == nil {
 		tpl.Labels = map[string]string{}
 	}
@@ -100,6 +109,11 @@ func desiredDeployment(s *service, p gpuProfile, replicas int32) *appsv1.Deploym
 	tpl.Annotations[v1alpha1.AnnotationGPUMemory] = fmt.Sprintf("%dMi", d.MemoryMiB)
 	tpl.Annotations[v1alpha1.AnnotationBusyShare] = strconv.FormatFloat(d.BusyShare, 'f', -1, 64)
 	tpl.Annotations[v1alpha1.AnnotationMaxInflation] = strconv.FormatFloat(d.MaxInflation, 'f', -1, 64)
+	if p.batchSize > 0 {
+		tpl.Annotations[v1alpha1.AnnotationMaxBatchSize] = strconv.Itoa(p.batchSize)
+	} else {
+		delete(tpl.Annotations, v1alpha1.AnnotationMaxBatchSize)
+	}
 	tpl.Spec.SchedulerName = v1alpha1.SchedulerName
 	if tpl.Spec.NodeSelector == nil {
 		tpl.Spec.NodeSelector = map[string]string{}
@@ -376,3 +390,14 @@ func replicasOf(d *appsv1.Deployment) int32 {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// setEnv sets variable name of c to value, replacing one of that name.
+func setEnv(c *v1.Container, name, value string) {
+	for i := range c.Env {
+		if c.Env[i].Name == name {
+			c.Env[i] = v1.EnvVar{Name: name, Value: value}
+			return
+		}
+	}
+	c.Env = append(c.Env, v1.EnvVar{Name: name, Value: value})
+}

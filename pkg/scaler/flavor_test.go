@@ -353,3 +353,76 @@ func TestLightFlavorNeedsGPUInUse(t *testing.T) {
 		})
 	}
 }
+
+// At RT_max 400 ms the T4's 0.1 flavor does not fit at batch 8 (3 x 22.41
+// / 0.1 = 672 ms); with spec.profiles[].smallBatches it runs at the
+// largest measured batch that does (batch 4: 3 x 12.73 / 0.1 = 382 ms),
+// counted at 0.1 x 325 requests/s, and its pods carry the cap in the
+// annotation and the server's variable. Other columns carry neither.
+func TestLightFlavorAtSmallBatch(t *testing.T) {
+	cat := defaultCatalog(t)
+	ms := resnet()
+	ms.Spec.Profiles[0].SmallBatches = []v1alpha1.BatchPoint{{BatchSize: 1, ThroughputRPS: 98, LatencyMs: 10.7}, {BatchSize: 2, ThroughputRPS: 186, LatencyMs: 11.26}, {BatchSize: 4, ThroughputRPS: 325, LatencyMs: 12.73}}
+	s, err := validate(ms, cat, flavorDefaults())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "T4 T4-busy0.1 T4-busy0.25 T4-busy0.5 V100-32GB V100-32GB-busy0.1 V100-32GB-busy0.25 V100-32GB-busy0.5"
+	if got := columnsOf(s); got != want {
+		t.Fatalf("columns %s, want %s", got, want)
+	}
+	for i, p := range s.types {
+		d := desiredDeployment(s, p, 1)
+		ann := d.Spec.Template.Annotations[v1alpha1.AnnotationMaxBatchSize]
+		var env []string
+		for _, e := range d.Spec.Template.Spec.Containers[0].Env {
+			if e.Name == v1alpha1.EnvMaxBatchSize {
+				env = append(env, e.Value)
+			}
+		}
+		if p.column() != "T4-busy0.1" {
+			if ann != "" || len(env) != 0 {
+				t.Errorf("column %s: annotation %q, env %v; want neither", p.column(), ann, env)
+			}
+			continue
+		}
+		if ann != "4" || len(env) != 1 || env[0] != "4" {
+			t.Errorf("column %s: annotation %q, env %v; want 4 in both", p.column(), ann, env)
+		}
+		if ts := s.typeState(i, 0, 1, 0, 1); math.Abs(ts.ThroughputRPS-32.5) > 1e-9 || math.Abs(ts.LatencyMs-127.3) > 1e-9 {
+			t.Errorf("column %s: %.4g requests/s at %.4g ms; want 32.5 at 127.3", p.column(), ts.ThroughputRPS, ts.LatencyMs)
+		}
+		if c := (&Resolved{s: s}).Columns()[i]; c.BatchSize != 4 {
+			t.Errorf("column %s: Columns() batch %d, want 4", p.column(), c.BatchSize)
+		}
+	}
+	// Without the measurements the 0.1 flavor is left out.
+	s, err = validate(resnet(), cat, flavorDefaults())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := columnsOf(s); strings.Contains(got, "T4-busy0.1") {
+		t.Errorf("columns %s: T4-busy0.1 without small batches", got)
+	}
+}
+
+func TestSmallBatchesRejected(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		pts  []v1alpha1.BatchPoint
+		want string
+	}{
+		{"not below spec.batchSize", []v1alpha1.BatchPoint{{BatchSize: 8, ThroughputRPS: 363, LatencyMs: 22.41}},
+			"spec.profiles[0].smallBatches[0].batchSize: 8 is not in [1, spec.batchSize 8)"},
+		{"not ascending", []v1alpha1.BatchPoint{{BatchSize: 2, ThroughputRPS: 186, LatencyMs: 11.26}, {BatchSize: 1, ThroughputRPS: 98, LatencyMs: 10.7}},
+			"spec.profiles[0].smallBatches[1].batchSize: 1 follows 2"},
+		{"zero latency", []v1alpha1.BatchPoint{{BatchSize: 1, ThroughputRPS: 98}},
+			"spec.profiles[0].smallBatches[0].latencyMs: must be > 0"},
+	} {
+		ms := resnet()
+		ms.Spec.Profiles[0].SmallBatches = tc.pts
+		if _, err := validate(ms, defaultCatalog(t), flavorDefaults()); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error %v, want one containing %q", tc.name, err, tc.want)
+		}
+	}
+}

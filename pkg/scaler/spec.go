@@ -138,6 +138,11 @@ type gpuProfile struct {
 	// ms: L_i / f for a light flavor f; 0 for the type's own column
 	// (spec.LatencyMs).
 	latencyMs float64
+	// smallBatches are spec.SmallBatches, validated.
+	smallBatches []catalog.BatchPoint
+	// batchSize caps the batches of a light column's servers below
+	// spec.batchSize (AnnotationMaxBatchSize); 0: not capped.
+	batchSize int
 }
 
 // column names p's column of the decision and its objects: the GPU type
@@ -280,8 +285,12 @@ func validate(ms *v1alpha1.ModelService, cat catalog.Catalog, d Defaults) (*serv
 		if !(price > 0) {
 			return nil, fmt.Errorf("%s.priceUSDPerHour: no price for %s in the spec or the catalog", field, p.GPUType)
 		}
+		small, err := smallBatches(p.SmallBatches, s.BatchSize, field+".smallBatches")
+		if err != nil {
+			return nil, err
+		}
 		out.types = append(out.types, gpuProfile{spec: p, gpuType: g, gpuMemMiB: mem, price: price,
-			maxInflation: maxInflation(s.SLO.ResponseTimeMs, p.LatencyMs)})
+			maxInflation: maxInflation(s.SLO.ResponseTimeMs, p.LatencyMs), smallBatches: small})
 	}
 	sc := s.Scaling
 	pol := heterogeneity.DefaultPolicy()
@@ -386,7 +395,7 @@ func withFlavors(types []gpuProfile, flavors heterogeneity.Flavors, busyShare, r
 	for _, p := range types {
 		base := heterogeneity.TypeState{GPUType: p.gpuType.Name, ThroughputRPS: p.spec.ThroughputRPS,
 			LatencyMs: p.spec.LatencyMs, PriceUSDPerHour: p.price, LaunchSeconds: p.spec.LaunchSeconds}
-		cols, err := heterogeneity.ExpandFlavors(base, flavors, busyShare, rtMaxMs)
+		cols, err := heterogeneity.ExpandFlavors(base, flavors, busyShare, rtMaxMs, p.smallBatches)
 		if err != nil {
 			return nil, fmt.Errorf("spec.profiles (%s): %w", p.gpuType.Name, err)
 		}
@@ -399,9 +408,31 @@ func withFlavors(types []gpuProfile, flavors heterogeneity.Flavors, busyShare, r
 			}
 			l := p
 			l.light, l.busyShare, l.throughputRPS, l.price = true, c.Flavor, c.Type.ThroughputRPS, c.Type.PriceUSDPerHour
-			l.latencyMs = c.Type.LatencyMs
+			l.latencyMs, l.batchSize = c.Type.LatencyMs, c.BatchSize
 			out = append(out, l)
 		}
+	}
+	return out, nil
+}
+
+// smallBatches validates spec.profiles[].smallBatches: batch sizes from 1
+// to below batchSize (spec.batchSize; no bound when 0), ascending, with
+// positive finite throughput and latency. The error names field and index.
+func smallBatches(pts []v1alpha1.BatchPoint, batchSize int, field string) ([]catalog.BatchPoint, error) {
+	var out []catalog.BatchPoint
+	for k, pt := range pts {
+		f := fmt.Sprintf("%s[%d]", field, k)
+		switch {
+		case pt.BatchSize < 1 || (batchSize > 0 && pt.BatchSize >= batchSize):
+			return nil, fmt.Errorf("%s.batchSize: %d is not in [1, spec.batchSize %d)", f, pt.BatchSize, batchSize)
+		case k > 0 && pt.BatchSize <= pts[k-1].BatchSize:
+			return nil, fmt.Errorf("%s.batchSize: %d follows %d: list batch sizes once each, ascending", f, pt.BatchSize, pts[k-1].BatchSize)
+		case !(pt.ThroughputRPS > 0) || math.IsInf(pt.ThroughputRPS, 0):
+			return nil, fmt.Errorf("%s.throughputRPS: must be > 0, got %v", f, pt.ThroughputRPS)
+		case !(pt.LatencyMs > 0) || math.IsInf(pt.LatencyMs, 0):
+			return nil, fmt.Errorf("%s.latencyMs: must be > 0, got %v", f, pt.LatencyMs)
+		}
+		out = append(out, catalog.BatchPoint{BatchSize: pt.BatchSize, ThroughputRPS: pt.ThroughputRPS, LatencyMs: pt.LatencyMs})
 	}
 	return out, nil
 }
@@ -555,6 +586,10 @@ type Column struct {
 	// the flavor times the GPU's price with flavors, the GPU's price
 	// without.
 	PriceUSDPerHour float64
+	// BatchSize caps the batches of the column's servers below
+	// spec.batchSize (a light flavor run at a smaller measured batch);
+	// 0: not capped.
+	BatchSize int
 }
 
 // Columns are the ModelService's columns in decision order: per GPU type
@@ -562,7 +597,7 @@ type Column struct {
 func (r *Resolved) Columns() []Column {
 	out := make([]Column, len(r.s.types))
 	for i, p := range r.s.types {
-		out[i] = Column{Name: p.column(), GPUType: p.gpuType.Name, BusyShare: r.s.demand(p).BusyShare, Light: p.light, PriceUSDPerHour: p.price}
+		out[i] = Column{Name: p.column(), GPUType: p.gpuType.Name, BusyShare: r.s.demand(p).BusyShare, Light: p.light, PriceUSDPerHour: p.price, BatchSize: p.batchSize}
 	}
 	return out
 }

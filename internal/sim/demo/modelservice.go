@@ -44,7 +44,14 @@ func SimService(ms *v1alpha1.ModelService, share float64, cat catalog.Catalog, c
 		if !ok {
 			continue
 		}
-		s.PerProduct[g.ProductLabel] = simulator.InstanceProfile{GPUType: g.Name, LatencyMs: p.LatencyMs, LaunchSeconds: p.LaunchSeconds * compression, PriceUSDPerH: g.PriceUSDPerHour}
+		ip := simulator.InstanceProfile{GPUType: g.Name, LatencyMs: p.LatencyMs, LaunchSeconds: p.LaunchSeconds * compression, PriceUSDPerH: g.PriceUSDPerHour}
+		for _, pt := range p.SmallBatches {
+			if ip.SmallBatchMs == nil {
+				ip.SmallBatchMs = map[int]float64{}
+			}
+			ip.SmallBatchMs[pt.BatchSize] = pt.LatencyMs
+		}
+		s.PerProduct[g.ProductLabel] = ip
 	}
 	return s
 }

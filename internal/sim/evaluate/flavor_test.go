@@ -2,6 +2,7 @@ package evaluate
 
 import (
 	"bytes"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -27,10 +28,11 @@ func runFlavors(t *testing.T, flavors heterogeneity.Flavors, rates []float64, cl
 // Two idle services (resnet50 and ssd) for an hour on two T4s. Without
 // flavors each keeps a whole T4: billed 2 GPU-hours, and the ILP counted
 // the same. With flavors each runs one instance of the lightest flavor
-// whose batches fit its RT_max (3 L_i / f <= RT_max: ResNet-50 0.25 at
-// 400 ms, SSD 0.5 at 900 ms), which the ILP counts at 0.75 x 0.526 USD/h
-// in all; the two pack onto one T4, which bills its whole price: the
-// report shows billed 4/3 of what the ILP assumed.
+// whose batches fit its RT_max (3 L / f <= RT_max at the profile's batch
+// or a measured smaller one: ResNet-50 0.1 at batch 4, 382 ms <= 400;
+// SSD 0.25 at batch 2, 792 ms <= 900), which the ILP counts at 0.35 x
+// 0.526 USD/h in all; the two pack onto one T4, which bills its whole
+// price: the report shows billed 2.857 times what the ILP assumed.
 func TestFlavorsPackIdleServicesAndReportILPCost(t *testing.T) {
 	rates := constant(0, 3600)
 	whole := runFlavors(t, nil, rates, t4Only(2), DemoServices()...)
@@ -41,19 +43,19 @@ func TestFlavorsPackIdleServicesAndReportILPCost(t *testing.T) {
 	}
 	light := runFlavors(t, heterogeneity.DefaultFlavors, rates, t4Only(2), DemoServices()...)
 	p = light.Policies[0]
-	if !near(p.CostUSD, t4Price*h) || !near(p.ILPCostUSD, 0.75*t4Price*h) || p.PeakGPUs["T4"] != 1 {
-		t.Errorf("flavors: billed %v USD on %d T4s at peak, ILP assumed %v USD; want %v on 1 and %v", p.CostUSD, p.PeakGPUs["T4"], p.ILPCostUSD, t4Price*h, 0.75*t4Price*h)
+	if !near(p.CostUSD, t4Price*h) || !near(p.ILPCostUSD, 0.35*t4Price*h) || p.PeakGPUs["T4"] != 1 {
+		t.Errorf("flavors: billed %v USD on %d T4s at peak, ILP assumed %v USD; want %v on 1 and %v", p.CostUSD, p.PeakGPUs["T4"], p.ILPCostUSD, t4Price*h, 0.35*t4Price*h)
 	}
 	var out bytes.Buffer
 	PrintTable(&out, light)
-	if want := "hetsev-exact (flavors 0.1,0.25,0.5,1): billed 0.53 USD, its ILP assumed 0.39 USD"; !strings.Contains(out.String(), want) {
+	if want := "hetsev-exact (flavors 0.1,0.25,0.5,1): billed 0.53 USD, its ILP assumed 0.18 USD"; !strings.Contains(out.String(), want) {
 		t.Errorf("report lacks %q:\n%s", want, out.String())
 	}
 }
 
 // Under load a service scales out of its light flavor: ResNet-50 at 100
-// requests/s (its lightest flavor within RT_max 400 ms, 0.25, carries
-// 72.6 at the threshold) still meets its SLO with flavors offered.
+// requests/s (its lightest flavor within RT_max 400 ms, 0.1 at batch 4,
+// carries 26 at the threshold) still meets its SLO with flavors offered.
 func TestFlavorsFollowTheLoad(t *testing.T) {
 	rates := constant(0, 900)
 	for i := 400; i < len(rates); i++ {
@@ -64,8 +66,8 @@ func TestFlavorsFollowTheLoad(t *testing.T) {
 	if s := p.Services[0]; s.SLOAttainment < 0.95 || s.Requests == 0 {
 		t.Errorf("flavors under load: SLO attainment %v over %d requests, want >= 0.95", s.SLOAttainment, s.Requests)
 	}
-	if idle := 0.25 * t4Price * float64(r.MeasuredSeconds) / 3600; p.ILPCostUSD <= idle {
-		t.Errorf("flavors under load: ILP assumed %v USD, want more than one 0.25 instance's %v", p.ILPCostUSD, idle)
+	if idle := 0.1 * t4Price * float64(r.MeasuredSeconds) / 3600; p.ILPCostUSD <= idle {
+		t.Errorf("flavors under load: ILP assumed %v USD, want more than one 0.1 instance's %v", p.ILPCostUSD, idle)
 	}
 }
 
@@ -94,5 +96,29 @@ func TestFlavorsLeaveINFaaSWholeGPUs(t *testing.T) {
 	p := r.Policies[0]
 	if p.ScalingActions == 0 || p.PeakGPUs["T4"] < 3 {
 		t.Errorf("infaas-packing with hetsev's flavors set: %d scaling actions, peak %d T4s; want it to scale out to 3 or more", p.ScalingActions, p.PeakGPUs["T4"])
+	}
+}
+
+// A light column that runs below the profile's batch (its pods carry
+// hetsev.io/max-batch-size) is replayed with servers at that batch and
+// its measured latency: BERT-large at RT_max 600 ms gets the T4's light
+// flavors at batch 1 (14.4 ms), its own column keeps batch 8 (114.5 ms).
+func TestReplayRunsLightColumnsAtTheirBatch(t *testing.T) {
+	cfg, err := Base("test", "test", constant(1, 60), t4Only(2), Service{Name: "b", Model: "bert-large", Share: 1, RTMaxMs: 600})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Flavors = heterogeneity.DefaultFlavors
+	cfg.defaultSharing()
+	r, err := newPolicyRun(&cfg, PolicyExact)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, st := range r.svcs[0].types {
+		got = append(got, fmt.Sprintf("%s:%d@%g", st.column, st.prof.BatchSize, st.prof.LatencyMs))
+	}
+	if want := "T4:8@114.5 T4-busy0.1:1@14.4 T4-busy0.25:1@14.4 T4-busy0.5:1@14.4"; strings.Join(got, " ") != want {
+		t.Errorf("replayed columns %s, want %s", strings.Join(got, " "), want)
 	}
 }

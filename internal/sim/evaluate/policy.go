@@ -149,6 +149,9 @@ type columnOffer struct {
 	thresholdRPS float64
 	// light: a light flavor's column (scaler.Column.Light).
 	light bool
+	// batchSize caps the column's servers' batches below the profile's
+	// (scaler.Column.BatchSize); 0: not capped.
+	batchSize int
 }
 
 // typeOffer is what a peer that picks one GPU type per service compares:
@@ -350,7 +353,7 @@ func (p *hetsevPolicy) columns(svc int, gpuType string) []columnOffer {
 	for _, c := range p.svc[svc].Columns() {
 		if c.GPUType == gpuType {
 			ts, _ := p.svc[svc].TypeState(c.Name, 0, 0, 0, 1)
-			out = append(out, columnOffer{name: c.Name, priceUSDPerHour: c.PriceUSDPerHour, thresholdRPS: thr * ts.ThroughputRPS, light: c.Light})
+			out = append(out, columnOffer{name: c.Name, priceUSDPerHour: c.PriceUSDPerHour, thresholdRPS: thr * ts.ThroughputRPS, light: c.Light, batchSize: c.BatchSize})
 		}
 	}
 	return out

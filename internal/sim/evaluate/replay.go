@@ -162,6 +162,12 @@ func newPolicyRun(cfg *Config, name string) (*policyRun, error) {
 				cols = cp.columns(i, gt.Name)
 			}
 			for _, c := range cols {
+				prof := prof
+				if pt, ok := prof.SmallBatch(c.batchSize); ok {
+					// The column's pods carry hetsev.io/max-batch-size:
+					// their servers batch at most pt.BatchSize.
+					prof.BatchSize, prof.ThroughputRPS, prof.LatencyMs = pt.BatchSize, pt.ThroughputRPS, pt.LatencyMs
+				}
 				sr.types = append(sr.types, serviceType{prof: prof, gpu: gt, column: c.name, ilpUSDPerHour: c.priceUSDPerHour, thresholdRPS: c.thresholdRPS, light: c.light,
 					demand: pol.demand(i, c.name, gpuinventory.Demand{Model: s.identity(), MemoryMiB: prof.GPUMemoryMiB})})
 				sr.queueTO = append(sr.queueTO, modelserver.DeadlineQueueTimeout(s.RTMaxMs, prof.LatencyMs, cfg.Colocation.PairInflation(cfg.GPUSharing, s.Model, 1, prof.LatencyMs/1000), cfg.NetworkMs))

@@ -70,6 +70,7 @@ func For(name, ns, model string, rtMaxMs float64, profiles catalog.Profiles, k K
 			// launch-time forecast); SimService converts it back to trace
 			// seconds for the simulated servers.
 			LaunchSeconds: p.LaunchSeconds / c,
+			SmallBatches:  smallBatches(p.SmallBatches),
 		})
 	}
 	period := k.ScaleOutPeriodSeconds / c
@@ -100,4 +101,14 @@ func For(name, ns, model string, rtMaxMs float64, profiles catalog.Profiles, k K
 		BusyShare:              k.BusyShare,
 	}
 	return ms, nil
+}
+
+// smallBatches are a profile's measured smaller batches as
+// spec.profiles[].smallBatches lists them.
+func smallBatches(pts []catalog.BatchPoint) []v1alpha1.BatchPoint {
+	var out []v1alpha1.BatchPoint
+	for _, pt := range pts {
+		out = append(out, v1alpha1.BatchPoint{BatchSize: pt.BatchSize, ThroughputRPS: pt.ThroughputRPS, LatencyMs: pt.LatencyMs})
+	}
+	return out
 }

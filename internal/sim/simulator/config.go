@@ -44,6 +44,10 @@ type InstanceProfile struct {
 	LaunchSeconds float64 // from Running to serving, trace seconds
 	GPUMemoryMiB  int64
 	PriceUSDPerH  float64
+	// SmallBatchMs is the solo latency of a batch of b below the
+	// service's BatchSize, ms (spec.profiles[].smallBatches): a pod
+	// annotated AnnotationMaxBatchSize b runs batches of at most b at it.
+	SmallBatchMs map[int]float64
 }
 
 // Config configures a World.

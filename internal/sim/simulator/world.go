@@ -375,9 +375,10 @@ func (w *World) addInstance(p *v1.Pod, now float64) {
 		return
 	}
 	d, _, _ := gpuinventory.DemandOf(p)
+	batch, latencyMs := maxBatch(p, s, prof)
 	srv, err := modelserver.NewServer(modelserver.Config{
-		Name: p.Namespace + "/" + p.Name, Model: s.Model, BatchSize: s.BatchSize,
-		BatchLatency: prof.LatencyMs / 1000, MaxBatchDelay: w.cfg.MaxBatchDelay,
+		Name: p.Namespace + "/" + p.Name, Model: s.Model, BatchSize: batch,
+		BatchLatency: latencyMs / 1000, MaxBatchDelay: w.cfg.MaxBatchDelay,
 		ReadyAt: now + prof.LaunchSeconds, QueueTimeout: w.queueTimeout(s, prof),
 	})
 	if err != nil {
@@ -474,4 +475,19 @@ func identityOf(p *v1.Pod, model string) string {
 		d = gpuinventory.Demand{Model: model, Scope: gpuinventory.ModelScope(p)}
 	}
 	return d.Identity()
+}
+
+// maxBatch is the batch size and solo batch latency (ms) p's server runs
+// at: the service's, or a smaller measured batch p's
+// AnnotationMaxBatchSize caps it at, as a real server reads
+// EnvMaxBatchSize. An annotation without a measured batch is ignored.
+func maxBatch(p *v1.Pod, s *Service, prof InstanceProfile) (int, float64) {
+	b, err := strconv.Atoi(p.Annotations[v1alpha1.AnnotationMaxBatchSize])
+	if err != nil || b < 1 || b >= s.BatchSize {
+		return s.BatchSize, prof.LatencyMs
+	}
+	if ms, ok := prof.SmallBatchMs[b]; ok {
+		return b, ms
+	}
+	return s.BatchSize, prof.LatencyMs
 }

@@ -181,6 +181,34 @@ type GPUProfile struct {
 	// (its own and those of its light flavors): a model server built for
 	// the type, its arguments, variables and resources.
 	Overrides *TemplateOverrides `json:"overrides,omitempty"`
+	// SmallBatches are the same measurement at batch sizes below
+	// spec.batchSize, ascending. A light flavor whose batch of
+	// spec.batchSize would not fit RT_max runs at the largest of them that
+	// does; its pods get EnvMaxBatchSize, which the model server must
+	// honour.
+	//
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=16
+	SmallBatches []BatchPoint `json:"smallBatches,omitempty"`
+}
+
+// BatchPoint is one measured batch size of a GPU profile.
+type BatchPoint struct {
+	// BatchSize is the largest batch the server forms, requests.
+	//
+	// +kubebuilder:validation:Minimum=1
+	BatchSize int `json:"batchSize"`
+	// ThroughputRPS is one instance's maximum throughput at BatchSize,
+	// requests/s.
+	//
+	// +kubebuilder:validation:ExclusiveMinimum=true
+	// +kubebuilder:validation:Minimum=0
+	ThroughputRPS float64 `json:"throughputRPS"`
+	// LatencyMs is one batch's latency at BatchSize when running alone, ms.
+	//
+	// +kubebuilder:validation:ExclusiveMinimum=true
+	// +kubebuilder:validation:Minimum=0
+	LatencyMs float64 `json:"latencyMs"`
 }
 
 // TemplateOverrides change one container of spec.template for one GPU
@@ -294,7 +322,9 @@ type Scaling struct {
 	// "0.1,0.25,0.5,1". An instance of a flavor f below 1 declares busy
 	// share f, shares a GPU in use and is counted at f x T_i requests/s,
 	// a batch taking L_i / f, for f times the GPU's price; it is offered
-	// only where 3 L_i / f <= RT_max. Each such flavor has a Deployment of
+	// only where 3 L_i / f <= RT_max, L_i at spec.batchSize or at the
+	// largest of spec.profiles[].smallBatches that fits (its pods then
+	// carry hetsev.io/max-batch-size). Each such flavor has a Deployment of
 	// its own. The decision runs light instances while the
 	// service is quiet and whole GPUs when it is busy. With busyShare set,
 	// flavors above it are not offered and busyShare is the largest.

@@ -52,6 +52,18 @@ const (
 	// co-location model predicts a larger inflation for it, or for a
 	// neighbour a larger one than the neighbour allows. Absent: no check.
 	AnnotationMaxInflation = GroupName + "/max-inflation"
+	// AnnotationMaxBatchSize is the largest batch, a positive integer
+	// ("1"), the pod's model server may form: set by hetsev-scaler on a
+	// light flavor that runs below spec.batchSize (spec.profiles[].
+	// smallBatches), and passed to the server as EnvMaxBatchSize. Absent:
+	// spec.batchSize.
+	AnnotationMaxBatchSize = GroupName + "/max-batch-size"
+	// EnvMaxBatchSize is the variable hetsev-scaler sets on the model
+	// server's container (the one spec.profiles[].overrides names, else
+	// the first) of a pod with AnnotationMaxBatchSize, to the same value;
+	// the model server must cap its batches at it (Triton's
+	// max_batch_size, TF Serving's max_batch_size).
+	EnvMaxBatchSize = "HETSEV_MAX_BATCH_SIZE"
 	// AnnotationGPUIndex is the index, on the pod's node, of the GPU that
 	// hetsev-scheduler chose; written before binding, read through the
 	// downward API into NVIDIA_VISIBLE_DEVICES, and used by the metrics
