@@ -128,7 +128,9 @@ func ColumnName(gpuType string, f float64, light bool) string {
 //
 //   - the top flavor is 1 (a whole GPU), or upper when upper is in (0, 1)
 //     (a service's busy-share bound, spec.scaling.busyShare; 0 means none);
-//     its column is named t.GPUType;
+//     its column is named t.GPUType, and where 3 L_i / top > rtMaxMs it
+//     runs at the largest batch of small that fits, as a light column
+//     does (below), else at the profile's batch;
 //   - each flavor f of fl below the top is a light column named
 //     ColumnName(t.GPUType, f, true), unless rtMaxMs > 0 and 3 L_i / f >
 //     rtMaxMs (RT_max, ms; see Flavors); there the column runs at the
@@ -175,6 +177,11 @@ func ExpandFlavors(t TypeState, fl Flavors, upper, rtMaxMs float64, small []cata
 		return FlavorColumn{Flavor: f, Light: light, Type: c}
 	}
 	own := column(top, false)
+	if rtMaxMs > 0 && 3*t.LatencyMs/top > rtMaxMs {
+		if c, ok := smallBatchColumn(own, small, rtMaxMs); ok {
+			own = c
+		}
+	}
 	var out []FlavorColumn
 	for _, f := range fl {
 		if f >= top {

@@ -1,6 +1,7 @@
 package heterogeneity
 
 import (
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -137,10 +138,21 @@ func TestExpandFlavorsSmallBatches(t *testing.T) {
 	if len(want) > 0 {
 		t.Errorf("columns %v missing at RT_max 600 ms with a measured batch of 1", want)
 	}
+	// At RT_max 100 ms the GPU's own column does not fit at batch 8
+	// either (3 x 114.5 ms): it runs at batch 1 too, beside the 0.5
+	// flavor (86.4 ms); 0.25 (172.8 ms) is left out.
+	cols, err = ExpandFlavors(bertT4(0, 0), DefaultFlavors, 0, 100, small)
+	var got []string
+	for _, c := range cols {
+		got = append(got, fmt.Sprintf("%s:%d@%.4g", c.Type.GPUType, c.BatchSize, c.Type.ThroughputRPS))
+	}
+	if want := "T4-busy0.5:1@34.5 T4:1@69"; err != nil || strings.Join(got, " ") != want {
+		t.Errorf("RT_max 100 ms: %s, %v; want %s", strings.Join(got, " "), err, want)
+	}
 	// A point that does not fit either leaves the flavor out.
 	cols, err = ExpandFlavors(bertT4(0, 0), DefaultFlavors, 0, 80, small)
-	if err != nil || len(cols) != 1 || cols[0].Light {
-		t.Errorf("RT_max 80 ms (3 x 14.4 / 0.5 = 86.4): %+v, %v; want the T4 column alone", cols, err)
+	if err != nil || len(cols) != 1 || cols[0].Light || cols[0].BatchSize != 1 {
+		t.Errorf("RT_max 80 ms (3 x 14.4 / 0.5 = 86.4): %+v, %v; want the T4 column alone, at batch 1", cols, err)
 	}
 }
 

@@ -426,3 +426,34 @@ func TestSmallBatchesRejected(t *testing.T) {
 		}
 	}
 }
+
+// At RT_max 60 ms a batch of 8 on the T4 (3 x 22.41 ms) does not fit the
+// T4's own column either: it runs at batch 4 (3 x 12.73 ms), counted at
+// 325 requests/s, and its pods carry the cap; the V100's (3 x 11.5 ms)
+// keeps batch 8.
+func TestOwnColumnAtSmallBatch(t *testing.T) {
+	ms := resnet()
+	ms.Spec.SLO.ResponseTimeMs = 60
+	ms.Spec.Profiles[0].SmallBatches = []v1alpha1.BatchPoint{{BatchSize: 1, ThroughputRPS: 98, LatencyMs: 10.7}, {BatchSize: 4, ThroughputRPS: 325, LatencyMs: 12.73}}
+	s, err := validate(ms, defaultCatalog(t), flavorDefaults())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, p := range s.types {
+		if p.light {
+			continue
+		}
+		ts := s.typeState(i, 0, 1, 0, 1)
+		ann := desiredDeployment(s, p, 1).Spec.Template.Annotations[v1alpha1.AnnotationMaxBatchSize]
+		want := struct {
+			ann string
+			rps float64
+		}{"", 709}
+		if p.column() == "T4" {
+			want.ann, want.rps = "4", 325
+		}
+		if ann != want.ann || math.Abs(ts.ThroughputRPS-want.rps) > 1e-9 {
+			t.Errorf("column %s: max batch %q at %.4g requests/s, want %q at %.4g", p.column(), ann, ts.ThroughputRPS, want.ann, want.rps)
+		}
+	}
+}

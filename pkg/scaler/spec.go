@@ -385,7 +385,10 @@ func validate(ms *v1alpha1.ModelService, cat catalog.Catalog, d Defaults) (*serv
 // with batch latency L_i / f for f x C_i USD/h. A declared busy share
 // keeps instanceShare's count for the own column (busyShare / L_i, the
 // load at which a server alone on its GPU keeps it that busy), so a
-// service that declares one is planned as it is without flavors.
+// service that declares one is planned as it is without flavors. A column
+// whose batch of spec.batchSize would not fit RT_max, the own one
+// included, runs at a smaller batch of spec.profiles[].smallBatches (its
+// throughput and latency), where one fits.
 func withFlavors(types []gpuProfile, flavors heterogeneity.Flavors, busyShare, rtMaxMs float64) ([]gpuProfile, error) {
 	top := 1.0
 	if busyShare > 0 {
@@ -401,6 +404,13 @@ func withFlavors(types []gpuProfile, flavors heterogeneity.Flavors, busyShare, r
 		}
 		own := p
 		own.price = top * p.price
+		for _, c := range cols {
+			if !c.Light && c.BatchSize > 0 {
+				// A batch of spec.batchSize would not fit RT_max: the
+				// own column runs at a smaller measured one too.
+				own.throughputRPS, own.latencyMs, own.batchSize = c.Type.ThroughputRPS, c.Type.LatencyMs, c.BatchSize
+			}
+		}
 		out = append(out, own)
 		for _, c := range cols {
 			if !c.Light {

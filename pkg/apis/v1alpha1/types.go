@@ -182,10 +182,10 @@ type GPUProfile struct {
 	// the type, its arguments, variables and resources.
 	Overrides *TemplateOverrides `json:"overrides,omitempty"`
 	// SmallBatches are the same measurement at batch sizes below
-	// spec.batchSize, ascending. A light flavor whose batch of
-	// spec.batchSize would not fit RT_max runs at the largest of them that
-	// does; its pods get EnvMaxBatchSize, which the model server must
-	// honour.
+	// spec.batchSize, ascending. With flavors on, a flavor (the type's own
+	// column included) whose batch of spec.batchSize would not fit RT_max
+	// (3 L_i / f) runs at the largest of them that does; its pods get
+	// EnvMaxBatchSize, which the model server must honour.
 	//
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=16
