@@ -218,45 +218,57 @@ func LoadProfiles(profiles io.Reader, profilesFile string, estimates io.Reader, 
 	if err != nil {
 		return Profiles{}, err
 	}
-	t, err := newCSVTable(profiles, profilesFile, []string{colModel, colProfileGPUType, colBatchSize, colThroughputRPS, colLatencyMs, colProfileSource})
-	if err != nil {
-		return Profiles{}, err
-	}
 	ps := Profiles{byKey: map[profileKey]Profile{}}
 	keyLine := map[profileKey]int{}
-	for {
-		row, ok, err := t.next()
-		if err != nil {
-			return Profiles{}, err
-		}
-		if !ok {
-			break
-		}
-		p, err := parseProfile(row)
-		if err != nil {
-			return Profiles{}, err
-		}
+	err = eachProfileRow(profiles, profilesFile, func(row csvRow, p Profile) error {
 		k := profileKey{p.Model, p.GPUType}
 		if first, dup := keyLine[k]; dup {
-			return Profiles{}, row.errorf(colProfileGPUType, "duplicate row for model %q on %q (first on line %d)", p.Model, p.GPUType, first)
+			return row.errorf(colProfileGPUType, "duplicate row for model %q on %q (first on line %d)", p.Model, p.GPUType, first)
 		}
 		e, ok := est[p.Model]
 		if !ok {
-			return Profiles{}, row.errorf(colModel, "no row for model %q in %s", p.Model, estimatesFile)
+			return row.errorf(colModel, "no row for model %q in %s", p.Model, estimatesFile)
 		}
 		p.GPUMemoryMiB, p.CPUMilli, p.MemoryMiB = e.gpuMemoryMiB, e.cpuMilli, e.memoryMiB
 		p.LaunchSeconds, p.EstimateBasis = e.launchSeconds, e.basis
 		if err := p.Validate(); err != nil {
 			// Unreachable after the checks above; kept as a backstop.
-			return Profiles{}, &FieldError{File: profilesFile, Line: row.lineOf(colModel), Msg: err.Error()}
+			return &FieldError{File: profilesFile, Line: row.lineOf(colModel), Msg: err.Error()}
 		}
 		keyLine[k] = row.lineOf(colModel)
 		ps.byKey[k] = p
+		return nil
+	})
+	if err != nil {
+		return Profiles{}, err
 	}
 	if len(ps.byKey) == 0 {
 		return Profiles{}, &FieldError{File: profilesFile, Msg: "no profiles (header only)"}
 	}
 	return ps, nil
+}
+
+// eachProfileRow calls fn with every row of a profile file (the columns
+// of model_profiles.csv) parsed, in file order; it stops at the first
+// error, a file's or fn's.
+func eachProfileRow(r io.Reader, file string, fn func(row csvRow, p Profile) error) error {
+	t, err := newCSVTable(r, file, []string{colModel, colProfileGPUType, colBatchSize, colThroughputRPS, colLatencyMs, colProfileSource})
+	if err != nil {
+		return err
+	}
+	for {
+		row, ok, err := t.next()
+		if err != nil || !ok {
+			return err
+		}
+		p, err := parseProfile(row)
+		if err != nil {
+			return err
+		}
+		if err := fn(row, p); err != nil {
+			return err
+		}
+	}
 }
 
 func parseProfile(row csvRow) (Profile, error) {
@@ -368,41 +380,30 @@ func DefaultProfiles() (Profiles, error) {
 // the profile's, a duplicate batch size, or a number that is not
 // positive. ps is left unchanged.
 func (ps Profiles) WithSmallBatches(r io.Reader, file string) (Profiles, error) {
-	t, err := newCSVTable(r, file, []string{colModel, colProfileGPUType, colBatchSize, colThroughputRPS, colLatencyMs, colProfileSource})
-	if err != nil {
-		return Profiles{}, err
-	}
 	out := Profiles{byKey: make(map[profileKey]Profile, len(ps.byKey))}
 	for k, p := range ps.byKey {
 		p.SmallBatches = slices.Clone(p.SmallBatches)
 		out.byKey[k] = p
 	}
-	for {
-		row, ok, err := t.next()
-		if err != nil {
-			return Profiles{}, err
-		}
-		if !ok {
-			break
-		}
-		pt, err := parseProfile(row)
-		if err != nil {
-			return Profiles{}, err
-		}
+	err := eachProfileRow(r, file, func(row csvRow, pt Profile) error {
 		k := profileKey{pt.Model, pt.GPUType}
 		p, ok := out.byKey[k]
 		if !ok {
-			return Profiles{}, row.errorf(colProfileGPUType, "no profile of model %q on %q to add a batch size to", pt.Model, pt.GPUType)
+			return row.errorf(colProfileGPUType, "no profile of model %q on %q to add a batch size to", pt.Model, pt.GPUType)
 		}
 		if pt.BatchSize >= p.BatchSize {
-			return Profiles{}, row.errorf(colBatchSize, "%d is not below the profile's batch size %d", pt.BatchSize, p.BatchSize)
+			return row.errorf(colBatchSize, "%d is not below the profile's batch size %d", pt.BatchSize, p.BatchSize)
 		}
 		if _, dup := p.SmallBatch(pt.BatchSize); dup {
-			return Profiles{}, row.errorf(colBatchSize, "duplicate batch size %d for model %q on %q", pt.BatchSize, pt.Model, pt.GPUType)
+			return row.errorf(colBatchSize, "duplicate batch size %d for model %q on %q", pt.BatchSize, pt.Model, pt.GPUType)
 		}
 		p.SmallBatches = append(p.SmallBatches, BatchPoint{BatchSize: pt.BatchSize, ThroughputRPS: pt.ThroughputRPS, LatencyMs: pt.LatencyMs})
 		slices.SortFunc(p.SmallBatches, func(a, b BatchPoint) int { return cmp.Compare(a.BatchSize, b.BatchSize) })
 		out.byKey[k] = p
+		return nil
+	})
+	if err != nil {
+		return Profiles{}, err
 	}
 	return out, nil
 }
