@@ -1,6 +1,7 @@
 package scaler
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"strings"
@@ -482,7 +483,7 @@ func (s *service) typeState(i, running, maxAdditional int, latencyInflation, sha
 		LaunchSeconds:    p.spec.LaunchSeconds,
 		MaxAdditional:    maxAdditional,
 		Light:            p.light,
-		BatchSize:        s.obj.Spec.BatchSize,
+		BatchSize:        cmp.Or(p.batchSize, s.obj.Spec.BatchSize),
 		LatencyInflation: latencyInflation,
 	}
 }
