@@ -42,8 +42,8 @@ type Profile struct {
 
 	// SmallBatches are measurements of the same setup at batch sizes below
 	// BatchSize, ascending (data/profiles/small_batches.csv); empty where
-	// none are loaded. A light flavor whose batch of BatchSize would take
-	// too long runs at one of them (heterogeneity.ExpandFlavors).
+	// none are loaded. A flavor whose batch of BatchSize would take too
+	// long runs at one of them (heterogeneity.ExpandFlavors).
 	SmallBatches []BatchPoint
 }
 

@@ -102,8 +102,8 @@ type FlavorColumn struct {
 	// Light is false for the type's own column (the top flavor, named by
 	// the GPU type alone) and true for a lighter flavor.
 	Light bool
-	// BatchSize is the batch size a light column's servers are capped
-	// at, below the profile's; 0 where they batch as the profile does.
+	// BatchSize is the batch size the column's servers are capped at,
+	// below the profile's; 0 where they batch as the profile does.
 	BatchSize int
 	// Type is the column's coefficients: GPUType named by ColumnName,
 	// ThroughputRPS f x T_i, LatencyMs L_i / f, PriceUSDPerHour f x C_i
@@ -130,7 +130,11 @@ func ColumnName(gpuType string, f float64, light bool) string {
 //     (a service's busy-share bound, spec.scaling.busyShare; 0 means none);
 //     its column is named t.GPUType, and where 3 L_i / top > rtMaxMs it
 //     runs at the largest batch of small that fits, as a light column
-//     does (below), else at the profile's batch;
+//     does (below), else at the profile's batch. The same 3 L, not 2 L,
+//     for a whole GPU: near saturation a request may wait behind more
+//     than the batch in progress (on the fleet replay a BERT-large
+//     service at RT_max 114 ms, 3 x 38.3 ms on a V100, answered 95.3 %
+//     in time at batch 8 and all of it at batch 1, 8 ms);
 //   - each flavor f of fl below the top is a light column named
 //     ColumnName(t.GPUType, f, true), unless rtMaxMs > 0 and 3 L_i / f >
 //     rtMaxMs (RT_max, ms; see Flavors); there the column runs at the
@@ -198,9 +202,9 @@ func ExpandFlavors(t TypeState, fl Flavors, upper, rtMaxMs float64, small []cata
 	return append(out, own), nil
 }
 
-// smallBatchColumn is light column c run at the largest batch size of
-// small whose batches fit RT_max (3 L(b) / f <= rtMaxMs), with that
-// point's T and L; false when none fits or a point is unusable.
+// smallBatchColumn is column c (of flavor f) run at the largest batch
+// size of small whose batches fit RT_max (3 L(b) / f <= rtMaxMs), with
+// that point's T and L; false when none fits or a point is unusable.
 func smallBatchColumn(c FlavorColumn, small []catalog.BatchPoint, rtMaxMs float64) (FlavorColumn, bool) {
 	best := -1
 	for k, pt := range small {

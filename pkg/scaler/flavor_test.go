@@ -9,6 +9,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
@@ -419,6 +420,7 @@ func TestSmallBatchesRejected(t *testing.T) {
 			"spec.profiles[0].smallBatches[1].batchSize: 1 follows 2"},
 		{"zero latency", []v1alpha1.BatchPoint{{BatchSize: 1, ThroughputRPS: 98}},
 			"spec.profiles[0].smallBatches[0].latencyMs: must be > 0"},
+		{"too many", make([]v1alpha1.BatchPoint, 17), "spec.profiles[0].smallBatches: 17 entries, at most 16"},
 	} {
 		ms := resnet()
 		ms.Spec.Profiles[0].SmallBatches = tc.pts
@@ -430,11 +432,13 @@ func TestSmallBatchesRejected(t *testing.T) {
 
 // At RT_max 60 ms a batch of 8 on the T4 (3 x 22.41 ms) does not fit the
 // T4's own column either: it runs at batch 4 (3 x 12.73 ms), counted at
-// 325 requests/s, and its pods carry the cap; the V100's (3 x 11.5 ms)
-// keeps batch 8.
+// 325 requests/s, and its pods carry the cap, the variable on the
+// container the overrides name; the V100's (3 x 11.5 ms) keeps batch 8.
 func TestOwnColumnAtSmallBatch(t *testing.T) {
 	ms := resnet()
 	ms.Spec.SLO.ResponseTimeMs = 60
+	ms.Spec.Template.Spec.Containers = append([]v1.Container{{Name: "proxy", Image: "envoy"}}, ms.Spec.Template.Spec.Containers...)
+	ms.Spec.Profiles[0].Overrides = &v1alpha1.TemplateOverrides{Container: "server"}
 	ms.Spec.Profiles[0].SmallBatches = []v1alpha1.BatchPoint{{BatchSize: 1, ThroughputRPS: 98, LatencyMs: 10.7}, {BatchSize: 4, ThroughputRPS: 325, LatencyMs: 12.73}}
 	s, err := validate(ms, defaultCatalog(t), flavorDefaults())
 	if err != nil {
@@ -445,16 +449,26 @@ func TestOwnColumnAtSmallBatch(t *testing.T) {
 			continue
 		}
 		ts := s.typeState(i, 0, 1, 0, 1)
-		ann := desiredDeployment(s, p, 1).Spec.Template.Annotations[v1alpha1.AnnotationMaxBatchSize]
+		tpl := desiredDeployment(s, p, 1).Spec.Template
+		ann := tpl.Annotations[v1alpha1.AnnotationMaxBatchSize]
+		env := map[string]string{}
+		for _, c := range tpl.Spec.Containers {
+			for _, e := range c.Env {
+				if e.Name == v1alpha1.EnvMaxBatchSize {
+					env[c.Name] = e.Value
+				}
+			}
+		}
 		want := struct {
 			ann string
 			rps float64
-		}{"", 709}
+			env map[string]string
+		}{"", 709, map[string]string{}}
 		if p.column() == "T4" {
-			want.ann, want.rps = "4", 325
+			want.ann, want.rps, want.env = "4", 325, map[string]string{"server": "4"}
 		}
-		if ann != want.ann || math.Abs(ts.ThroughputRPS-want.rps) > 1e-9 {
-			t.Errorf("column %s: max batch %q at %.4g requests/s, want %q at %.4g", p.column(), ann, ts.ThroughputRPS, want.ann, want.rps)
+		if ann != want.ann || math.Abs(ts.ThroughputRPS-want.rps) > 1e-9 || fmt.Sprint(env) != fmt.Sprint(want.env) {
+			t.Errorf("column %s: max batch %q (env %v) at %.4g requests/s, want %q (env %v) at %.4g", p.column(), ann, env, ts.ThroughputRPS, want.ann, want.env, want.rps)
 		}
 	}
 }

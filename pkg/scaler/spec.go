@@ -136,12 +136,12 @@ type gpuProfile struct {
 	// Deployment of its own; false for the type's own column.
 	light bool
 	// latencyMs is the batch latency counted for the column's instances,
-	// ms: L_i / f for a light flavor f; 0 for the type's own column
-	// (spec.LatencyMs).
+	// ms: L / f for a flavor f (L at batchSize where set); 0 for the
+	// type's own column at spec.batchSize (spec.LatencyMs).
 	latencyMs float64
 	// smallBatches are spec.SmallBatches, validated.
 	smallBatches []catalog.BatchPoint
-	// batchSize caps the batches of a light column's servers below
+	// batchSize caps the batches of the column's servers below
 	// spec.batchSize (AnnotationMaxBatchSize); 0: not capped.
 	batchSize int
 }
@@ -388,8 +388,10 @@ func validate(ms *v1alpha1.ModelService, cat catalog.Catalog, d Defaults) (*serv
 // load at which a server alone on its GPU keeps it that busy), so a
 // service that declares one is planned as it is without flavors. A column
 // whose batch of spec.batchSize would not fit RT_max, the own one
-// included, runs at a smaller batch of spec.profiles[].smallBatches (its
-// throughput and latency), where one fits.
+// included, runs at a smaller batch of spec.profiles[].smallBatches where
+// one fits, counted as ExpandFlavors counts it (top x T(b) at L(b) / top
+// for the own column). Its pods keep the max-inflation of the profile's
+// batch (RT_max / 2 L_i), stricter than their own batch's.
 func withFlavors(types []gpuProfile, flavors heterogeneity.Flavors, busyShare, rtMaxMs float64) ([]gpuProfile, error) {
 	top := 1.0
 	if busyShare > 0 {
@@ -426,10 +428,17 @@ func withFlavors(types []gpuProfile, flavors heterogeneity.Flavors, busyShare, r
 	return out, nil
 }
 
-// smallBatches validates spec.profiles[].smallBatches: batch sizes from 1
+// maxSmallBatches is the CRD's bound on spec.profiles[].smallBatches.
+const maxSmallBatches = 16
+
+// smallBatches validates spec.profiles[].smallBatches: at most
+// maxSmallBatches, batch sizes from 1
 // to below batchSize (spec.batchSize; no bound when 0), ascending, with
 // positive finite throughput and latency. The error names field and index.
 func smallBatches(pts []v1alpha1.BatchPoint, batchSize int, field string) ([]catalog.BatchPoint, error) {
+	if len(pts) > maxSmallBatches {
+		return nil, fmt.Errorf("%s: %d entries, at most %d", field, len(pts), maxSmallBatches)
+	}
 	var out []catalog.BatchPoint
 	for k, pt := range pts {
 		f := fmt.Sprintf("%s[%d]", field, k)

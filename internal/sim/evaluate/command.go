@@ -127,7 +127,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.IntVar(&o.Preparation.SmoothWindow, "smooth-window", o.Preparation.SmoothWindow, "what-if mode: average the rate over this many seconds (HetSev 6; 0: raw)")
 	fs.IntVar(&o.Preparation.SmoothStep, "smooth-step", o.Preparation.SmoothStep, "what-if mode: recompute the average every this many seconds")
 	fs.StringVar(&o.Catalog, "gpu-catalog", o.Catalog, "what-if mode: GPU catalog CSV (default: data/profiles/gpu_catalog.csv)")
-	fs.StringVar(&o.Profiles, "profiles", o.Profiles, "what-if mode: model profiles CSV (with --estimates; default: data/profiles)")
+	fs.StringVar(&o.Profiles, "profiles", o.Profiles, "what-if mode: model profiles CSV (with --estimates; default: data/profiles, with its small_batches.csv; own profiles have no smaller batches, so no flavor runs below the profile's batch)")
 	fs.StringVar(&o.Estimates, "estimates", o.Estimates, "what-if mode: instance estimates CSV (with --profiles)")
 }
 

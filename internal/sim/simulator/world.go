@@ -379,7 +379,7 @@ func (w *World) addInstance(p *v1.Pod, now float64) {
 	srv, err := modelserver.NewServer(modelserver.Config{
 		Name: p.Namespace + "/" + p.Name, Model: s.Model, BatchSize: batch,
 		BatchLatency: latencyMs / 1000, MaxBatchDelay: w.cfg.MaxBatchDelay,
-		ReadyAt: now + prof.LaunchSeconds, QueueTimeout: w.queueTimeout(s, prof),
+		ReadyAt: now + prof.LaunchSeconds, QueueTimeout: w.queueTimeout(s, latencyMs),
 	})
 	if err != nil {
 		klog.ErrorS(err, "simulator: bad server config", "pod", klog.KObj(p))
@@ -412,12 +412,12 @@ func (w *World) addInstance(p *v1.Pod, now float64) {
 // busy neighbour of the same kind, Colocation.PairInflation, or solo when
 // that leaves no room), 0 unless the
 // service is deadline-aware.
-func (w *World) queueTimeout(s *Service, prof InstanceProfile) float64 {
+func (w *World) queueTimeout(s *Service, latencyMs float64) float64 {
 	if !s.DeadlineAware {
 		return 0
 	}
-	infl := w.cfg.Colocation.PairInflation(w.cfg.GPUSharing, s.Model, 1, prof.LatencyMs/1000)
-	return modelserver.DeadlineQueueTimeout(s.RTMaxMs, prof.LatencyMs, infl, w.cfg.NetworkMs)
+	infl := w.cfg.Colocation.PairInflation(w.cfg.GPUSharing, s.Model, 1, latencyMs/1000)
+	return modelserver.DeadlineQueueTimeout(s.RTMaxMs, latencyMs, infl, w.cfg.NetworkMs)
 }
 
 func (w *World) addDCGM(p *v1.Pod) {

@@ -54,15 +54,16 @@ const (
 	AnnotationMaxInflation = GroupName + "/max-inflation"
 	// AnnotationMaxBatchSize is the largest batch, a positive integer
 	// ("1"), the pod's model server may form: set by hetsev-scaler on a
-	// light flavor that runs below spec.batchSize (spec.profiles[].
+	// flavor column that runs below spec.batchSize (spec.profiles[].
 	// smallBatches), and passed to the server as EnvMaxBatchSize. Absent:
 	// spec.batchSize.
 	AnnotationMaxBatchSize = GroupName + "/max-batch-size"
 	// EnvMaxBatchSize is the variable hetsev-scaler sets on the model
 	// server's container (the one spec.profiles[].overrides names, else
 	// the first) of a pod with AnnotationMaxBatchSize, to the same value;
-	// the model server must cap its batches at it (Triton's
-	// max_batch_size, TF Serving's max_batch_size).
+	// the model server must cap its batches at it. Triton and TF Serving
+	// read max_batch_size from their model configuration, not from the
+	// environment: their entrypoint must write it there.
 	EnvMaxBatchSize = "HETSEV_MAX_BATCH_SIZE"
 	// AnnotationGPUIndex is the index, on the pod's node, of the GPU that
 	// hetsev-scheduler chose; written before binding, read through the
