@@ -27,10 +27,12 @@ import (
 // alone with its requests keeps a GPU busy about min(1, lambda L_i),
 // see pkg/scaler instanceShare), so the bound leaves one more batch for
 // them. On the Azure Functions replay of make evaluate (hetsev-exact,
-// cost USD / excess missed requests): no bound 180.20 / 48,646 and
-// 2 L_i / f 181.83 / 116,073, the misses on the http services (SSD at
-// 450 ms, BERT-large at 600 ms); 3 L_i / f 198.60 / 15,348; 4 L_i / f
-// 200.21 / 15,328; whole GPUs only 246.24 / 14,844.
+// cost USD / excess missed requests), every column at the profile's
+// batch: no bound 180.20 / 48,646 and 2 L_i / f 181.83 / 116,073, the
+// misses on the http services (SSD at 450 ms, BERT-large at 600 ms);
+// 3 L_i / f 198.60 / 15,348; 4 L_i / f 200.21 / 15,328; whole GPUs only
+// 246.24 / 14,844. With 3 L_i / f at measured smaller batches where the
+// profile's does not fit: 180.02 / 17,753.
 type Flavors []float64
 
 // DefaultFlavors is the flavor set {0.1, 0.25, 0.5, 1}: steps of about a
