@@ -88,7 +88,7 @@ func desiredDeployment(s *service, p gpuProfile, replicas int32) *appsv1.Deploym
 		if p.spec.Overrides != nil {
 			i, _ = overrideTarget(&tpl.Spec, p.spec.Overrides, "")
 		}
-		setEnv(&tpl.Spec.Containers[i], v1alpha1.EnvMaxBatchSize, strconv.Itoa(p.batchSize))
+		setEnv(&tpl.Spec.Containers[i], v1.EnvVar{Name: v1alpha1.EnvMaxBatchSize, Value: strconv.Itoa(p.batchSize)})
 	}
 	if tpl.Labels == nil {
 		tpl.Labels = map[string]string{}
@@ -390,14 +390,3 @@ func replicasOf(d *appsv1.Deployment) int32 {
 }
 
 func ptr[T any](v T) *T { return &v }
-
-// setEnv sets variable name of c to value, replacing one of that name.
-func setEnv(c *v1.Container, name, value string) {
-	for i := range c.Env {
-		if c.Env[i].Name == name {
-			c.Env[i] = v1.EnvVar{Name: name, Value: value}
-			return
-		}
-	}
-	c.Env = append(c.Env, v1.EnvVar{Name: name, Value: value})
-}

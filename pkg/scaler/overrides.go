@@ -51,16 +51,7 @@ func applyOverrides(spec *v1.PodSpec, o *v1alpha1.TemplateOverrides) {
 		c.Args = append([]string(nil), o.Args...)
 	}
 	for _, e := range o.Env {
-		replaced := false
-		for j := range c.Env {
-			if c.Env[j].Name == e.Name {
-				c.Env[j], replaced = *e.DeepCopy(), true
-				break
-			}
-		}
-		if !replaced {
-			c.Env = append(c.Env, *e.DeepCopy())
-		}
+		setEnv(c, *e.DeepCopy())
 	}
 	if r := o.Resources; r != nil {
 		c.Resources.Requests = mergeResources(c.Resources.Requests, r.Requests)
@@ -114,4 +105,15 @@ func (p gpuProfile) instanceRequests(tpl *v1.PodSpec) (cpu, mem resource.Quantit
 		}
 	}
 	return cpu, mem
+}
+
+// setEnv sets e on c, replacing a variable of the same name.
+func setEnv(c *v1.Container, e v1.EnvVar) {
+	for i := range c.Env {
+		if c.Env[i].Name == e.Name {
+			c.Env[i] = e
+			return
+		}
+	}
+	c.Env = append(c.Env, e)
 }
