@@ -258,6 +258,23 @@ func occupancy(in Instance) float64 {
 // batch latency. An unknown mode or an invalid member (BatchLatency not > 0,
 // Occupancy outside [0,1]) is an error naming it.
 func (s Sharing) Inflations(mode SharingMode, members []Instance) ([]float64, error) {
+	return s.inflations(mode, members, false)
+}
+
+// InflationsAtLoad is Inflations for members whose BusyShare is the share
+// of wall time each keeps the GPU busy alone (its solo load u: a declared
+// hetsev.io/busy-share, an instance flavor's share) rather than measured
+// beside its neighbours. A batch that waits for its neighbours is
+// outstanding I times as long as alone, so the busy share the model reads
+// is b = min(1, u I), solved together with the inflations: three instances
+// whose solo loads sum to 1 keep each other waiting nearly all the time on
+// a time-sliced GPU, where reading their solo loads as busy shares would
+// predict far less inflation than the GPU then shows.
+func (s Sharing) InflationsAtLoad(mode SharingMode, members []Instance) ([]float64, error) {
+	return s.inflations(mode, members, true)
+}
+
+func (s Sharing) inflations(mode SharingMode, members []Instance, atLoad bool) ([]float64, error) {
 	for i, in := range members {
 		if err := validateInstance(i, in); err != nil {
 			return nil, err
@@ -265,11 +282,20 @@ func (s Sharing) Inflations(mode SharingMode, members []Instance) ([]float64, er
 	}
 	switch mode {
 	case SharingNone, SharingTimeSlicing:
-		return s.timeSlicing(members), nil
+		return s.timeSlicing(members, atLoad), nil
 	case SharingMPS:
-		return s.mps(members), nil
+		return s.mps(members, atLoad), nil
 	}
 	return nil, fmt.Errorf("interference: sharing mode %q is not one of %s, %s, %s", mode, SharingNone, SharingTimeSlicing, SharingMPS)
+}
+
+// busyAt is the busy share of a member of busy share (or solo load, with
+// atLoad) u at inflation inf.
+func busyAt(u, inf float64, atLoad bool) float64 {
+	if atLoad {
+		return clamp01(u * inf)
+	}
+	return clamp01(u)
 }
 
 // Inflation returns the latency inflation of self beside neighbours on a
@@ -293,28 +319,58 @@ func smOccupancy(in Instance) float64 {
 	return o
 }
 
-func (s Sharing) mps(members []Instance) []float64 {
-	out := make([]float64, len(members))
-	for i, a := range members {
-		f := 1.0
-		for j, b := range members {
-			if j == i {
-				continue
+// mps is the MPS model's inflations; with atLoad, the fixed point of
+// the busy shares at the members' solo loads by damped iteration.
+func (s Sharing) mps(members []Instance, atLoad bool) []float64 {
+	n := len(members)
+	out := make([]float64, n)
+	next := make([]float64, n)
+	for i := range out {
+		out[i] = 1
+	}
+	for iter := 0; iter < fixedPointIterations; iter++ {
+		delta := 0.0
+		for i, a := range members {
+			f := 1.0
+			for j, b := range members {
+				if j == i {
+					continue
+				}
+				f += busyAt(b.BusyShare, out[j], atLoad) * s.MPS.Contention * math.Pow(smOccupancy(b)/smOccupancy(a), s.MPS.OccupancyExponent)
 			}
-			f += clamp01(b.BusyShare) * s.MPS.Contention * math.Pow(smOccupancy(b)/smOccupancy(a), s.MPS.OccupancyExponent)
+			next[i] = f
 		}
-		out[i] = f
+		if !atLoad {
+			return next
+		}
+		for i := range out {
+			v := 0.5*out[i] + 0.5*next[i]
+			delta = math.Max(delta, math.Abs(v-out[i]))
+			out[i] = v
+		}
+		if delta < fixedPointTolerance {
+			break
+		}
 	}
 	return out
 }
 
+// The damped iterations of the fixed points stop after
+// fixedPointIterations or once no inflation moves by fixedPointTolerance.
+const (
+	fixedPointIterations = 200
+	fixedPointTolerance  = 1e-9
+)
+
 // timeSlicing solves the fixed point of the round-robin model by damped
-// iteration from I = 1.
-func (s Sharing) timeSlicing(members []Instance) []float64 {
+// iteration from I = 1; with atLoad, the busy shares (and the back-to-back
+// shares β they set) move with the inflations.
+func (s Sharing) timeSlicing(members []Instance, atLoad bool) []float64 {
 	n := len(members)
 	k := make([]float64, n)
 	q := make([]float64, n)
 	beta := make([]float64, n)
+	exp := make([]float64, n)
 	sw := make([]float64, n)
 	for i, in := range members {
 		c := s.TimeSlicing
@@ -323,7 +379,8 @@ func (s Sharing) timeSlicing(members []Instance) []float64 {
 		}
 		k[i] = math.Max(1, math.Ceil(in.BatchLatency/c.Slice-1e-9))
 		q[i] = in.BatchLatency / k[i]
-		beta[i] = math.Pow(clamp01(in.BusyShare), c.BackToBackExponent)
+		exp[i] = c.BackToBackExponent
+		beta[i] = math.Pow(clamp01(in.BusyShare), exp[i])
 		sw[i] = c.Switch
 	}
 	inf := make([]float64, n)
@@ -331,15 +388,20 @@ func (s Sharing) timeSlicing(members []Instance) []float64 {
 	for i := range inf {
 		inf[i] = 1
 	}
-	for iter := 0; iter < 200; iter++ {
+	for iter := 0; iter < fixedPointIterations; iter++ {
 		delta := 0.0
+		if atLoad {
+			for i, in := range members {
+				beta[i] = math.Pow(busyAt(in.BusyShare, inf[i], true), exp[i])
+			}
+		}
 		for i, a := range members {
 			lat := a.BatchLatency
 			for j, b := range members {
 				if j == i {
 					continue
 				}
-				bj := clamp01(b.BusyShare)
+				bj := busyAt(b.BusyShare, inf[j], atLoad)
 				pi := math.Min(1, bj*(k[j]/k[i])*(inf[i]*a.BatchLatency)/(inf[j]*b.BatchLatency))
 				s := (sw[i] + sw[j]) / 2
 				lat += occupancy(a) * occupancy(b) * ((beta[i]+k[i]-1)*pi*(q[j]+s) + (1-beta[i])*bj*(q[j]/2+s))
@@ -351,7 +413,7 @@ func (s Sharing) timeSlicing(members []Instance) []float64 {
 			delta = math.Max(delta, math.Abs(v-inf[i]))
 			inf[i] = v
 		}
-		if delta < 1e-9 {
+		if delta < fixedPointTolerance {
 			break
 		}
 	}

@@ -219,7 +219,7 @@ func (pl Placer) Inflation(g gpuinventory.GPU, d gpuinventory.Demand) float64 {
 	if at < 0 {
 		return 1
 	}
-	f, err := pl.Colocation.Sharing.Inflations(mode, members)
+	f, err := pl.Colocation.Sharing.InflationsAtLoad(mode, members)
 	if err != nil {
 		return 1
 	}
@@ -238,10 +238,10 @@ func (pl Placer) predict(g gpuinventory.GPU, d gpuinventory.Demand) (nb []gpuinv
 	for _, s := range nb {
 		members = append(members, pl.instance(mode, s.Model, s.BusyShare))
 	}
-	if before, err = pl.Colocation.Sharing.Inflations(mode, members); err != nil {
+	if before, err = pl.Colocation.Sharing.InflationsAtLoad(mode, members); err != nil {
 		return nil, nil, nil, err
 	}
-	if after, err = pl.Colocation.Sharing.Inflations(mode, append(members, pl.instance(mode, d.Model, d.Busy()))); err != nil {
+	if after, err = pl.Colocation.Sharing.InflationsAtLoad(mode, append(members, pl.instance(mode, d.Model, d.Busy()))); err != nil {
 		return nil, nil, nil, err
 	}
 	return nb, before, after, nil

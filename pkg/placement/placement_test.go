@@ -152,14 +152,16 @@ func TestRatingUsesBusyShares(t *testing.T) {
 	if idx, _, _, ok := pl.Pick(gpus, d); !ok || idx != 1 {
 		t.Errorf("picked GPU %d (ok %v), want 1 (the lighter neighbour)", idx, ok)
 	}
-	// The prediction is the model's for those shares.
+	// The prediction is the model's at those shares as solo loads
+	// (InflationsAtLoad): the declared share is what an instance keeps
+	// the GPU busy alone.
 	ins := func(busy ...float64) float64 {
 		var s float64
 		members := make([]interference.Instance, len(busy))
 		for i, b := range busy {
 			members[i] = interference.Instance{BusyShare: b, BatchLatency: ReferenceBatchLatency, Occupancy: 1, Execution: interference.ExecutionCUDAGraph}
 		}
-		f, err := interference.FittedSharing().Inflations(interference.SharingTimeSlicing, members)
+		f, err := interference.FittedSharing().InflationsAtLoad(interference.SharingTimeSlicing, members)
 		if err != nil {
 			t.Fatal(err)
 		}
