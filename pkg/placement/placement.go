@@ -137,9 +137,10 @@ func (pl Placer) rate(g gpuinventory.GPU, d gpuinventory.Demand) float64 {
 
 // AddedInflation is ΔI of placing d on g: Σ (I - 1) over the instances on g
 // and the new one after the placement minus Σ (I - 1) over g's instances
-// before. Each instance keeps its GPU busy its busy share of the time
+// before. Each instance loads its GPU its busy share alone
 // (hetsev.io/busy-share, gpuinventory.GPU.Shares and Demand.Busy; one that
-// declares none is busy all the time). A GPU whose Shares do not list every
+// declares none is busy all the time), the model's busy shares solved at
+// those loads (interference.Sharing.InflationsAtLoad). A GPU whose Shares do not list every
 // instance (built by hand, not by gpuinventory.Occupancy.Place) counts its
 // Models, every instance busy all the time. Instances without a model name
 // count as an unnamed model of ReferenceBatchLatency. An input the model
