@@ -320,43 +320,56 @@ func smOccupancy(in Instance) float64 {
 }
 
 // mps is the MPS model's inflations; with atLoad, the fixed point of
-// the busy shares at the members' solo loads by damped iteration.
+// the busy shares at the members' solo loads.
 func (s Sharing) mps(members []Instance, atLoad bool) []float64 {
-	n := len(members)
-	out := make([]float64, n)
-	next := make([]float64, n)
-	for i := range out {
-		out[i] = 1
-	}
-	for iter := 0; iter < fixedPointIterations; iter++ {
-		delta := 0.0
+	step := func(inf, next []float64) {
 		for i, a := range members {
 			f := 1.0
 			for j, b := range members {
 				if j == i {
 					continue
 				}
-				f += busyAt(b.BusyShare, out[j], atLoad) * s.MPS.Contention * math.Pow(smOccupancy(b)/smOccupancy(a), s.MPS.OccupancyExponent)
+				f += busyAt(b.BusyShare, inf[j], atLoad) * s.MPS.Contention * math.Pow(smOccupancy(b)/smOccupancy(a), s.MPS.OccupancyExponent)
 			}
 			next[i] = f
 		}
-		if !atLoad {
-			return next
+	}
+	if !atLoad { // the busy shares do not move: one step is the answer
+		ones, next := make([]float64, len(members)), make([]float64, len(members))
+		for i := range ones {
+			ones[i] = 1
 		}
-		for i := range out {
-			v := 0.5*out[i] + 0.5*next[i]
-			delta = math.Max(delta, math.Abs(v-out[i]))
-			out[i] = v
+		step(ones, next)
+		return next
+	}
+	return dampedFixedPoint(len(members), step)
+}
+
+// dampedFixedPoint solves I = step(I) for n inflations by damped
+// iteration from I = 1 (each round moves halfway to step's answer),
+// stopping after fixedPointIterations rounds or once no inflation moves
+// by fixedPointTolerance. step writes its answer for inf into next.
+func dampedFixedPoint(n int, step func(inf, next []float64)) []float64 {
+	inf := make([]float64, n)
+	next := make([]float64, n)
+	for i := range inf {
+		inf[i] = 1
+	}
+	for iter := 0; iter < fixedPointIterations; iter++ {
+		step(inf, next)
+		delta := 0.0
+		for i := range inf {
+			v := 0.5*inf[i] + 0.5*next[i]
+			delta = math.Max(delta, math.Abs(v-inf[i]))
+			inf[i] = v
 		}
 		if delta < fixedPointTolerance {
 			break
 		}
 	}
-	return out
+	return inf
 }
 
-// The damped iterations of the fixed points stop after
-// fixedPointIterations or once no inflation moves by fixedPointTolerance.
 const (
 	fixedPointIterations = 200
 	fixedPointTolerance  = 1e-9
@@ -383,13 +396,7 @@ func (s Sharing) timeSlicing(members []Instance, atLoad bool) []float64 {
 		beta[i] = math.Pow(clamp01(in.BusyShare), exp[i])
 		sw[i] = c.Switch
 	}
-	inf := make([]float64, n)
-	next := make([]float64, n)
-	for i := range inf {
-		inf[i] = 1
-	}
-	for iter := 0; iter < fixedPointIterations; iter++ {
-		delta := 0.0
+	return dampedFixedPoint(n, func(inf, next []float64) {
 		if atLoad {
 			for i, in := range members {
 				beta[i] = math.Pow(busyAt(in.BusyShare, inf[i], true), exp[i])
@@ -408,16 +415,7 @@ func (s Sharing) timeSlicing(members []Instance, atLoad bool) []float64 {
 			}
 			next[i] = lat / a.BatchLatency
 		}
-		for i := range inf {
-			v := 0.5*inf[i] + 0.5*next[i]
-			delta = math.Max(delta, math.Abs(v-inf[i]))
-			inf[i] = v
-		}
-		if delta < fixedPointTolerance {
-			break
-		}
-	}
-	return inf
+	})
 }
 
 // OccupancyTable gives models' solo occupancy (see Instance.Occupancy) per
