@@ -160,22 +160,28 @@ func ablatedKnobs(k Knobs, variant string) (Knobs, error) {
 }
 
 // ablation replays cfg with hetsev-exact once per variant and returns its
-// points, judged against main's targets. The baseline reuses the main
-// run's hetsev-exact when main has it.
+// points, judged against main's targets, in the order of variants. The
+// baseline reuses the main run's hetsev-exact when main has it; the other
+// variants are replayed side by side (eachReplay).
 func ablation(cfg Config, main RunResult, variants []string) ([]AblationPoint, error) {
-	var out []AblationPoint
-	for _, v := range variants {
+	knobs := make([]Knobs, len(variants))
+	for i, v := range variants {
 		k, err := ablatedKnobs(cfg.Knobs, v)
 		if err != nil {
 			return nil, err
 		}
+		knobs[i] = k
+	}
+	out := make([]AblationPoint, len(variants))
+	err := eachReplay(len(variants), func(i int) error {
+		v := variants[i]
 		var r RunResult
 		if _, ok := main.Policy(PolicyExact); ok && v == AblationBaseline {
 			r = main
 			r.Policies = slices.Clone(main.Policies)
 		} else {
 			c := cfg
-			c.Knobs = k
+			c.Knobs = knobs[i]
 			switch v {
 			case AblationFlavors:
 				c.Flavors = slices.Clone(heterogeneity.DefaultFlavors)
@@ -183,17 +189,22 @@ func ablation(cfg Config, main RunResult, variants []string) ([]AblationPoint, e
 				c.Flavors = nil
 			}
 			c.Policies = []string{PolicyExact}
+			var err error
 			if r, err = Evaluate(c); err != nil {
-				return nil, fmt.Errorf("ablation %s: %w", v, err)
+				return fmt.Errorf("ablation %s: %w", v, err)
 			}
 		}
 		r.score(main.Targets)
 		p, ok := r.Policy(PolicyExact)
 		if !ok {
-			return nil, fmt.Errorf("ablation %s: no %s result", v, PolicyExact)
+			return fmt.Errorf("ablation %s: no %s result", v, PolicyExact)
 		}
-		out = append(out, AblationPoint{Variant: v, CostUSD: p.CostUSD, ExcessMissed: p.ExcessMissed, Qualifies: p.Qualifies,
-			SLOAttainment: p.SLOAttainment, ScalingActions: p.ScalingActions, AboveCeiling: aboveCeiling(r, p)})
+		out[i] = AblationPoint{Variant: v, CostUSD: p.CostUSD, ExcessMissed: p.ExcessMissed, Qualifies: p.Qualifies,
+			SLOAttainment: p.SLOAttainment, ScalingActions: p.ScalingActions, AboveCeiling: aboveCeiling(r, p)}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }

@@ -57,6 +57,10 @@ type Options struct {
 	// derived from the SLO latency model (Knobs.ModelThresholds).
 	ModelThresholds bool
 
+	// Replays are the shipped replays to run, comma-separated Config
+	// names (ReplayNames; "": all of them).
+	Replays string
+
 	// Functions configures the AzureFunctions replay and --functions.
 	Functions FunctionWorkload
 
@@ -101,6 +105,7 @@ func (f serviceFlags) Set(v string) error {
 func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.Out, "out", o.Out, "directory for evaluation.json and the plots")
 	fs.IntVar(&o.NodesPerType, "nodes-per-type", o.NodesPerType, "servers per GPU type, each with 2 GPUs, 40 CPUs and 62 GiB (the demo's testbed has 4)")
+	fs.StringVar(&o.Replays, "replays", o.Replays, "the shipped replays to run, comma-separated, of "+strings.Join(ReplayNames, ", ")+" (empty: all; the what-if modes replay the user's trace instead)")
 	fs.StringVar(&o.Policies, "policies", o.Policies, "policies to compare")
 	fs.Uint64Var(&o.Seed, "seed", o.Seed, "seed of arrivals, routing and default Kubernetes' GPU types")
 	fs.Float64Var(&o.TwitterPeak, "twitter-peak", o.TwitterPeak, "peak arrival rate the Twitter trace is scaled to, requests/s (the demo's)")
@@ -136,6 +141,9 @@ func (o Options) configs() ([]Config, error) {
 	if o.Trace != "" && o.FunctionsFile != "" {
 		return nil, fmt.Errorf("--trace and --functions: give one trace")
 	}
+	if o.Replays != "" && (o.Trace != "" || o.FunctionsFile != "") {
+		return nil, fmt.Errorf("--replays selects among the shipped replays; --trace and --functions replay the user's own")
+	}
 	if o.Fleet != "" && o.Trace == "" && o.FunctionsFile == "" {
 		return nil, fmt.Errorf("--fleet applies to --trace and --functions (the shipped replays have their own clusters)")
 	}
@@ -167,6 +175,10 @@ func (o Options) configs() ([]Config, error) {
 		}
 		return withFleet(c, fleet)
 	}
+	want, err := parseReplays(o.Replays)
+	if err != nil {
+		return nil, err
+	}
 	tw, err := Twitter(o.TwitterPeak, o.NodesPerType)
 	if err != nil {
 		return nil, err
@@ -183,7 +195,45 @@ func (o Options) configs() ([]Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	return []Config{tw, az, fn, fl}, nil
+	var out []Config
+	for _, c := range []Config{tw, az, fn, fl} {
+		if want == nil || slices.Contains(want, c.Name) {
+			out = append(out, c)
+		}
+	}
+	return out, nil
+}
+
+// The shipped replays' Config names, as reports, file names and
+// --replays spell them.
+const (
+	ReplayTwitter        = "twitter"
+	ReplayAzureCode      = "azure-code"
+	ReplayAzureFunctions = "azure-functions"
+	ReplayFunctionsFleet = "azure-functions-fleet"
+)
+
+// ReplayNames are the shipped replays, in the order Run replays them.
+var ReplayNames = []string{ReplayTwitter, ReplayAzureCode, ReplayAzureFunctions, ReplayFunctionsFleet}
+
+// parseReplays reads --replays: nil for "" (all), else the names, each
+// one of ReplayNames and none twice.
+func parseReplays(s string) ([]string, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, nil
+	}
+	var out []string
+	for _, n := range strings.Split(s, ",") {
+		n = strings.TrimSpace(n)
+		if !slices.Contains(ReplayNames, n) {
+			return nil, fmt.Errorf("--replays: %s is not a shipped replay (%s)", trace.Quote(n), strings.Join(ReplayNames, ", "))
+		}
+		if slices.Contains(out, n) {
+			return nil, fmt.Errorf("--replays: %s named twice", n)
+		}
+		out = append(out, n)
+	}
+	return out, nil
 }
 
 // withFleet is the what-if replay c on the user's fleet (FleetNodes over

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -482,5 +483,35 @@ func TestIdentityScopesAntiAffinity(t *testing.T) {
 	p = run(t, constant(0, 600), t4Only(1), PolicyExact, svcs...)
 	if p.Services[1].Unplaced == 0 {
 		t.Errorf("one identity: the second service was placed beside the first, want it unplaced (anti-affinity)")
+	}
+}
+
+// TestReplaysSelectsShippedReplays: --replays keeps the named shipped
+// replays in Run's order and rejects unknown or repeated names and the
+// what-if modes.
+func TestReplaysSelectsShippedReplays(t *testing.T) {
+	o := DefaultOptions()
+	o.Replays = "azure-code, twitter"
+	cfgs, err := o.configs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, c := range cfgs {
+		names = append(names, c.Name)
+	}
+	if want := []string{ReplayTwitter, ReplayAzureCode}; !slices.Equal(names, want) {
+		t.Errorf("replays %v, want %v", names, want)
+	}
+	for _, tc := range []struct{ replays, trace, want string }{
+		{"twitter,bogus", "", `"bogus" is not a shipped replay`},
+		{"twitter,twitter", "", "twitter named twice"},
+		{"twitter", "some.csv", "--replays selects among the shipped replays"},
+	} {
+		o := DefaultOptions()
+		o.Replays, o.Trace = tc.replays, tc.trace
+		if _, err := o.configs(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("--replays %q --trace %q: err %v, want %q", tc.replays, tc.trace, err, tc.want)
+		}
 	}
 }

@@ -68,7 +68,7 @@ func AzureFunctionsFleet(w FunctionWorkload) (Config, error) {
 func FunctionsFleet(fn Config) (Config, error) {
 	c := fn
 	cut := max(0, len(fn.Rates)-fleetWindowSeconds)
-	c.Name = "azure-functions-fleet"
+	c.Name = ReplayFunctionsFleet
 	c.Rates = fn.Rates[cut:]
 	c.Services = slices.Clone(fn.Services)
 	tight := 0

@@ -27,7 +27,7 @@ var DefaultSweepThresholds = []float64{0.6, 0.7, 0.8, 0.9}
 // DefaultSweepPolicies are the policies swept: the whole-GPU peers that
 // pick a type per service or a type mix, the GPU-fraction peer, and
 // hetsev-exact. default-k8s-random, infaas-packing and hetsev-heuristic
-// are left out to keep `make evaluate` within 15 minutes on 2 cores.
+// are left out to keep `make evaluate` short.
 var DefaultSweepPolicies = []string{PolicyHPABestType, PolicyKnativeKPA, PolicyMelange, PolicyKAIFraction, PolicyExact}
 
 // ParetoPoint is one policy's outcome at one saturation threshold.
@@ -61,16 +61,30 @@ func ParseThresholds(s string) ([]float64, error) {
 	return out, nil
 }
 
-// sweep replays cfg once per threshold for the given policies and returns
-// their points, judged against main's targets. Every policy of a point,
-// hetsev's included, runs every service at the point's threshold (hetsev
-// without the thresholds it derives from the SLO model), so that the
-// points compare policies at equal headroom. A threshold at which every
-// service of the main run already had that threshold reuses the main
-// run's results instead of replaying them, unless hetsev derived its own.
+// sweep replays cfg once per threshold and policy and returns their
+// points, judged against main's targets, ordered by threshold, then by
+// policy. Every policy of a point, hetsev's included, runs every service
+// at the point's threshold (hetsev without the thresholds it derives from
+// the SLO model), so that the points compare policies at equal headroom.
+// A threshold at which every service of the main run already had that
+// threshold reuses the main run's results instead of replaying them,
+// unless hetsev derived its own. Each policy is replayed alone, side by
+// side with the others (eachReplay): a policy's replay depends only on
+// the Config and the seed, not on the policies beside it.
 func sweep(cfg Config, main RunResult, thresholds []float64, policies []string) ([]ParetoPoint, error) {
-	var out []ParetoPoint
+	type point struct {
+		th     float64
+		policy string
+	}
+	var points []point
 	for _, th := range thresholds {
+		for _, name := range policies {
+			points = append(points, point{th, name})
+		}
+	}
+	got := make([]*ParetoPoint, len(points))
+	err := eachReplay(len(points), func(i int) error {
+		th, name := points[i].th, points[i].policy
 		var r RunResult
 		if sameThreshold(cfg.Services, th) && !cfg.Knobs.ModelThresholds {
 			r = main
@@ -82,19 +96,25 @@ func sweep(cfg Config, main RunResult, thresholds []float64, policies []string) 
 				c.Services[k].SaturationThreshold = th
 			}
 			c.Knobs.ModelThresholds = false
-			c.Policies = policies
+			c.Policies = []string{name}
 			var err error
 			if r, err = Evaluate(c); err != nil {
-				return nil, fmt.Errorf("sweep at threshold %v: %w", th, err)
+				return fmt.Errorf("sweep at threshold %v: %w", th, err)
 			}
 		}
 		r.score(main.Targets)
-		for _, name := range policies {
-			p, ok := r.Policy(name)
-			if !ok {
-				continue
-			}
-			out = append(out, ParetoPoint{Policy: name, Threshold: th, CostUSD: p.CostUSD, ExcessMissed: p.ExcessMissed, Qualifies: p.Qualifies})
+		if p, ok := r.Policy(name); ok {
+			got[i] = &ParetoPoint{Policy: name, Threshold: th, CostUSD: p.CostUSD, ExcessMissed: p.ExcessMissed, Qualifies: p.Qualifies}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	var out []ParetoPoint
+	for _, p := range got {
+		if p != nil {
+			out = append(out, *p)
 		}
 	}
 	return out, nil

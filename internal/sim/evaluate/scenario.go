@@ -96,7 +96,7 @@ func Twitter(peakRPS float64, nodesPerType int) (Config, error) {
 		return Config{}, err
 	}
 	rates, desc := Preparation{FillGaps: true, SmoothWindow: 120, SmoothStep: 15, PeakRPS: peakRPS}.Prepare(raw)
-	c, err := Base("twitter", "twitter_rps_days01-07: "+desc, rates, HetSevNodes(nodesPerType), DemoServices()...)
+	c, err := Base(ReplayTwitter, "twitter_rps_days01-07: "+desc, rates, HetSevNodes(nodesPerType), DemoServices()...)
 	c.MeasureFrom = 300 // the demo's warm-up
 	return c, err
 }
@@ -111,7 +111,7 @@ func AzureCode(peakRPS float64, nodesPerType int) (Config, error) {
 		return Config{}, err
 	}
 	rates, desc := Preparation{SmoothWindow: 120, SmoothStep: 15, PeakRPS: peakRPS}.Prepare(raw)
-	c, err := Base("azure-code", "AzureLLMInferenceTrace_code: "+desc, rates, HetSevNodes(nodesPerType),
+	c, err := Base(ReplayAzureCode, "AzureLLMInferenceTrace_code: "+desc, rates, HetSevNodes(nodesPerType),
 		Service{Name: "bert-large", Model: "bert-large", Share: 1, RTMaxMs: 1200})
 	c.MeasureFrom = 120 // the first smoothing window
 	return c, err
@@ -128,9 +128,9 @@ func AzureFunctions(w FunctionWorkload) (Config, error) {
 	if err != nil {
 		return Config{}, err
 	}
-	base, err := Base("azure-functions", "", nil, nil)
+	base, err := Base(ReplayAzureFunctions, "", nil, nil)
 	if err != nil {
 		return Config{}, err
 	}
-	return functionsConfig("azure-functions", fs, w, base)
+	return functionsConfig(ReplayAzureFunctions, fs, w, base)
 }
