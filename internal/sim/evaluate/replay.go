@@ -91,6 +91,9 @@ type policyRun struct {
 	costSoFar        float64
 	// decisions is every decision, when Config.logDecisions asks for them.
 	decisions []decisionRecord
+	// predicted is the co-location check's ratios (prediction.go), when
+	// the policy's placer predicts co-location.
+	predicted []float64
 }
 
 // decisionRecord is one decision of a policy: the change of instances per
@@ -325,6 +328,9 @@ func (r *policyRun) decide(s *serviceRun, t int) {
 	if measured {
 		s.tally.decisions++
 		s.tally.decideTime += elapsed
+	}
+	if measured && r.predictsColocation() {
+		r.samplePrediction(s, t)
 	}
 	changed := false
 	for i, d := range delta {

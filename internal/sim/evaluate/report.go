@@ -215,6 +215,7 @@ func PrintTable(w io.Writer, r RunResult) {
 			p.ScalingActions, strings.Join(h, "/"), strings.Join(k, "/"))
 	}
 	printILPCost(w, r)
+	printInflationPrediction(w, r)
 	printCeilings(w, r)
 	if rec := r.Recommendation; rec.Policy != "" {
 		var mix []string

@@ -93,6 +93,10 @@ type PolicyResult struct {
 	ScalingActions int                `json:"scaling_actions"`
 	DecisionTimeUs float64            `json:"decision_time_us"`
 	Services       []ServiceResult    `json:"services"`
+	// InflationPrediction is the co-location check (prediction.go); nil
+	// for a policy whose placer does not predict co-location or that
+	// never shared a GPU.
+	InflationPrediction *InflationPrediction `json:"inflation_prediction,omitempty"`
 	// Bound marks the lower bound (bound.go): not a replayed policy; only
 	// its cost, GPU-hours, requests and SharingGain (G) are meaningful.
 	Bound       bool    `json:"bound,omitempty"`
@@ -277,7 +281,8 @@ func recommend(r RunResult) Recommendation {
 
 // result turns the replay's tallies into its PolicyResult.
 func (r *policyRun) result() PolicyResult {
-	out := PolicyResult{Policy: r.name, GPUHours: map[string]float64{}, PeakGPUs: r.peakGPUs, Series: r.series, LowestSLOAttainment: math.Inf(1)}
+	out := PolicyResult{Policy: r.name, GPUHours: map[string]float64{}, PeakGPUs: r.peakGPUs, Series: r.series, LowestSLOAttainment: math.Inf(1),
+		InflationPrediction: inflationPrediction(r.predicted)}
 	var req, within int64
 	var decisions int
 	var decideTime time.Duration
