@@ -17,12 +17,10 @@ import (
 // it should have (an under-prediction costs requests), above 1 it held
 // back (it costs GPUs).
 
-// InflationPrediction summarises, for a policy whose placer predicts
-// co-location (a placement.Placer with a co-location model: hetsev's,
-// infaas-packing's, kai-fraction's), the ratio of the predicted to the
-// replayed inflation of its instances on shared GPUs, one sample per
-// ready instance on a GPU with another instance at each of its service's
-// decisions. Ratios are dimensionless.
+// InflationPrediction summarises, for hetsev-exact and hetsev-heuristic,
+// the ratio of the predicted to the replayed inflation of its instances
+// on shared GPUs, one sample per ready instance on a GPU with another
+// instance at each of its service's decisions. Ratios are dimensionless.
 type InflationPrediction struct {
 	Samples int     `json:"samples"`
 	Median  float64 `json:"median"`
@@ -35,11 +33,14 @@ type InflationPrediction struct {
 	UnderPredicted float64 `json:"under_predicted"`
 }
 
-// predictsColocation says r's placer has a co-location model to predict
-// with; the zero Placer of the whole-GPU peers has none.
+// predictsColocation says r is a hetsev policy with a co-location model:
+// the policies that place and count capacity by the prediction. The
+// peers' placers pack by GPU memory or whole GPUs and declare no busy
+// share, so a ratio of theirs would measure nothing they decided by.
 func (r *policyRun) predictsColocation() bool {
+	_, hetsev := r.pol.(*hetsevPolicy)
 	c := r.cl.placer.Colocation
-	return c.Source != "" || c.Occupancy != nil
+	return hetsev && (c.Source != "" || c.Occupancy != nil)
 }
 
 // samplePrediction records the ratio of every ready instance of s on a

@@ -26,7 +26,8 @@ func TestInflationPredictionSummary(t *testing.T) {
 // flavors. The placer predicts an inflation above 1 at their declared
 // busy shares (0.1 and 0.25) while the replayed servers, idle, run at 1:
 // every sample over-predicts, and the report prints the check. On whole
-// GPUs nothing is shared and there is no check.
+// GPUs nothing is shared, and a peer's packing has no prediction to
+// check.
 func TestReplayChecksColocationPrediction(t *testing.T) {
 	rates := constant(0, 3600)
 	light := runFlavors(t, heterogeneity.DefaultFlavors, rates, t4Only(2), DemoServices()...)
@@ -45,5 +46,19 @@ func TestReplayChecksColocationPrediction(t *testing.T) {
 	whole := runFlavors(t, nil, rates, t4Only(2), DemoServices()...)
 	if ip := whole.Policies[0].InflationPrediction; ip != nil {
 		t.Errorf("whole GPUs: check %+v, want none (no GPU shared)", *ip)
+	}
+	// kai-fraction-hpa packs the two by GPU memory onto one T4, with the
+	// co-location model in its placer but no busy share declared: no check.
+	cfg, err := Base("kai", "kai", rates, t4Only(2), DemoServices()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Policies = []string{PolicyKAIFraction}
+	kai, err := Evaluate(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ip := kai.Policies[0].InflationPrediction; ip != nil {
+		t.Errorf("kai-fraction-hpa: check %+v, want none (a peer)", *ip)
 	}
 }
