@@ -2,11 +2,13 @@ package evaluate
 
 import (
 	"runtime"
-	"sync"
+
+	"golang.org/x/sync/errgroup"
 )
 
 // eachReplay runs f(0) ... f(n-1) on at most GOMAXPROCS goroutines at once
-// and returns the error of the lowest i that failed, nil if none did. The
+// and returns the error of the lowest i that failed, nil if none did (so
+// that a run's error does not depend on which replay finished first). The
 // Pareto sweep's and the ablation's replays are independent (each holds
 // its own Config; the slices they share are only read, as the policies of
 // one Evaluate share them) and a replay of one policy keeps one core
@@ -14,17 +16,12 @@ import (
 // takes one after another, and at most GOMAXPROCS replays hold memory.
 func eachReplay(n int, f func(i int) error) error {
 	errs := make([]error, n)
-	slots := make(chan struct{}, max(1, runtime.GOMAXPROCS(0)))
-	var wg sync.WaitGroup
+	var g errgroup.Group
+	g.SetLimit(max(1, runtime.GOMAXPROCS(0)))
 	for i := range n {
-		slots <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer func() { <-slots; wg.Done() }()
-			errs[i] = f(i)
-		}()
+		g.Go(func() error { errs[i] = f(i); return nil })
 	}
-	wg.Wait()
+	_ = g.Wait() // every f's error is in errs
 	for _, err := range errs {
 		if err != nil {
 			return err
