@@ -91,8 +91,8 @@ type policyRun struct {
 	costSoFar        float64
 	// decisions is every decision, when Config.logDecisions asks for them.
 	decisions []decisionRecord
-	// predicted is the co-location check's ratios (prediction.go), when
-	// the policy's placer predicts co-location.
+	// predicted is the co-location check's ratios (prediction.go), for
+	// hetsev's policies (predictsColocation).
 	predicted []float64
 }
 

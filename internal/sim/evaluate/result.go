@@ -94,8 +94,7 @@ type PolicyResult struct {
 	DecisionTimeUs float64            `json:"decision_time_us"`
 	Services       []ServiceResult    `json:"services"`
 	// InflationPrediction is the co-location check (prediction.go); nil
-	// for a policy whose placer does not predict co-location or that
-	// never shared a GPU.
+	// for the peers and for a hetsev policy that never shared a GPU.
 	InflationPrediction *InflationPrediction `json:"inflation_prediction,omitempty"`
 	// Bound marks the lower bound (bound.go): not a replayed policy; only
 	// its cost, GPU-hours, requests and SharingGain (G) are meaningful.
