@@ -49,16 +49,7 @@ func TestReplayChecksColocationPrediction(t *testing.T) {
 	}
 	// kai-fraction-hpa packs the two by GPU memory onto one T4, with the
 	// co-location model in its placer but no busy share declared: no check.
-	cfg, err := Base("kai", "kai", rates, t4Only(2), DemoServices()...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Policies = []string{PolicyKAIFraction}
-	kai, err := Evaluate(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if ip := kai.Policies[0].InflationPrediction; ip != nil {
+	if ip := run(t, rates, t4Only(2), PolicyKAIFraction, DemoServices()...).InflationPrediction; ip != nil {
 		t.Errorf("kai-fraction-hpa: check %+v, want none (a peer)", *ip)
 	}
 }
