@@ -17,6 +17,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"gonum.org/v1/gonum/stat"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -240,13 +241,12 @@ func row(ms []float64, n int) Row {
 	return Row{Requests: len(s), P50: quantile(s, 0.50), P99: quantile(s, 0.99), Items: n}
 }
 
-// quantile of sorted values, nearest rank.
+// quantile of sorted values, nearest rank (q in [0, 1]); NaN for none.
 func quantile(sorted []float64, q float64) float64 {
 	if len(sorted) == 0 {
 		return math.NaN()
 	}
-	i := int(math.Ceil(q*float64(len(sorted)))) - 1
-	return sorted[max(0, min(i, len(sorted)-1))]
+	return stat.Quantile(q, stat.Empirical, sorted, nil)
 }
 
 // WriteTable prints the rows.

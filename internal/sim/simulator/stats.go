@@ -3,6 +3,8 @@ package simulator
 import (
 	"math"
 	"sort"
+
+	"gonum.org/v1/gonum/stat"
 )
 
 // ServiceStats are the ground-truth outcomes of one service's requests.
@@ -73,14 +75,16 @@ func (w *World) Snapshots() []Snapshot {
 	return out
 }
 
+// percentile is the q-quantile (q in [0, 1]) of v by nearest rank (the
+// smallest value with at least the share q of v at or below it); 0 for
+// none.
 func percentile(v []float64, q float64) float64 {
 	if len(v) == 0 {
 		return 0
 	}
 	s := append([]float64(nil), v...)
 	sort.Float64s(s)
-	i := int(math.Ceil(q*float64(len(s)))) - 1
-	return s[max(0, min(i, len(s)-1))]
+	return stat.Quantile(q, stat.Empirical, s, nil)
 }
 
 // Totals are the run's outcomes.
