@@ -32,7 +32,9 @@ func runFlavors(t *testing.T, flavors heterogeneity.Flavors, rates []float64, cl
 // or a measured smaller one: ResNet-50 0.1 at batch 4, 382 ms <= 400;
 // SSD 0.25 at batch 2, 792 ms <= 900), which the ILP counts at 0.35 x
 // 0.526 USD/h in all; the two pack onto one T4, which bills its whole
-// price: the report shows billed 2.857 times what the ILP assumed.
+// price: the report shows billed 2.857 times what the ILP assumed, and
+// that the shares declared on the billed T4 fill 0.35 of it (each whole T4
+// before: 1).
 func TestFlavorsPackIdleServicesAndReportILPCost(t *testing.T) {
 	rates := constant(0, 3600)
 	whole := runFlavors(t, nil, rates, t4Only(2), DemoServices()...)
@@ -41,15 +43,26 @@ func TestFlavorsPackIdleServicesAndReportILPCost(t *testing.T) {
 	if !near(p.CostUSD, 2*t4Price*h) || !near(p.ILPCostUSD, 2*t4Price*h) {
 		t.Errorf("whole GPUs: billed %v USD, ILP assumed %v USD; want both %v", p.CostUSD, p.ILPCostUSD, 2*t4Price*h)
 	}
+	if got := p.DeclaredBusyShare["T4"]; !near(got, 1) {
+		t.Errorf("whole GPUs: declared busy share of the billed T4s %v, want 1", got)
+	}
 	light := runFlavors(t, heterogeneity.DefaultFlavors, rates, t4Only(2), DemoServices()...)
 	p = light.Policies[0]
 	if !near(p.CostUSD, t4Price*h) || !near(p.ILPCostUSD, 0.35*t4Price*h) || p.PeakGPUs["T4"] != 1 {
 		t.Errorf("flavors: billed %v USD on %d T4s at peak, ILP assumed %v USD; want %v on 1 and %v", p.CostUSD, p.PeakGPUs["T4"], p.ILPCostUSD, t4Price*h, 0.35*t4Price*h)
 	}
+	if got := p.DeclaredBusyShare["T4"]; !near(got, 0.35) {
+		t.Errorf("flavors: declared busy share of the billed T4 %v, want 0.35 (0.1 + 0.25)", got)
+	}
 	var out bytes.Buffer
 	PrintTable(&out, light)
-	if want := "hetsev-exact (flavors 0.1,0.25,0.5,1): billed 0.53 USD, its ILP assumed 0.18 USD"; !strings.Contains(out.String(), want) {
-		t.Errorf("report lacks %q:\n%s", want, out.String())
+	for _, want := range []string{
+		"hetsev-exact (flavors 0.1,0.25,0.5,1): billed 0.53 USD, its ILP assumed 0.18 USD",
+		"hetsev-exact packing (mean declared busy share of a billed GPU): T4 0.350 over 1.0 GPU-h",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("report lacks %q:\n%s", want, out.String())
+		}
 	}
 }
 

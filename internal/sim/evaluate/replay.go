@@ -89,6 +89,10 @@ type policyRun struct {
 	peakGPUs         map[string]int
 	series           Series
 	costSoFar        float64
+	// gpuDeclared sums, per type and billed GPU-second, the GPU's summed
+	// declared busy share (Demand.Busy; capped at 1): the share of the bill
+	// the placement filled by the shares it packs by.
+	gpuDeclared map[string]float64
 	// decisions is every decision, when Config.logDecisions asks for them.
 	decisions []decisionRecord
 	// predicted is the co-location check's ratios (prediction.go), for
@@ -112,7 +116,7 @@ func newPolicyRun(cfg *Config, name string) (*policyRun, error) {
 		cfg: cfg, name: name, pol: pol, cl: newCluster(cfg, pol.placer()), eng: replay.New(cfg.Rates, cfg.Colocation, cfg.GPUSharing),
 		window: int(cfg.Knobs.RateWindow / time.Second), every: int(cfg.Knobs.Interval / time.Second),
 		step:    cfg.SeriesStep,
-		gpuSecs: map[string]float64{}, gpuBusy: map[string]float64{}, peakGPUs: map[string]int{},
+		gpuSecs: map[string]float64{}, gpuBusy: map[string]float64{}, gpuDeclared: map[string]float64{}, peakGPUs: map[string]int{},
 		series: Series{Instances: map[string][]float64{}},
 	}
 	if r.step == 0 {
@@ -471,9 +475,12 @@ func (r *policyRun) account() {
 			nodeUsed = true
 			inUse[nd.gpuType.Name]++
 			var mem int64
+			var declared float64
 			for _, in := range on {
 				mem += in.memMiB
+				declared += in.demand.Busy()
 			}
+			r.gpuDeclared[nd.gpuType.Name] += math.Min(1, declared)
 			r.gpuSecs[nd.gpuType.Name]++
 			r.gpuBusy[nd.gpuType.Name] += math.Min(1, r.gpus[n][g].Busy()) // a second: busy time is busy share
 			r.costSoFar += price

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"os"
 	"slices"
@@ -242,7 +243,24 @@ func printILPCost(w io.Writer, r RunResult) {
 		}
 		fmt.Fprintf(w, "%s (%s): billed %.2f USD, its ILP assumed %.2f USD (busy share x price x time over instances), billed/assumed %.3f\n",
 			name, flavors, p.CostUSD, p.ILPCostUSD, ratio(p.CostUSD, p.ILPCostUSD))
+		if line := declaredShareLine(p); line != "" {
+			fmt.Fprintf(w, "%s packing (mean declared busy share of a billed GPU): %s\n", name, line)
+		}
 	}
+}
+
+// declaredShareLine says, per GPU type with billed GPU-hours, how much of
+// the billed GPUs the declared busy shares filled
+// (PolicyResult.DeclaredBusyShare); "" for none.
+func declaredShareLine(p PolicyResult) string {
+	types := slices.Sorted(maps.Keys(p.GPUHours))
+	var parts []string
+	for _, t := range types {
+		if p.GPUHours[t] > 0 {
+			parts = append(parts, fmt.Sprintf("%s %.3f over %.1f GPU-h", t, p.DeclaredBusyShare[t], p.GPUHours[t]))
+		}
+	}
+	return strings.Join(parts, ", ")
 }
 
 // printCeilings names the services whose target (headline.go) is below

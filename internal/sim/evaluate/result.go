@@ -69,6 +69,13 @@ type PolicyResult struct {
 	// without) times its measured time, USD. Against CostUSD it shows
 	// whether the packing bills what the ILP assumed.
 	ILPCostUSD float64 `json:"ilp_cost_usd"`
+	// DeclaredBusyShare is, per GPU type, the mean over billed GPU-seconds
+	// of the GPU's summed declared busy share (hetsev.io/busy-share, 1 for
+	// an instance that declares none; capped at 1): how much of each
+	// billed GPU the packing filled by the shares the scheduler packs by.
+	// Where the ILP prices instances at their busy share, ILPCostUSD /
+	// CostUSD is its mean over types weighted by their billed cost.
+	DeclaredBusyShare map[string]float64 `json:"declared_busy_share"`
 	// GoodputPerGPU is the requests answered within RT_max per second of
 	// billed GPU time, requests/s per GPU.
 	GoodputPerGPU float64 `json:"goodput_per_gpu"`
@@ -319,8 +326,10 @@ func (r *policyRun) result() PolicyResult {
 		decisions += t.decisions
 		decideTime += t.decideTime
 	}
+	out.DeclaredBusyShare = map[string]float64{}
 	for k, v := range r.gpuSecs {
 		out.GPUHours[k] = v / 3600
+		out.DeclaredBusyShare[k] = ratio(r.gpuDeclared[k], v)
 		gpuSecs += v
 		busy += r.gpuBusy[k]
 	}
