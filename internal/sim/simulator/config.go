@@ -80,6 +80,15 @@ func (c *Config) defaults() error {
 	if len(c.Services) == 0 {
 		return fmt.Errorf("simulator: no services")
 	}
+	// The simulated load, stats and Totals are kept per ModelService name,
+	// so two services of one name (in two namespaces) would share them.
+	seen := map[string]string{}
+	for _, s := range c.Services {
+		if ns, dup := seen[s.Name]; dup {
+			return fmt.Errorf("simulator: services %s/%s and %s/%s share the name %q: the simulator keeps each service's load and outcomes by name", ns, s.Name, s.Namespace, s.Name, s.Name)
+		}
+		seen[s.Name] = s.Namespace
+	}
 	if len(c.Rates) == 0 {
 		return fmt.Errorf("simulator: empty trace")
 	}

@@ -3,6 +3,7 @@ package simulator
 import (
 	"context"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
@@ -146,5 +147,23 @@ func TestColocationsCountIdentities(t *testing.T) {
 				t.Errorf("identical-model co-locations %d, want > 0: %v", got, c.colocs)
 			}
 		})
+	}
+}
+
+// Two ModelServices of one name in two namespaces would share their load,
+// stats and totals, which the simulator keeps by name: New refuses them
+// with both names, and builds nothing.
+func TestNewRejectsServicesSharingAName(t *testing.T) {
+	teamB := resnetT4
+	teamB.Namespace = "team-b"
+	w, err := New(fake.NewClientset(t4()), Config{Services: []Service{resnetT4, teamB}, Rates: constant(5, 10), Factor: 1, Seed: 3})
+	if err == nil {
+		w.Close()
+		t.Fatal("New accepted default/resnet50 and team-b/resnet50, want an error")
+	}
+	for _, want := range []string{"default/resnet50", "team-b/resnet50"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not name %s", err, want)
+		}
 	}
 }
