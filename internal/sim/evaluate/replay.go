@@ -91,7 +91,9 @@ type policyRun struct {
 	costSoFar        float64
 	// gpuDeclared sums, per type and billed GPU-second, the GPU's summed
 	// declared busy share (Demand.Busy; capped at 1): the share of the bill
-	// the placement filled by the shares it packs by.
+	// the placement filled by the shares it packs by. Not the occupancy's
+	// gpuinventory.GPU.BusyShare, which leaves out instances that declare
+	// none: here they count 1, as they hold their GPU whole.
 	gpuDeclared map[string]float64
 	// decisions is every decision, when Config.logDecisions asks for them.
 	decisions []decisionRecord
