@@ -184,6 +184,10 @@ func (a *Autoscaler) Commit(act Action) {
 // never below that floor nor W_f / SaturationThreshold, and give up after
 // Policy.ReplacementTimeout, removing the new instances not ready. A
 // scale-out due goes first; a scale-in waits for the replacement's end.
+// With Policy.Consolidation, such a decision that starts no swap may
+// start a move instead: one instance added to a column with an instance
+// alone on its GPU that fits a GPU in use (TypeState.Movable), the old
+// one removed once the new one is ready, at the scale-in bar (move).
 //
 // When obs.ArrivalRateIsLowerBound is set (W was measured on part of the
 // serving instances), Decide scales out as above on that lower bound (with

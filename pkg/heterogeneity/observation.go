@@ -23,7 +23,8 @@ type TypeState struct {
 	// Ready is how many of Running serve: ready and given traffic
 	// (hetsev-scaler: the Deployment's ready replicas while the traffic
 	// split routes to its column; the evaluator: instances past their
-	// launch time). Only a replacement (Policy.Replacement) reads it: an
+	// launch time). Only a replacement (Policy.Replacement, and a
+	// consolidation move, Policy.Consolidation) reads it: an
 	// old instance goes once new ready ones cover it. 0 when unknown.
 	Ready int
 	// ThroughputRPS is T_i, the profiled maximum throughput of one instance,
@@ -41,6 +42,13 @@ type TypeState struct {
 	// free GPU memory, CPU and memory and the anti-affinity rule (no two
 	// instances of one model on one GPU).
 	MaxAdditional int
+	// Movable is how many of Running are ready and alone on their GPU
+	// where the scheduler would admit an instance of this column on
+	// another GPU of the type that hosts other instances: moving one there
+	// leaves its GPU empty, no longer billed (hetsev-scaler counts it from
+	// the pods' GPUs, the evaluator from its cluster). Only consolidation
+	// (Policy.Consolidation) reads it; 0 when unknown.
+	Movable int
 	// Light marks a light flavor's column (flavor.go: an instance of busy
 	// share f < 1 that shares a GPU). A scale-out adds light instances only
 	// while the service's planned capacity fits in one of them (see
@@ -154,6 +162,9 @@ func validateTypes(types []TypeState, bad func(format string, args ...any)) {
 		}
 		if t.Ready < 0 || t.Ready > ilp.MaxInstances {
 			bad("%s: Ready must be in [0, %d], got %d", name(), ilp.MaxInstances, t.Ready)
+		}
+		if t.Movable < 0 || t.Movable > t.Running {
+			bad("%s: Movable must be in [0, Running %d], got %d", name(), t.Running, t.Movable)
 		}
 		if t.MaxAdditional < 0 || t.MaxAdditional > ilp.MaxInstances {
 			bad("%s: MaxAdditional must be in [0, %d], got %d", name(), ilp.MaxInstances, t.MaxAdditional)

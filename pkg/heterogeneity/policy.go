@@ -111,6 +111,17 @@ type Policy struct {
 	// within the cool-down). The zero value (false) never changes a
 	// running instance's column, as in HetSev 4.1.
 	Replacement bool
+	// Consolidation turns consolidation on (replace.go): a decision that
+	// would do nothing and starts no replacement may move one instance
+	// alone on its GPU (TypeState.Movable) onto a GPU that hosts other
+	// instances, make-before-break: a replacement of one instance of a
+	// column by one of the same column (From equals To), whose new
+	// instance the scheduler places on a GPU in use, and whose old one
+	// goes once the new one is ready and routed. Its GPU is then empty and
+	// no longer billed. It shares ReplacementInterval and
+	// ReplacementTimeout with the replacement; one of either is in flight
+	// at a time.
+	Consolidation bool
 	// ReplacementInterval is the least time from the end of one
 	// replacement to the start of the next; 0 means
 	// DefaultReplacementInterval. At most one is in flight.

@@ -104,31 +104,33 @@ func (a *Autoscaler) replacementFloor(obs Observation, f forecast) (float64, str
 	if !a.lastScaleIn.IsZero() && obs.Now.Sub(a.lastScaleIn) < p.ScaleInInterval {
 		return now, "capacity kept within the scale-in interval"
 	}
-	w := f.w
-	if !p.DisableStabilizedScaleIn {
-		w = max(w, a.rates.peak(p.stabilizationWindow()))
-	}
-	bar := w / (p.SaturationThreshold - p.ScaleInHysteresis)
+	bar, w := a.scaleInBar(f)
 	if bar >= now {
 		return now, "capacity kept"
 	}
 	return bar, fmt.Sprintf("capacity >= %.4g requests/s, the scale-in bar at %.4g requests/s", bar, w)
 }
 
+// scaleInBar is the capacity, requests/s, below which a scale-in would
+// not go: W / (SaturationThreshold - ScaleInHysteresis) at w, the higher
+// of W_f and (unless DisableStabilizedScaleIn) the highest W of the
+// stabilization window.
+func (a *Autoscaler) scaleInBar(f forecast) (bar, w float64) {
+	p := a.Policy
+	w = f.w
+	if !p.DisableStabilizedScaleIn {
+		w = max(w, a.rates.peak(p.stabilizationWindow()))
+	}
+	return w / (p.SaturationThreshold - p.ScaleInHysteresis), w
+}
+
 // startReplacement returns act (a decision that does nothing) or, when
-// Policy.Replacement is on, the rate limit allows one and a swap of
-// instances between two columns lowers the objective of HetSev 4.1, the
-// start of that replacement: its instances of To added. The swap is the
-// cheapest, by objective (launch penalty lambda O_i included, so a saving
-// must pay for the launch), over every pair of columns (From running, To
-// passing the SLO check with free slots; light flavors only while the
-// service is quiet, as for a scale-out) and every count r of From's
-// instances: r of From for the fewest k >= 1 of To that keep the mix
-// after it at or above the floor (replacementFloor). MinReplicas and
-// MaxReplicas hold for the mix after it.
+// the rate limit (ReplacementInterval) allows one, the start of a
+// replacement: with Policy.Replacement, the swap of swap; else, with
+// Policy.Consolidation, the move of move.
 func (a *Autoscaler) startReplacement(obs Observation, f forecast, act Action) Action {
 	p := a.Policy
-	if !p.Replacement || obs.ArrivalRateIsLowerBound || act.Kind != ActionNone {
+	if !(p.Replacement || p.Consolidation) || obs.ArrivalRateIsLowerBound || act.Kind != ActionNone {
 		return act
 	}
 	if !a.lastReplacement.IsZero() {
@@ -136,6 +138,29 @@ func (a *Autoscaler) startReplacement(obs Observation, f forecast, act Action) A
 			return act
 		}
 	}
+	if p.Replacement {
+		if started, ok := a.swap(obs, f, act); ok {
+			return started
+		}
+	}
+	if p.Consolidation {
+		return a.move(obs, f, act)
+	}
+	return act
+}
+
+// swap is the start of a replacement when a swap of instances between
+// two columns lowers the objective of HetSev 4.1: its instances of To
+// added. The swap is the cheapest, by objective (launch penalty lambda
+// O_i included, so a saving must pay for the launch), over every pair of
+// columns (From running, To passing the SLO check with free slots; light
+// flavors only while the service is quiet, as for a scale-out) and every
+// count r of From's instances: r of From for the fewest k >= 1 of To that
+// keep the mix after it at or above the floor (replacementFloor).
+// MinReplicas and MaxReplicas hold for the mix after it. ok is false when
+// no swap lowers the objective.
+func (a *Autoscaler) swap(obs Observation, f forecast, act Action) (Action, bool) {
+	p := a.Policy
 	floor, why := a.replacementFloor(obs, f)
 	offer, _ := lightOnlyWhileQuiet(obs, f.w/p.SaturationThreshold, "")
 	types := obs.Types
@@ -166,7 +191,7 @@ func (a *Autoscaler) startReplacement(obs Observation, f forecast, act Action) A
 		}
 	}
 	if best == nil {
-		return act
+		return act, false
 	}
 	var from, to int
 	for i, v := range best {
@@ -186,6 +211,59 @@ func (a *Autoscaler) startReplacement(obs Observation, f forecast, act Action) A
 	act.Replacement, act.ReplacementPhase = &rp, ReplacementStarted
 	act.Reason = fmt.Sprintf("%s; replacement: +%d %s for %d %s (capacity %.4g -> %.4g requests/s, %s; objective %.4g USD/h), %s removed once the new instances are ready and routed",
 		act.Reason, rp.Add, rp.To, rp.Remove, rp.From, capNow, Capacity(types, best), why, bestObj, rp.From)
+	return act, true
+}
+
+// move is act or the start of a consolidation move: one instance added
+// to a column with an instance alone on its GPU that fits a GPU in use
+// (TypeState.Movable > 0) and a free slot, as a replacement of one
+// instance of the column by one of the same column. The caller makes the
+// old instance the one removed (hetsev-scaler: the pod's
+// controller.kubernetes.io/pod-deletion-cost) and the scheduler places
+// the new one on a GPU in use, which it prefers to an empty one. Only
+// while every instance of the column is ready, so that the new one is
+// the one ready beyond ToBefore (continueReplacement), and within
+// MaxReplicas counting the new one. Of several such columns, the one of
+// the highest PriceUSDPerHour (the instance's own share of a GPU's
+// price): a larger share more often leaves a GPU mostly unfilled.
+// The old instance goes only once the new one is ready and routed and
+// the capacity left stays at or above FloorRPS: the scale-in bar
+// (scaleInBar), at most the capacity now. Not the capacity now itself, as
+// for a swap within the cool-down: the new instance shares a GPU, so its
+// co-location inflation (TypeState.ThroughputRPS is T_i over the
+// instances' inflation) lowers the capacity counted after the move even
+// though no instance is shed.
+func (a *Autoscaler) move(obs Observation, f forecast, act Action) Action {
+	p := a.Policy
+	types := obs.Types
+	total := totalRunning(types)
+	col := -1
+	for i, t := range types {
+		if t.Movable == 0 || t.MaxAdditional == 0 || t.Ready < t.Running {
+			continue
+		}
+		if p.MaxReplicas > 0 && total+1 > p.MaxReplicas {
+			continue
+		}
+		if col < 0 || t.PriceUSDPerHour > types[col].PriceUSDPerHour {
+			col = i
+		}
+	}
+	if col < 0 {
+		return act
+	}
+	t := types[col]
+	capNow := Capacity(types, nil)
+	bar, _ := a.scaleInBar(f)
+	floor := min(bar, capNow)
+	rp := Replacement{From: t.GPUType, To: t.GPUType, Add: 1, Remove: 1, ToBefore: t.Running, Started: obs.Now, FloorRPS: floor}
+	act.Kind = ActionReplace
+	act.Delta = make([]int, len(types))
+	act.Delta[col] = 1
+	act.Objective = objective(types, act.Delta, p.Lambda)
+	act.Replacement, act.ReplacementPhase = &rp, ReplacementStarted
+	act.Reason = fmt.Sprintf("%s; consolidation: +1 %s to move one of its %d instances alone on a GPU onto a GPU in use, the old one removed once the new one is ready and routed (capacity %.4g requests/s kept at or above %.4g, the scale-in bar)",
+		act.Reason, t.GPUType, t.Movable, capNow, floor)
 	return act
 }
 
@@ -206,10 +284,11 @@ func (a *Autoscaler) continueReplacement(obs Observation, f forecast, act Action
 	act.Replacement = &rp
 	from, to := -1, -1
 	for i, t := range obs.Types {
-		switch t.GPUType {
-		case rp.From:
+		// A consolidation move has From equal to To.
+		if t.GPUType == rp.From {
 			from = i
-		case rp.To:
+		}
+		if t.GPUType == rp.To {
 			to = i
 		}
 	}
