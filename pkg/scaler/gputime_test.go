@@ -121,3 +121,45 @@ func TestScalerCountsSharedThroughput(t *testing.T) {
 		})
 	}
 }
+
+// TestMovableReplicasAreAloneAndFitAGPUInUse: on four T4s, light
+// ResNet-50 replicas (busy share 0.25) are r0, Ready and alone on GPU 0;
+// r1, alone on GPU 2 but not Ready; r2 on GPU 3 beside a BERT-large.
+// GPU 1 hosts an SSD. r0 is movable while the SSD declares 0.5 (0.5 +
+// 0.25 <= 1 on GPU 1); at 0.8 no GPU in use admits it (GPU 1 over the
+// cap, GPUs 2 and 3 host ResNet-50 already). A Ready replica on a GPU
+// shared with another (r2) never counts: moving it empties nothing.
+func TestMovableReplicasAreAloneAndFitAGPUInUse(t *testing.T) {
+	d := gpuinventory.Demand{Model: "resnet50", MemoryMiB: 2048, BusyShare: 0.25}
+	light := func(name, gpu string, ready bool) *v1.Pod {
+		p := pod(name, "a", "resnet50", "2Gi", gpu, "2")
+		p.Labels = map[string]string{v1alpha1.LabelModelService: "resnet50"}
+		p.Annotations[v1alpha1.AnnotationBusyShare] = "0.25"
+		status := v1.ConditionFalse
+		if ready {
+			status = v1.ConditionTrue
+		}
+		p.Status.Conditions = []v1.PodCondition{{Type: v1.PodReady, Status: status}}
+		return p
+	}
+	other := func(name, model, gpu, busy string) *v1.Pod {
+		p := pod(name, "a", model, "3Gi", gpu, "2")
+		p.Annotations[v1alpha1.AnnotationBusyShare] = busy
+		return p
+	}
+	adm := placement.Placer{Choice: gpuinventory.Choice{MaxBusyShare: 1, Consolidate: true}}
+	for _, c := range []struct {
+		ssd  string
+		want []string
+	}{
+		{"0.5", []string{"r0"}},
+		{"0.8", nil},
+	} {
+		pods := []*v1.Pod{light("r0", "0", true), light("r1", "2", false), light("r2", "3", true),
+			other("ssd", "ssd", "1", c.ssd), other("bert", "bert-large", "3", "0.5")}
+		got := capacityOf([]*v1.Node{node("a", 4, 16384, "64")}, pods, "resnet50", "Tesla-T4", d, adm, adm, nil, false, resource.MustParse("2"), resource.Quantity{}, nil).movable
+		if fmt.Sprint(got) != fmt.Sprint(c.want) {
+			t.Errorf("SSD busy %s: movable %v, want %v", c.ssd, got, c.want)
+		}
+	}
+}

@@ -195,6 +195,7 @@ func (r *Reconciler) decide(ctx context.Context, ms *v1alpha1.ModelService, st *
 	var noRoom []string // per type with unschedulable replicas: how many, and the scheduler's message
 	unsched := make([]unschedulable, len(svc.types))
 	seen := make([]columnSeen, len(svc.types))
+	movable := make([][]string, len(svc.types)) // per column: pods a consolidation move may empty a GPU of
 	for i, p := range svc.types {
 		cpu, mem := p.instanceRequests(&ms.Spec.Template.Spec)
 		c, err := r.capacityFor(ctx, svc, p, cpu, mem)
@@ -237,6 +238,8 @@ func (r *Reconciler) decide(ctx context.Context, ms *v1alpha1.ModelService, st *
 		// The split as stored before this reconcile: the one just written
 		// may not have reached the proxies yet.
 		ts.Ready = r.readyRouted(deps[i], p.column(), &ms.Status)
+		movable[i] = c.movable
+		ts.Movable = min(len(c.movable), ts.Running)
 		obs.Types = append(obs.Types, ts)
 	}
 	r.reportNoCapacity(ms, &status, noRoom)
@@ -262,6 +265,12 @@ func (r *Reconciler) decide(ctx context.Context, ms *v1alpha1.ModelService, st *
 	}
 	if room := roomWords(svc, act, seen); room != "" {
 		act.Reason += "; " + room
+	}
+	// A consolidation move marks the pod it empties a GPU of before its
+	// new replica is added, so that the ReplicaSet removes that pod when
+	// the move removes one.
+	if err := r.markMoved(ctx, svc, act, movable); err != nil {
+		return 0, err
 	}
 	delta := map[string]int32{}
 	for i, want := range target {

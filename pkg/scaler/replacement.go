@@ -1,6 +1,8 @@
 package scaler
 
 import (
+	"context"
+	"fmt"
 	"math"
 	"strconv"
 
@@ -8,6 +10,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
 	"github.com/hetsev/hetsev/pkg/heterogeneity"
@@ -91,4 +95,32 @@ func replacementInFlight(d *v1alpha1.Decision) *heterogeneity.Replacement {
 	}
 	return &heterogeneity.Replacement{From: rp.From, To: rp.To, Add: int(rp.Add), Remove: int(rp.Remove), Removed: int(rp.Removed),
 		ToBefore: int(rp.ToBefore), Started: rp.Started.Time, FloorRPS: floor}
+}
+
+// MovedPodDeletionCost is the controller.kubernetes.io/pod-deletion-cost
+// a consolidation move gives the pod it moves: below the default 0, so
+// that of the Ready replicas of its Deployment the ReplicaSet removes it
+// first when the move removes one.
+const MovedPodDeletionCost = "-1000"
+
+// markMoved gives the pod a consolidation move starting in act moves
+// (the first of movable for its column, by name) MovedPodDeletionCost;
+// nothing for any other decision.
+func (r *Reconciler) markMoved(ctx context.Context, svc *service, act heterogeneity.Action, movable [][]string) error {
+	rp := act.Replacement
+	if act.ReplacementPhase != heterogeneity.ReplacementStarted || rp == nil || rp.From != rp.To {
+		return nil
+	}
+	for i, p := range svc.types {
+		if p.column() != rp.From || len(movable[i]) == 0 {
+			continue
+		}
+		pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: svc.obj.Namespace, Name: movable[i][0]}}
+		patch := client.RawPatch(types.MergePatchType, []byte(fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, v1.PodDeletionCost, MovedPodDeletionCost)))
+		if err := r.Client.Patch(ctx, pod, patch); err != nil {
+			return fmt.Errorf("marking pod %s/%s for a consolidation move: %w", pod.Namespace, pod.Name, err)
+		}
+		return nil
+	}
+	return nil
 }

@@ -1,6 +1,8 @@
 package scaler
 
 import (
+	"slices"
+
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
@@ -29,6 +31,11 @@ type typeCapacity struct {
 	// get from their GPU neighbours, by the co-location model at the busy
 	// shares the pods declare; 1 when none is bound.
 	inflation float64
+	// movable are the service's Ready pods of this column alone on their
+	// GPU that the scheduler would admit on another GPU of the type in use
+	// (heterogeneity.TypeState.Movable), by name: moving one there empties
+	// its GPU.
+	movable []string
 }
 
 // capacityOf counts, for the instances of ModelService ms (label
@@ -71,8 +78,7 @@ func capacityOf(nodes []*v1.Node, pods []*v1.Pod, ms, product string, demand gpu
 			if p.DeletionTimestamp != nil {
 				continue // will never be placed
 			}
-			d, ok, err := gpuinventory.DemandOf(p)
-			if ok && err == nil && d.Identity() == demand.Identity() && d.BusyShare == demand.BusyShare && p.Spec.NodeSelector[gpuinventory.LabelGPUProduct] == product {
+			if sameColumn(p, demand, product) {
 				pendingSame = append(pendingSame, p)
 			}
 			continue
@@ -81,6 +87,8 @@ func capacityOf(nodes []*v1.Node, pods []*v1.Pod, ms, product string, demand gpu
 	}
 	slots, gpus, inUse, bound, inflation := 0, 0, 0, 0, 0.0
 	counted := map[types.UID]bool{} // DRA mode: pods counted through an allocated claim
+	var open []nodeRoom             // nodes that take the service's pods, for movable
+	var alone []aloneOn             // the service's pods alone on a GPU
 	for _, n := range nodes {
 		if n.Labels[gpuinventory.LabelGPUProduct] != product {
 			continue
@@ -118,6 +126,9 @@ func capacityOf(nodes []*v1.Node, pods []*v1.Pod, ms, product string, demand gpu
 			}
 			bound++
 			inflation += onNode.Inflation(occ.GPUs[idx], demand)
+			if occ.GPUs[idx].Instances == 1 && sameColumn(p, demand, product) && podReady(p) {
+				alone = append(alone, aloneOn{pod: p.Name, node: n.Name, gpu: occ.GPUs[idx].Index})
+			}
 		}
 		for _, g := range occ.GPUs {
 			if g.HostsOther(demand.Identity()) {
@@ -131,6 +142,9 @@ func capacityOf(nodes []*v1.Node, pods []*v1.Pod, ms, product string, demand gpu
 		freeCPU := n.Status.Allocatable.Cpu().MilliValue() - usedCPU.MilliValue()
 		freeMem := n.Status.Allocatable.Memory().Value() - usedMem.Value()
 		slots += adm.OnNode(n.Labels).Slots(occ.GPUs, demand, freeCPU, cpu.MilliValue(), freeMem, mem.Value())
+		if (cpu.MilliValue() <= 0 || freeCPU >= cpu.MilliValue()) && (mem.Value() <= 0 || freeMem >= mem.Value()) {
+			open = append(open, nodeRoom{name: n.Name, gpus: occ.GPUs, adm: adm.OnNode(n.Labels)})
+		}
 	}
 	pending := 0
 	for _, p := range pendingSame {
@@ -138,11 +152,75 @@ func capacityOf(nodes []*v1.Node, pods []*v1.Pod, ms, product string, demand gpu
 			pending++
 		}
 	}
-	c := typeCapacity{slots: max(slots-pending, 0), gpus: gpus, inUse: inUse, inflation: 1}
+	c := typeCapacity{slots: max(slots-pending, 0), gpus: gpus, inUse: inUse, inflation: 1, movable: movable(alone, open, demand)}
 	if bound > 0 {
 		c.inflation = inflation / float64(bound)
 	}
 	return c
+}
+
+// aloneOn is a pod alone on its GPU: the node's name and the GPU's index.
+type aloneOn struct {
+	pod, node string
+	gpu       int
+}
+
+// nodeRoom is a node that takes the service's pods and has room for one
+// more (CPU, memory): its GPUs' occupancy and the scheduler's admission
+// rule on its sharing mode.
+type nodeRoom struct {
+	name string
+	gpus []gpuinventory.GPU
+	adm  placement.Placer
+}
+
+// movable is the pods of alone, by name in order, that the scheduler
+// would admit (placement.Placer.Pick, without the soft anti-affinity
+// fallback) on a GPU of open that hosts other instances and is not the
+// pod's own: where a new instance of the column lands rather than on an
+// empty GPU (the scheduler rates GPUs in use first), so that moving the
+// pod there leaves its GPU empty.
+func movable(alone []aloneOn, open []nodeRoom, demand gpuinventory.Demand) []string {
+	var names []string
+	for _, a := range alone {
+		for _, nr := range open {
+			var inUse []gpuinventory.GPU
+			for _, g := range nr.gpus {
+				if g.Instances > 0 && !(nr.name == a.node && g.Index == a.gpu) {
+					inUse = append(inUse, g)
+				}
+			}
+			if _, _, clash, ok := nr.adm.Pick(inUse, demand); ok && !clash {
+				names = append(names, a.pod)
+				break
+			}
+		}
+	}
+	slices.Sort(names)
+	return names
+}
+
+// sameColumn is whether pod p is an instance of the column of demand on
+// GPU product product: its declared model identity and busy share, and
+// its node selector's product.
+func sameColumn(p *v1.Pod, demand gpuinventory.Demand, product string) bool {
+	d, ok, err := gpuinventory.DemandOf(p)
+	return ok && err == nil && d.Identity() == demand.Identity() && d.BusyShare == demand.BusyShare &&
+		p.Spec.NodeSelector[gpuinventory.LabelGPUProduct] == product
+}
+
+// podReady is whether p's Ready condition is True and it is not
+// terminating.
+func podReady(p *v1.Pod) bool {
+	if p.DeletionTimestamp != nil {
+		return false
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == v1.PodReady {
+			return c.Status == v1.ConditionTrue
+		}
+	}
+	return false
 }
 
 // refusesPods is whether the scheduler places no pod with tolerations on

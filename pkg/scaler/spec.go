@@ -76,7 +76,14 @@ type Defaults struct {
 	// only as new ones are Ready and routed. ReplacementInterval and ReplacementTimeout are the
 	// policy's (0: heterogeneity.DefaultReplacementInterval, 5 min, and
 	// DefaultReplacementTimeout, 5 min).
-	Replacement         bool
+	Replacement bool
+	// Consolidation turns heterogeneity.Policy.Consolidation on for every
+	// ModelService: a Ready replica alone on its GPU that the scheduler
+	// would admit on a GPU in use moves there make-before-break (a new
+	// replica of its column first, then that pod, removed first by its
+	// controller.kubernetes.io/pod-deletion-cost), which empties its GPU.
+	// It shares ReplacementInterval and ReplacementTimeout.
+	Consolidation       bool
 	ReplacementInterval time.Duration
 	ReplacementTimeout  time.Duration
 }
@@ -345,6 +352,7 @@ func validate(ms *v1alpha1.ModelService, cat catalog.Catalog, d Defaults) (*serv
 	pol.SLOCheck = d.SLOCheck
 	pol.SeasonalForecast = d.SeasonalForecast
 	pol.Replacement = d.Replacement
+	pol.Consolidation = d.Consolidation
 	pol.ReplacementInterval = d.ReplacementInterval
 	pol.ReplacementTimeout = d.ReplacementTimeout
 	if err := pol.Validate(); err != nil {

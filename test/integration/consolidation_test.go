@@ -1,0 +1,132 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+
+	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
+	"github.com/hetsev/hetsev/pkg/scaler"
+)
+
+// bindTo writes the GPU index the scheduler would choose into pod name
+// and binds it to node, as hetsev-scheduler does (annotation, then
+// Binding).
+func (b *reconcileBed) bindTo(t *testing.T, name, node string, gpu int) {
+	t.Helper()
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:"%d"}}}`, v1alpha1.AnnotationGPUIndex, gpu)
+	if _, err := b.cp.Client.CoreV1().Pods("default").Patch(b.ctx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.cp.Client.CoreV1().Pods("default").Bind(b.ctx, &v1.Binding{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
+		Target:     v1.ObjectReference{Kind: "Node", Name: node},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// tenant creates a pod of another model bound to node's GPU gpu,
+// declaring busy share busy.
+func (b *reconcileBed) tenant(t *testing.T, name, model, node string, gpu int, busy string) {
+	t.Helper()
+	p := &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", Annotations: map[string]string{
+			v1alpha1.AnnotationModel: model, v1alpha1.AnnotationGPUMemory: "3Gi",
+			v1alpha1.AnnotationBusyShare: busy, v1alpha1.AnnotationGPUIndex: fmt.Sprint(gpu),
+		}},
+		Spec: v1.PodSpec{NodeName: node, Containers: []v1.Container{{Name: "c", Image: "none"}}},
+	}
+	if _, err := b.cp.Client.CoreV1().Pods("default").Create(b.ctx, p, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestScalerConsolidationMovesALoneReplica runs a consolidation move
+// (the scaler's --consolidation) on the real control plane, the
+// ReplicaSet controller choosing the pod to remove. resnet50 declares
+// busy share 0.25 on T4 (0.25 / 22.41 ms = 11.16 requests/s a replica)
+// and keeps MinReplicas 2 at 5 requests/s. Its first replica is alone on
+// t4-0's GPU 0; its second shares GPU 1 with an SSD; a BERT-large busy
+// 0.5 holds t4-1's GPU 0. The scaler adds a third replica, marks the lone
+// one with pod-deletion-cost, and once the new replica (placed, as the
+// scheduler would, beside BERT-large) is Ready, scales back to 2: the
+// ReplicaSet removes the lone replica, and t4-0's GPU 0 is empty.
+func TestScalerConsolidationMovesALoneReplica(t *testing.T) {
+	b := newReconcileBed(t)
+	b.modelService(t, "resnet50", func(ms *v1alpha1.ModelService) {
+		ms.Spec.Scaling.BusyShare = 0.25
+		ms.Spec.Scaling.MinReplicas = 2
+	})
+	dep := scaler.DeploymentName("resnet50", "T4")
+	rec := record.NewFakeRecorder(1000)
+	r := b.reconciler(rec)
+	r.Defaults = scaler.DefaultDefaults
+	r.Defaults.Consolidation = true
+	b.metrics.set(dep, 5)
+	b.reconcile(t, r, "resnet50") // creates the Deployment, scales out to 2
+	waitFor(b.ctx, t, 60*time.Second, "two resnet50 pods", func(context.Context) (bool, error) {
+		return len(b.podsOf(t, dep)) == 2, nil
+	})
+	pods := b.podsOf(t, dep)
+	lone, shared := pods[0].Name, pods[1].Name
+	b.bindTo(t, lone, "t4-0", 0)
+	b.bindTo(t, shared, "t4-0", 1)
+	b.tenant(t, "ssd", "ssd", "t4-0", 1, "0.5")
+	b.tenant(t, "bert", "bert-large", "t4-1", 0, "0.5")
+	b.makeReady(t, dep, 2)
+
+	b.decide(t, r, "resnet50")
+	if n := b.replicas(t, dep); n != 3 {
+		t.Fatalf("move start: %d replicas, want 3 (decision %+v)", n, b.get(t, "resnet50").Status.LastDecision)
+	}
+	if !hasEvent(rec, "Normal ReplacementStarted") {
+		t.Errorf("no ReplacementStarted event")
+	}
+	p, err := b.cp.Client.CoreV1().Pods("default").Get(b.ctx, lone, metav1.GetOptions{})
+	if err != nil || p.Annotations[v1.PodDeletionCost] != scaler.MovedPodDeletionCost {
+		t.Fatalf("lone replica %s: pod-deletion-cost %q (%v), want %s", lone, p.Annotations[v1.PodDeletionCost], err, scaler.MovedPodDeletionCost)
+	}
+	if d := b.get(t, "resnet50").Status.LastDecision; d == nil || d.Replacement == nil || d.Replacement.From != "T4" || d.Replacement.To != "T4" {
+		t.Errorf("status.lastDecision.replacement %+v, want T4 -> T4", d)
+	}
+	// The new replica launches: nothing goes.
+	waitFor(b.ctx, t, 60*time.Second, "the new resnet50 pod", func(context.Context) (bool, error) {
+		return len(b.podsOf(t, dep)) == 3, nil
+	})
+	var added string
+	for _, p := range b.podsOf(t, dep) {
+		if p.Name != lone && p.Name != shared {
+			added = p.Name
+		}
+	}
+	b.bindTo(t, added, "t4-1", 0)
+	b.decide(t, r, "resnet50")
+	if n := b.replicas(t, dep); n != 3 {
+		t.Fatalf("new replica not ready: %d replicas, want 3", n)
+	}
+	b.makeReady(t, dep, 3)
+	b.decide(t, r, "resnet50")
+	if n := b.replicas(t, dep); n != 2 {
+		d := b.get(t, "resnet50").Status.LastDecision
+		dep, _ := b.deployment(t, dep)
+		t.Fatalf("new replica ready: %d replicas, want 2 (decision %+v, replacement %+v, deployment status %+v)", n, d, d.Replacement, dep.Status)
+	}
+	if !hasEvent(rec, "Normal ReplacementCompleted") {
+		t.Errorf("no ReplacementCompleted event")
+	}
+	if c := meta.FindStatusCondition(b.get(t, "resnet50").Status.Conditions, v1alpha1.ConditionReplacement); c == nil || c.Reason != "ReplacementCompleted" {
+		t.Errorf("Replacement condition %+v, want ReplacementCompleted", c)
+	}
+	waitFor(b.ctx, t, 60*time.Second, "the ReplicaSet removing the lone replica "+lone, func(context.Context) (bool, error) {
+		left := b.podsOf(t, dep)
+		return len(left) == 2 && left[0].Name != lone && left[1].Name != lone, nil
+	})
+}
