@@ -79,16 +79,22 @@ const (
 	// the baseline.
 	AblationReplacement   = "replacement"
 	AblationNoReplacement = "no-replacement"
+	// AblationConsolidation sets Knobs.Consolidation (consolidation
+	// moves, pkg/heterogeneity replace.go, off by default) for a baseline
+	// without it; AblationNoConsolidation clears it, for a baseline with
+	// it (--consolidation). Run replays the one that changes the baseline.
+	AblationConsolidation   = "consolidation"
+	AblationNoConsolidation = "no-consolidation"
 )
 
 // AblationVariants are the ablation's variants.
-var AblationVariants = []string{AblationBaseline, AblationHysteresis, AblationNoStabilizedScaleIn, AblationNoForecast, AblationNoCoolDown, AblationInterval15s, AblationForecastSpan60s, AblationSeasonalForecast, AblationModelThresholds, AblationReplacement}
+var AblationVariants = []string{AblationBaseline, AblationHysteresis, AblationNoStabilizedScaleIn, AblationNoForecast, AblationNoCoolDown, AblationInterval15s, AblationForecastSpan60s, AblationSeasonalForecast, AblationModelThresholds, AblationReplacement, AblationConsolidation}
 
 // ablationVariants are AblationVariants for a baseline with or without
-// the seasonal forecast, model-derived thresholds, replacement and
-// instance flavors: each is turned on where the baseline lacks it and off
-// where it has it.
-func ablationVariants(seasonal, modelThresholds, replacement, flavors bool) []string {
+// the seasonal forecast, model-derived thresholds, replacement,
+// consolidation and instance flavors: each is turned on where the
+// baseline lacks it and off where it has it.
+func ablationVariants(seasonal, modelThresholds, replacement, consolidation, flavors bool) []string {
 	out := slices.Clone(AblationVariants)
 	if seasonal {
 		out[slices.Index(out, AblationSeasonalForecast)] = AblationNoSeasonalForecast
@@ -98,6 +104,9 @@ func ablationVariants(seasonal, modelThresholds, replacement, flavors bool) []st
 	}
 	if replacement {
 		out[slices.Index(out, AblationReplacement)] = AblationNoReplacement
+	}
+	if consolidation {
+		out[slices.Index(out, AblationConsolidation)] = AblationNoConsolidation
 	}
 	if flavors {
 		return append(out, AblationNoFlavors)
@@ -152,6 +161,10 @@ func ablatedKnobs(k Knobs, variant string) (Knobs, error) {
 		k.Replacement = true
 	case AblationNoReplacement:
 		k.Replacement = false
+	case AblationConsolidation:
+		k.Consolidation = true
+	case AblationNoConsolidation:
+		k.Consolidation = false
 	case AblationFlavors, AblationNoFlavors: // Config.Flavors: ablatedConfig
 	default:
 		return k, fmt.Errorf("ablation: unknown variant %q (want one of %v)", variant, AblationVariants)
@@ -219,7 +232,7 @@ func PrintAblation(w io.Writer, r RunResult) {
 	}
 	added := ""
 	if slices.ContainsFunc(r.Ablation, func(p AblationPoint) bool {
-		return p.Variant == AblationSeasonalForecast || p.Variant == AblationFlavors || p.Variant == AblationReplacement
+		return p.Variant == AblationSeasonalForecast || p.Variant == AblationFlavors || p.Variant == AblationReplacement || p.Variant == AblationConsolidation
 	}) {
 		added = ", or added"
 	}

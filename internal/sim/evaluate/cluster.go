@@ -28,6 +28,10 @@ type instance struct {
 	run      *replay.Instance // its server in the replay
 	// claim is its ResourceClaim in GPU mode dra (draNode.allocate).
 	claim *resourcev1.ResourceClaim
+	// moved marks the instance a consolidation move replaces: a removal
+	// of its column takes it first (policyRun.stopNewest), as the
+	// ReplicaSet does a pod of lower pod-deletion-cost.
+	moved bool
 }
 
 // node is one GPU server and what runs on it: the simulated pods by GPU
@@ -282,6 +286,34 @@ func (c *cluster) remove(in *instance) {
 	}
 	nd.freeCPU += in.cpuMilli
 	nd.freeMiB += in.hostMiB
+}
+
+// movable reports whether in, ready, is alone on its GPU and the
+// scheduler's rule (placement.Placer.Pick, without the soft anti-affinity
+// fallback) admits an instance of its demand on another GPU of its type
+// that hosts instances, on a node with room for its CPU and memory: the
+// rule hetsev-scaler counts heterogeneity.TypeState.Movable by
+// (pkg/scaler capacityOf).
+func (c *cluster) movable(in *instance) bool {
+	nd := c.nodes[in.node]
+	if len(nd.onGPU[in.gpu]) != 1 {
+		return false
+	}
+	for i, o := range c.nodes {
+		if o.gpuType.Name != nd.gpuType.Name || o.freeCPU < in.cpuMilli || o.freeMiB < in.hostMiB {
+			continue
+		}
+		var inUse []gpuinventory.GPU
+		for _, g := range o.gpus() {
+			if g.Instances > 0 && !(i == in.node && g.Index == in.gpu) {
+				inUse = append(inUse, g)
+			}
+		}
+		if _, _, clash, ok := c.placer.Pick(inUse, in.demand); ok && !clash {
+			return true
+		}
+	}
+	return false
 }
 
 // inflation is the mean latency inflation (>= 1) the co-location model

@@ -53,6 +53,9 @@ type Options struct {
 	// Replacement turns the hetsev policies' make-before-break
 	// replacement on (Knobs.Replacement).
 	Replacement bool
+	// Consolidation turns the hetsev policies' consolidation moves on
+	// (Knobs.Consolidation).
+	Consolidation bool
 	// ModelThresholds gives the hetsev policies the saturation thresholds
 	// derived from the SLO latency model (Knobs.ModelThresholds).
 	ModelThresholds bool
@@ -120,6 +123,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.IntVar(&o.Functions.Services, "function-services", o.Functions.Services, "services of the Azure Functions replay and --functions: the busiest this many functions (0: 64)")
 	fs.StringVar(&o.SweepThresholds, "sweep-thresholds", o.SweepThresholds, "the Pareto sweep: saturation thresholds every swept policy is replayed at, comma-separated, each in (0, 1] (empty: no sweep)")
 	fs.BoolVar(&o.Ablation, "ablation", o.Ablation, "rerun every replay with hetsev-exact and one change at a time (a 0.1 scale-in hysteresis, no stabilized scale-in, no launch-time forecast, no scale-in cool-down, decisions every 15 s instead of hetsev-scaler's default 5 s, a 60 s forecast span, and the seasonal forecast, replacement and the instance flavors each turned on, or off where --seasonal, --replacement or --flavors turned them on), and print its cost and excess missed requests per variant")
+	fs.BoolVar(&o.Consolidation, "consolidation", o.Consolidation, "turn consolidation of hetsev-exact and hetsev-heuristic on (pkg/heterogeneity replace.go: an instance alone on its GPU that the scheduler admits on a GPU in use moves there, the old removed once the new one is past its launch time); without it --ablation adds a consolidation row")
 	fs.BoolVar(&o.Replacement, "replacement", o.Replacement, "turn make-before-break replacement of hetsev-exact and hetsev-heuristic on (pkg/heterogeneity replace.go: instances moved to a cheaper GPU type or flavor with at least their capacity, the old removed once the new are past their launch time); without it --ablation adds a replacement row")
 	fs.BoolVar(&o.ModelThresholds, "model-thresholds", o.ModelThresholds, "give hetsev-exact and hetsev-heuristic the saturation threshold hetsev-scaler derives from the SLO latency model at SL_min (its --model-thresholds) in place of each service's own, which the peers keep; without it --ablation adds a model-thresholds row")
 	fs.BoolVar(&o.Seasonal, "seasonal", o.Seasonal, "turn the seasonal forecast of hetsev-exact and hetsev-heuristic on (pkg/heterogeneity seasonal.go: a period of 5 to 60 min detected in each service's own per-minute arrival rate provisions for a recurring burst before it starts); without it --ablation adds a seasonal-forecast row")
@@ -299,6 +303,7 @@ func Run(o Options, w io.Writer) error {
 		c.GPUMode = o.GPUMode
 		c.Knobs.SeasonalForecast = o.Seasonal
 		c.Knobs.Replacement = o.Replacement
+		c.Knobs.Consolidation = o.Consolidation
 		c.Knobs.ModelThresholds = o.ModelThresholds
 		c.Flavors = flavors
 		r, err := Evaluate(c)
@@ -327,7 +332,7 @@ func Run(o Options, w io.Writer) error {
 			plots = append(plots, pareto)
 		}
 		if o.Ablation {
-			if r.Ablation, err = ablation(c, r, ablationVariants(o.Seasonal, o.ModelThresholds, o.Replacement, c.Flavors.HasLight())); err != nil {
+			if r.Ablation, err = ablation(c, r, ablationVariants(o.Seasonal, o.ModelThresholds, o.Replacement, o.Consolidation, c.Flavors.HasLight())); err != nil {
 				return err
 			}
 			PrintAblation(w, r)

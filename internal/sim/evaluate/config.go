@@ -159,6 +159,12 @@ type Knobs struct {
 	// the new are past their launch time); false leaves it at the
 	// scaler's default (off).
 	Replacement bool
+	// Consolidation sets Policy.Consolidation on the hetsev policies
+	// (pkg/heterogeneity replace.go: an instance alone on its GPU that the
+	// scheduler admits on a GPU in use moves there make-before-break, the
+	// old one removed first by the ReplicaSet's pod-deletion-cost rule);
+	// false leaves it at the scaler's default (off).
+	Consolidation bool
 }
 
 // ablate applies k's ablation switches to p, a hetsev policy.
@@ -177,6 +183,9 @@ func (k Knobs) ablate(p *heterogeneity.Policy) {
 	}
 	if k.Replacement {
 		p.Replacement = true
+	}
+	if k.Consolidation {
+		p.Consolidation = true
 	}
 	if k.NoScaleInCoolDown {
 		if p.ScaleInStabilization == 0 {

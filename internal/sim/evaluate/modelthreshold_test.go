@@ -44,7 +44,7 @@ func TestModelThresholdsReachHetsevOnly(t *testing.T) {
 	if k, err := ablatedKnobs(cfg.Knobs, AblationModelThresholds); err != nil || !k.ModelThresholds {
 		t.Errorf("%s: %+v, %v", AblationModelThresholds, k, err)
 	}
-	if v := ablationVariants(false, true, false, false); slices.Contains(v, AblationModelThresholds) || !slices.Contains(v, AblationNoModelThresholds) {
+	if v := ablationVariants(false, true, false, false, false); slices.Contains(v, AblationModelThresholds) || !slices.Contains(v, AblationNoModelThresholds) {
 		t.Errorf("variants of a baseline with model thresholds: %v, want %s instead of %s", v, AblationNoModelThresholds, AblationModelThresholds)
 	}
 }

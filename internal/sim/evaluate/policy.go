@@ -55,6 +55,11 @@ type typeView struct {
 	ready   int       // of them, those that serve (launched)
 	starts  []float64 // creation time of each, trace seconds, oldest first
 	slots   int       // MaxAdditional: more instances that fit now
+	// movable is how many of them are ready and alone on their GPU where
+	// the scheduler admits such an instance on another GPU in use
+	// (heterogeneity.TypeState.Movable); counted only for a policy that
+	// moves instances (moverPolicy).
+	movable int
 	// inflation is the mean co-location latency inflation of the
 	// running instances where they run (1 for none).
 	inflation float64
@@ -301,6 +306,32 @@ type hetsevPolicy struct {
 	colocation interference.Colocation
 	mode       interference.SharingMode
 	pl         placement.Placer
+	// moved is, per service, the column index of the consolidation move
+	// its last decision started, -1 for none (moverPolicy).
+	moved []int
+}
+
+// moverPolicy is a policy whose decisions may start a consolidation move
+// (Policy.Consolidation): the caller counts typeView.movable for it and,
+// when a decision starts a move, marks the instance it moves so that a
+// removal of the column takes it first, as hetsev-scaler's
+// pod-deletion-cost makes the ReplicaSet do.
+type moverPolicy interface {
+	// moves is whether the policy moves instances at all.
+	moves() bool
+	// moveStarted is the column index (into view.types) of the move the
+	// last decision for service svc started; ok false when it started
+	// none.
+	moveStarted(svc int) (column int, ok bool)
+}
+
+func (p *hetsevPolicy) moves() bool { return len(p.as) > 0 && p.as[0].Policy.Consolidation }
+
+func (p *hetsevPolicy) moveStarted(svc int) (int, bool) {
+	if svc >= len(p.moved) || p.moved[svc] < 0 {
+		return 0, false
+	}
+	return p.moved[svc], true
 }
 
 func newHetsevPolicy(cfg *Config, solver string, weight float64) (*hetsevPolicy, error) {
@@ -339,9 +370,22 @@ func (p *hetsevPolicy) decide(svc int, v view) []int {
 		// requests to; a replacement (Policy.Replacement) removes an old
 		// instance only once new ones are past their launch time.
 		ts.Ready = t.ready
+		ts.Movable = min(t.movable, t.running)
 		obs.Types = append(obs.Types, ts)
 	}
-	return p.as[svc].Decide(obs).Delta
+	act := p.as[svc].Decide(obs)
+	if p.moved == nil {
+		p.moved = make([]int, len(p.as))
+	}
+	p.moved[svc] = -1
+	if rp := act.Replacement; act.ReplacementPhase == heterogeneity.ReplacementStarted && rp != nil && rp.From == rp.To {
+		for i, t := range obs.Types {
+			if t.GPUType == rp.From {
+				p.moved[svc] = i
+			}
+		}
+	}
+	return act.Delta
 }
 
 // columns are hetsev-scaler's columns of service svc on gpuType

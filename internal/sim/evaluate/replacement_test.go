@@ -67,7 +67,7 @@ func TestAblationReplacementVariant(t *testing.T) {
 	if k, err = ablatedKnobs(on, AblationNoReplacement); err != nil || k.Replacement {
 		t.Errorf("%s: knobs %+v, %v; want no Replacement", AblationNoReplacement, k, err)
 	}
-	if v := ablationVariants(false, false, true, false); slices.Contains(v, AblationReplacement) || !slices.Contains(v, AblationNoReplacement) {
+	if v := ablationVariants(false, false, true, false, false); slices.Contains(v, AblationReplacement) || !slices.Contains(v, AblationNoReplacement) {
 		t.Errorf("variants of a baseline with replacement: %v, want %s instead of %s", v, AblationNoReplacement, AblationReplacement)
 	}
 	cfg := ablationConfig(t)

@@ -313,6 +313,13 @@ func (r *policyRun) decide(s *serviceRun, t int) {
 			}
 		}
 		tv.inflation = r.cl.inflation(ofType)
+		if mp, ok := r.pol.(moverPolicy); ok && mp.moves() {
+			for _, in := range ofType {
+				if in.readyAt <= float64(t) && r.cl.movable(in) {
+					tv.movable++
+				}
+			}
+		}
 		if r.pol.wholeGPU() {
 			tv.slots = r.cl.freeWholeGPUs(st.gpu.Name, st.prof.CPUMilli, st.prof.MemoryMiB)
 		} else {
@@ -338,6 +345,11 @@ func (r *policyRun) decide(s *serviceRun, t int) {
 	if measured && r.predictsColocation() {
 		r.samplePrediction(s, t)
 	}
+	if mp, ok := r.pol.(moverPolicy); ok {
+		if col, ok := mp.moveStarted(s.idx); ok {
+			r.markMoved(s, col, t)
+		}
+	}
 	changed := false
 	for i, d := range delta {
 		for ; d > 0; d-- {
@@ -350,7 +362,7 @@ func (r *policyRun) decide(s *serviceRun, t int) {
 			changed = true
 		}
 		for ; d < 0; d++ {
-			if !r.stopNewest(s, i) {
+			if !r.stopNewest(s, i, float64(t)) {
 				break
 			}
 			changed = true
@@ -399,20 +411,46 @@ func (r *policyRun) start(s *serviceRun, i int, now float64) error {
 	return nil
 }
 
-// stopNewest removes the newest instance of s on type i; its queued
-// requests are served first (graceful termination).
-func (r *policyRun) stopNewest(s *serviceRun, i int) bool {
-	for k := len(s.insts) - 1; k >= 0; k-- {
-		in := s.insts[k]
-		if in.typ != i {
-			continue
+// markMoved marks the instance of s on type i that the consolidation
+// move started at second t replaces: the oldest that is movable, as
+// hetsev-scaler marks the first movable pod by name.
+func (r *policyRun) markMoved(s *serviceRun, i, t int) {
+	for _, in := range s.insts {
+		if in.typ == i && !in.moved && in.readyAt <= float64(t) && r.cl.movable(in) {
+			in.moved = true
+			return
 		}
-		r.eng.Remove(in.run) // its completions go to tallyDone
-		r.cl.remove(in)
-		s.insts = append(s.insts[:k:k], s.insts[k+1:]...)
-		return true
 	}
-	return false
+}
+
+// stopNewest removes an instance of s on type i, as a ReplicaSet scales
+// down: the newest, unless it is ready and an instance a consolidation
+// move replaces (instance.moved) runs, which goes first. Its queued
+// requests are served first (graceful termination).
+func (r *policyRun) stopNewest(s *serviceRun, i int, now float64) bool {
+	pick := -1
+	for k := len(s.insts) - 1; k >= 0; k-- {
+		if s.insts[k].typ == i {
+			pick = k
+			break
+		}
+	}
+	if pick < 0 {
+		return false
+	}
+	if s.insts[pick].readyAt <= now {
+		for k, in := range s.insts {
+			if in.typ == i && in.moved {
+				pick = k
+				break
+			}
+		}
+	}
+	in := s.insts[pick]
+	r.eng.Remove(in.run) // its completions go to tallyDone
+	r.cl.remove(in)
+	s.insts = append(s.insts[:pick:pick], s.insts[pick+1:]...)
+	return true
 }
 
 // tallyInstances counts a measured second of every instance: its time,
