@@ -9,6 +9,7 @@ import (
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/klog/v2"
 
+	"github.com/hetsev/hetsev/pkg/adapter"
 	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
 	"github.com/hetsev/hetsev/pkg/gpuinventory"
 	"github.com/hetsev/hetsev/pkg/placement"
@@ -31,7 +32,8 @@ type typeCapacity struct {
 	// get from their GPU neighbours, by the co-location model at the busy
 	// shares the pods declare; 1 when none is bound.
 	inflation float64
-	// movable are the service's Ready pods of this column alone on their
+	// movable are the service's serving pods (adapter.Serving: Ready, not
+	// terminating) of this column alone on their
 	// GPU that the scheduler would admit on another GPU of the type in use
 	// (heterogeneity.TypeState.Movable), by name: moving one there empties
 	// its GPU.
@@ -126,7 +128,7 @@ func capacityOf(nodes []*v1.Node, pods []*v1.Pod, ms, product string, demand gpu
 			}
 			bound++
 			inflation += onNode.Inflation(occ.GPUs[idx], demand)
-			if occ.GPUs[idx].Instances == 1 && sameColumn(p, demand, product) && podReady(p) {
+			if occ.GPUs[idx].Instances == 1 && sameColumn(p, demand, product) && adapter.Serving(p) {
 				alone = append(alone, aloneOn{pod: p.Name, node: n.Name, gpu: occ.GPUs[idx].Index})
 			}
 		}
@@ -207,20 +209,6 @@ func sameColumn(p *v1.Pod, demand gpuinventory.Demand, product string) bool {
 	d, ok, err := gpuinventory.DemandOf(p)
 	return ok && err == nil && d.Identity() == demand.Identity() && d.BusyShare == demand.BusyShare &&
 		p.Spec.NodeSelector[gpuinventory.LabelGPUProduct] == product
-}
-
-// podReady is whether p's Ready condition is True and it is not
-// terminating.
-func podReady(p *v1.Pod) bool {
-	if p.DeletionTimestamp != nil {
-		return false
-	}
-	for _, c := range p.Status.Conditions {
-		if c.Type == v1.PodReady {
-			return c.Status == v1.ConditionTrue
-		}
-	}
-	return false
 }
 
 // refusesPods is whether the scheduler places no pod with tolerations on
