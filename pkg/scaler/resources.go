@@ -33,10 +33,10 @@ type typeCapacity struct {
 	// shares the pods declare; 1 when none is bound.
 	inflation float64
 	// movable are the service's serving pods (adapter.Serving: Ready, not
-	// terminating) of this column alone on their
-	// GPU that the scheduler would admit on another GPU of the type in use
-	// (heterogeneity.TypeState.Movable), by name: moving one there empties
-	// its GPU.
+	// terminating) of this column alone on their GPU that the scheduler
+	// would admit on another GPU of the type in use
+	// (heterogeneity.TypeState.Movable), by name: moving one there
+	// empties its GPU.
 	movable []string
 }
 
