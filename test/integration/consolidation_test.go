@@ -54,11 +54,13 @@ func (b *reconcileBed) tenant(t *testing.T, name, model, node string, gpu int, b
 // ReplicaSet controller choosing the pod to remove. resnet50 declares
 // busy share 0.25 on T4 (0.25 / 22.41 ms = 11.16 requests/s a replica)
 // and keeps MinReplicas 2 at 5 requests/s. Its first replica is alone on
-// t4-0's GPU 0; its second shares GPU 1 with an SSD; a BERT-large busy
-// 0.5 holds t4-1's GPU 0. The scaler adds a third replica, marks the lone
-// one with pod-deletion-cost, and once the new replica (placed, as the
-// scheduler would, beside BERT-large) is Ready, scales back to 2: the
-// ReplicaSet removes the lone replica, and t4-0's GPU 0 is empty.
+// t4-2's GPU 0; its second shares t4-0's GPU 1 with an SSD; a BERT-large
+// busy 0.5 holds t4-0's GPU 0. The scaler adds a third replica, marks the
+// lone one with pod-deletion-cost, and once the new replica (placed, as
+// the scheduler would, beside BERT-large) is Ready, scales back to 2: the
+// ReplicaSet removes the lone replica, and t4-2 is empty. Unmarked, the
+// ReplicaSet would remove one of the two replicas on t4-0 (it takes a pod
+// from the node with the most of its pods first).
 func TestScalerConsolidationMovesALoneReplica(t *testing.T) {
 	b := newReconcileBed(t)
 	b.modelService(t, "resnet50", func(ms *v1alpha1.ModelService) {
@@ -77,10 +79,10 @@ func TestScalerConsolidationMovesALoneReplica(t *testing.T) {
 	})
 	pods := b.podsOf(t, dep)
 	lone, shared := pods[0].Name, pods[1].Name
-	b.bindTo(t, lone, "t4-0", 0)
+	b.bindTo(t, lone, "t4-2", 0)
 	b.bindTo(t, shared, "t4-0", 1)
 	b.tenant(t, "ssd", "ssd", "t4-0", 1, "0.5")
-	b.tenant(t, "bert", "bert-large", "t4-1", 0, "0.5")
+	b.tenant(t, "bert", "bert-large", "t4-0", 0, "0.5")
 	b.makeReady(t, dep, 2)
 
 	b.decide(t, r, "resnet50")
@@ -107,7 +109,7 @@ func TestScalerConsolidationMovesALoneReplica(t *testing.T) {
 			added = p.Name
 		}
 	}
-	b.bindTo(t, added, "t4-1", 0)
+	b.bindTo(t, added, "t4-0", 0)
 	b.decide(t, r, "resnet50")
 	if n := b.replicas(t, dep); n != 3 {
 		t.Fatalf("new replica not ready: %d replicas, want 3", n)
