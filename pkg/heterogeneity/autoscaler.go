@@ -187,7 +187,7 @@ func (a *Autoscaler) Commit(act Action) {
 // With Policy.Consolidation, such a decision that starts no swap may
 // start a move instead: one instance added to a column with an instance
 // alone on its GPU that fits a GPU in use (TypeState.Movable), the old
-// one removed once the new one is ready, at the scale-in bar (move).
+// one removed once the new one is ready, at W_f / threshold (move).
 //
 // When obs.ArrivalRateIsLowerBound is set (W was measured on part of the
 // serving instances), Decide scales out as above on that lower bound (with

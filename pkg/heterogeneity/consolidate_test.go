@@ -48,7 +48,7 @@ func TestConsolidationMovesALoneInstanceMakeBeforeBreak(t *testing.T) {
 	}
 	// Ready and routed: the old one goes, though the new one shares a GPU
 	// and the instances now count T_i over an inflation of 1.6 (3 x 6.97
-	// - 6.97 = 13.95 requests/s left, above the scale-in bar 5 / 0.8).
+	// - 6.97 = 13.95 requests/s left, above the 5 / 0.8 the SLO needs).
 	act = a.Decide(obs(2, inflated(lightT4(3, 3, 1, 2), 1.6)))
 	if act.Kind != ActionReplace || !equalInts(act.Delta, []int{0, -1}) || act.ReplacementPhase != ReplacementCompleted {
 		t.Fatalf("new instance ready: %s %v phase %q (%s), want -1 T4-busy0.25, completed", act.Kind, act.Delta, act.ReplacementPhase, act.Reason)
@@ -72,11 +72,12 @@ func inflated(t TypeState, inflation float64) TypeState {
 	return t
 }
 
-// TestConsolidationKeepsTheScaleInBar: at 12 requests/s the scale-in bar
-// is 12 / 0.8 = 15 requests/s. With the new instance sharing a GPU at an
+// TestConsolidationKeepsWhatTheSLONeeds: at 12 requests/s the SLO needs
+// 12 / 0.8 = 15 requests/s. With the new instance sharing a GPU at an
 // inflation of 1.6, removing the old one would leave 2 x 6.97 = 13.95:
-// the old one stays, and at the timeout nothing ready is removed.
-func TestConsolidationKeepsTheScaleInBar(t *testing.T) {
+// at that inflation the column needs the third instance, so the old one
+// stays, and the timeout ends the move with the ready new one kept.
+func TestConsolidationKeepsWhatTheSLONeeds(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	a := NewAutoscaler(consolidatePolicy())
 	o := Observation{Now: t0, ArrivalRate: 12, Types: ts(lightT4(2, 2, 1, 3))}
@@ -85,10 +86,36 @@ func TestConsolidationKeepsTheScaleInBar(t *testing.T) {
 	}
 	o.Types = ts(inflated(lightT4(3, 3, 1, 2), 1.6))
 	if act := a.Decide(o.after(15 * time.Second)); act.Kind != ActionNone {
-		t.Fatalf("new instance ready, old one's removal below the bar: %s %v (%s), want nothing", act.Kind, act.Delta, act.Reason)
+		t.Fatalf("new instance ready, old one's removal below the need: %s %v (%s), want nothing", act.Kind, act.Delta, act.Reason)
 	}
 	if act := a.Decide(o.after(DefaultReplacementTimeout)); act.ReplacementPhase != ReplacementTimedOut || !equalInts(act.Delta, []int{0}) {
 		t.Fatalf("at the timeout: %s %v phase %q (%s), want timed out, the ready new instance kept", act.Kind, act.Delta, act.ReplacementPhase, act.Reason)
+	}
+}
+
+// TestConsolidationRemovesOnlyForAServingInstance: within the scale-in
+// cool-down (a scale-out a minute ago) at MinReplicas 1 and 1 request/s,
+// a move starts (the brake holds a scale-in, not a move). While the new
+// instance launches the old one stays, though the capacity without both
+// (11.16 requests/s) is far above the need: removing one then would make
+// the ReplicaSet take the new pod, which is not ready, and the move a
+// scale-in the cool-down forbids.
+func TestConsolidationRemovesOnlyForAServingInstance(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	p := consolidatePolicy()
+	p.MinReplicas = 1
+	a := spiked(p, t0)
+	o := Observation{Now: t0, ArrivalRate: 1, Types: ts(lightT4(2, 2, 1, 3))}
+	if act := a.Decide(o); act.ReplacementPhase != ReplacementStarted {
+		t.Fatalf("first decision: %s %v (%s), want a move", act.Kind, act.Delta, act.Reason)
+	}
+	o.Types = ts(lightT4(3, 2, 1, 2))
+	if act := a.Decide(o.after(15 * time.Second)); act.Kind != ActionNone {
+		t.Fatalf("new instance launching: %s %v (%s), want nothing removed", act.Kind, act.Delta, act.Reason)
+	}
+	o.Types = ts(lightT4(3, 3, 1, 2))
+	if act := a.Decide(o.after(30 * time.Second)); act.ReplacementPhase != ReplacementCompleted || !equalInts(act.Delta, []int{-1}) {
+		t.Fatalf("new instance serving: %s %v phase %q (%s), want -1, completed", act.Kind, act.Delta, act.ReplacementPhase, act.Reason)
 	}
 }
 

@@ -8,7 +8,9 @@ import (
 
 // Replacement is a make-before-break replacement of instances of one
 // column of the decision (a GPU type, or a flavor of one) by instances of
-// another (Policy.Replacement): Add instances of To are launched first;
+// another (Policy.Replacement), or of one instance by one of the same
+// column (a consolidation move, Policy.Consolidation: From equals To):
+// Add instances of To are launched first;
 // instances of From go only as instances of To become ready, so that the
 // capacity of the ready instances (T_i, requests/s) never falls below
 // FloorRPS nor below W_f / SaturationThreshold.
@@ -29,7 +31,8 @@ type Replacement struct {
 	// leaves while it runs: the capacity before it while a scale-in
 	// brake holds (cool-down, interval), so that it removes none; else
 	// the capacity after it, which the brakes' own bar allows (see
-	// Autoscaler.replacementFloor).
+	// Autoscaler.replacementFloor); for a move, W_f / SaturationThreshold
+	// (Autoscaler.move).
 	FloorRPS float64
 }
 
@@ -104,24 +107,15 @@ func (a *Autoscaler) replacementFloor(obs Observation, f forecast) (float64, str
 	if !a.lastScaleIn.IsZero() && obs.Now.Sub(a.lastScaleIn) < p.ScaleInInterval {
 		return now, "capacity kept within the scale-in interval"
 	}
-	bar, w := a.scaleInBar(f)
+	w := f.w
+	if !p.DisableStabilizedScaleIn {
+		w = max(w, a.rates.peak(p.stabilizationWindow()))
+	}
+	bar := w / (p.SaturationThreshold - p.ScaleInHysteresis)
 	if bar >= now {
 		return now, "capacity kept"
 	}
 	return bar, fmt.Sprintf("capacity >= %.4g requests/s, the scale-in bar at %.4g requests/s", bar, w)
-}
-
-// scaleInBar is the capacity, requests/s, below which a scale-in would
-// not go: W / (SaturationThreshold - ScaleInHysteresis) at w, the higher
-// of W_f and (unless DisableStabilizedScaleIn) the highest W of the
-// stabilization window.
-func (a *Autoscaler) scaleInBar(f forecast) (bar, w float64) {
-	p := a.Policy
-	w = f.w
-	if !p.DisableStabilizedScaleIn {
-		w = max(w, a.rates.peak(p.stabilizationWindow()))
-	}
-	return w / (p.SaturationThreshold - p.ScaleInHysteresis), w
 }
 
 // startReplacement returns act (a decision that does nothing) or, when
@@ -226,13 +220,16 @@ func (a *Autoscaler) swap(obs Observation, f forecast, act Action) (Action, bool
 // MaxReplicas counting the new one. Of several such columns, the one of
 // the highest PriceUSDPerHour (the instance's own share of a GPU's
 // price): a larger share more often leaves a GPU mostly unfilled.
-// The old instance goes only once the new one is ready and routed and
-// the capacity left stays at or above FloorRPS: the scale-in bar
-// (scaleInBar), at most the capacity now. Not the capacity now itself, as
-// for a swap within the cool-down: the new instance shares a GPU, so its
-// co-location inflation (TypeState.ThroughputRPS is T_i over the
-// instances' inflation) lowers the capacity counted after the move even
-// though no instance is shed.
+// The old instance goes only once the new one is ready and routed, and
+// only while the capacity left stays at or above FloorRPS, W_f /
+// SaturationThreshold: what the SLO needs now. Not the capacity before
+// the move, as for a swap within the cool-down: the new instance shares
+// a GPU, so its co-location inflation (TypeState.ThroughputRPS is T_i
+// over the instances' inflation) lowers the capacity counted after the
+// move though no instance is shed. When even that floor holds the old
+// instance (the column needs the extra instance at the inflation its
+// GPUs now give), the timeout ends the move with both kept, as a
+// scale-out would have added it.
 func (a *Autoscaler) move(obs Observation, f forecast, act Action) Action {
 	p := a.Policy
 	types := obs.Types
@@ -254,15 +251,14 @@ func (a *Autoscaler) move(obs Observation, f forecast, act Action) Action {
 	}
 	t := types[col]
 	capNow := Capacity(types, nil)
-	bar, _ := a.scaleInBar(f)
-	floor := min(bar, capNow)
+	floor := min(f.w/p.SaturationThreshold, capNow)
 	rp := Replacement{From: t.GPUType, To: t.GPUType, Add: 1, Remove: 1, ToBefore: t.Running, Started: obs.Now, FloorRPS: floor}
 	act.Kind = ActionReplace
 	act.Delta = make([]int, len(types))
 	act.Delta[col] = 1
 	act.Objective = objective(types, act.Delta, p.Lambda)
 	act.Replacement, act.ReplacementPhase = &rp, ReplacementStarted
-	act.Reason = fmt.Sprintf("%s; consolidation: +1 %s to move one of its %d instances alone on a GPU onto a GPU in use, the old one removed once the new one is ready and routed (capacity %.4g requests/s kept at or above %.4g, the scale-in bar)",
+	act.Reason = fmt.Sprintf("%s; consolidation: +1 %s to move one of its %d instances alone on a GPU onto a GPU in use, the old one removed once the new one is ready and routed (capacity %.4g requests/s kept at or above %.4g, W_f over the threshold)",
 		act.Reason, t.GPUType, t.Movable, capNow, floor)
 	return act
 }
@@ -308,6 +304,12 @@ func (a *Autoscaler) continueReplacement(obs Observation, f forecast, act Action
 	minLeft := totalRunning(obs.Types) - (added - ready) - p.MinReplicas
 	for r > rp.Removed && (counted-float64(r-rp.Removed)*tf.ThroughputRPS < floor-capacityTolerance || r-rp.Removed > minLeft) {
 		r--
+	}
+	if from == to {
+		// A move: an old instance goes only for a new one that serves, or
+		// the ReplicaSet, which removes a pod that is not ready first,
+		// would remove the new one instead.
+		r = min(r, ready)
 	}
 	if obs.ArrivalRateIsLowerBound {
 		r = rp.Removed

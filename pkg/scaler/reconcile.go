@@ -195,7 +195,9 @@ func (r *Reconciler) decide(ctx context.Context, ms *v1alpha1.ModelService, st *
 	var noRoom []string // per type with unschedulable replicas: how many, and the scheduler's message
 	unsched := make([]unschedulable, len(svc.types))
 	seen := make([]columnSeen, len(svc.types))
-	movable := make([][]string, len(svc.types)) // per column: pods a consolidation move may empty a GPU of
+	// Per column: the pods a consolidation move may empty a GPU of, and
+	// those a move marked.
+	movable, marked := make([][]string, len(svc.types)), make([][]string, len(svc.types))
 	for i, p := range svc.types {
 		cpu, mem := p.instanceRequests(&ms.Spec.Template.Spec)
 		c, err := r.capacityFor(ctx, svc, p, cpu, mem)
@@ -238,8 +240,8 @@ func (r *Reconciler) decide(ctx context.Context, ms *v1alpha1.ModelService, st *
 		// The split as stored before this reconcile: the one just written
 		// may not have reached the proxies yet.
 		ts.Ready = r.readyRouted(deps[i], p.column(), &ms.Status)
-		movable[i] = c.movable
-		ts.Movable = min(len(c.movable), ts.Running)
+		movable[i], marked[i] = namesIn(c.movable, ms.Namespace), namesIn(c.marked, ms.Namespace)
+		ts.Movable = min(len(movable[i]), ts.Running)
 		obs.Types = append(obs.Types, ts)
 	}
 	r.reportNoCapacity(ms, &status, noRoom)
@@ -269,7 +271,7 @@ func (r *Reconciler) decide(ctx context.Context, ms *v1alpha1.ModelService, st *
 	// A consolidation move marks the pod it empties a GPU of before its
 	// new replica is added, so that the ReplicaSet removes that pod when
 	// the move removes one.
-	if err := r.markMoved(ctx, svc, act, movable); err != nil {
+	if err := r.markMoved(ctx, svc, act, movable, marked); err != nil {
 		return 0, err
 	}
 	delta := map[string]int32{}
@@ -288,6 +290,11 @@ func (r *Reconciler) decide(ctx context.Context, ms *v1alpha1.ModelService, st *
 		deps[i].Spec.Replicas = ptr(want)
 	}
 	as.Commit(act)
+	// A move that timed out keeps its old replica: its mark goes, so that
+	// a later scale-in ranks it as any other.
+	if err := r.unmarkTimedOut(ctx, svc, act, marked); err != nil {
+		logger.Error(err, "clearing the mark of a consolidation move")
+	}
 	switch {
 	case act.ReplacementPhase != "":
 		r.reportReplacement(ms, &status, act)

@@ -104,9 +104,12 @@ func replacementInFlight(d *v1alpha1.Decision) *heterogeneity.Replacement {
 const MovedPodDeletionCost = "-1000"
 
 // markMoved gives the pod a consolidation move starting in act moves
-// (the first of movable for its column, by name) MovedPodDeletionCost;
-// nothing for any other decision.
-func (r *Reconciler) markMoved(ctx context.Context, svc *service, act heterogeneity.Action, movable [][]string) error {
+// (the first of movable for its column, by name) MovedPodDeletionCost,
+// and takes the mark off the column's other marked pods (marked), left
+// by a move whose replica write failed: with two marked pods the
+// ReplicaSet could remove the one that shares its GPU. Nothing for any
+// other decision.
+func (r *Reconciler) markMoved(ctx context.Context, svc *service, act heterogeneity.Action, movable, marked [][]string) error {
 	rp := act.Replacement
 	if act.ReplacementPhase != heterogeneity.ReplacementStarted || rp == nil || rp.From != rp.To {
 		return nil
@@ -115,12 +118,51 @@ func (r *Reconciler) markMoved(ctx context.Context, svc *service, act heterogene
 		if p.column() != rp.From || len(movable[i]) == 0 {
 			continue
 		}
-		pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: svc.obj.Namespace, Name: movable[i][0]}}
-		patch := client.RawPatch(types.MergePatchType, []byte(fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, v1.PodDeletionCost, MovedPodDeletionCost)))
-		if err := r.Client.Patch(ctx, pod, patch); err != nil {
-			return fmt.Errorf("marking pod %s/%s for a consolidation move: %w", pod.Namespace, pod.Name, err)
+		for _, name := range marked[i] {
+			if name != movable[i][0] {
+				if err := r.setDeletionCost(ctx, svc.obj.Namespace, name, nil); err != nil {
+					return err
+				}
+			}
 		}
+		cost := MovedPodDeletionCost
+		return r.setDeletionCost(ctx, svc.obj.Namespace, movable[i][0], &cost)
+	}
+	return nil
+}
+
+// unmarkTimedOut takes MovedPodDeletionCost off the marked pods of the
+// column of a consolidation move that act ended by its timeout; nothing
+// for any other decision.
+func (r *Reconciler) unmarkTimedOut(ctx context.Context, svc *service, act heterogeneity.Action, marked [][]string) error {
+	rp := act.Replacement
+	if act.ReplacementPhase != heterogeneity.ReplacementTimedOut || rp == nil || rp.From != rp.To {
 		return nil
+	}
+	for i, p := range svc.types {
+		if p.column() != rp.From {
+			continue
+		}
+		for _, name := range marked[i] {
+			if err := r.setDeletionCost(ctx, svc.obj.Namespace, name, nil); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// setDeletionCost sets pod's controller.kubernetes.io/pod-deletion-cost
+// to cost, or removes it when cost is nil.
+func (r *Reconciler) setDeletionCost(ctx context.Context, namespace, name string, cost *string) error {
+	value := "null"
+	if cost != nil {
+		value = strconv.Quote(*cost)
+	}
+	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}
+	patch := client.RawPatch(types.MergePatchType, []byte(fmt.Sprintf(`{"metadata":{"annotations":{%q:%s}}}`, v1.PodDeletionCost, value)))
+	if err := r.Client.Patch(ctx, pod, patch); err != nil {
+		return fmt.Errorf("setting the pod-deletion-cost of pod %s/%s for a consolidation move: %w", namespace, name, err)
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package scaler
 
 import (
 	"slices"
+	"strings"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -36,8 +37,12 @@ type typeCapacity struct {
 	// terminating) of this column alone on their GPU that the scheduler
 	// would admit on another GPU of the type in use
 	// (heterogeneity.TypeState.Movable), by name: moving one there
-	// empties its GPU.
-	movable []string
+	// empties its GPU. Pods are matched by the ModelService's name
+	// (label), in any namespace: the caller keeps those of its own.
+	movable []types.NamespacedName
+	// marked are the service's pods of this column, not terminating, that
+	// a consolidation move marked (MovedPodDeletionCost), in order.
+	marked []types.NamespacedName
 }
 
 // capacityOf counts, for the instances of ModelService ms (label
@@ -91,6 +96,14 @@ func capacityOf(nodes []*v1.Node, pods []*v1.Pod, ms, product string, demand gpu
 	counted := map[types.UID]bool{} // DRA mode: pods counted through an allocated claim
 	var open []nodeRoom             // nodes that take the service's pods, for movable
 	var alone []aloneOn             // the service's pods alone on a GPU
+	var marked []types.NamespacedName
+	for _, p := range pods {
+		if p.Labels[v1alpha1.LabelModelService] == ms && p.DeletionTimestamp == nil && !gpuinventory.Terminal(p) &&
+			p.Annotations[v1.PodDeletionCost] == MovedPodDeletionCost && sameColumn(p, demand, product) {
+			marked = append(marked, types.NamespacedName{Namespace: p.Namespace, Name: p.Name})
+		}
+	}
+	sortPods(marked)
 	for _, n := range nodes {
 		if n.Labels[gpuinventory.LabelGPUProduct] != product {
 			continue
@@ -129,7 +142,7 @@ func capacityOf(nodes []*v1.Node, pods []*v1.Pod, ms, product string, demand gpu
 			bound++
 			inflation += onNode.Inflation(occ.GPUs[idx], demand)
 			if occ.GPUs[idx].Instances == 1 && sameColumn(p, demand, product) && adapter.Serving(p) {
-				alone = append(alone, aloneOn{pod: p.Name, node: n.Name, gpu: occ.GPUs[idx].Index})
+				alone = append(alone, aloneOn{pod: types.NamespacedName{Namespace: p.Namespace, Name: p.Name}, node: n.Name, gpu: occ.GPUs[idx].Index})
 			}
 		}
 		for _, g := range occ.GPUs {
@@ -154,7 +167,7 @@ func capacityOf(nodes []*v1.Node, pods []*v1.Pod, ms, product string, demand gpu
 			pending++
 		}
 	}
-	c := typeCapacity{slots: max(slots-pending, 0), gpus: gpus, inUse: inUse, inflation: 1, movable: movable(alone, open, demand)}
+	c := typeCapacity{slots: max(slots-pending, 0), gpus: gpus, inUse: inUse, inflation: 1, movable: movable(alone, open, demand), marked: marked}
 	if bound > 0 {
 		c.inflation = inflation / float64(bound)
 	}
@@ -163,8 +176,9 @@ func capacityOf(nodes []*v1.Node, pods []*v1.Pod, ms, product string, demand gpu
 
 // aloneOn is a pod alone on its GPU: the node's name and the GPU's index.
 type aloneOn struct {
-	pod, node string
-	gpu       int
+	pod  types.NamespacedName
+	node string
+	gpu  int
 }
 
 // nodeRoom is a node that takes the service's pods and has room for one
@@ -176,14 +190,14 @@ type nodeRoom struct {
 	adm  placement.Placer
 }
 
-// movable is the pods of alone, by name in order, that the scheduler
+// movable is the pods of alone, in order (sortPods), that the scheduler
 // would admit (placement.Placer.Pick, without the soft anti-affinity
 // fallback) on a GPU of open that hosts other instances and is not the
 // pod's own: where a new instance of the column lands rather than on an
 // empty GPU (the scheduler rates GPUs in use first), so that moving the
 // pod there leaves its GPU empty.
-func movable(alone []aloneOn, open []nodeRoom, demand gpuinventory.Demand) []string {
-	var names []string
+func movable(alone []aloneOn, open []nodeRoom, demand gpuinventory.Demand) []types.NamespacedName {
+	var names []types.NamespacedName
 	for _, a := range alone {
 		for _, nr := range open {
 			var inUse []gpuinventory.GPU
@@ -198,8 +212,24 @@ func movable(alone []aloneOn, open []nodeRoom, demand gpuinventory.Demand) []str
 			}
 		}
 	}
-	slices.Sort(names)
+	sortPods(names)
 	return names
+}
+
+// sortPods orders pods by namespace, then name.
+func sortPods(pods []types.NamespacedName) {
+	slices.SortFunc(pods, func(a, b types.NamespacedName) int { return strings.Compare(a.String(), b.String()) })
+}
+
+// namesIn is the names of pods in namespace, in their order.
+func namesIn(pods []types.NamespacedName, namespace string) []string {
+	var out []string
+	for _, p := range pods {
+		if p.Namespace == namespace {
+			out = append(out, p.Name)
+		}
+	}
+	return out
 }
 
 // sameColumn is whether pod p is an instance of the column of demand on

@@ -1,0 +1,64 @@
+package scaler
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/hetsev/hetsev/pkg/heterogeneity"
+)
+
+// TestMoveMarksOnePodAndATimeoutClearsIt: a move starting marks the
+// first movable pod and takes the mark off a pod an earlier move left
+// marked (its replica write failed), so that the ReplicaSet has one pod
+// to remove first; a move that times out takes its mark off, so that its
+// old replica, kept, ranks as any other at a later scale-in.
+func TestMoveMarksOnePodAndATimeoutClearsIt(t *testing.T) {
+	ctx := context.Background()
+	ms := resnet()
+	now := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	r, c := newFakeReconciler(t, ms, &now)
+	svc, err := validate(ms, r.Catalog, DefaultDefaults)
+	if err != nil {
+		t.Fatal(err)
+	}
+	col := svc.types[0].column()
+	for _, name := range []string{"stale", "lone"} {
+		p := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ms.Namespace, Name: name}}
+		if name == "stale" {
+			p.Annotations = map[string]string{v1.PodDeletionCost: MovedPodDeletionCost}
+		}
+		if err := c.Create(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cost := func(name string) string {
+		p := &v1.Pod{}
+		if err := c.Get(ctx, types.NamespacedName{Namespace: ms.Namespace, Name: name}, p); err != nil {
+			t.Fatal(err)
+		}
+		return p.Annotations[v1.PodDeletionCost]
+	}
+	move := func(phase heterogeneity.ReplacementPhase) heterogeneity.Action {
+		return heterogeneity.Action{ReplacementPhase: phase, Replacement: &heterogeneity.Replacement{From: col, To: col, Add: 1, Remove: 1}}
+	}
+	movable, marked := make([][]string, len(svc.types)), make([][]string, len(svc.types))
+	movable[0], marked[0] = []string{"lone"}, []string{"stale"}
+	if err := r.markMoved(ctx, svc, move(heterogeneity.ReplacementStarted), movable, marked); err != nil {
+		t.Fatal(err)
+	}
+	if got, stale := cost("lone"), cost("stale"); got != MovedPodDeletionCost || stale != "" {
+		t.Fatalf("move started: lone %q, stale %q; want %s and no mark", got, stale, MovedPodDeletionCost)
+	}
+	marked[0] = []string{"lone"}
+	if err := r.unmarkTimedOut(ctx, svc, move(heterogeneity.ReplacementCompleted), marked); err != nil || cost("lone") != MovedPodDeletionCost {
+		t.Fatalf("move completed: lone %q (%v), want the mark kept for the ReplicaSet", cost("lone"), err)
+	}
+	if err := r.unmarkTimedOut(ctx, svc, move(heterogeneity.ReplacementTimedOut), marked); err != nil || cost("lone") != "" {
+		t.Fatalf("move timed out: lone %q (%v), want no mark", cost("lone"), err)
+	}
+}
