@@ -116,8 +116,8 @@ func TestHetsevPolicyStartsAMove(t *testing.T) {
 	}
 	v.types[rc].running, v.types[rc].ready, v.types[rc].movable = 1, 1, 1
 	got := p.decide(0, v)
-	if col, ok := p.moveStarted(0); !ok || col != rc || got[rc] != 1 {
-		t.Fatalf("one movable instance: delta %v, move started %v on column %d; want +1 on column %d (%s)", got, ok, col, rc, s.types[rc].column)
+	if col, phase, ok := p.moveStep(0); !ok || col != rc || phase != heterogeneity.ReplacementStarted || got[rc] != 1 {
+		t.Fatalf("one movable instance: delta %v, move step %v %q on column %d; want +1 on column %d (%s), started", got, ok, phase, col, rc, s.types[rc].column)
 	}
 	v.types[rc].movable = 0
 	q, err := newHetsevPolicy(r.cfg, heterogeneity.SolverExact, placement.DefaultInterferenceWeight)
@@ -127,7 +127,7 @@ func TestHetsevPolicyStartsAMove(t *testing.T) {
 	if got := q.decide(0, v); !slices.Equal(got, make([]int, len(got))) {
 		t.Errorf("nothing movable: delta %v, want none", got)
 	}
-	if _, ok := q.moveStarted(0); ok {
+	if _, _, ok := q.moveStep(0); ok {
 		t.Errorf("nothing movable: a move started")
 	}
 }

@@ -306,32 +306,39 @@ type hetsevPolicy struct {
 	colocation interference.Colocation
 	mode       interference.SharingMode
 	pl         placement.Placer
-	// moved is, per service, the column index of the consolidation move
-	// its last decision started, -1 for none (moverPolicy).
-	moved []int
+	// moved is, per service, the consolidation move its last decision
+	// started or timed out (moverPolicy).
+	moved []moveStep
+}
+
+// moveStep is what a decision did to a consolidation move: the column
+// index (into view.types) and the phase; column -1 for no step.
+type moveStep struct {
+	column int
+	phase  heterogeneity.ReplacementPhase
 }
 
 // moverPolicy is a policy whose decisions may start a consolidation move
 // (Policy.Consolidation): the caller counts typeView.movable for it and,
-// when a decision starts a move, marks the instance it moves so that a
-// removal of the column takes it first, as hetsev-scaler's
-// pod-deletion-cost makes the ReplicaSet do.
+// as hetsev-scaler sets pod-deletion-cost, marks the instance a move
+// starting replaces (so that a removal of the column takes it first) and
+// unmarks the column when a move times out.
 type moverPolicy interface {
 	// moves is whether the policy moves instances at all.
 	moves() bool
-	// moveStarted is the column index (into view.types) of the move the
-	// last decision for service svc started; ok false when it started
-	// none.
-	moveStarted(svc int) (column int, ok bool)
+	// moveStep is the column index (into view.types) of the move the last
+	// decision for service svc started or timed out, and which; ok false
+	// when it did neither.
+	moveStep(svc int) (column int, phase heterogeneity.ReplacementPhase, ok bool)
 }
 
 func (p *hetsevPolicy) moves() bool { return len(p.as) > 0 && p.as[0].Policy.Consolidation }
 
-func (p *hetsevPolicy) moveStarted(svc int) (int, bool) {
-	if svc >= len(p.moved) || p.moved[svc] < 0 {
-		return 0, false
+func (p *hetsevPolicy) moveStep(svc int) (int, heterogeneity.ReplacementPhase, bool) {
+	if svc >= len(p.moved) || p.moved[svc].column < 0 {
+		return 0, "", false
 	}
-	return p.moved[svc], true
+	return p.moved[svc].column, p.moved[svc].phase, true
 }
 
 func newHetsevPolicy(cfg *Config, solver string, weight float64) (*hetsevPolicy, error) {
@@ -375,13 +382,14 @@ func (p *hetsevPolicy) decide(svc int, v view) []int {
 	}
 	act := p.as[svc].Decide(obs)
 	if p.moved == nil {
-		p.moved = make([]int, len(p.as))
+		p.moved = make([]moveStep, len(p.as))
 	}
-	p.moved[svc] = -1
-	if rp := act.Replacement; act.ReplacementPhase == heterogeneity.ReplacementStarted && rp != nil && rp.From == rp.To {
+	p.moved[svc] = moveStep{column: -1}
+	rp := act.Replacement
+	if (act.ReplacementPhase == heterogeneity.ReplacementStarted || act.ReplacementPhase == heterogeneity.ReplacementTimedOut) && rp != nil && rp.From == rp.To {
 		for i, t := range obs.Types {
 			if t.GPUType == rp.From {
-				p.moved[svc] = i
+				p.moved[svc] = moveStep{column: i, phase: act.ReplacementPhase}
 			}
 		}
 	}

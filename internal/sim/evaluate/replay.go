@@ -12,6 +12,7 @@ import (
 	"github.com/hetsev/hetsev/internal/sim/modelserver"
 	"github.com/hetsev/hetsev/internal/sim/replay"
 	"github.com/hetsev/hetsev/pkg/gpuinventory"
+	"github.com/hetsev/hetsev/pkg/heterogeneity"
 )
 
 // serviceType is one GPU type a service can run on: in the cluster and
@@ -346,8 +347,11 @@ func (r *policyRun) decide(s *serviceRun, t int) {
 		r.samplePrediction(s, t)
 	}
 	if mp, ok := r.pol.(moverPolicy); ok {
-		if col, ok := mp.moveStarted(s.idx); ok {
-			r.markMoved(s, col, t)
+		if col, phase, ok := mp.moveStep(s.idx); ok {
+			r.unmark(s, col)
+			if phase == heterogeneity.ReplacementStarted {
+				r.markMoved(s, col, t)
+			}
 		}
 	}
 	changed := false
@@ -412,13 +416,24 @@ func (r *policyRun) start(s *serviceRun, i int, now float64) error {
 }
 
 // markMoved marks the instance of s on type i that the consolidation
-// move started at second t replaces: the oldest that is movable, as
-// hetsev-scaler marks the first movable pod by name.
+// move started at second t replaces: the oldest that is movable, where
+// hetsev-scaler marks the first movable pod by name (unmark has cleared
+// the column's other marks, as it does).
 func (r *policyRun) markMoved(s *serviceRun, i, t int) {
 	for _, in := range s.insts {
-		if in.typ == i && !in.moved && in.readyAt <= float64(t) && r.cl.movable(in) {
+		if in.typ == i && in.readyAt <= float64(t) && r.cl.movable(in) {
 			in.moved = true
 			return
+		}
+	}
+}
+
+// unmark clears the marks of s's instances on type i: a move that timed
+// out keeps its old instance, which a later removal then ranks as any.
+func (r *policyRun) unmark(s *serviceRun, i int) {
+	for _, in := range s.insts {
+		if in.typ == i {
+			in.moved = false
 		}
 	}
 }
