@@ -191,22 +191,18 @@ type nodeRoom struct {
 }
 
 // movable is the pods of alone, in order (sortPods), that the scheduler
-// would admit (placement.Placer.Pick, without the soft anti-affinity
-// fallback) on a GPU of open that hosts other instances and is not the
-// pod's own: where a new instance of the column lands rather than on an
-// empty GPU (the scheduler rates GPUs in use first), so that moving the
-// pod there leaves its GPU empty.
+// would admit on a GPU of open in use other than the pod's own
+// (placement.Placer.AdmitsInUse), so that moving the pod there leaves
+// its GPU empty.
 func movable(alone []aloneOn, open []nodeRoom, demand gpuinventory.Demand) []types.NamespacedName {
 	var names []types.NamespacedName
 	for _, a := range alone {
 		for _, nr := range open {
-			var inUse []gpuinventory.GPU
-			for _, g := range nr.gpus {
-				if g.Instances > 0 && !(nr.name == a.node && g.Index == a.gpu) {
-					inUse = append(inUse, g)
-				}
+			except := -1
+			if nr.name == a.node {
+				except = a.gpu
 			}
-			if _, _, clash, ok := nr.adm.Pick(inUse, demand); ok && !clash {
+			if nr.adm.AdmitsInUse(nr.gpus, demand, except) {
 				names = append(names, a.pod)
 				break
 			}

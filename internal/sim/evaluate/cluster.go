@@ -288,12 +288,11 @@ func (c *cluster) remove(in *instance) {
 	nd.freeMiB += in.hostMiB
 }
 
-// movable reports whether in, ready, is alone on its GPU and the
-// scheduler's rule (placement.Placer.Pick, without the soft anti-affinity
-// fallback) admits an instance of its demand on another GPU of its type
-// that hosts instances, on a node with room for its CPU and memory: the
-// rule hetsev-scaler counts heterogeneity.TypeState.Movable by
-// (pkg/scaler capacityOf).
+// movable reports whether in is alone on its GPU and the scheduler's rule
+// admits an instance of its demand on another GPU of its type in use
+// (placement.Placer.AdmitsInUse), on a node with room for its CPU and
+// memory: the rule hetsev-scaler counts heterogeneity.TypeState.Movable
+// by (pkg/scaler capacityOf).
 func (c *cluster) movable(in *instance) bool {
 	nd := c.nodes[in.node]
 	if len(nd.onGPU[in.gpu]) != 1 {
@@ -303,13 +302,11 @@ func (c *cluster) movable(in *instance) bool {
 		if o.gpuType.Name != nd.gpuType.Name || o.freeCPU < in.cpuMilli || o.freeMiB < in.hostMiB {
 			continue
 		}
-		var inUse []gpuinventory.GPU
-		for _, g := range o.gpus() {
-			if g.Instances > 0 && !(i == in.node && g.Index == in.gpu) {
-				inUse = append(inUse, g)
-			}
+		except := -1
+		if i == in.node {
+			except = in.gpu
 		}
-		if _, _, clash, ok := c.placer.Pick(inUse, in.demand); ok && !clash {
+		if c.placer.AdmitsInUse(o.gpus(), in.demand, except) {
 			return true
 		}
 	}
