@@ -102,7 +102,7 @@ func writeMSDecision(w io.Writer, x *ModelServiceExplanation) {
 	}
 	fmt.Fprintf(w, "  reason:  %s\n", d.Reason)
 	if r := d.Replacement; r != nil {
-		fmt.Fprintf(w, "  replacement: %d of %s by %d of %s (%d removed)\n", r.Remove, r.From, r.Add, r.To, r.Removed)
+		writeReplacement(w, r)
 	}
 	if d.Objective != "" {
 		fmt.Fprintf(w, "  objective: %s USD/h\n", d.Objective)
@@ -154,4 +154,25 @@ func writeMSConditions(w io.Writer, x *ModelServiceExplanation) {
 // sortedKeys are m's keys in order.
 func sortedKeys[V any](m map[string]V) []string {
 	return slices.Sorted(maps.Keys(m))
+}
+
+// writeReplacement prints the replacement a decision recorded: a
+// consolidation move (From equal to To) in its own words, since "1 of T4
+// by 1 of T4" would read as doing nothing; the phase ("waiting" when the
+// decision left it in flight untouched) and the capacity floor it keeps.
+func writeReplacement(w io.Writer, r *v1alpha1.Replacement) {
+	phase := r.Phase
+	if phase == "" {
+		phase = "waiting"
+	}
+	floor := ""
+	if r.FloorRPS != "" {
+		floor = ", floor " + r.FloorRPS + " requests/s"
+	}
+	if r.From == r.To {
+		fmt.Fprintf(w, "  move:    %d of %s onto a GPU in use (consolidation): %s%s, %d of %d old removed\n",
+			r.Add, r.From, phase, floor, r.Removed, r.Remove)
+		return
+	}
+	fmt.Fprintf(w, "  replacement: %d of %s by %d of %s: %s%s, %d of %d old removed\n", r.Remove, r.From, r.Add, r.To, phase, floor, r.Removed, r.Remove)
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
 	"github.com/hetsev/hetsev/pkg/gpuinventory"
 	"github.com/hetsev/hetsev/pkg/interference"
+	"github.com/hetsev/hetsev/pkg/scaler"
 )
 
 // PodExplanation is `explain pod`'s answer: where the pod is and why, or
@@ -89,6 +90,10 @@ func explainPod(ctx context.Context, c client.Reader, namespace, name string, m 
 	x.Events = evs
 	if note != "" {
 		x.Notes = append(x.Notes, note)
+	}
+	if scaler.MarkedForMove(&p) {
+		x.Notes = append(x.Notes, fmt.Sprintf("%s marked this pod (%s %s) for a consolidation move of ModelService %s: a new replica of its column goes onto a GPU in use, and once it serves the ReplicaSet removes this pod first, leaving its GPU empty",
+			v1alpha1.ScalerName, v1.PodDeletionCost, scaler.MovedPodDeletionCost, p.Labels[v1alpha1.LabelModelService]))
 	}
 	if p.Spec.NodeName == "" {
 		x.Reasons = pendingReasons(x.Scheduled, evs)

@@ -19,6 +19,7 @@ import (
 	"github.com/hetsev/hetsev/pkg/gpuinventory"
 	"github.com/hetsev/hetsev/pkg/interference"
 	"github.com/hetsev/hetsev/pkg/placement"
+	"github.com/hetsev/hetsev/pkg/scaler"
 )
 
 // GPUReport is what `kubectl hetsev gpus` prints: every GPU hetsev
@@ -73,6 +74,10 @@ type GPUTenant struct {
 	// the node's GPU sharing mode) predicts for it beside the GPU's
 	// tenants now; 0 when the pod names no model.
 	Inflation float64 `json:"inflation,omitempty"`
+	// Moving is set for a pod hetsev-scaler marked for a consolidation
+	// move (scaler.MarkedForMove): once the move's new replica serves,
+	// the ReplicaSet removes this pod first.
+	Moving bool `json:"moving,omitempty"`
 }
 
 // gpuOptions are `gpus`' flags.
@@ -333,6 +338,7 @@ func tenantOf(p *v1.Pod, dv *draView) GPUTenant {
 		BusyShare:         d.Busy(),
 		BusyShareDeclared: d.BusyShare > 0 && d.BusyShare <= 1,
 		PlacedInflation:   p.Annotations[v1alpha1.AnnotationPredictedInflation],
+		Moving:            scaler.MarkedForMove(p),
 	}
 	if t.GPUMemoryMiB == 0 {
 		if c := dra.PodClaim(p, v1alpha1.PodClaimName, dv.getClaim); c != nil {
@@ -368,7 +374,11 @@ func writeGPUTable(w io.Writer, r GPUReport) error {
 			if i > 0 {
 				head = "\t\t\t\t"
 			}
-			fmt.Fprintf(tw, "%s\t%s/%s\t%s\t%s\t%s\t%s\n", head, t.Namespace, t.Pod, orDash(t.Model), t.busyCell(), orDash(t.PlacedInflation), inflationCell(t.Inflation))
+			moving := ""
+			if t.Moving {
+				moving = " (moving)"
+			}
+			fmt.Fprintf(tw, "%s\t%s/%s%s\t%s\t%s\t%s\t%s\n", head, t.Namespace, t.Pod, moving, orDash(t.Model), t.busyCell(), orDash(t.PlacedInflation), inflationCell(t.Inflation))
 		}
 	}
 	return tw.Flush()

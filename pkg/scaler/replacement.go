@@ -103,6 +103,12 @@ func replacementInFlight(d *v1alpha1.Decision) *heterogeneity.Replacement {
 // first when the move removes one.
 const MovedPodDeletionCost = "-1000"
 
+// MarkedForMove reports whether p is a ModelService's pod a consolidation
+// move marked (MovedPodDeletionCost): the pod the move empties a GPU of.
+func MarkedForMove(p *v1.Pod) bool {
+	return p.Labels[v1alpha1.LabelModelService] != "" && p.Annotations[v1.PodDeletionCost] == MovedPodDeletionCost
+}
+
 // markMoved gives the pod a consolidation move starting in act moves
 // (the first of movable for its column, by name) MovedPodDeletionCost,
 // and takes the mark off the column's other marked pods (marked), left

@@ -99,7 +99,7 @@ func capacityOf(nodes []*v1.Node, pods []*v1.Pod, ms, product string, demand gpu
 	var marked []types.NamespacedName
 	for _, p := range pods {
 		if p.Labels[v1alpha1.LabelModelService] == ms && p.DeletionTimestamp == nil && !gpuinventory.Terminal(p) &&
-			p.Annotations[v1.PodDeletionCost] == MovedPodDeletionCost && sameColumn(p, demand, product) {
+			MarkedForMove(p) && sameColumn(p, demand, product) {
 			marked = append(marked, types.NamespacedName{Namespace: p.Namespace, Name: p.Name})
 		}
 	}

@@ -529,6 +529,8 @@ type DecisionAlternative struct {
 // are Ready and weighted in the traffic split.
 type Replacement struct {
 	// From is the column whose replicas are replaced, e.g. "V100-32GB".
+	// From equal to To is a consolidation move: a replica of the column
+	// alone on its GPU replaced by a new one on a GPU in use.
 	From string `json:"from"`
 	// To is the column of the new replicas, e.g. "T4".
 	To string `json:"to"`
@@ -554,7 +556,8 @@ type Replacement struct {
 	// a decimal string, that the replacement leaves while it runs: the
 	// capacity before it within the scale-in cool-down or interval, else
 	// the scale-in bar at the highest arrival rate of the stabilization
-	// window.
+	// window; for a consolidation move, the forecast arrival rate over
+	// the saturation threshold (at most the capacity before it).
 	//
 	// +kubebuilder:validation:Pattern=`^[0-9]+(\.[0-9]+)?$`
 	FloorRPS string `json:"floorRPS,omitempty"`
