@@ -1,6 +1,7 @@
 package evaluate
 
 import (
+	"math"
 	"slices"
 	"testing"
 
@@ -129,5 +130,40 @@ func TestHetsevPolicyStartsAMove(t *testing.T) {
 	}
 	if _, _, ok := q.moveStep(0); ok {
 		t.Errorf("nothing movable: a move started")
+	}
+}
+
+// TestReplayMoveTimeoutKeepsAndUnmarksTheOldInstance runs a move through
+// policyRun.decide with hetsev-exact's autoscaler: the lone ResNet-50
+// instance is marked when the move starts; its new instance never
+// serves, so after the replacement timeout (5 min) the decision removes
+// the new one, and the old one stays with its mark cleared, as
+// hetsev-scaler takes pod-deletion-cost off.
+func TestReplayMoveTimeoutKeepsAndUnmarksTheOldInstance(t *testing.T) {
+	r, rc, sc := consolidationRun(t, "T4-busy0.25")
+	rs, ss := r.svcs[0], r.svcs[1]
+	old := r.placeAt(rs, rc, 0) // ready from second 0; no server: it never has to serve
+	rs.insts = append(rs.insts, old)
+	r.placeAt(ss, sc, 1)
+	if !r.cl.movable(old) {
+		t.Fatalf("set-up: the ResNet-50 instance on GPU %d/%d is not movable", old.node, old.gpu)
+	}
+	r.decide(rs, 0)
+	if len(rs.insts) != 2 || !old.moved {
+		t.Fatalf("move start: %d instances, old marked %v; want 2, marked", len(rs.insts), old.moved)
+	}
+	added := rs.insts[1]
+	added.readyAt = math.Inf(1) // never serves
+	for now := 5; now <= 400 && len(rs.insts) == 2; now += 5 {
+		r.decide(rs, now)
+		if len(rs.insts) == 2 && !old.moved {
+			t.Fatalf("second %d: the old instance lost its mark while the move runs", now)
+		}
+	}
+	if len(rs.insts) != 1 || rs.insts[0] != old {
+		t.Fatalf("after the timeout: %d instances (old kept %v), want the old one alone", len(rs.insts), slices.Contains(rs.insts, old))
+	}
+	if old.moved {
+		t.Errorf("after the timeout the old instance is still marked")
 	}
 }
