@@ -157,7 +157,7 @@ func TestMovableReplicasAreAloneAndFitAGPUInUse(t *testing.T) {
 	} {
 		pods := []*v1.Pod{light("r0", "0", true), light("r1", "2", false), light("r2", "3", true),
 			other("ssd", "ssd", "1", c.ssd), other("bert", "bert-large", "3", "0.5")}
-		got := namesIn(capacityOf([]*v1.Node{node("a", 4, 16384, "64")}, pods, "resnet50", "Tesla-T4", d, adm, adm, nil, false, resource.MustParse("2"), resource.Quantity{}, nil).movable, "")
+		got := namesIn(capacityOf([]*v1.Node{node("a", 4, 16384, "64")}, pods, "resnet50", "Tesla-T4", d, adm, adm, nil, false, resource.MustParse("2"), resource.Quantity{}, nil).movablePods(), "")
 		if fmt.Sprint(got) != fmt.Sprint(c.want) {
 			t.Errorf("SSD busy %s: movable %v, want %v", c.ssd, got, c.want)
 		}

@@ -195,8 +195,8 @@ func (r *Reconciler) decide(ctx context.Context, ms *v1alpha1.ModelService, st *
 	var noRoom []string // per type with unschedulable replicas: how many, and the scheduler's message
 	unsched := make([]unschedulable, len(svc.types))
 	seen := make([]columnSeen, len(svc.types))
-	// Per column: the pods a consolidation move may empty a GPU of, and
-	// those a move marked.
+	// Per column: the pods a consolidation move may empty a GPU of (only
+	// looked for with consolidation on), and those a move marked.
 	movable, marked := make([][]string, len(svc.types)), make([][]string, len(svc.types))
 	for i, p := range svc.types {
 		cpu, mem := p.instanceRequests(&ms.Spec.Template.Spec)
@@ -240,8 +240,11 @@ func (r *Reconciler) decide(ctx context.Context, ms *v1alpha1.ModelService, st *
 		// The split as stored before this reconcile: the one just written
 		// may not have reached the proxies yet.
 		ts.Ready = r.readyRouted(deps[i], p.column(), &ms.Status)
-		movable[i], marked[i] = namesIn(c.movable, ms.Namespace), namesIn(c.marked, ms.Namespace)
-		ts.Movable = min(len(movable[i]), ts.Running)
+		marked[i] = namesIn(c.marked, ms.Namespace)
+		if svc.policy.Consolidation {
+			movable[i] = namesIn(c.movablePods(), ms.Namespace)
+			ts.Movable = min(len(movable[i]), ts.Running)
+		}
 		obs.Types = append(obs.Types, ts)
 	}
 	r.reportNoCapacity(ms, &status, noRoom)

@@ -33,13 +33,14 @@ type typeCapacity struct {
 	// get from their GPU neighbours, by the co-location model at the busy
 	// shares the pods declare; 1 when none is bound.
 	inflation float64
-	// movable are the service's serving pods (adapter.Serving: Ready, not
-	// terminating) of this column alone on their GPU that the scheduler
-	// would admit on another GPU of the type in use
-	// (heterogeneity.TypeState.Movable), by name: moving one there
-	// empties its GPU. Pods are matched by the ModelService's name
-	// (label), in any namespace: the caller keeps those of its own.
-	movable []types.NamespacedName
+	// alone are the service's serving pods (adapter.Serving: Ready, not
+	// terminating) of this column alone on their GPU, and open the nodes
+	// with room for one more of its pods: what movablePods reads. Pods
+	// are matched by the ModelService's name (label), in any namespace:
+	// the caller keeps those of its own.
+	alone  []aloneOn
+	open   []nodeRoom
+	demand gpuinventory.Demand
 	// marked are the service's pods of this column, not terminating, that
 	// a consolidation move marked (MovedPodDeletionCost), in order.
 	marked []types.NamespacedName
@@ -167,7 +168,7 @@ func capacityOf(nodes []*v1.Node, pods []*v1.Pod, ms, product string, demand gpu
 			pending++
 		}
 	}
-	c := typeCapacity{slots: max(slots-pending, 0), gpus: gpus, inUse: inUse, inflation: 1, movable: movable(alone, open, demand), marked: marked}
+	c := typeCapacity{slots: max(slots-pending, 0), gpus: gpus, inUse: inUse, inflation: 1, alone: alone, open: open, demand: demand, marked: marked}
 	if bound > 0 {
 		c.inflation = inflation / float64(bound)
 	}
@@ -190,14 +191,17 @@ type nodeRoom struct {
 	adm  placement.Placer
 }
 
-// movable is the pods of alone, in order (sortPods), that the scheduler
-// would admit on a GPU of open in use other than the pod's own
-// (placement.Placer.AdmitsInUse), so that moving the pod there leaves
-// its GPU empty.
-func movable(alone []aloneOn, open []nodeRoom, demand gpuinventory.Demand) []types.NamespacedName {
+// movablePods is the pods of c.alone, in order (sortPods), that the
+// scheduler would admit on a GPU of c.open in use other than the pod's
+// own (placement.Placer.AdmitsInUse), so that moving the pod there
+// leaves its GPU empty (heterogeneity.TypeState.Movable). Computed on
+// demand: only consolidation reads it, and it tries every lone pod on
+// every open node.
+func (c typeCapacity) movablePods() []types.NamespacedName {
+	demand := c.demand
 	var names []types.NamespacedName
-	for _, a := range alone {
-		for _, nr := range open {
+	for _, a := range c.alone {
+		for _, nr := range c.open {
 			except := -1
 			if nr.name == a.node {
 				except = a.gpu
