@@ -29,6 +29,7 @@ var exportedMetrics = map[string]string{
 	"hetsev_scaler_slo_response_time_ms":                    "scaler",
 	"hetsev_scaler_slo_attainment":                          "scaler",
 	"hetsev_scaler_slo_service_level":                       "scaler",
+	"hetsev_scaler_replacements_total":                      "scaler",
 	"hetsev_scaler_status_writes_total":                     "scaler",
 	"hetsev_scaler_solver_duration_seconds_bucket":          "scaler",
 	"hetsev_scaler_decision_duration_seconds_bucket":        "scaler",

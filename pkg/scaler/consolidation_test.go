@@ -5,10 +5,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
 	"github.com/hetsev/hetsev/pkg/heterogeneity"
 )
 
@@ -60,5 +62,43 @@ func TestMoveMarksOnePodAndATimeoutClearsIt(t *testing.T) {
 	}
 	if err := r.unmarkTimedOut(ctx, svc, move(heterogeneity.ReplacementTimedOut), marked); err != nil || cost("lone") != "" {
 		t.Fatalf("move timed out: lone %q (%v), want no mark", cost("lone"), err)
+	}
+}
+
+// Each replacement step is counted on /metrics by kind and phase: a
+// column replaced by itself is a move, by another column a swap.
+func TestReplacementStepsAreCountedByKind(t *testing.T) {
+	ms := resnet()
+	now := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	r, _ := newFakeReconciler(t, ms, &now)
+	count := func(kind string, phase heterogeneity.ReplacementPhase) float64 {
+		return testutil.ToFloat64(replacementsTotal.WithLabelValues(ms.Namespace, ms.Name, kind, string(phase)))
+	}
+	deleteMetrics(ms.Namespace, ms.Name)
+	var st v1alpha1.ModelServiceStatus
+	for _, step := range []struct {
+		from, to string
+		phase    heterogeneity.ReplacementPhase
+	}{
+		{"T4-busy0.25", "T4-busy0.25", heterogeneity.ReplacementStarted},
+		{"T4-busy0.25", "T4-busy0.25", heterogeneity.ReplacementTimedOut},
+		{"V100-32GB", "T4", heterogeneity.ReplacementStarted},
+		{"V100-32GB", "T4", heterogeneity.ReplacementProgressed},
+		{"V100-32GB", "T4", heterogeneity.ReplacementProgressed},
+	} {
+		r.reportReplacement(ms, &st, heterogeneity.Action{ReplacementPhase: step.phase, Replacement: &heterogeneity.Replacement{From: step.from, To: step.to, Add: 1, Remove: 1}})
+	}
+	for _, c := range []struct {
+		kind  string
+		phase heterogeneity.ReplacementPhase
+		want  float64
+	}{
+		{"move", heterogeneity.ReplacementStarted, 1}, {"move", heterogeneity.ReplacementTimedOut, 1},
+		{"swap", heterogeneity.ReplacementStarted, 1}, {"swap", heterogeneity.ReplacementProgressed, 2},
+		{"swap", heterogeneity.ReplacementTimedOut, 0}, {"move", heterogeneity.ReplacementProgressed, 0},
+	} {
+		if got := count(c.kind, c.phase); got != c.want {
+			t.Errorf("%s %s: %v counted, want %v", c.kind, c.phase, got, c.want)
+		}
 	}
 }

@@ -55,6 +55,15 @@ var (
 		Name: "hetsev_scaler_slo_service_level",
 		Help: "Service level each ModelService is planned for, the fraction of requests to answer within RT_max (0-1): spec.slo.serviceLevel, 1 read as 0.999.",
 	}, []string{"namespace", "modelservice"})
+	// replacementsTotal counts the steps of make-before-break
+	// replacements by kind: "move" for a consolidation move (a column
+	// replaced by itself onto a GPU in use), "swap" for a replacement by
+	// another column. An operator alerts on timed-out ones: the new
+	// replicas never became Ready and routed, and the old were kept.
+	replacementsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "hetsev_scaler_replacements_total",
+		Help: "Steps of make-before-break replacements by kind (swap, move) and phase (ReplacementStarted, ReplacementProgressed, ReplacementCompleted, ReplacementTimedOut, ReplacementAbandoned).",
+	}, []string{"namespace", "modelservice", "kind", "phase"})
 	statusWritesTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "hetsev_scaler_status_writes_total",
 		Help: "Writes of a ModelService's status (made only when it changed).",
@@ -81,12 +90,12 @@ func dropLatencySeries(namespace, name string) {
 // deleteMetrics drops the series of ModelService namespace/name.
 func deleteMetrics(namespace, name string) {
 	ms := prometheus.Labels{"namespace": namespace, "modelservice": name}
-	for _, v := range []interface{ DeletePartialMatch(prometheus.Labels) int }{decisionsTotal, statusWritesTotal, saturationGauge, arrivalRateGauge, replicasGauge, latencyP98Gauge, sloResponseTimeGauge, sloAttainmentGauge, sloServiceLevelGauge} {
+	for _, v := range []interface{ DeletePartialMatch(prometheus.Labels) int }{decisionsTotal, replacementsTotal, statusWritesTotal, saturationGauge, arrivalRateGauge, replicasGauge, latencyP98Gauge, sloResponseTimeGauge, sloAttainmentGauge, sloServiceLevelGauge} {
 		v.DeletePartialMatch(ms)
 	}
 }
 
 // Register adds the scaler's metrics to reg.
 func Register(reg prometheus.Registerer) {
-	reg.MustRegister(decisionsTotal, statusWritesTotal, saturationGauge, arrivalRateGauge, replicasGauge, latencyP98Gauge, sloResponseTimeGauge, sloAttainmentGauge, sloServiceLevelGauge, decisionSeconds, solverSeconds)
+	reg.MustRegister(decisionsTotal, replacementsTotal, statusWritesTotal, saturationGauge, arrivalRateGauge, replicasGauge, latencyP98Gauge, sloResponseTimeGauge, sloAttainmentGauge, sloServiceLevelGauge, decisionSeconds, solverSeconds)
 }

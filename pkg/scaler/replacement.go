@@ -47,10 +47,16 @@ func (r *Reconciler) readyRouted(d *appsv1.Deployment, column string, st *v1alph
 
 // reportReplacement records a step of a replacement (act.ReplacementPhase):
 // an event named for the phase (Normal, Warning for a timeout or an
-// abandoned one) and the Replacement condition, True while it is in
-// flight, False with the phase as reason once it ended.
+// abandoned one), the Replacement condition, True while it is in
+// flight, False with the phase as reason once it ended, and a count of
+// hetsev_scaler_replacements_total by kind (move or swap) and phase.
 func (r *Reconciler) reportReplacement(ms *v1alpha1.ModelService, st *v1alpha1.ModelServiceStatus, act heterogeneity.Action) {
 	phase := string(act.ReplacementPhase)
+	kind := "swap"
+	if rp := act.Replacement; rp != nil && rp.From == rp.To {
+		kind = "move"
+	}
+	replacementsTotal.WithLabelValues(ms.Namespace, ms.Name, kind, phase).Inc()
 	switch act.ReplacementPhase {
 	case heterogeneity.ReplacementStarted, heterogeneity.ReplacementProgressed:
 		r.Recorder.Eventf(ms, v1.EventTypeNormal, phase, "%s", act.Reason)
