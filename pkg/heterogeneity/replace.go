@@ -36,6 +36,10 @@ type Replacement struct {
 	FloorRPS float64
 }
 
+// IsMove reports whether r is a consolidation move (From equals To);
+// false for nil.
+func (r *Replacement) IsMove() bool { return r != nil && r.From == r.To }
+
 // ReplacementPhase says what a decision did to a replacement.
 type ReplacementPhase string
 

@@ -53,7 +53,7 @@ func (r *Reconciler) readyRouted(d *appsv1.Deployment, column string, st *v1alph
 func (r *Reconciler) reportReplacement(ms *v1alpha1.ModelService, st *v1alpha1.ModelServiceStatus, act heterogeneity.Action) {
 	phase := string(act.ReplacementPhase)
 	kind := "swap"
-	if rp := act.Replacement; rp != nil && rp.From == rp.To {
+	if act.Replacement.IsMove() {
 		kind = "move"
 	}
 	replacementsTotal.WithLabelValues(ms.Namespace, ms.Name, kind, phase).Inc()
@@ -122,46 +122,49 @@ func MarkedForMove(p *v1.Pod) bool {
 // ReplicaSet could remove the one that shares its GPU. Nothing for any
 // other decision.
 func (r *Reconciler) markMoved(ctx context.Context, svc *service, act heterogeneity.Action, movable, marked [][]string) error {
-	rp := act.Replacement
-	if act.ReplacementPhase != heterogeneity.ReplacementStarted || rp == nil || rp.From != rp.To {
+	i := moveColumn(svc, act, heterogeneity.ReplacementStarted)
+	if i < 0 || len(movable[i]) == 0 {
 		return nil
 	}
-	for i, p := range svc.types {
-		if p.column() != rp.From || len(movable[i]) == 0 {
-			continue
-		}
-		for _, name := range marked[i] {
-			if name != movable[i][0] {
-				if err := r.setDeletionCost(ctx, svc.obj.Namespace, name, nil); err != nil {
-					return err
-				}
+	for _, name := range marked[i] {
+		if name != movable[i][0] {
+			if err := r.setDeletionCost(ctx, svc.obj.Namespace, name, nil); err != nil {
+				return err
 			}
 		}
-		cost := MovedPodDeletionCost
-		return r.setDeletionCost(ctx, svc.obj.Namespace, movable[i][0], &cost)
 	}
-	return nil
+	cost := MovedPodDeletionCost
+	return r.setDeletionCost(ctx, svc.obj.Namespace, movable[i][0], &cost)
 }
 
 // unmarkTimedOut takes MovedPodDeletionCost off the marked pods of the
 // column of a consolidation move that act ended by its timeout; nothing
 // for any other decision.
 func (r *Reconciler) unmarkTimedOut(ctx context.Context, svc *service, act heterogeneity.Action, marked [][]string) error {
-	rp := act.Replacement
-	if act.ReplacementPhase != heterogeneity.ReplacementTimedOut || rp == nil || rp.From != rp.To {
+	i := moveColumn(svc, act, heterogeneity.ReplacementTimedOut)
+	if i < 0 {
 		return nil
 	}
-	for i, p := range svc.types {
-		if p.column() != rp.From {
-			continue
-		}
-		for _, name := range marked[i] {
-			if err := r.setDeletionCost(ctx, svc.obj.Namespace, name, nil); err != nil {
-				return err
-			}
+	for _, name := range marked[i] {
+		if err := r.setDeletionCost(ctx, svc.obj.Namespace, name, nil); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// moveColumn is the index into svc.types of the column of the
+// consolidation move act reports in phase; -1 when act is no such step.
+func moveColumn(svc *service, act heterogeneity.Action, phase heterogeneity.ReplacementPhase) int {
+	if act.ReplacementPhase != phase || !act.Replacement.IsMove() {
+		return -1
+	}
+	for i, p := range svc.types {
+		if p.column() == act.Replacement.From {
+			return i
+		}
+	}
+	return -1
 }
 
 // setDeletionCost sets pod's controller.kubernetes.io/pod-deletion-cost

@@ -198,7 +198,6 @@ type nodeRoom struct {
 // demand: only consolidation reads it, and it tries every lone pod on
 // every open node.
 func (c typeCapacity) movablePods() []types.NamespacedName {
-	demand := c.demand
 	var names []types.NamespacedName
 	for _, a := range c.alone {
 		for _, nr := range c.open {
@@ -206,7 +205,7 @@ func (c typeCapacity) movablePods() []types.NamespacedName {
 			if nr.name == a.node {
 				except = a.gpu
 			}
-			if nr.adm.AdmitsInUse(nr.gpus, demand, except) {
+			if nr.adm.AdmitsInUse(nr.gpus, c.demand, except) {
 				names = append(names, a.pod)
 				break
 			}

@@ -386,7 +386,7 @@ func (p *hetsevPolicy) decide(svc int, v view) []int {
 	}
 	p.moved[svc] = moveStep{column: -1}
 	rp := act.Replacement
-	if (act.ReplacementPhase == heterogeneity.ReplacementStarted || act.ReplacementPhase == heterogeneity.ReplacementTimedOut) && rp != nil && rp.From == rp.To {
+	if (act.ReplacementPhase == heterogeneity.ReplacementStarted || act.ReplacementPhase == heterogeneity.ReplacementTimedOut) && rp.IsMove() {
 		for i, t := range obs.Types {
 			if t.GPUType == rp.From {
 				p.moved[svc] = moveStep{column: i, phase: act.ReplacementPhase}
