@@ -58,7 +58,8 @@ func TestMonitoringUsesExportedMetrics(t *testing.T) {
 	// The SLO, over-commit, decision and partial-data rules are there.
 	for _, n := range []string{"hetsev_scaler_slo_attainment", "hetsev_scaler_slo_service_level", "hetsev_scaler_latency_p98_ms", "hetsev_gpu_memory_free_mib",
 		"controller_runtime_reconcile_errors_total", "hetsev_scaler_decisions_total", "hetsev_metrics_adapter_partial_data_total",
-		"hetsev_gpu_instances", "hetsev_gpu_instance_predicted_inflation", "hetsev_gpu_busy_share", "hetsev_gpu_memory_used_mib", "hetsev_scaler_replicas"} {
+		"hetsev_gpu_instances", "hetsev_gpu_instance_predicted_inflation", "hetsev_gpu_busy_share", "hetsev_gpu_memory_used_mib", "hetsev_scaler_replicas",
+		"hetsev_scaler_replacements_total"} {
 		if !slices.Contains(names, n) {
 			t.Errorf("the rules and the dashboard do not use %s", n)
 		}
@@ -154,7 +155,7 @@ func TestChartRendersMonitoring(t *testing.T) {
 		}
 	}
 	for _, a := range []string{"HetsevModelServiceSLOFastBurn", "HetsevModelServiceSLOSlowBurn", "HetsevGPUMemoryOvercommitted",
-		"HetsevScalerReconcileErrors", "HetsevMetricsAdapterPartialData"} {
+		"HetsevScalerReconcileErrors", "HetsevMetricsAdapterPartialData", "HetsevModelServiceReplacementTimedOut"} {
 		if !slices.Contains(alerts, a) {
 			t.Errorf("no alert %s among %v", a, alerts)
 		}

@@ -2,13 +2,16 @@ package scaler
 
 import (
 	"context"
+	"maps"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
 	"github.com/hetsev/hetsev/pkg/heterogeneity"
@@ -100,5 +103,46 @@ func TestReplacementStepsAreCountedByKind(t *testing.T) {
 		if got := count(c.kind, c.phase); got != c.want {
 			t.Errorf("%s %s: %v counted, want %v", c.kind, c.phase, got, c.want)
 		}
+	}
+}
+
+// TestReplacementTimeoutSeriesStartAtZero: a decision creates the
+// timed-out replacement series of its ModelService at 0 for both kinds,
+// before any replacement, so that the chart's alert sees the first
+// timeout as a rise (increase() counts none into a series' first sample).
+func TestReplacementTimeoutSeriesStartAtZero(t *testing.T) {
+	ctx := context.Background()
+	ms := resnet()
+	ms.Name = "replacement-series"
+	now := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	r, _ := newFakeReconciler(t, ms, &now)
+	deleteMetrics(ms.Namespace, ms.Name)
+	if _, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: ms.Namespace, Name: ms.Name}}); err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewPedanticRegistry()
+	Register(reg)
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, mf := range mfs {
+		if mf.GetName() != "hetsev_scaler_replacements_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			l := map[string]string{}
+			for _, p := range m.GetLabel() {
+				l[p.GetName()] = p.GetValue()
+			}
+			if l["namespace"] == ms.Namespace && l["modelservice"] == ms.Name {
+				got[l["kind"]+" "+l["phase"]] = m.GetCounter().GetValue()
+			}
+		}
+	}
+	want := map[string]float64{"move ReplacementTimedOut": 0, "swap ReplacementTimedOut": 0}
+	if !maps.Equal(got, want) {
+		t.Errorf("replacement series after a decision: %v, want %v", got, want)
 	}
 }

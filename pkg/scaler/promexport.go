@@ -2,6 +2,8 @@ package scaler
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/hetsev/hetsev/pkg/heterogeneity"
 )
 
 // Prometheus metrics of the scaler, served on --metrics-bind-address.
@@ -79,6 +81,23 @@ var (
 		Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14),
 	})
 )
+
+// The kinds of hetsev_scaler_replacements_total.
+const (
+	replacementKindMove = "move" // a column replaced by itself: a consolidation move
+	replacementKindSwap = "swap" // a column replaced by another
+)
+
+// initReplacementSeries creates the timed-out series of
+// hetsev_scaler_replacements_total of ModelService namespace/name at 0,
+// for both kinds: Prometheus' increase() counts no rise into a series'
+// first sample, so a count that appeared at 1 with its first timeout
+// would never fire the chart's HetsevModelServiceReplacementTimedOut.
+func initReplacementSeries(namespace, name string) {
+	for _, kind := range []string{replacementKindMove, replacementKindSwap} {
+		replacementsTotal.WithLabelValues(namespace, name, kind, string(heterogeneity.ReplacementTimedOut))
+	}
+}
 
 // dropLatencySeries drops the p98 latency and SLO attainment series of
 // ModelService namespace/name, for a decision that measured neither.

@@ -126,6 +126,7 @@ func (r *Reconciler) decide(ctx context.Context, ms *v1alpha1.ModelService, st *
 		return 0, r.writeStatusIfChanged(ctx, ms, status)
 	}
 	svc.pool = r.gpuPool()
+	initReplacementSeries(ms.Namespace, ms.Name)
 	as := st.autoscalerFor(svc.policy, ms.Status.ScalingState, ms.Status.LastDecision)
 
 	// Desired Deployments exist, one per GPU type, and those of removed

@@ -52,9 +52,9 @@ func (r *Reconciler) readyRouted(d *appsv1.Deployment, column string, st *v1alph
 // hetsev_scaler_replacements_total by kind (move or swap) and phase.
 func (r *Reconciler) reportReplacement(ms *v1alpha1.ModelService, st *v1alpha1.ModelServiceStatus, act heterogeneity.Action) {
 	phase := string(act.ReplacementPhase)
-	kind := "swap"
+	kind := replacementKindSwap
 	if act.Replacement.IsMove() {
-		kind = "move"
+		kind = replacementKindMove
 	}
 	replacementsTotal.WithLabelValues(ms.Namespace, ms.Name, kind, phase).Inc()
 	switch act.ReplacementPhase {
