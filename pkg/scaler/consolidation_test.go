@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -120,14 +119,8 @@ func TestReplacementTimeoutSeriesStartAtZero(t *testing.T) {
 	if _, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: ms.Namespace, Name: ms.Name}}); err != nil {
 		t.Fatal(err)
 	}
-	reg := prometheus.NewPedanticRegistry()
-	Register(reg)
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
 	got := map[string]float64{}
-	for _, mf := range mfs {
+	for _, mf := range scalerMetrics(t) {
 		if mf.GetName() != "hetsev_scaler_replacements_total" {
 			continue
 		}

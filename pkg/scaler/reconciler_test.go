@@ -8,6 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -299,8 +300,8 @@ func TestReconcileDeletedModelServiceDropsItsMetrics(t *testing.T) {
 	}
 }
 
-// seriesOf counts the scaler's series labelled modelservice=name.
-func seriesOf(t *testing.T, name string) int {
+// scalerMetrics gathers the scaler's metrics as /metrics serves them.
+func scalerMetrics(t *testing.T) []*dto.MetricFamily {
 	t.Helper()
 	reg := prometheus.NewPedanticRegistry()
 	Register(reg)
@@ -308,8 +309,14 @@ func seriesOf(t *testing.T, name string) int {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return mfs
+}
+
+// seriesOf counts the scaler's series labelled modelservice=name.
+func seriesOf(t *testing.T, name string) int {
+	t.Helper()
 	n := 0
-	for _, mf := range mfs {
+	for _, mf := range scalerMetrics(t) {
 		for _, m := range mf.GetMetric() {
 			for _, l := range m.GetLabel() {
 				if l.GetName() == "modelservice" && l.GetValue() == name {
