@@ -77,17 +77,19 @@ type batchCount struct {
 
 // batchLimits are the window w (seconds) and cap b of service s's batches
 // on cfg's cluster: a batch that answers its requests within RT_max on a
-// type i runs at least L_i after its latest member arrives and must end by
-// its earliest member's arrival + RT_max - network, so its arrivals span
-// at most RT_max - network - L_i (bound.go). Over the feasible types (L_i
-// + network <= RT_max) w is the widest and b the largest, so a batch on
-// any of them keeps within both. ok is false when no type of the cluster
-// is feasible for s.
+// type i runs at least L_i (the least latency of any batch point its
+// servers can run) after its latest member arrives and must end by its
+// earliest member's arrival + RT_max - network, so its arrivals span at
+// most RT_max - network - L_i (bound.go). It holds at most b_i, the
+// largest batch of type i. Over the feasible types (L_i + network <=
+// RT_max) w is the widest and b the largest, so a batch on any of them
+// keeps within both. ok is false when no type of the cluster is feasible
+// for s.
 func batchLimits(cfg *Config, s Service) (window float64, cap int, ok bool) {
 	window = math.Inf(-1)
 	for _, t := range feasibleTypes(cfg, s) {
-		window = math.Max(window, (s.RTMaxMs-cfg.NetworkMs-t.prof.LatencyMs)/1000)
-		cap = max(cap, t.prof.BatchSize)
+		window = math.Max(window, (s.RTMaxMs-cfg.NetworkMs)/1000-t.latency)
+		cap = max(cap, t.batch)
 		ok = true
 	}
 	return max(window, 0), cap, ok

@@ -18,16 +18,21 @@ import (
 // seconds (at or after Config.MeasureFrom), R_s = |X_s|, A_s ⊆ X_s those a
 // policy answers within RT_max,s (response time plus the network delay,
 // tallyDone), SL_min,s its service level. For each GPU type i of the
-// cluster with a profile for s's model: C_i the price of one GPU in USD/s,
-// b_i the batch size, L_i the solo batch latency (s), T_i the profiled
-// throughput (requests/s), U_i = max(T_i, b_i / L_i). Type i is feasible
-// for s when L_i + network <= RT_max,s. G >= 1 is the most summed batch
-// progress one GPU makes per second under sharing (below). Then
+// cluster with a profile for s's model: C_i the price of one GPU in USD/s
+// and P_i the batch points its servers can run (batchPoints): the
+// profile's batch and each measured smaller batch (Profile.SmallBatches,
+// data/profiles/small_batches.csv). A point p has batch size b_p, solo
+// batch latency L_p (s), measured throughput T_p (requests/s) and U_p =
+// max(T_p, b_p / L_p). Over P_i: L_i = min L_p the least batch latency,
+// τ_i = min 1 / U_p the least GPU time per request (s), and b_i = max b_p
+// the largest batch (the profile's). Type i is feasible for s when L_i +
+// network <= RT_max,s. G >= 1 is the most summed batch progress one GPU
+// makes per second under sharing (below). Then
 //
 //	w_s = max over feasible i of (RT_max,s - network - L_i), seconds
 //	b_s = max over feasible i of b_i
 //	N_s = the greedy count of X_s with window w_s and cap b_s (below)
-//	fluid_s(n)    = n · min over feasible i of C_i / (G · U_i)
+//	fluid_s(n)    = n · min over feasible i of C_i · τ_i / G
 //	batch_s(n, R) = (N_s - (R - n))+ · min over feasible i of C_i · L_i / G
 //
 // Claim. A policy that answers n_s = |A_s| requests of each service within
@@ -44,12 +49,18 @@ import (
 //	P1 A batch starts no earlier than its latest member's arrival: the
 //	   server takes into a batch only requests queued at or before its
 //	   start (modelserver.Server.process). Queueing only delays the start.
-//	P2 A batch on a GPU of type i runs for L_i times its interference
-//	   factor f >= 1, whatever its size: the evaluator's servers have no
-//	   per-size latencies (Config.BatchLatencies is empty), so a partial
-//	   batch runs as long as a full one, and SetFactor treats a factor
-//	   below 1 as 1. Co-location only lengthens a batch.
-//	P3 A batch holds at most b_i requests (Config.BatchSize).
+//	P2 A server on a GPU of type i runs at one point p of P_i: the
+//	   profile's batch, or the measured smaller batch its column is
+//	   capped at (newPolicyRun, policy.go columnOffer.batchSize). Each
+//	   batch it runs takes L_p times its interference factor f >= 1,
+//	   whatever its size: the evaluator's servers have no per-size
+//	   latencies (modelserver.Config.BatchLatencies is empty), so a
+//	   partial batch runs as long as a full one, and SetFactor treats a
+//	   factor below 1 as 1. Co-location only lengthens a batch. So a
+//	   batch on type i runs at least L_i and is L_p >= L_i solo-seconds
+//	   of work.
+//	P3 A batch holds at most b_p <= b_i requests (its server's
+//	   modelserver.Config.BatchSize is b_p).
 //	P4 A GPU's instances k, each busy a share d_k of a second with
 //	   factor f_k, make Σ_k d_k / f_k <= G solo-seconds of batch progress
 //	   in it: the co-location model's summed throughput gain, G as
@@ -68,11 +79,12 @@ import (
 // in s. By P1 and P2 it ends at or after (latest arrival) + L_i, so the
 // latest arrival is at most (earliest arrival) + RT_max - network - L_i
 // <= earliest + w_s. By P3 it holds at most b_i <= b_s members. A member
-// answered within RT_max cannot have run on an infeasible type (its batch
-// alone takes L_i > RT_max - network). So the batches that answer A_s,
-// each restricted to its members in A_s, partition A_s into groups of at
-// most b_s requests whose arrivals span at most w_s: A_s needs at least
-// OPT(A_s) batches, OPT(Y) being the fewest such groups of a set Y.
+// answered within RT_max cannot have run on an infeasible type (every
+// batch there takes at least L_i > RT_max - network). So the batches that
+// answer A_s, each restricted to its members in A_s, partition A_s into
+// groups of at most b_s requests whose arrivals span at most w_s: A_s
+// needs at least OPT(A_s) batches, OPT(Y) being the fewest such groups of
+// a set Y.
 //
 // Greedy is optimal. Sort Y by arrival (ties by any fixed order). Greedy
 // opens a group at the earliest ungrouped y_1 and puts in it every later
@@ -102,18 +114,19 @@ import (
 // arrivals the replay draws, the same for every policy, with w_s widened
 // by 1 ns against float rounding (a wider window only lowers the count).
 //
-// Proof of the cost. By P2 a batch of type i is L_i solo-seconds of work,
-// done at 1/f of a second per second; by P4 the work a GPU does for all
-// its instances in a second is at most G solo-seconds, and by P5 that
-// second is billed C_i. So batches of summed solo work Σ L_i on GPUs of
-// type i need at least Σ L_i / G billed seconds of them, at C_i each.
-// Let W_s be the sum, over the batches that answer requests of A_s, of
-// C_i · L_i / G for the type i each ran on; batches of different
-// services share GPU time only within G, so the billed cost is at least
-// Σ_s W_s. Those batches run on feasible types and are at least OPT(A_s),
-// so W_s >= OPT(A_s) · min over feasible i of C_i · L_i / G >=
-// batch_s(n_s, R_s). Each serves at most b_i <= U_i · L_i requests (P3),
-// so its C_i · L_i / G is at least C_i / (G · U_i) per request it
+// Proof of the cost. By P2 a batch run at point p of type i is L_p
+// solo-seconds of work, done at 1/f of a second per second; by P4 the
+// work a GPU does for all its instances in a second is at most G
+// solo-seconds, and by P5 that second is billed C_i. So batches of summed
+// solo work Σ L_p on GPUs of type i need at least Σ L_p / G billed
+// seconds of them, at C_i each. Let W_s be the sum, over the batches that
+// answer requests of A_s, of C_i · L_p / G for the type i and point p
+// each ran at; batches of different services share GPU time only within
+// G, so the billed cost is at least Σ_s W_s. Those batches run on
+// feasible types and are at least OPT(A_s), and each has L_p >= L_i, so
+// W_s >= OPT(A_s) · min over feasible i of C_i · L_i / G >= batch_s(n_s,
+// R_s). Each serves at most b_p <= U_p · L_p requests (P3), so its C_i ·
+// L_p / G is at least C_i / (G · U_p) >= C_i · τ_i / G per request it
 // answers, and W_s >= fluid_s(n_s). Both bound the same W_s, so W_s is at
 // least their max, and the billed cost at least Σ_s max(...). Everything
 // else a policy pays for (idle GPUs, the saturation threshold's headroom,
@@ -122,10 +135,13 @@ import (
 // bills all its GPUs) is at least GPU billing, so B bounds it too.
 //
 // G is a property of the co-location model (sharingGain): the largest
-// Σ_k d_k / f_k it predicts on one GPU. The measurements say time-slicing
-// does not raise summed throughput (two busy ResNet-50: 0.94x), and the
-// fitted time-slicing model agrees (its largest value over the grid
-// sharingGain searches is 0.997, so G = 1); MPS does (1.19x measured), and
+// Σ_k d_k / f_k it predicts on one GPU, searched at each model's least
+// and greatest batch latency over the cluster's types and their batch
+// points (the latencies P2 lets its servers run). The measurements say
+// time-slicing does not raise summed throughput (two busy ResNet-50:
+// 0.94x), and the fitted time-slicing model agrees (its largest value
+// over the grid sharingGain searches is 0.986 for the shipped profiles'
+// models and latencies, so G = 1); MPS does (1.19x measured), and
 // the fitted MPS model gives n identical busy instances n / (1 + (n-1)γ),
 // which tends to 1/γ. G is taken as the larger of 1, 1/γ under MPS, and
 // the grid's largest value, so the bound stays below every policy's cost
@@ -139,11 +155,12 @@ import (
 // What B leaves out, in the bound's favour: whole GPUs (batches are
 // charged their GPU time, not whole GPU-seconds), any minimum of one
 // instance per service, launch times, the MaxBatchDelay the servers wait
-// before a partial batch, which type serves which batch (w_s and b_s are
-// the best over the feasible types, the price per batch the least), and
-// which requests are dropped (any R_s - n_s of them, the ones that save
-// the most batches). It is below what a reactive policy can reach: a
-// policy holds instances for the load it will see, not the load it saw.
+// before a partial batch, which type and batch point serve which batch
+// (w_s, b_s, L_i and τ_i are the best over the feasible types and their
+// points, the price per batch the least), and which requests are dropped
+// (any R_s - n_s of them, the ones that save the most batches). It is
+// below what a reactive policy can reach: a policy holds instances for
+// the load it will see, not the load it saw.
 
 // sharingGain is G of the bound: the largest summed throughput share
 // Σ_k d_k / f_k the co-location model c predicts for instances of the
@@ -152,14 +169,26 @@ import (
 // and at least 1; under MPS at least 1/γ (the limit for many identical
 // busy instances).
 func sharingGain(c interference.Colocation, mode interference.SharingMode, latency map[string]float64) float64 {
+	latencies := map[string][]float64{}
+	for m, l := range latency {
+		latencies[m] = []float64{l}
+	}
+	return sharingGainOver(c, mode, latencies)
+}
+
+// sharingGainOver is sharingGain over several batch latencies per model
+// (seconds): each model's instances are tried at each of its latencies.
+func sharingGainOver(c interference.Colocation, mode interference.SharingMode, latencies map[string][]float64) float64 {
 	g := 1.0
 	if mode == interference.SharingMPS && c.Sharing.MPS.Contention > 0 {
 		g = math.Max(g, 1/c.Sharing.MPS.Contention)
 	}
 	var pool []interference.Instance
-	for m, l := range latency {
-		for _, d := range []float64{0.25, 0.5, 0.75, 1} {
-			pool = append(pool, c.ProfileInstance(mode, m, d, l))
+	for m, ls := range latencies {
+		for _, l := range ls {
+			for _, d := range []float64{0.25, 0.5, 0.75, 1} {
+				pool = append(pool, c.ProfileInstance(mode, m, d, l))
+			}
 		}
 	}
 	var members []interference.Instance
@@ -187,13 +216,28 @@ func sharingGain(c interference.Colocation, mode interference.SharingMode, laten
 	return g
 }
 
+// batchPoints are the batch points a server of profile p can run (P2 of
+// the proof): the profile's own batch and each measured smaller one
+// (p.SmallBatches), at which the replay runs a column capped below the
+// profile's batch.
+func batchPoints(p catalog.Profile) []catalog.BatchPoint {
+	return append([]catalog.BatchPoint{{BatchSize: p.BatchSize, ThroughputRPS: p.ThroughputRPS, LatencyMs: p.LatencyMs}}, p.SmallBatches...)
+}
+
 // feasibleType is a GPU type of the cluster that can answer a service's
-// requests within RT_max: profiled for its model, batch latency plus the
-// network delay at most RT_max.
+// requests within RT_max: profiled for its model, its least batch latency
+// plus the network delay at most RT_max.
 type feasibleType struct {
 	name string
-	prof catalog.Profile
 	usd  float64 // price of one GPU, USD/s
+	// latency is L_i, the least solo latency of a batch its servers can
+	// run, s: min L_p over batchPoints.
+	latency float64
+	// perRequest is τ_i, the least GPU time per request, s: min 1 / U_p
+	// over batchPoints, U_p = max(T_p, b_p / L_p).
+	perRequest float64
+	// batch is b_i, the largest batch its servers can run.
+	batch int
 }
 
 // feasibleTypes are s's feasible types on cfg's cluster, in the cluster's
@@ -203,10 +247,20 @@ func feasibleTypes(cfg *Config, s Service) []feasibleType {
 	for _, name := range cfg.gpuTypes() {
 		prof, ok := cfg.Profiles.Get(s.Model, name)
 		gt, ok2 := cfg.Catalog.ByName(name)
-		if !ok || !ok2 || prof.LatencyMs+cfg.NetworkMs > s.RTMaxMs {
+		if !ok || !ok2 {
 			continue
 		}
-		out = append(out, feasibleType{name: name, prof: prof, usd: gt.PriceUSDPerHour / 3600})
+		ft := feasibleType{name: name, usd: gt.PriceUSDPerHour / 3600, latency: math.Inf(1), perRequest: math.Inf(1)}
+		for _, pt := range batchPoints(prof) {
+			l := pt.LatencyMs / 1000
+			ft.latency = math.Min(ft.latency, l)
+			ft.perRequest = math.Min(ft.perRequest, 1/math.Max(pt.ThroughputRPS, float64(pt.BatchSize)/l))
+			ft.batch = max(ft.batch, pt.BatchSize)
+		}
+		if 1000*ft.latency+cfg.NetworkMs > s.RTMaxMs {
+			continue
+		}
+		out = append(out, ft)
 	}
 	return out
 }
@@ -214,8 +268,8 @@ func feasibleTypes(cfg *Config, s Service) []feasibleType {
 // serviceBound is one service's terms of the bound (the proof above).
 type serviceBound struct {
 	// perRequest is the fluid term's least cost of one answered request,
-	// min C_i / (G · U_i), USD, on type perRequestType at perRequestSecs
-	// GPU-seconds (1 / (G · U_i)).
+	// min C_i · τ_i / G, USD, on type perRequestType at perRequestSecs
+	// GPU-seconds (τ_i / G).
 	perRequest, perRequestSecs float64
 	perRequestType             string
 	// perBatch is the least cost of one batch, min C_i · L_i / G, USD, on
@@ -257,13 +311,25 @@ func allowedDrops(sl float64, r int64) int64 {
 // says so. It fails for a service no GPU type of the cluster can serve
 // within RT_max.
 func lowerBound(cfg *Config, requests, batches []int64) (PolicyResult, []serviceBound, error) {
-	latency := map[string]float64{}
+	// Each model's least and greatest batch latency over the cluster's
+	// types and their batch points.
+	latencies := map[string][]float64{}
 	for _, s := range cfg.Services {
+		lo, hi := math.Inf(1), math.Inf(-1)
 		for _, p := range cfg.Profiles.On(cfg.gpuTypes()...).ForModel(s.Model) {
-			latency[s.Model] = math.Max(latency[s.Model], p.LatencyMs/1000)
+			for _, pt := range batchPoints(p) {
+				lo, hi = math.Min(lo, pt.LatencyMs/1000), math.Max(hi, pt.LatencyMs/1000)
+			}
+		}
+		switch {
+		case lo > hi: // no profile
+		case lo == hi:
+			latencies[s.Model] = []float64{lo}
+		default:
+			latencies[s.Model] = []float64{lo, hi}
 		}
 	}
-	g := sharingGain(cfg.Colocation, cfg.GPUSharing, latency)
+	g := sharingGainOver(cfg.Colocation, cfg.GPUSharing, latencies)
 	out := PolicyResult{Policy: PolicyBound, Bound: true, SharingGain: g, GPUHours: map[string]float64{}, PeakGPUs: map[string]int{}}
 	terms := make([]serviceBound, len(cfg.Services))
 	var req, within float64
@@ -272,13 +338,11 @@ func lowerBound(cfg *Config, requests, batches []int64) (PolicyResult, []service
 		t := &terms[k]
 		t.perRequest, t.perBatch, t.batches = math.Inf(1), math.Inf(1), batches[k]
 		for _, ft := range feasibleTypes(cfg, s) {
-			l := ft.prof.LatencyMs / 1000
-			u := math.Max(ft.prof.ThroughputRPS, float64(ft.prof.BatchSize)/l)
-			if c := ft.usd / (g * u); c < t.perRequest {
-				t.perRequest, t.perRequestType, t.perRequestSecs = c, ft.name, 1/(g*u)
+			if c := ft.usd * ft.perRequest / g; c < t.perRequest {
+				t.perRequest, t.perRequestType, t.perRequestSecs = c, ft.name, ft.perRequest/g
 			}
-			if c := ft.usd * l / g; c < t.perBatch {
-				t.perBatch, t.perBatchType, t.perBatchSecs = c, ft.name, l/g
+			if c := ft.usd * ft.latency / g; c < t.perBatch {
+				t.perBatch, t.perBatchType, t.perBatchSecs = c, ft.name, ft.latency/g
 			}
 		}
 		if t.perRequestType == "" {
@@ -307,7 +371,10 @@ func lowerBound(cfg *Config, requests, batches []int64) (PolicyResult, []service
 // each service's own n_s = WithinSLO of its R_s = Requests, max(fluid,
 // batch) with N_s - (R_s - n_s) batches, so it holds whether or not the
 // policy met its SLOs. terms are lowerBound's, aligned with the policies'
-// services.
+// services. Both terms grow with n_s, so the least of a policy that
+// answered at least SL_min,s · R_s requests of every service is at least
+// B: a policy billed below B passes only when it answered fewer of some
+// service, which B does not cover.
 func checkBound(r RunResult, bound PolicyResult, terms []serviceBound) error {
 	for _, p := range r.Policies {
 		if p.Bound || p.Policy == policyIdle {
