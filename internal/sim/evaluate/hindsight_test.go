@@ -2,33 +2,42 @@ package evaluate
 
 import (
 	"fmt"
+	"reflect"
 	"slices"
 	"testing"
 
 	"github.com/hetsev/hetsev/internal/sim/trace"
+	"github.com/hetsev/hetsev/pkg/heterogeneity"
 )
 
-// TestNoHindsight replays the first 45 minutes of the Azure Functions
-// trace (20 of history, 25 replayed; the 10 busiest functions) and the same
-// trace with every minute after replay second cut perturbed (counts x3
-// plus 7), and fails when any policy decides differently at or before cut:
-// a decision may use the history and the seconds before it, nothing later.
-// The cluster is the environment, the same in both runs.
-func TestNoHindsight(t *testing.T) {
-	full, err := trace.AzureFunctions()
-	if err != nil {
-		t.Fatal(err)
-	}
-	const hist, minutes, cutMinute = 20, 45, 12 // cutMinute: of the replay
-	w := FunctionWorkload{Services: 16, Scale: 2, HistoryMinutes: hist}
+// hindsightWindow is a slice of the Azure Functions trace for
+// TestNoHindsight: its first Minutes minutes, History of them history, the
+// 16 busiest functions at scale 2, perturbed from replay minute Cut on.
+type hindsightWindow struct{ History, Cut, Minutes int }
+
+// hindsightPair is the replay of win's slice of full and the same with
+// every minute from replay minute win.Cut on perturbed (counts x3 plus 7),
+// and the cut, in replay seconds. It fails t unless the two have the
+// same services (names, models, SLOs, busy shares, histories) and the same
+// rates before the cut: what the workload gives a policy comes from the
+// history. Two figures of the workload do not, and are held fixed: the
+// scale factor (FunctionScale sizes it on the replayed window's mean
+// rates; here it is set) and the cluster (FunctionCluster sizes it on the
+// replayed window's peak rates: 16 T4s in the 45-minute window, 20 with
+// its later seconds perturbed), which the perturbed replay takes from the
+// other. Both are the experiment's environment, the same for every
+// policy, as the shipped traces' peak scaling is (TwitterPeak, AzurePeak).
+func hindsightPair(t *testing.T, full trace.Functions, win hindsightWindow) (orig, pert Config, cut int) {
+	t.Helper()
+	w := FunctionWorkload{Services: 16, Scale: 2, HistoryMinutes: win.History}
 	build := func(perturb bool) Config {
 		fs := full
-		fs.Minutes = minutes
+		fs.Minutes = win.Minutes
 		fs.Functions = make([]trace.Function, len(full.Functions))
 		for i, f := range full.Functions {
-			f.Counts = slices.Clone(f.Counts[:minutes])
+			f.Counts = slices.Clone(f.Counts[:win.Minutes])
 			if perturb {
-				for m := hist + cutMinute; m < minutes; m++ {
+				for m := win.History + win.Cut; m < win.Minutes; m++ {
 					f.Counts[m] = 3*f.Counts[m] + 7
 				}
 			}
@@ -45,33 +54,100 @@ func TestNoHindsight(t *testing.T) {
 		c.logDecisions = true
 		return c
 	}
-	orig, pert := build(false), build(true)
-	pert.Cluster = orig.Cluster
-	cut := 60 * cutMinute
+	orig, pert = build(false), build(true)
+	cut = 60 * win.Cut
 	if orig.Rates[cut-1] != pert.Rates[cut-1] || orig.Rates[cut] == pert.Rates[cut] {
 		t.Fatalf("perturbation does not start at second %d", cut)
 	}
+	if len(orig.Services) != len(pert.Services) {
+		t.Fatalf("%d services, %d with the seconds after %d perturbed", len(orig.Services), len(pert.Services), cut)
+	}
+	for i, a := range orig.Services {
+		b := pert.Services[i]
+		if !slices.Equal(a.History, b.History) {
+			t.Fatalf("service %s: its history changes with the seconds after %d", a.Name, cut)
+		}
+		if !slices.Equal(a.Rates[:cut], b.Rates[:cut]) {
+			t.Fatalf("service %s: its rates before second %d change with the seconds after it", a.Name, cut)
+		}
+		a.Rates, a.History, b.Rates, b.History = nil, nil, nil, nil
+		if !reflect.DeepEqual(a, b) {
+			t.Fatalf("service %d changes with the seconds after %d:\n%+v\n%+v", i, cut, a, b)
+		}
+	}
+	pert.Cluster = orig.Cluster
+	return orig, pert, cut
+}
+
+// TestNoHindsight replays slices of the Azure Functions trace as they are
+// and with every minute after a cut perturbed (hindsightPair), and fails
+// when a policy decides differently at or before the cut: a decision may
+// use the history and the seconds before it, nothing later.
+//
+// Every policy runs with the default knobs on the first 45 minutes (20 of
+// history, cut at replay minute 12). hetsev-heuristic and hetsev-exact
+// also run as `make evaluate` scores them (--seasonal --model-thresholds
+// --flavors 0.1,0.25,0.5,1: Knobs.SeasonalForecast, Knobs.ModelThresholds
+// and Config.Flavors), the subtests scored/*, on the first 94 minutes (80
+// of history, cut at replay minute 11): a history long enough for the
+// seasonal forecast to find periods of 40 minutes and more, and it raises
+// W_f before the cut (one service, a period of 41 minutes; no raise there
+// changes a decision: TestSeasonalNoHindsight has one that does). The scored
+// replays end 3 minutes after their cut, since their light instances make
+// every replayed second dearer.
+func TestNoHindsight(t *testing.T) {
+	full, err := trace.AzureFunctions()
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := func(t *testing.T, orig, pert Config, cut int, name string) {
+		t.Helper()
+		var logs [2][]decisionRecord
+		for k, cfg := range []Config{orig, pert} {
+			logs[k] = decisionLog(t, cfg, name, cut)
+		}
+		if len(logs[0]) == 0 {
+			t.Fatal("no decisions logged")
+		}
+		if len(logs[0]) != len(logs[1]) {
+			t.Fatalf("%d decisions up to second %d, %d with the later seconds perturbed", len(logs[0]), cut, len(logs[1]))
+		}
+		for i, a := range logs[0] {
+			if b := logs[1][i]; a.t != b.t || a.svc != b.svc || fmt.Sprint(a.delta) != fmt.Sprint(b.delta) {
+				t.Fatalf("decision %d: second %d, service %s: %v; with the seconds after %d perturbed: second %d, %v",
+					i, a.t, orig.Services[a.svc].Name, a.delta, cut, b.t, b.delta)
+			}
+		}
+	}
+
+	orig, pert, cut := hindsightPair(t, full, hindsightWindow{History: 20, Cut: 12, Minutes: 45})
 	for _, name := range PolicyNames {
 		if name == PolicyBound {
 			continue
 		}
 		t.Run(name, func(t *testing.T) {
-			var logs [2][]decisionRecord
-			for k, cfg := range []Config{orig, pert} {
-				logs[k] = decisionLog(t, cfg, name, cut)
+			check(t, orig, pert, cut, name)
+		})
+	}
+
+	orig, pert, cut = hindsightPair(t, full, hindsightWindow{History: 80, Cut: 11, Minutes: 94})
+	for _, c := range []*Config{&orig, &pert} {
+		c.Knobs.SeasonalForecast = true
+		c.Knobs.ModelThresholds = true
+		c.Flavors = slices.Clone(heterogeneity.DefaultFlavors)
+	}
+	for _, name := range []string{PolicyHeuristic, PolicyExact} {
+		t.Run("scored/"+name, func(t *testing.T) {
+			// The flags are on: light columns, the model's thresholds.
+			r, err := orig.resolveHetsev(orig.Services[0], heterogeneity.SolverHeuristic)
+			if err != nil {
+				t.Fatal(err)
 			}
-			if len(logs[0]) == 0 {
-				t.Fatal("no decisions logged")
+			if p := r.Policy(); p.SaturationThreshold == heterogeneity.DefaultPolicy().SaturationThreshold || len(r.Columns()) <= len(orig.gpuTypes()) {
+				t.Fatalf("service %s: threshold %v, %d columns on %d GPU types; want the model's threshold and light flavors",
+					orig.Services[0].Name, p.SaturationThreshold, len(r.Columns()), len(orig.gpuTypes()))
 			}
-			if len(logs[0]) != len(logs[1]) {
-				t.Fatalf("%d decisions up to second %d, %d with the later seconds perturbed", len(logs[0]), cut, len(logs[1]))
-			}
-			for i, a := range logs[0] {
-				if b := logs[1][i]; a.t != b.t || a.svc != b.svc || fmt.Sprint(a.delta) != fmt.Sprint(b.delta) {
-					t.Fatalf("decision %d: second %d, service %s: %v; with the seconds after %d perturbed: second %d, %v",
-						i, a.t, orig.Services[a.svc].Name, a.delta, cut, b.t, b.delta)
-				}
-			}
+			check(t, orig, pert, cut, name)
 		})
 	}
 }
