@@ -129,6 +129,10 @@ type Knobs struct {
 	ScaleInHysteresis float64
 	Lambda            float64 // per second
 	MinReplicas       int
+	// KPAStableWindow is knative-kpa's stable window
+	// (autoscaling.knative.dev/window; 0: Knative's default 60 s), its
+	// panic window 10 % of it. Only knative-kpa reads it.
+	KPAStableWindow time.Duration
 
 	// The ablation switches of the hetsev policies (ablation.go), applied
 	// to the heterogeneity.Policy the scaler resolves; the zero values keep
@@ -353,6 +357,10 @@ func (c Config) Validate() error {
 	}
 	if k.MinReplicas < 1 {
 		bad("Knobs.MinReplicas must be >= 1")
+	}
+	if k.KPAStableWindow != 0 && (k.KPAStableWindow < 6*time.Second || k.KPAStableWindow > time.Hour || k.KPAStableWindow%time.Second != 0) {
+		// Knative's own range for autoscaling.knative.dev/window.
+		bad("Knobs.KPAStableWindow %v must be 0 (Knative's default 60 s) or whole seconds in [6 s, 1 h]", k.KPAStableWindow)
 	}
 	if !(c.MaxBatchDelay >= 0) || !(c.NetworkMs >= 0) {
 		bad("MaxBatchDelay and NetworkMs must be >= 0")

@@ -2,6 +2,7 @@ package evaluate
 
 import (
 	"math"
+	"time"
 
 	"github.com/hetsev/hetsev/pkg/gpuinventory"
 	"github.com/hetsev/hetsev/pkg/placement"
@@ -16,7 +17,7 @@ const PolicyKnativeKPA = "knative-kpa"
 // defaultConfig; the config-autoscaler ConfigMap keys in brackets).
 const (
 	kpaStableWindowSeconds = 60   // [stable-window]
-	kpaPanicWindowSeconds  = 6    // [panic-window-percentage] 10 % of the stable window
+	kpaPanicWindowPercent  = 10   // [panic-window-percentage] of the stable window
 	kpaPanicThreshold      = 2.0  // [panic-threshold-percentage] 200 %
 	kpaMaxScaleUpRate      = 1000 // [max-scale-up-rate]
 	kpaMaxScaleDownRate    = 2    // [max-scale-down-rate]
@@ -32,7 +33,9 @@ const (
 // (2 s):
 //
 //   - observed stable and panic values: the revision's requests/s averaged
-//     over the last 60 s and the last 6 s (1 s buckets; fewer at the start
+//     over the last 60 s and the last 6 s (the stable window, a knob its
+//     users set per revision with autoscaling.knative.dev/window, and 10 %
+//     of it; 1 s buckets; fewer at the start
 //     of the trace, as a window average over the buckets it has);
 //   - ready = max(1, ready pods); maxScaleUp = ceil(1000 x ready),
 //     maxScaleDown = floor(ready / 2);
@@ -59,11 +62,15 @@ const (
 // and the scale-down delay (0 s by default) are left out; pods beyond the
 // type's free GPUs are not created; scale-in removes the newest pods.
 type knativeKPAPolicy struct {
-	gpuType  []string  // per service, catalog name
-	target   []float64 // per service, requests/s per pod
-	minScale int
-	maxScale []int
-	state    []kpaState
+	// stableWindow and panicWindow are the two averaging windows,
+	// seconds: Knobs.KPAStableWindow (default kpaStableWindowSeconds)
+	// and kpaPanicWindowPercent of it, at least 1 s.
+	stableWindow, panicWindow int
+	gpuType                   []string  // per service, catalog name
+	target                    []float64 // per service, requests/s per pod
+	minScale                  int
+	maxScale                  []int
+	state                     []kpaState
 }
 
 // kpaState is one revision's panic state.
@@ -74,7 +81,11 @@ type kpaState struct {
 }
 
 func newKnativeKPAPolicy(cfg *Config) (*knativeKPAPolicy, error) {
-	p := &knativeKPAPolicy{minScale: max(1, cfg.Knobs.MinReplicas)}
+	p := &knativeKPAPolicy{minScale: max(1, cfg.Knobs.MinReplicas), stableWindow: kpaStableWindowSeconds}
+	if w := int(cfg.Knobs.KPAStableWindow / time.Second); w > 0 {
+		p.stableWindow = w
+	}
+	p.panicWindow = max(1, p.stableWindow*kpaPanicWindowPercent/100)
 	for _, s := range cfg.Services {
 		name, target, gpus, err := singleTypeTarget(cfg, s)
 		if err != nil {
@@ -99,7 +110,7 @@ func (p *knativeKPAPolicy) decide(svc int, v view) []int {
 		current += t.running
 		readyPods += t.ready
 	}
-	want := p.scale(svc, v.now, v.meanRate(kpaStableWindowSeconds), v.meanRate(kpaPanicWindowSeconds), readyPods)
+	want := p.scale(svc, v.now, v.meanRate(p.stableWindow), v.meanRate(p.panicWindow), readyPods)
 	delta[i] = want - current
 	if delta[i] > 0 {
 		delta[i] = min(delta[i], v.types[i].slots)
@@ -126,7 +137,7 @@ func (p *knativeKPAPolicy) scale(svc int, now, stable, panic float64, readyPods 
 	switch {
 	case over:
 		st.panicking, st.panicTime = true, now
-	case st.panicking && st.panicTime+kpaStableWindowSeconds < now:
+	case st.panicking && st.panicTime+float64(p.stableWindow) < now:
 		st.panicking, st.maxPanicPods = false, 0
 	}
 	desired := desiredStable
@@ -139,7 +150,7 @@ func (p *knativeKPAPolicy) scale(svc int, now, stable, panic float64, readyPods 
 }
 
 func (p *knativeKPAPolicy) decisionInterval() int      { return kpaTickSeconds }
-func (p *knativeKPAPolicy) history() int               { return kpaStableWindowSeconds }
+func (p *knativeKPAPolicy) history() int               { return p.stableWindow }
 func (p *knativeKPAPolicy) serviceType(svc int) string { return p.gpuType[svc] }
 func (p *knativeKPAPolicy) wholeGPU() bool             { return true }
 func (p *knativeKPAPolicy) instant() bool              { return false }
