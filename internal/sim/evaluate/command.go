@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -25,8 +26,11 @@ type Options struct {
 	NodesPerType int    // servers per GPU type, 2 GPUs each
 	Policies     string // comma-separated PolicyNames
 	Seed         uint64
-	TwitterPeak  float64 // requests/s
-	AzurePeak    float64 // requests/s
+	// Seeds is how many arrival seeds each replay runs, Seed first
+	// (seeds.go); the peers' settings are chosen on Seed.
+	Seeds       int
+	TwitterPeak float64 // requests/s
+	AzurePeak   float64 // requests/s
 	// GPUSharing is the simulated GPUs' sharing mode (time-slicing or mps)
 	// and InterferenceModel a co-location model file (empty: the fitted
 	// model).
@@ -35,8 +39,9 @@ type Options struct {
 	// GPUMode is the simulated cluster's GPU accounting: annotations or
 	// dra (Config.GPUMode).
 	GPUMode string
-	// Flavors are hetsev's instance flavors, comma-separated busy shares
-	// (Config.Flavors; "": whole GPUs only).
+	// Flavors are instance flavors, comma-separated busy shares
+	// (Config.Flavors; "": whole GPUs only), a non-default flag as
+	// Seasonal.
 	Flavors string
 
 	// SweepThresholds and SweepPolicies are the Pareto sweep (pareto.go):
@@ -44,11 +49,22 @@ type Options struct {
 	// policies replayed at each (those of Policies among them).
 	SweepThresholds string
 	SweepPolicies   string
+	// TuneTargets ("LOW,ANCHOR,HIGH"), TuneSteps and TunePolicies are
+	// each peer's search for its best setting (tuning.go); TunePolicies
+	// "" tunes none.
+	TuneTargets  string
+	TuneSteps    int
+	TunePolicies string
 	// Ablation reruns every replay with hetsev-exact and each of its rules
 	// off in turn (ablation.go).
 	Ablation bool
-	// Seasonal turns the hetsev policies' seasonal forecast on
-	// (Knobs.SeasonalForecast).
+	// Seasonal, Replacement, Consolidation, ModelThresholds and Flavors
+	// are hetsev-scaler's non-default flags: any of them set adds
+	// hetsev-exact+flags (PolicyExactFlags), hetsev-exact with them, as a
+	// labelled row and view; hetsev-exact and hetsev-heuristic run
+	// hetsev-scaler's defaults.
+	//
+	// Seasonal turns the seasonal forecast on (Knobs.SeasonalForecast).
 	Seasonal bool
 	// Replacement turns the hetsev policies' make-before-break
 	// replacement on (Knobs.Replacement).
@@ -81,10 +97,11 @@ type Options struct {
 // DefaultOptions are the flags' defaults.
 func DefaultOptions() Options {
 	return Options{
-		Out: "evaluation", NodesPerType: 16, Policies: strings.Join(PolicyNames, ","), Seed: 1,
+		Out: "evaluation", NodesPerType: 16, Policies: strings.Join(PolicyNames, ","), Seed: 1, Seeds: 1,
 		TwitterPeak: 1000, AzurePeak: 300, GPUSharing: string(interference.SharingTimeSlicing), GPUMode: GPUModeAnnotations,
 		Preparation:     Preparation{SmoothWindow: 120, SmoothStep: 15},
 		SweepThresholds: "0.6,0.7,0.8,0.9", SweepPolicies: strings.Join(DefaultSweepPolicies, ","),
+		TuneTargets: "0.5,0.8,0.97", TuneSteps: DefaultTuning().Steps, TunePolicies: strings.Join(TunedPeers, ","),
 	}
 }
 
@@ -111,23 +128,27 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.Replays, "replays", o.Replays, "the shipped replays to run, comma-separated, of "+strings.Join(ReplayNames, ", ")+" (empty: all; the what-if modes replay the user's trace instead)")
 	fs.StringVar(&o.Policies, "policies", o.Policies, "policies to compare")
 	fs.Uint64Var(&o.Seed, "seed", o.Seed, "seed of arrivals, routing and default Kubernetes' GPU types")
+	fs.IntVar(&o.Seeds, "seeds", o.Seeds, "arrival seeds per replay, --seed first: the peers' settings are searched on the first, then hetsev-exact and each peer at its chosen setting are replayed at the others, for the cost ratio's mean and 95 % interval and qualification per seed (1 to 50)")
 	fs.Float64Var(&o.TwitterPeak, "twitter-peak", o.TwitterPeak, "peak arrival rate the Twitter trace is scaled to, requests/s (the demo's)")
 	fs.Float64Var(&o.AzurePeak, "azure-peak", o.AzurePeak, "peak arrival rate the Azure code trace is scaled to, requests/s")
 	fs.StringVar(&o.GPUSharing, "gpu-sharing", o.GPUSharing, "how co-located instances share a simulated GPU: time-slicing (CUDA's default) or mps (the fitted co-location model's modes)")
 	fs.StringVar(&o.GPUMode, "gpu-mode", o.GPUMode, "how the simulated cluster accounts GPU shares, as hetsev-scheduler's gpuMode: annotations (each instance's declared GPU memory on its GPU) or dra (a ResourceSlice per node with each GPU's memory capacity and an allocated ResourceClaim per instance, counted by pkg/dra as the scheduler and scaler do in DRA mode)")
-	fs.StringVar(&o.Flavors, "flavors", o.Flavors, "instance flavors of hetsev-exact and hetsev-heuristic, as hetsev-scaler's --flavors: busy shares in (0, 1], comma-separated and ascending (e.g. 0.1,0.25,0.5,1); each GPU type is offered in each, a light flavor f counted at f x T_i requests/s (a batch taking L_i / f, offered where 3 L_i / f <= RT_max, at the profile's batch or a measured smaller one) for f times the GPU's price; empty or 1: whole GPUs only")
+	fs.StringVar(&o.Flavors, "flavors", o.Flavors, "instance flavors of the labelled hetsev-exact+flags row (hetsev-exact and hetsev-heuristic run hetsev-scaler's default, whole GPUs), as hetsev-scaler's --flavors: busy shares in (0, 1], comma-separated and ascending (e.g. 0.1,0.25,0.5,1); each GPU type is offered in each, a light flavor f counted at f x T_i requests/s (a batch taking L_i / f, offered where 3 L_i / f <= RT_max, at the profile's batch or a measured smaller one) for f times the GPU's price; empty or 1: whole GPUs only")
 	fs.StringVar(&o.InterferenceModel, "interference-model", o.InterferenceModel, "co-location model file (YAML/JSON, pkg/interference ColocationFile; default: the model fitted to the H100 measurements)")
 	fs.StringVar(&o.Trace, "trace", o.Trace, "what-if mode: a trace file, per-second counts or one timestamp per request (RFC 3339 or the Azure traces' format)")
 	fs.StringVar(&o.FunctionsFile, "functions", o.FunctionsFile, "what-if mode: a per-function, per-minute trace, one service per function by the AzureFunctions replay's rules (models, SLOs, scale, cluster); CSV with a header naming its columns in any order: HashFunction (required), HashOwner, HashApp, Trigger (optional; absent: every function's trigger is \"others\", the model's base RT_max and SL_min 0.98) and consecutive minute columns N or minute_N (the Azure Functions trace's format is HashOwner,HashApp,HashFunction,Trigger,<minute>,...)")
 	fs.StringVar(&o.Fleet, "fleet", o.Fleet, "what-if mode: the cluster as TYPE=COUNT,..., COUNT GPUs of each catalog GPU type TYPE (e.g. T4=8,V100-32GB=4) in servers of 2 GPUs, 40 CPUs and 62 GiB (one of 1 GPU for an odd COUNT), in place of --nodes-per-type servers of each type (--trace) or the cluster that holds every function's peak (--functions)")
 	fs.IntVar(&o.Functions.Services, "function-services", o.Functions.Services, "services of the Azure Functions replay and --functions: the busiest this many functions (0: 64)")
 	fs.StringVar(&o.SweepThresholds, "sweep-thresholds", o.SweepThresholds, "the Pareto sweep: saturation thresholds every swept policy is replayed at, comma-separated, each in (0, 1] (empty: no sweep)")
-	fs.BoolVar(&o.Ablation, "ablation", o.Ablation, "rerun every replay with hetsev-exact and one change at a time (a 0.1 scale-in hysteresis, no stabilized scale-in, no launch-time forecast, no scale-in cool-down, decisions every 15 s instead of hetsev-scaler's default 5 s, a 60 s forecast span, and the seasonal forecast, replacement and the instance flavors each turned on, or off where --seasonal, --replacement or --flavors turned them on), and print its cost and excess missed requests per variant")
-	fs.BoolVar(&o.Consolidation, "consolidation", o.Consolidation, "turn consolidation of hetsev-exact and hetsev-heuristic on (pkg/heterogeneity replace.go: an instance alone on its GPU that the scheduler admits on a GPU in use moves there, the old removed once the new one is past its launch time); without it --ablation adds a consolidation row")
-	fs.BoolVar(&o.Replacement, "replacement", o.Replacement, "turn make-before-break replacement of hetsev-exact and hetsev-heuristic on (pkg/heterogeneity replace.go: instances moved to a cheaper GPU type or flavor with at least their capacity, the old removed once the new are past their launch time); without it --ablation adds a replacement row")
-	fs.BoolVar(&o.ModelThresholds, "model-thresholds", o.ModelThresholds, "give hetsev-exact and hetsev-heuristic the saturation threshold hetsev-scaler derives from the SLO latency model at SL_min (its --model-thresholds) in place of each service's own, which the peers keep; without it --ablation adds a model-thresholds row")
-	fs.BoolVar(&o.Seasonal, "seasonal", o.Seasonal, "turn the seasonal forecast of hetsev-exact and hetsev-heuristic on (pkg/heterogeneity seasonal.go: a period of 5 to 60 min detected in each service's own per-minute arrival rate provisions for a recurring burst before it starts); without it --ablation adds a seasonal-forecast row")
+	fs.BoolVar(&o.Ablation, "ablation", o.Ablation, "rerun every replay with hetsev-exact and one change at a time (a 0.1 scale-in hysteresis, no stabilized scale-in, no launch-time forecast, no scale-in cool-down, decisions every 15 s instead of hetsev-scaler's default 5 s, a 60 s forecast span, and each of hetsev-scaler's non-default rules turned on: the seasonal forecast, model thresholds, replacement, consolidation and the instance flavors), and print its cost and excess missed requests per variant")
+	fs.BoolVar(&o.Consolidation, "consolidation", o.Consolidation, "turn consolidation on in the labelled hetsev-exact+flags row (pkg/heterogeneity replace.go: an instance alone on its GPU that the scheduler admits on a GPU in use moves there, the old removed once the new one is past its launch time)")
+	fs.BoolVar(&o.Replacement, "replacement", o.Replacement, "turn make-before-break replacement on in the labelled hetsev-exact+flags row (pkg/heterogeneity replace.go: instances moved to a cheaper GPU type or flavor with at least their capacity, the old removed once the new are past their launch time)")
+	fs.BoolVar(&o.ModelThresholds, "model-thresholds", o.ModelThresholds, "give the labelled hetsev-exact+flags row the saturation threshold hetsev-scaler derives from the SLO latency model at SL_min (its --model-thresholds) in place of each service's own, which the peers keep")
+	fs.BoolVar(&o.Seasonal, "seasonal", o.Seasonal, "turn the seasonal forecast on in the labelled hetsev-exact+flags row (pkg/heterogeneity seasonal.go: a period of 5 to 60 min detected in each service's own per-minute arrival rate provisions for a recurring burst before it starts)")
 	fs.StringVar(&o.SweepPolicies, "sweep-policies", o.SweepPolicies, "the policies of the Pareto sweep (those also in --policies)")
+	fs.StringVar(&o.TuneTargets, "tune-targets", o.TuneTargets, "each peer's search for its best setting: LOW,ANCHOR,HIGH, the range of targets (shares of an instance's throughput) searched and the first tried, 0 < LOW <= ANCHOR <= HIGH <= 1")
+	fs.IntVar(&o.TuneSteps, "tune-steps", o.TuneSteps, "bisection steps of each peer's target search after the anchor and the end of the range it points to, 0 to 8")
+	fs.StringVar(&o.TunePolicies, "tune-policies", o.TunePolicies, "the peers searched for their best setting (target, and the HPA's sync period 15 or 5 s or Knative's stable window 60 or 30 s), comma-separated; empty: every peer at its default configuration only")
 	fs.IntVar(&o.Functions.HistoryMinutes, "function-history", o.Functions.HistoryMinutes, "minutes at the start of the Azure Functions trace and --functions that are history, not replayed: the busy shares an operator declares and the peers' capacity plans come from them (0: 120; the trace needs at least 10 minutes more)")
 	fs.Float64Var(&o.Functions.Scale, "function-scale", o.Functions.Scale, "factor on every function's rate in the Azure Functions replay and --functions (0: so the total mean load needs as many GPUs as half the services; 1: as recorded)")
 	fs.Var(serviceFlags{&o.Services}, "service", "what-if mode: NAME=MODEL,SHARE,RT_MAX_MS[,SATURATION_THRESHOLD], repeatable (default: the demo's resnet50 and ssd)")
@@ -253,6 +274,62 @@ func withFleet(c Config, fleet []FleetGPUs) ([]Config, error) {
 	return []Config{c}, nil
 }
 
+// tuning is o's search of each peer's best setting; errors name the flag.
+func (o Options) tuning() (Tuning, error) {
+	t := DefaultTuning()
+	t.Steps = o.TuneSteps
+	t.Policies = nil
+	for _, name := range strings.Split(o.TunePolicies, ",") {
+		if name = strings.TrimSpace(name); name != "" {
+			t.Policies = append(t.Policies, name)
+		}
+	}
+	f := strings.Split(o.TuneTargets, ",")
+	if len(f) != 3 {
+		return Tuning{}, fmt.Errorf("--tune-targets: %s: want LOW,ANCHOR,HIGH", trace.Quote(o.TuneTargets))
+	}
+	for i, p := range []*float64{&t.Low, &t.Anchor, &t.High} {
+		v, err := strconv.ParseFloat(strings.TrimSpace(f[i]), 64)
+		if err != nil {
+			return Tuning{}, fmt.Errorf("--tune-targets: %s is not a number", trace.Quote(f[i]))
+		}
+		*p = v
+	}
+	return t, t.Validate()
+}
+
+// withFlags is c with o's non-default hetsev-scaler flags set, replaying
+// hetsev-exact alone; nil when o sets none.
+func (o Options) withFlags(c Config, flavors heterogeneity.Flavors) *Config {
+	if !o.Seasonal && !o.ModelThresholds && !o.Replacement && !o.Consolidation && !flavors.HasLight() {
+		return nil
+	}
+	c.Knobs.SeasonalForecast = o.Seasonal
+	c.Knobs.Replacement = o.Replacement
+	c.Knobs.Consolidation = o.Consolidation
+	c.Knobs.ModelThresholds = o.ModelThresholds
+	c.Flavors = flavors
+	c.Policies = []string{PolicyExact}
+	return &c
+}
+
+// addFlagsRow replays flags (hetsev-exact with non-default flags) and adds
+// its result to r as PolicyExactFlags, judged against r's targets.
+func addFlagsRow(r *RunResult, flags Config) error {
+	rf, err := Evaluate(flags)
+	if err != nil {
+		return fmt.Errorf("%s: %w", PolicyExactFlags, err)
+	}
+	p, ok := rf.Policy(PolicyExact)
+	if !ok {
+		return fmt.Errorf("%s: not replayed", PolicyExactFlags)
+	}
+	p.Policy = PolicyExactFlags
+	r.Policies = append(r.Policies, p)
+	r.score(r.Targets)
+	return nil
+}
+
 // Run replays what o asks for, prints a table per replay and the RESULT line
 // to w, and writes a PNG per replay and evaluation.json under o.Out.
 func Run(o Options, w io.Writer) error {
@@ -294,6 +371,14 @@ func Run(o Options, w io.Writer) error {
 			swept = append(swept, name)
 		}
 	}
+	tuning, err := o.tuning()
+	if err != nil {
+		return err
+	}
+	seeds, err := ParseSeeds(o.Seeds, o.Seed)
+	if err != nil {
+		return err
+	}
 	start := time.Now()
 	rep := Report{}
 	for _, c := range cfgs {
@@ -301,14 +386,16 @@ func Run(o Options, w io.Writer) error {
 		c.Seed = o.Seed
 		c.Colocation, c.GPUSharing = model, mode
 		c.GPUMode = o.GPUMode
-		c.Knobs.SeasonalForecast = o.Seasonal
-		c.Knobs.Replacement = o.Replacement
-		c.Knobs.Consolidation = o.Consolidation
-		c.Knobs.ModelThresholds = o.ModelThresholds
-		c.Flavors = flavors
+		fmt.Fprintf(w, "evaluate: %s: replaying %d policies (%.0f s so far)\n", c.Name, len(c.Policies), time.Since(start).Seconds())
 		r, err := Evaluate(c)
 		if err != nil {
 			return err
+		}
+		if flags := o.withFlags(c, flavors); flags != nil {
+			fmt.Fprintf(w, "evaluate: %s: replaying %s (%.0f s so far)\n", c.Name, PolicyExactFlags, time.Since(start).Seconds())
+			if err := addFlagsRow(&r, *flags); err != nil {
+				return err
+			}
 		}
 		PrintTable(w, r)
 		plot := filepath.Join(o.Out, "evaluation-"+r.Name+".png")
@@ -320,10 +407,25 @@ func Run(o Options, w io.Writer) error {
 			return err
 		}
 		plots := []string{plot, slo}
-		if len(thresholds) > 0 && len(swept) > 0 {
-			if r.Pareto, err = sweep(c, r, thresholds, swept); err != nil {
+		if len(tuning.Policies) > 0 {
+			fmt.Fprintf(w, "evaluate: %s: searching %d peers' settings (%.0f s so far)\n", c.Name, len(tuning.Policies), time.Since(start).Seconds())
+			pts, err := tune(c, r, tuning)
+			if err != nil {
 				return err
 			}
+			r.Pareto = append(r.Pareto, pts...)
+		}
+		if len(thresholds) > 0 && len(swept) > 0 {
+			fmt.Fprintf(w, "evaluate: %s: Pareto sweep of %s (%.0f s so far)\n", c.Name, strings.Join(swept, ", "), time.Since(start).Seconds())
+			pts, err := sweep(c, r, thresholds, swept)
+			if err != nil {
+				return err
+			}
+			r.Pareto = append(r.Pareto, pts...)
+		}
+		if len(r.Pareto) > 0 {
+			sortPoints(r.Pareto)
+			PrintTuning(w, r)
 			PrintPareto(w, r)
 			pareto := filepath.Join(o.Out, "evaluation-"+r.Name+"-pareto.png")
 			if err := WriteParetoPlot(pareto, r); err != nil {
@@ -331,13 +433,21 @@ func Run(o Options, w io.Writer) error {
 			}
 			plots = append(plots, pareto)
 		}
+		if len(seeds) > 1 {
+			fmt.Fprintf(w, "evaluate: %s: replaying seeds %d..%d (%.0f s so far)\n", c.Name, seeds[1], seeds[len(seeds)-1], time.Since(start).Seconds())
+			if r.Seeds, err = replaySeeds(c, r, seeds[1:]); err != nil {
+				return err
+			}
+		}
 		if o.Ablation {
-			if r.Ablation, err = ablation(c, r, ablationVariants(o.Seasonal, o.ModelThresholds, o.Replacement, o.Consolidation, c.Flavors.HasLight())); err != nil {
+			if r.Ablation, err = ablation(c, r, ablationVariants(false, false, false, false, false)); err != nil {
 				return err
 			}
 			PrintAblation(w, r)
 		}
 		fmt.Fprintf(w, "plots: %s\n", strings.Join(plots, ", "))
+		h := headline(r)
+		fmt.Fprintln(w, h.ResultLine())
 		rep.Runs = append(rep.Runs, r)
 	}
 	rep.Result = Summarize(rep.Runs)

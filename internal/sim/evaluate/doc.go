@@ -77,12 +77,21 @@
 //     reactive ceiling − 0.005) (ceiling.go: what a policy that provisions
 //     the cheapest type for the rates it has measured can reach); a policy
 //     qualifies on a replay when every service reaches its target, and its
-//     excess missed requests E count what it lost beyond them. Per replay,
-//     the cheapest qualifying peer's cost over hetsev-exact's (flagged,
-//     with the least-E peer, when none qualifies); over replays, geometric
-//     means, so a long trace does not hide a short one (Summary);
-//   - the Pareto sweep (pareto.go): the swept policies replayed at several
-//     saturation thresholds, cost against E at the main run's targets;
+//     excess missed requests E count what it lost beyond them. Each peer
+//     is scored at its best setting (tuning.go: its target, and the HPA's
+//     sync period or Knative's stable window, searched by bisection on the
+//     qualifying boundary): its cheapest qualifying setting, else its least
+//     E. hetsev-exact runs hetsev-scaler's shipped defaults; the
+//     non-default flags make a labelled hetsev-exact+flags row. Per
+//     replay, the cost ratio (best peer / hetsev-exact) is defined when
+//     both qualify; otherwise the Pareto verdict against every peer point
+//     and the cost ratio at equal E on the peers' frontier judge. Over
+//     replays, the geometric mean of the ratios where both qualify, with
+//     their count (Summary); per replay, more arrival seeds (seeds.go)
+//     give the ratio's mean and 95 % interval;
+//   - the Pareto view (pareto.go): every setting replayed, the peers'
+//     searches and hetsev-exact at several saturation thresholds, cost
+//     against E at the main run's targets;
 //   - scaling actions: decisions that changed the instances; decision
 //     time: the mean wall time of one decision.
 //

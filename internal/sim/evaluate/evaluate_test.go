@@ -170,23 +170,30 @@ func TestSharingGain(t *testing.T) {
 	}
 }
 
-// TestScoreboard works the headline by hand on two replays.
+// TestScoreboard works the headline by hand on three replays.
 //
 // Replay a: services s1 (SL_min 0.98, ceiling 1: τ 0.98) and s2 (SL_min
 // 0.98, ceiling 0.90: τ 0.895), 1,000 and 200 requests. knative-kpa (10
 // USD) answers 985 and 180: qualifies, E 0. melange-ilp (8 USD) answers
 // 970 of s1: E 980 - 970 = 10. hetsev-exact (5 USD) answers 990 and 170:
-// E 179 - 170 = 9, does not qualify. Best peer knative-kpa (the cheaper
-// Mélange does not qualify): ratio 10 / 5 = 2; bound 2.5 USD: 5 / 2.5 = 2.
+// E 179 - 170 = 9, does not qualify: no ratio at the same SLO. No peer
+// point costs <= 5 with E <= 9; the peers' frontier (KPA at E 0, 10 USD;
+// Mélange at E 10, 8 USD) costs 10 - 0.9 x 2 = 8.2 at E 9: hetsev
+// dominates, equal-E ratio 8.2 / 5 = 1.64. Bound 2.5 USD: 5 / 2.5 = 2.
 //
 // Replay b: one service, SL_min 0.99, ceiling 1 (τ 0.99), 1,000 requests.
 // knative-kpa (6 USD) answers 980 (E 10), melange-ilp (3 USD) 900 (E
-// 90): none qualifies, the least E is KPA's: ratio 6 / 2 = 3, flagged.
-// hetsev-exact (2 USD) answers 995: qualifies. Bound 1 USD: 2.
+// 90): none qualifies, the least E is KPA's. hetsev-exact (2 USD) answers
+// 995: qualifies; no peer point reaches E 0 and hetsev costs less than
+// KPA's point (the frontier's least E): dominates, no equal-E ratio.
 //
-// Final: geometric mean sqrt(2 x 3) = 2.449, smallest 2, hetsev-exact
-// qualifies on 1 of 2, gap to bound sqrt(2 x 2) - 1 = 1. Summed costs
-// would give 16 / 7 = 2.286, and the cheapest peer 11 / 7.
+// Replay c: one service as b. knative-kpa at its default (10 USD) and at
+// target 0.9 (7 USD) qualifies, at target 0.95 (4 USD) misses 20
+// requests; hetsev-exact (5 USD) qualifies. The peer is scored at
+// target=0.9: ratio 7 / 5 = 1.4 (10 / 5 = 2 in the default view), and
+// hetsev dominates (the frontier costs 7 - 0.0 at E 0).
+//
+// Final: only c has both qualifying: geometric mean 1.4 over 1 of 3.
 func TestScoreboard(t *testing.T) {
 	svc := func(name string, sl float64) Service { return Service{Name: name, SLMin: sl} }
 	res := func(name string, req, within int64) ServiceResult {
@@ -206,6 +213,16 @@ func TestScoreboard(t *testing.T) {
 			{Policy: PolicyExact, CostUSD: 2, Services: []ServiceResult{res("s", 1000, 995)}},
 			{Policy: PolicyBound, CostUSD: 1, Bound: true},
 		}}
+	c := RunResult{Name: "c", Services: []Service{svc("s", 0.99)}, ReactiveCeilings: []float64{1},
+		Policies: []PolicyResult{
+			{Policy: PolicyKnativeKPA, CostUSD: 10, Services: []ServiceResult{res("s", 1000, 995)}},
+			{Policy: PolicyExact, CostUSD: 5, Services: []ServiceResult{res("s", 1000, 992)}},
+		},
+		Pareto: []ParetoPoint{
+			{Policy: PolicyKnativeKPA, Setting: PeerSetting{Threshold: 0.95}, Threshold: 0.95, CostUSD: 4, ExcessMissed: 20},
+			{Policy: PolicyKnativeKPA, Setting: PeerSetting{Threshold: 0.9}, Threshold: 0.9, CostUSD: 7, Qualifies: true},
+			{Policy: PolicyExact, Setting: PeerSetting{Threshold: 0.6}, Threshold: 0.6, CostUSD: 1, Qualifies: true}, // hetsev's own curve: never a peer
+		}}
 	a.judge()
 	if !near(a.Targets[0], 0.98) || !near(a.Targets[1], 0.895) {
 		t.Errorf("targets %v, want [0.98 0.895]", a.Targets)
@@ -218,19 +235,24 @@ func TestScoreboard(t *testing.T) {
 			t.Errorf("%s: qualifies %t, E %v; want %t, %v", p.Policy, p.Qualifies, p.ExcessMissed, want.q, want.e)
 		}
 	}
-	s := Summarize([]RunResult{a, b})
-	ha, hb := s.Replays[0], s.Replays[1]
-	if ha.BestPeer != PolicyKnativeKPA || !ha.PeerQualifies || !near(ha.CostRatio, 2) || ha.HetsevQualifies || !near(ha.ExcessMissed, 9) || !near(ha.BoundRatio, 2) {
+	s := Summarize([]RunResult{a, b, c})
+	ha, hb, hc := s.Replays[0], s.Replays[1], s.Replays[2]
+	if ha.BestPeer != PolicyKnativeKPA || !ha.PeerQualifies || !math.IsNaN(ha.CostRatio) || ha.HetsevQualifies || !near(ha.ExcessMissed, 9) ||
+		!near(ha.BoundRatio, 2) || ha.Verdict != VerdictDominates || !near(ha.EqualECostRatio, 1.64) {
 		t.Errorf("replay a: %+v", ha)
 	}
-	if hb.BestPeer != PolicyKnativeKPA || hb.PeerQualifies || !near(hb.CostRatio, 3) || !hb.HetsevQualifies || hb.ExcessMissed != 0 ||
-		!strings.Contains(hb.Note, "no peer qualifies; knative-kpa has the least excess missed requests (10)") {
+	if hb.BestPeer != PolicyKnativeKPA || hb.PeerQualifies || !math.IsNaN(hb.CostRatio) || !hb.HetsevQualifies || hb.ExcessMissed != 0 ||
+		hb.Verdict != VerdictDominates || !math.IsNaN(hb.EqualECostRatio) ||
+		!strings.Contains(hb.Note, "no peer qualifies at any setting replayed; knative-kpa at default has the least excess missed requests (10)") {
 		t.Errorf("replay b: %+v", hb)
 	}
-	if got, want := ha.ResultLine(), "RESULT replay=a cost_ratio_vs_best_peer=2.000 best_peer=knative-kpa hetsev_qualifies=false excess_missed=9 peer_qualifies=true"; got != want {
+	if hc.BestPeer != PolicyKnativeKPA || hc.BestPeerSetting != "target=0.9" || !near(hc.CostRatio, 1.4) || !near(hc.DefaultCostRatio, 2) || hc.Verdict != VerdictDominates {
+		t.Errorf("replay c: the peer must be scored at its cheapest qualifying setting, target=0.9 (7 USD): %+v", hc)
+	}
+	if got, want := hc.ResultLine(), "RESULT replay=c cost_ratio_vs_best_peer=1.400 best_peer=knative-kpa best_peer_setting=target=0.9 both_qualify=true hetsev_qualifies=true excess_missed=0 peer_qualifies=true pareto_verdict=dominates equal_e_cost_ratio=1.400 seeds=1 seeds_hetsev_qualifies=1/1 seeds_both_qualify=1/1 seed_ratio_mean=1.400 seed_ratio_95=none..none default_view_cost_ratio=2.000 flags_view_cost_ratio=none"; got != want {
 		t.Errorf("replay line\n%s\nwant\n%s", got, want)
 	}
-	if got, want := s.ResultLine(), "RESULT cost_ratio_geomean=2.449 cost_ratio_min=2.000 hetsev_qualifies=1/2 gap_to_bound=1.000"; got != want {
+	if got, want := s.ResultLine(), "RESULT cost_ratio_geomean=1.400 both_qualify=1/3 cost_ratio_min=1.400 hetsev_qualifies=2/3 dominates=3/3 dominated=0/3 seeds_hetsev_qualifies=2/3 seeds_both_qualify=1/3 gap_to_bound=1.000 default_view_geomean=2.000 flags_view_geomean=none"; got != want {
 		t.Errorf("result line\n%s\nwant\n%s", got, want)
 	}
 }

@@ -23,9 +23,9 @@ import (
 //
 // (R_s: requests that arrived in the measured seconds; answered_s: those
 // answered within RT_max), the requests it lost beyond what its targets
-// allow. The replay's cost ratio is the cheapest qualifying peer's billed
-// cost over hetsev-exact's; with no qualifying peer it is the peer with
-// the least E (then the cheaper), and the headline says so.
+// allow. The replay's cost ratio is the best qualifying peer point's
+// billed cost over hetsev-exact's, defined only when both qualify; when
+// one does not, the Pareto verdict and the cost ratio at equal E judge.
 
 // CeilingMargin is how far below its reactive ceiling a service's target
 // stands: the ceiling answers at once what a real policy measures over a
@@ -75,78 +75,188 @@ func (r *RunResult) score(targets []float64) {
 	}
 }
 
-// Headline is one replay's line of the scoreboard.
+// Headline is one replay's line of the scoreboard. Peers are scored at
+// their best setting (tuning.go) among those replayed: the cheapest that
+// qualifies, else the one with the least E; hetsev-exact as installed
+// (hetsev-scaler's defaults).
 type Headline struct {
 	Replay string `json:"replay"`
-	// BestPeer is the cheapest peer that qualifies; PeerQualifies false
-	// says none did and BestPeer is the one with the least excess missed
-	// requests. "" when no peer ran.
-	BestPeer      string `json:"best_peer"`
-	PeerQualifies bool   `json:"peer_qualifies"`
-	// CostRatio is BestPeer's billed cost / hetsev-exact's; NaN (null in
-	// JSON) when either did not run or hetsev-exact cost nothing.
+	// BestPeer is the peer scored, at BestPeerSetting; PeerQualifies
+	// says it qualifies (else no peer's setting did and it has the least
+	// E). "" when no peer ran. PeerCostUSD and PeerExcessMissed are its.
+	BestPeer         string  `json:"best_peer"`
+	BestPeerSetting  string  `json:"best_peer_setting"`
+	PeerQualifies    bool    `json:"peer_qualifies"`
+	PeerCostUSD      float64 `json:"peer_cost_usd"`
+	PeerExcessMissed float64 `json:"peer_excess_missed"`
+	// CostRatio is BestPeer's billed cost / hetsev-exact's when both
+	// qualify (above 1: hetsev is cheaper at the same SLO); NaN (null in
+	// JSON) otherwise, where Verdict and EqualECostRatio judge.
 	CostRatio       float64 `json:"cost_ratio_vs_best_peer"`
 	HetsevQualifies bool    `json:"hetsev_qualifies"`
+	HetsevCostUSD   float64 `json:"hetsev_cost_usd"`
 	// ExcessMissed is hetsev-exact's E, requests.
 	ExcessMissed float64 `json:"excess_missed"`
+	// Verdict is hetsev-exact's point against every peer point replayed
+	// (paretoVerdict): dominates, dominated or neither.
+	Verdict string `json:"pareto_verdict"`
+	// EqualECostRatio is the peers' frontier cost at hetsev-exact's E
+	// (interpolated) / hetsev-exact's cost; NaN when no peer point
+	// misses as few requests.
+	EqualECostRatio float64 `json:"equal_e_cost_ratio"`
 	// BoundRatio is hetsev-exact's billed cost / the lower bound's; NaN
 	// when either is missing.
 	BoundRatio float64 `json:"bound_ratio"`
-	// Note says why the ratio is flagged or missing; "" when hetsev-exact
-	// and the best peer both qualify.
+	// DefaultPeer and DefaultCostRatio are the same judgement with every
+	// peer at its default configuration (the main run) alone.
+	DefaultPeer      string  `json:"default_view_peer"`
+	DefaultCostRatio float64 `json:"default_view_cost_ratio"`
+	// FlagsCostRatio is BestPeer's cost / hetsev-exact+flags' (hetsev-exact
+	// with make evaluate's non-default flags) when both qualify, NaN
+	// otherwise or when it did not run; FlagsQualifies and
+	// FlagsExcessMissed are its.
+	FlagsCostRatio    float64 `json:"flags_view_cost_ratio"`
+	FlagsQualifies    bool    `json:"flags_view_qualifies"`
+	FlagsExcessMissed float64 `json:"flags_view_excess_missed"`
+	// Spread is the outcome over the arrival seeds, this run's first
+	// (seeds.go).
+	Spread SeedSpread `json:"seed_spread"`
+	// Note says why the ratio is missing; "" when hetsev-exact and the
+	// best peer both qualify.
 	Note string `json:"note,omitempty"`
 }
 
+// BothQualify says hetsev-exact and the peer scored both qualify: the
+// replay has a cost ratio at the same SLO.
+func (h Headline) BothQualify() bool { return h.HetsevQualifies && h.PeerQualifies }
+
 // headline computes r's Headline (r judged).
 func headline(r RunResult) Headline {
-	h := Headline{Replay: r.Name, CostRatio: math.NaN(), BoundRatio: math.NaN()}
+	h := Headline{Replay: r.Name, CostRatio: math.NaN(), BoundRatio: math.NaN(), EqualECostRatio: math.NaN(),
+		DefaultCostRatio: math.NaN(), FlagsCostRatio: math.NaN()}
 	exact, okExact := r.Policy(PolicyExact)
-	var peers []PolicyResult
-	for _, p := range r.Policies {
-		if isPeer(p.Policy) {
-			peers = append(peers, p)
-		}
-	}
-	// Qualifying first, then the least E, then the cheapest.
-	slices.SortStableFunc(peers, func(a, b PolicyResult) int {
-		if a.Qualifies != b.Qualifies {
-			if a.Qualifies {
-				return -1
-			}
-			return 1
-		}
-		if !a.Qualifies {
-			if c := cmp.Compare(a.ExcessMissed, b.ExcessMissed); c != 0 {
-				return c
-			}
-		}
-		return cmp.Compare(a.CostUSD, b.CostUSD)
-	})
+	peers := peerPoints(r, false)
+	best, okPeer := bestPoint(peers)
 	var notes []string
-	if len(peers) > 0 {
-		h.BestPeer, h.PeerQualifies = peers[0].Policy, peers[0].Qualifies
+	if okPeer {
+		h.BestPeer, h.BestPeerSetting, h.PeerQualifies = best.Policy, best.Setting.String(), best.Qualifies
+		h.PeerCostUSD, h.PeerExcessMissed = best.CostUSD, best.ExcessMissed
 		if !h.PeerQualifies {
-			notes = append(notes, fmt.Sprintf("no peer qualifies; %s has the least excess missed requests (%.0f)", h.BestPeer, peers[0].ExcessMissed))
+			notes = append(notes, fmt.Sprintf("no peer qualifies at any setting replayed; %s at %s has the least excess missed requests (%.0f)", h.BestPeer, h.BestPeerSetting, best.ExcessMissed))
 		}
 	} else {
 		notes = append(notes, "no peer ran")
 	}
-	if okExact {
-		h.HetsevQualifies, h.ExcessMissed = exact.Qualifies, exact.ExcessMissed
-		if !exact.Qualifies {
-			notes = append(notes, fmt.Sprintf("%s does not qualify (%.0f excess missed requests%s)", PolicyExact, exact.ExcessMissed, belowTarget(r, exact)))
-		}
-		if len(peers) > 0 && exact.CostUSD > 0 {
-			h.CostRatio = peers[0].CostUSD / exact.CostUSD
-		}
-		if b, ok := r.Policy(PolicyBound); ok && b.CostUSD > 0 {
-			h.BoundRatio = exact.CostUSD / b.CostUSD
-		}
-	} else {
-		notes = append(notes, PolicyExact+" did not run")
+	if !okExact {
+		h.Note = strings.Join(append(notes, PolicyExact+" did not run"), "; ")
+		return h
 	}
+	h.HetsevQualifies, h.ExcessMissed, h.HetsevCostUSD = exact.Qualifies, exact.ExcessMissed, exact.CostUSD
+	if !exact.Qualifies {
+		notes = append(notes, fmt.Sprintf("%s does not qualify (%.0f excess missed requests%s)", PolicyExact, exact.ExcessMissed, belowTarget(r, exact)))
+	}
+	if okPeer && h.BothQualify() && exact.CostUSD > 0 {
+		h.CostRatio = best.CostUSD / exact.CostUSD
+	}
+	if okPeer {
+		h.Verdict, h.EqualECostRatio = paretoVerdict(ParetoPoint{CostUSD: exact.CostUSD, ExcessMissed: exact.ExcessMissed}, peers)
+	}
+	if def, ok := bestPoint(peerPoints(r, true)); ok {
+		h.DefaultPeer = def.Policy
+		if def.Qualifies && exact.Qualifies && exact.CostUSD > 0 {
+			h.DefaultCostRatio = def.CostUSD / exact.CostUSD
+		}
+	}
+	if f, ok := r.Policy(PolicyExactFlags); ok {
+		h.FlagsQualifies, h.FlagsExcessMissed = f.Qualifies, f.ExcessMissed
+		if okPeer && best.Qualifies && f.Qualifies && f.CostUSD > 0 {
+			h.FlagsCostRatio = best.CostUSD / f.CostUSD
+		}
+	}
+	if b, ok := r.Policy(PolicyBound); ok && b.CostUSD > 0 {
+		h.BoundRatio = exact.CostUSD / b.CostUSD
+	}
+	first := SeedResult{Seed: r.Seed, HetsevCostUSD: exact.CostUSD, HetsevQualifies: exact.Qualifies, HetsevExcessMissed: exact.ExcessMissed,
+		BestPeer: best.Policy, PeerCostUSD: best.CostUSD, PeerQualifies: best.Qualifies}
+	h.Spread = spread(append([]SeedResult{first}, r.Seeds...))
 	h.Note = strings.Join(notes, "; ")
 	return h
+}
+
+// The Pareto verdicts of hetsev's point against the peers' points.
+const (
+	VerdictDominates = "dominates"
+	VerdictDominated = "dominated"
+	VerdictNeither   = "neither"
+)
+
+// paretoVerdict judges point h (cost, E) against every peer point:
+// dominated when some peer point costs no more and misses no more
+// requests (and is better in one); dominates when not dominated and h
+// lies below the peers' frontier at its E (the least cost of missing at
+// most that many requests, interpolated between the frontier's points),
+// or, where no peer point misses as few requests, when h also costs no
+// more than the peer point that misses the fewest; neither otherwise.
+// equalE is the frontier's cost at h's E over h's cost (NaN when no peer
+// point misses as few requests or h costs nothing).
+func paretoVerdict(h ParetoPoint, peers []ParetoPoint) (verdict string, equalE float64) {
+	equalE = math.NaN()
+	for _, p := range peers {
+		if p.CostUSD <= h.CostUSD && p.ExcessMissed <= h.ExcessMissed && (p.CostUSD < h.CostUSD || p.ExcessMissed < h.ExcessMissed) {
+			verdict = VerdictDominated
+		}
+	}
+	f := frontier(peers)
+	if len(f) == 0 {
+		return VerdictNeither, equalE
+	}
+	at, ok := frontierCost(f, h.ExcessMissed)
+	if ok && h.CostUSD > 0 {
+		equalE = at / h.CostUSD
+	}
+	if verdict != "" {
+		return verdict, equalE
+	}
+	if (ok && at > h.CostUSD) || (!ok && h.CostUSD <= f[0].CostUSD) {
+		return VerdictDominates, equalE
+	}
+	return VerdictNeither, equalE
+}
+
+// frontier is the points no other point dominates, by E ascending (so
+// cost descending), one per E.
+func frontier(pts []ParetoPoint) []ParetoPoint {
+	s := slices.Clone(pts)
+	slices.SortFunc(s, func(a, b ParetoPoint) int {
+		return cmp.Or(cmp.Compare(a.ExcessMissed, b.ExcessMissed), cmp.Compare(a.CostUSD, b.CostUSD))
+	})
+	var out []ParetoPoint
+	for _, p := range s {
+		if len(out) == 0 || p.CostUSD < out[len(out)-1].CostUSD {
+			if len(out) > 0 && out[len(out)-1].ExcessMissed == p.ExcessMissed {
+				continue
+			}
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// frontierCost is the cost of frontier f at E = e, interpolated linearly
+// between its points and flat beyond its last; false when e is below its
+// first point's E (no peer point misses as few requests).
+func frontierCost(f []ParetoPoint, e float64) (float64, bool) {
+	if len(f) == 0 || e < f[0].ExcessMissed {
+		return 0, false
+	}
+	for i := 1; i < len(f); i++ {
+		a, b := f[i-1], f[i]
+		if e <= b.ExcessMissed {
+			w := (e - a.ExcessMissed) / (b.ExcessMissed - a.ExcessMissed)
+			return a.CostUSD + w*(b.CostUSD-a.CostUSD), true
+		}
+	}
+	return f[len(f)-1].CostUSD, true
 }
 
 // belowTarget lists, as ": a 0.9812 < 0.9850, ...", the services on which
@@ -170,12 +280,16 @@ func belowTarget(r RunResult, p PolicyResult) string {
 // ResultLine is the replay's RESULT line; a ratio that is missing prints
 // as "none" (the Note says why).
 func (h Headline) ResultLine() string {
-	peer := h.BestPeer
+	peer, setting, verdict := h.BestPeer, h.BestPeerSetting, h.Verdict
 	if peer == "" {
-		peer = "none"
+		peer, setting = "none", "none"
 	}
-	return fmt.Sprintf("RESULT replay=%s cost_ratio_vs_best_peer=%s best_peer=%s hetsev_qualifies=%t excess_missed=%.0f peer_qualifies=%t",
-		h.Replay, fixed(h.CostRatio), peer, h.HetsevQualifies, h.ExcessMissed, h.PeerQualifies)
+	if verdict == "" {
+		verdict = "none"
+	}
+	return fmt.Sprintf("RESULT replay=%s cost_ratio_vs_best_peer=%s best_peer=%s best_peer_setting=%s both_qualify=%t hetsev_qualifies=%t excess_missed=%.0f peer_qualifies=%t pareto_verdict=%s equal_e_cost_ratio=%s %s default_view_cost_ratio=%s flags_view_cost_ratio=%s",
+		h.Replay, fixed(h.CostRatio), peer, setting, h.BothQualify(), h.HetsevQualifies, h.ExcessMissed, h.PeerQualifies, verdict,
+		fixed(h.EqualECostRatio), h.Spread.tokens(), fixed(h.DefaultCostRatio), fixed(h.FlagsCostRatio))
 }
 
 // fixed prints v with three decimals, or "none" when it is not a number.

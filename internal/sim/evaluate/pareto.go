@@ -24,17 +24,20 @@ import (
 // DefaultSweepThresholds are the saturation thresholds of the sweep.
 var DefaultSweepThresholds = []float64{0.6, 0.7, 0.8, 0.9}
 
-// DefaultSweepPolicies are the policies swept: the whole-GPU peers that
-// pick a type per service or a type mix, the GPU-fraction peer, and
-// hetsev-exact. default-k8s-random, infaas-packing and hetsev-heuristic
-// are left out to keep `make evaluate` short.
-var DefaultSweepPolicies = []string{PolicyHPABestType, PolicyKnativeKPA, PolicyMelange, PolicyKAIFraction, PolicyExact}
+// DefaultSweepPolicies are the policies swept on the grid: hetsev-exact,
+// whose curve the Pareto plot draws beside the peers' points. The peers'
+// points come from their search for their best setting (tuning.go).
+var DefaultSweepPolicies = []string{PolicyExact}
 
-// ParetoPoint is one policy's outcome at one saturation threshold.
+// ParetoPoint is one policy's outcome at one setting: a saturation
+// threshold of the sweep, or a peer's setting of tune (tuning.go).
 type ParetoPoint struct {
-	Policy    string  `json:"policy"`
-	Threshold float64 `json:"threshold"`
-	CostUSD   float64 `json:"cost_usd"`
+	Policy string `json:"policy"`
+	// Setting is the point's knobs; Threshold is its target
+	// (Setting.Threshold), 0 for the default configuration.
+	Setting   PeerSetting `json:"setting"`
+	Threshold float64     `json:"threshold"`
+	CostUSD   float64     `json:"cost_usd"`
 	// ExcessMissed is E against the main run's targets; Qualifies says it
 	// is 0.
 	ExcessMissed float64 `json:"excess_missed"`
@@ -104,7 +107,7 @@ func sweep(cfg Config, main RunResult, thresholds []float64, policies []string) 
 		}
 		r.score(main.Targets)
 		if p, ok := r.Policy(name); ok {
-			got[i] = &ParetoPoint{Policy: name, Threshold: th, CostUSD: p.CostUSD, ExcessMissed: p.ExcessMissed, Qualifies: p.Qualifies}
+			got[i] = &ParetoPoint{Policy: name, Setting: PeerSetting{Threshold: th}, Threshold: th, CostUSD: p.CostUSD, ExcessMissed: p.ExcessMissed, Qualifies: p.Qualifies}
 		}
 		return nil
 	})
@@ -135,42 +138,41 @@ func sameThreshold(services []Service, th float64) bool {
 	return true
 }
 
-// PrintPareto writes r's sweep as a table: per policy, cost and excess
-// missed requests at each threshold ("*" marks a qualifying point).
+// curve names the line a point lies on: its policy and its knobs other
+// than the target, e.g. "knative-kpa window=30s".
+func (p ParetoPoint) curve() string {
+	if k := p.Setting.knobs(); k != (PeerSetting{}) {
+		return p.Policy + " " + k.String()
+	}
+	return p.Policy
+}
+
+// PrintPareto writes r's points (tune's and the sweep's), one line per
+// curve: cost and excess missed requests at each target ("*" marks a
+// qualifying point).
 func PrintPareto(w io.Writer, r RunResult) {
 	if len(r.Pareto) == 0 {
 		return
 	}
-	var ths []float64
-	var names []string
+	fmt.Fprintf(w, "Settings replayed (target: cost USD / excess missed requests E; * qualifies):\n")
+	var curves []string
 	for _, p := range r.Pareto {
-		if !slices.Contains(ths, p.Threshold) {
-			ths = append(ths, p.Threshold)
-		}
-		if !slices.Contains(names, p.Policy) {
-			names = append(names, p.Policy)
+		if !slices.Contains(curves, p.curve()) {
+			curves = append(curves, p.curve())
 		}
 	}
-	fmt.Fprintf(w, "Pareto sweep (cost USD / excess missed requests E at each saturation threshold; * qualifies):\n%-19s", "policy")
-	for _, th := range ths {
-		fmt.Fprintf(w, " %20s", fmt.Sprintf("threshold %.2g", th))
-	}
-	fmt.Fprintln(w)
-	for _, name := range names {
-		fmt.Fprintf(w, "%-19s", name)
-		for _, th := range ths {
-			cell := "-"
-			for _, p := range r.Pareto {
-				if p.Policy == name && p.Threshold == th {
-					mark := ""
-					if p.Qualifies {
-						mark = "*"
-					}
-					cell = fmt.Sprintf("%.2f / %.0f%s", p.CostUSD, p.ExcessMissed, mark)
-				}
+	for _, c := range curves {
+		var cells []string
+		for _, p := range r.Pareto {
+			if p.curve() != c {
+				continue
 			}
-			fmt.Fprintf(w, " %20s", cell)
+			mark := ""
+			if p.Qualifies {
+				mark = "*"
+			}
+			cells = append(cells, fmt.Sprintf("%.3g: %.2f / %.0f%s", p.Threshold, p.CostUSD, p.ExcessMissed, mark))
 		}
-		fmt.Fprintln(w)
+		fmt.Fprintf(w, "  %-32s %s\n", c, strings.Join(cells, "   "))
 	}
 }

@@ -35,7 +35,7 @@ func TestSweep(t *testing.T) {
 	var out strings.Builder
 	main.Pareto = pts
 	PrintPareto(&out, main)
-	if !strings.Contains(out.String(), "threshold 0.5") || !strings.Contains(out.String(), PolicyHPABestType) {
+	if !strings.Contains(out.String(), "0.5: ") || !strings.Contains(out.String(), PolicyHPABestType) {
 		t.Errorf("table:\n%s", out.String())
 	}
 }

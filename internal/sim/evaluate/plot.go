@@ -132,9 +132,9 @@ func WriteSLOPlot(path string, r RunResult) error {
 }
 
 // WriteParetoPlot draws r's sweep (RunResult.Pareto) into a PNG at path:
-// per policy, its billed cost against its excess missed requests E at
-// each saturation threshold, joined in threshold order, the threshold
-// written by each point. Lower and further left is cheaper at the same
+// per curve (a policy and its knobs other than the target), its billed
+// cost against its excess missed requests E at each target replayed,
+// joined in target order (sortPoints), the target written by each point. Lower and further left is cheaper at the same
 // attainment.
 func WriteParetoPlot(path string, r RunResult) error {
 	if len(r.Pareto) == 0 {
@@ -155,20 +155,20 @@ func WriteParetoPlot(path string, r RunResult) error {
 	var names, off []string
 	seen := map[string]bool{}
 	for _, p := range r.Pareto {
-		if seen[p.Policy] {
+		if seen[p.curve()] {
 			continue
 		}
-		seen[p.Policy] = true
+		seen[p.curve()] = true
 		least := math.Inf(1)
 		for _, q := range r.Pareto {
-			if q.Policy == p.Policy {
+			if q.curve() == p.curve() {
 				least = math.Min(least, q.ExcessMissed)
 			}
 		}
 		if least > reach {
-			off = append(off, fmt.Sprintf("%s (E >= %.3g)", p.Policy, least))
+			off = append(off, fmt.Sprintf("%s (E >= %.3g)", p.curve(), least))
 		} else {
-			names = append(names, p.Policy)
+			names = append(names, p.curve())
 		}
 	}
 	if len(off) > 0 {
@@ -178,9 +178,9 @@ func WriteParetoPlot(path string, r RunResult) error {
 		var pts plotter.XYs
 		var labels []string
 		for _, p := range r.Pareto {
-			if p.Policy == name {
+			if p.curve() == name {
 				pts = append(pts, plotter.XY{X: p.ExcessMissed, Y: p.CostUSD})
-				labels = append(labels, fmt.Sprintf("%.1f", p.Threshold))
+				labels = append(labels, fmt.Sprintf("%.3g", p.Threshold))
 			}
 		}
 		line, points, err := plotter.NewLinePoints(pts)

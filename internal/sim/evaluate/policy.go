@@ -35,6 +35,12 @@ const (
 	// policy can have on the same arrivals at the same SLOs. It is computed,
 	// not replayed.
 	PolicyBound = "lower-bound"
+	// PolicyExactFlags is hetsev-exact replayed with the evaluator's
+	// non-default flags (--seasonal, --model-thresholds, --flavors,
+	// --replacement, --consolidation): a labelled second view, never the
+	// headline's hetsev, which runs hetsev-scaler's shipped defaults. Not
+	// in PolicyNames: Run adds it when any of those flags is set.
+	PolicyExactFlags = "hetsev-exact+flags"
 )
 
 // PolicyNames lists the policies in report order: the baseline, the

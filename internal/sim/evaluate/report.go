@@ -23,24 +23,38 @@ type Report struct {
 // (geometric means), so a long trace does not hide a short one.
 type Summary struct {
 	Replays []Headline `json:"replays"`
-	// CostRatioGeomean is the geometric mean of the replays' cost ratios
-	// (best peer / hetsev-exact, flagged ones included: their Note says
-	// why) and CostRatioMin the smallest; RatioReplays counts the replays
-	// with a ratio. Above 1, hetsev-exact is cheaper.
+	// CostRatioGeomean is the geometric mean of the cost ratios (best
+	// peer point / hetsev-exact) of the replays where both qualify, and
+	// CostRatioMin the smallest; BothQualify counts those replays. Above
+	// 1, hetsev-exact is cheaper at the same SLO.
 	CostRatioGeomean float64 `json:"cost_ratio_geomean"`
 	CostRatioMin     float64 `json:"cost_ratio_min"`
-	RatioReplays     int     `json:"ratio_replays"`
+	BothQualify      int     `json:"both_qualify"`
 	// HetsevQualifies counts the replays on which hetsev-exact reached
 	// every service's target.
 	HetsevQualifies int `json:"hetsev_qualifies"`
+	// Dominates and Dominated count the replays' Pareto verdicts.
+	Dominates int `json:"dominates"`
+	Dominated int `json:"dominated"`
 	// GapToBound is the geometric mean over the replays of hetsev-exact's
 	// billed cost / the lower bound's, minus 1.
 	GapToBound float64 `json:"gap_to_bound"`
+	// DefaultGeomean is CostRatioGeomean's judgement with every peer at
+	// its default configuration (over the replays where both qualify
+	// there); FlagsGeomean is hetsev-exact+flags' against the tuned peers.
+	DefaultGeomean float64 `json:"default_view_geomean"`
+	FlagsGeomean   float64 `json:"flags_view_geomean"`
+	// Seeds counts replays times arrival seeds, and SeedsHetsevQualifies
+	// and SeedsBothQualify those where hetsev-exact, and it and the best
+	// peer, qualified (seeds.go).
+	Seeds                int `json:"seeds"`
+	SeedsHetsevQualifies int `json:"seeds_hetsev_qualifies"`
+	SeedsBothQualify     int `json:"seeds_both_qualify"`
 }
 
 // isPeer says a policy is one users would run instead of hetsev.
 func isPeer(name string) bool {
-	return name != PolicyExact && name != PolicyHeuristic && name != PolicyBound && name != policyIdle
+	return name != PolicyExact && name != PolicyHeuristic && name != PolicyBound && name != policyIdle && name != PolicyExactFlags
 }
 
 // Summarize judges each run (headline.go) and computes the Summary; an
@@ -48,7 +62,7 @@ func isPeer(name string) bool {
 // in the RESULT line).
 func Summarize(runs []RunResult) Summary {
 	s := Summary{CostRatioMin: math.NaN()}
-	var ratios, bounds []float64
+	var ratios, bounds, defaults, flags []float64
 	for _, r := range runs {
 		r.Policies = slices.Clone(r.Policies)
 		r.judge()
@@ -57,13 +71,28 @@ func Summarize(runs []RunResult) Summary {
 		if h.HetsevQualifies {
 			s.HetsevQualifies++
 		}
-		ratios = append(ratios, h.CostRatio)
-		bounds = append(bounds, h.BoundRatio)
-		if !math.IsNaN(h.CostRatio) && !(h.CostRatio >= s.CostRatioMin) {
-			s.CostRatioMin = h.CostRatio
+		switch h.Verdict {
+		case VerdictDominates:
+			s.Dominates++
+		case VerdictDominated:
+			s.Dominated++
 		}
+		if h.BothQualify() {
+			ratios = append(ratios, h.CostRatio)
+			if !(h.CostRatio >= s.CostRatioMin) {
+				s.CostRatioMin = h.CostRatio
+			}
+		}
+		s.Seeds += h.Spread.Seeds
+		s.SeedsHetsevQualifies += h.Spread.HetsevQualifies
+		s.SeedsBothQualify += h.Spread.BothQualify
+		bounds = append(bounds, h.BoundRatio)
+		defaults = append(defaults, h.DefaultCostRatio)
+		flags = append(flags, h.FlagsCostRatio)
 	}
-	s.CostRatioGeomean, s.RatioReplays = geomean(ratios)
+	s.CostRatioGeomean, s.BothQualify = geomean(ratios)
+	s.DefaultGeomean, _ = geomean(defaults)
+	s.FlagsGeomean, _ = geomean(flags)
 	g, _ := geomean(bounds)
 	s.GapToBound = g - 1
 	return s
@@ -77,7 +106,9 @@ func (s Summary) MarshalJSON() ([]byte, error) {
 		CostRatioGeomean *float64 `json:"cost_ratio_geomean"`
 		CostRatioMin     *float64 `json:"cost_ratio_min"`
 		GapToBound       *float64 `json:"gap_to_bound"`
-	}{plain(s), num(s.CostRatioGeomean), num(s.CostRatioMin), num(s.GapToBound)})
+		DefaultGeomean   *float64 `json:"default_view_geomean"`
+		FlagsGeomean     *float64 `json:"flags_view_geomean"`
+	}{plain(s), num(s.CostRatioGeomean), num(s.CostRatioMin), num(s.GapToBound), num(s.DefaultGeomean), num(s.FlagsGeomean)})
 }
 
 // MarshalJSON writes a missing ratio (NaN) as null.
@@ -85,9 +116,12 @@ func (h Headline) MarshalJSON() ([]byte, error) {
 	type plain Headline
 	return json.Marshal(struct {
 		plain
-		CostRatio  *float64 `json:"cost_ratio_vs_best_peer"`
-		BoundRatio *float64 `json:"bound_ratio"`
-	}{plain(h), num(h.CostRatio), num(h.BoundRatio)})
+		CostRatio        *float64 `json:"cost_ratio_vs_best_peer"`
+		EqualECostRatio  *float64 `json:"equal_e_cost_ratio"`
+		BoundRatio       *float64 `json:"bound_ratio"`
+		DefaultCostRatio *float64 `json:"default_view_cost_ratio"`
+		FlagsCostRatio   *float64 `json:"flags_view_cost_ratio"`
+	}{plain(h), num(h.CostRatio), num(h.EqualECostRatio), num(h.BoundRatio), num(h.DefaultCostRatio), num(h.FlagsCostRatio)})
 }
 
 // num is v, or nil for NaN and infinities (JSON has neither).
@@ -99,11 +133,17 @@ func num(v float64) *float64 {
 }
 
 // ResultLine is the final RESULT line `make evaluate` ends with: the
-// geometric mean and the smallest of the replays' cost ratios, on how many
-// replays hetsev-exact qualified, and its geometric-mean gap to the bound.
+// geometric mean and the smallest of the cost ratios over the replays
+// where hetsev-exact and the best peer both qualify, and how many those
+// are; on how many replays hetsev-exact qualified and how many Pareto
+// verdicts went each way; its geometric-mean gap to the bound; and the
+// two second views.
 func (s Summary) ResultLine() string {
-	return fmt.Sprintf("RESULT cost_ratio_geomean=%s cost_ratio_min=%s hetsev_qualifies=%d/%d gap_to_bound=%s",
-		fixed(s.CostRatioGeomean), fixed(s.CostRatioMin), s.HetsevQualifies, len(s.Replays), fixed(s.GapToBound))
+	n := len(s.Replays)
+	return fmt.Sprintf("RESULT cost_ratio_geomean=%s both_qualify=%d/%d cost_ratio_min=%s hetsev_qualifies=%d/%d dominates=%d/%d dominated=%d/%d seeds_hetsev_qualifies=%d/%d seeds_both_qualify=%d/%d gap_to_bound=%s default_view_geomean=%s flags_view_geomean=%s",
+		fixed(s.CostRatioGeomean), s.BothQualify, n, fixed(s.CostRatioMin), s.HetsevQualifies, n, s.Dominates, n, s.Dominated, n,
+		s.SeedsHetsevQualifies, s.Seeds, s.SeedsBothQualify, s.Seeds,
+		fixed(s.GapToBound), fixed(s.DefaultGeomean), fixed(s.FlagsGeomean))
 }
 
 // PrintResults writes each replay's RESULT line, after a line with its

@@ -126,6 +126,7 @@ type Series struct {
 type RunResult struct {
 	Name            string      `json:"name"`
 	Trace           string      `json:"trace"`
+	Seed            uint64      `json:"seed"`
 	Seconds         int         `json:"trace_seconds"`
 	MeasuredSeconds int         `json:"measured_seconds"`
 	Services        []Service   `json:"services"`
@@ -148,9 +149,12 @@ type RunResult struct {
 	// SeasonalForecast says the hetsev policies ran with their seasonal
 	// forecast (Knobs.SeasonalForecast).
 	SeasonalForecast bool `json:"seasonal_forecast,omitempty"`
-	// Pareto is the saturation-threshold sweep (pareto.go), when run.
-	Pareto      []ParetoPoint `json:"pareto,omitempty"`
-	WallSeconds float64       `json:"wall_seconds"`
+	// Pareto is every setting replayed: each peer's search for its best
+	// (tuning.go) and the saturation-threshold sweep (pareto.go), when run.
+	Pareto []ParetoPoint `json:"pareto,omitempty"`
+	// Seeds are the replay at more arrival seeds (seeds.go), when run.
+	Seeds       []SeedResult `json:"seeds,omitempty"`
+	WallSeconds float64      `json:"wall_seconds"`
 	// Ablation is hetsev-exact with each rule off in turn (ablation.go),
 	// when run.
 	Ablation []AblationPoint `json:"ablation,omitempty"`
@@ -202,7 +206,7 @@ func Evaluate(cfg Config) (RunResult, error) {
 		replayed = []string{policyIdle} // the bound needs the arrivals
 	}
 	start := time.Now()
-	out := RunResult{Name: cfg.Name, Trace: cfg.Trace, Seconds: len(cfg.Rates), MeasuredSeconds: len(cfg.Rates) - cfg.MeasureFrom,
+	out := RunResult{Name: cfg.Name, Trace: cfg.Trace, Seed: cfg.Seed, Seconds: len(cfg.Rates), MeasuredSeconds: len(cfg.Rates) - cfg.MeasureFrom,
 		Services: cfg.Services, Cluster: cfg.Cluster, GPUMode: cfg.GPUMode, Flavors: cfg.Flavors.String(), Policies: make([]PolicyResult, len(replayed)),
 		SeasonalForecast: cfg.Knobs.SeasonalForecast}
 	for k := range cfg.Services {

@@ -1,0 +1,192 @@
+package evaluate
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+
+	"gonum.org/v1/gonum/stat"
+	"gonum.org/v1/gonum/stat/distuv"
+)
+
+// One arrival seed is one draw of the Poisson arrivals and the routing:
+// a qualification that flips with the seed is no verdict. replaySeeds
+// replays a replay again at more seeds with hetsev-exact as installed and
+// every peer at the setting it was scored at on the first seed (an
+// operator tunes once, then runs), judged against the first seed's
+// targets; the headline gives the ratio's mean and 95 % interval over
+// the seeds where both qualify, and counts qualification per seed.
+
+// SeedResult is one seed's scoreboard of a replay.
+type SeedResult struct {
+	Seed               uint64  `json:"seed"`
+	HetsevCostUSD      float64 `json:"hetsev_cost_usd"`
+	HetsevQualifies    bool    `json:"hetsev_qualifies"`
+	HetsevExcessMissed float64 `json:"hetsev_excess_missed"`
+	// BestPeer is the best of the peers at their chosen settings at this
+	// seed (bestPoint), with its cost and whether it qualifies.
+	BestPeer      string  `json:"best_peer"`
+	PeerCostUSD   float64 `json:"peer_cost_usd"`
+	PeerQualifies bool    `json:"peer_qualifies"`
+}
+
+// ratio is the seed's peer cost / hetsev-exact's when both qualify, NaN
+// otherwise.
+func (s SeedResult) ratio() float64 {
+	if !s.HetsevQualifies || !s.PeerQualifies || s.HetsevCostUSD <= 0 {
+		return math.NaN()
+	}
+	return s.PeerCostUSD / s.HetsevCostUSD
+}
+
+// ParseSeeds reads --seeds: a count n >= 1 of arrival seeds, first, first
+// + 1, ..., first + n - 1. Errors name the flag.
+func ParseSeeds(n int, first uint64) ([]uint64, error) {
+	if n < 1 || n > 50 {
+		return nil, fmt.Errorf("--seeds: %d; want 1 to 50 arrival seeds", n)
+	}
+	out := make([]uint64, n)
+	for i := range out {
+		out[i] = first + uint64(i)
+	}
+	return out, nil
+}
+
+// chosenSettings is each peer main ran and the setting it is scored at.
+func chosenSettings(main RunResult) map[string]PeerSetting {
+	out := map[string]PeerSetting{}
+	byPeer := map[string][]ParetoPoint{}
+	for _, p := range peerPoints(main, false) {
+		byPeer[p.Policy] = append(byPeer[p.Policy], p)
+	}
+	for name, pts := range byPeer {
+		if b, ok := bestPoint(pts); ok {
+			out[name] = b.Setting
+		}
+	}
+	return out
+}
+
+// replaySeeds replays cfg at each of seeds with hetsev-exact and each peer
+// at its chosen setting, side by side (eachReplay), judged against main's
+// targets.
+func replaySeeds(cfg Config, main RunResult, seeds []uint64) ([]SeedResult, error) {
+	settings := chosenSettings(main)
+	type job struct {
+		seed    uint64
+		name    string
+		setting PeerSetting
+	}
+	var jobs []job
+	for _, seed := range seeds {
+		if _, ok := main.Policy(PolicyExact); ok {
+			jobs = append(jobs, job{seed, PolicyExact, PeerSetting{}})
+		}
+		for _, name := range PolicyNames {
+			if s, ok := settings[name]; ok {
+				jobs = append(jobs, job{seed, name, s})
+			}
+		}
+	}
+	got := make([]ParetoPoint, len(jobs))
+	err := eachReplay(len(jobs), func(i int) error {
+		j := jobs[i]
+		c := cfg
+		c.Seed = j.seed
+		r, err := Evaluate(j.setting.apply(c, j.name))
+		if err != nil {
+			return fmt.Errorf("seed %d: %s at %s: %w", j.seed, j.name, j.setting, err)
+		}
+		r.score(main.Targets)
+		p, _ := r.Policy(j.name)
+		got[i] = ParetoPoint{Policy: j.name, Setting: j.setting, CostUSD: p.CostUSD, ExcessMissed: p.ExcessMissed, Qualifies: p.Qualifies}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	var out []SeedResult
+	for _, seed := range seeds {
+		s := SeedResult{Seed: seed}
+		var peers []ParetoPoint
+		for i, j := range jobs {
+			if j.seed != seed {
+				continue
+			}
+			if j.name == PolicyExact {
+				s.HetsevCostUSD, s.HetsevQualifies, s.HetsevExcessMissed = got[i].CostUSD, got[i].Qualifies, got[i].ExcessMissed
+			} else {
+				peers = append(peers, got[i])
+			}
+		}
+		if b, ok := bestPoint(peers); ok {
+			s.BestPeer, s.PeerCostUSD, s.PeerQualifies = b.Policy, b.CostUSD, b.Qualifies
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// SeedSpread is a replay's outcome over its seeds.
+type SeedSpread struct {
+	Seeds int `json:"seeds"`
+	// HetsevQualifies and BothQualify count the seeds where hetsev-exact,
+	// and it and the best peer, qualify.
+	HetsevQualifies int `json:"hetsev_qualifies"`
+	BothQualify     int `json:"both_qualify"`
+	// RatioMean is the mean cost ratio over the seeds where both qualify,
+	// and RatioLow and RatioHigh its 95 % interval (Student's t over those
+	// seeds; NaN for fewer than two).
+	RatioMean float64 `json:"ratio_mean"`
+	RatioLow  float64 `json:"ratio_low"`
+	RatioHigh float64 `json:"ratio_high"`
+}
+
+// MarshalJSON writes a missing ratio (NaN) as null.
+func (s SeedSpread) MarshalJSON() ([]byte, error) {
+	type plain SeedSpread
+	return json.Marshal(struct {
+		plain
+		RatioMean *float64 `json:"ratio_mean"`
+		RatioLow  *float64 `json:"ratio_low"`
+		RatioHigh *float64 `json:"ratio_high"`
+	}{plain(s), num(s.RatioMean), num(s.RatioLow), num(s.RatioHigh)})
+}
+
+// spread summarises seeds.
+func spread(seeds []SeedResult) SeedSpread {
+	s := SeedSpread{Seeds: len(seeds), RatioMean: math.NaN(), RatioLow: math.NaN(), RatioHigh: math.NaN()}
+	var ratios []float64
+	for _, r := range seeds {
+		if r.HetsevQualifies {
+			s.HetsevQualifies++
+		}
+		if v := r.ratio(); !math.IsNaN(v) {
+			s.BothQualify++
+			ratios = append(ratios, v)
+		}
+	}
+	if len(ratios) == 0 {
+		return s
+	}
+	s.RatioMean = stat.Mean(ratios, nil)
+	if n := len(ratios); n >= 2 {
+		t := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: float64(n - 1)}.Quantile(0.975)
+		half := t * stat.StdDev(ratios, nil) / math.Sqrt(float64(n))
+		s.RatioLow, s.RatioHigh = s.RatioMean-half, s.RatioMean+half
+	}
+	return s
+}
+
+// tokens is s as the RESULT line's fields.
+func (s SeedSpread) tokens() string {
+	return strings.Join([]string{
+		"seeds=" + strconv.Itoa(s.Seeds),
+		fmt.Sprintf("seeds_hetsev_qualifies=%d/%d", s.HetsevQualifies, s.Seeds),
+		fmt.Sprintf("seeds_both_qualify=%d/%d", s.BothQualify, s.Seeds),
+		"seed_ratio_mean=" + fixed(s.RatioMean),
+		"seed_ratio_95=" + fixed(s.RatioLow) + ".." + fixed(s.RatioHigh),
+	}, " ")
+}
