@@ -28,9 +28,13 @@ type Options struct {
 	Seed         uint64
 	// Seeds is how many arrival seeds each replay runs, Seed first
 	// (seeds.go); the peers' settings are chosen on Seed.
-	Seeds       int
-	TwitterPeak float64 // requests/s
-	AzurePeak   float64 // requests/s
+	Seeds int
+	// InterferenceTruth are scales of the replayed co-location slowdown's
+	// excess (Config.InterferenceTruth), comma-separated; each replays
+	// hetsev-exact and every peer at its chosen setting once more.
+	InterferenceTruth string
+	TwitterPeak       float64 // requests/s
+	AzurePeak         float64 // requests/s
 	// GPUSharing is the simulated GPUs' sharing mode (time-slicing or mps)
 	// and InterferenceModel a co-location model file (empty: the fitted
 	// model).
@@ -128,6 +132,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.Replays, "replays", o.Replays, "the shipped replays to run, comma-separated, of "+strings.Join(ReplayNames, ", ")+" (empty: all; the what-if modes replay the user's trace instead)")
 	fs.StringVar(&o.Policies, "policies", o.Policies, "policies to compare")
 	fs.Uint64Var(&o.Seed, "seed", o.Seed, "seed of arrivals, routing and default Kubernetes' GPU types")
+	fs.StringVar(&o.InterferenceTruth, "interference-truth", o.InterferenceTruth, "interference the scheduler does not define: comma-separated scales k in (1, 4]; for each, hetsev-exact and every peer at its chosen setting are replayed with each co-located instance slowed by 1 + k (f - 1) where the co-location model decisions read predicts f, and a RESULT line printed (empty: none)")
 	fs.IntVar(&o.Seeds, "seeds", o.Seeds, "arrival seeds per replay, --seed first: the peers' settings are searched on the first, then hetsev-exact and each peer at its chosen setting are replayed at the others, for the cost ratio's mean and 95 % interval and qualification per seed (1 to 50)")
 	fs.Float64Var(&o.TwitterPeak, "twitter-peak", o.TwitterPeak, "peak arrival rate the Twitter trace is scaled to, requests/s (the demo's)")
 	fs.Float64Var(&o.AzurePeak, "azure-peak", o.AzurePeak, "peak arrival rate the Azure code trace is scaled to, requests/s")
@@ -379,6 +384,10 @@ func Run(o Options, w io.Writer) error {
 	if err != nil {
 		return err
 	}
+	truths, err := ParseTruths(o.InterferenceTruth)
+	if err != nil {
+		return err
+	}
 	start := time.Now()
 	rep := Report{}
 	for _, c := range cfgs {
@@ -436,6 +445,12 @@ func Run(o Options, w io.Writer) error {
 		if len(seeds) > 1 {
 			fmt.Fprintf(w, "evaluate: %s: replaying seeds %d..%d (%.0f s so far)\n", c.Name, seeds[1], seeds[len(seeds)-1], time.Since(start).Seconds())
 			if r.Seeds, err = replaySeeds(c, r, seeds[1:]); err != nil {
+				return err
+			}
+		}
+		if len(truths) > 0 {
+			fmt.Fprintf(w, "evaluate: %s: replaying interference truths %s (%.0f s so far)\n", c.Name, o.InterferenceTruth, time.Since(start).Seconds())
+			if r.Truths, err = replayTruths(c, r, truths); err != nil {
 				return err
 			}
 		}

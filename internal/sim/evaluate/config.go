@@ -230,6 +230,12 @@ type Config struct {
 	// in the replay and feeds the placement rating (zero value:
 	// interference.FittedColocation, fitted to H100 measurements).
 	Colocation interference.Colocation
+	// InterferenceTruth, when > 0, scales the excess over 1 of every
+	// co-location slowdown the replay applies (replay.Engine
+	// SetExcessScale: 1 + k (f - 1)) while decisions and placement keep
+	// reading Colocation: interference the scheduler does not define.
+	// 0 and 1 replay the model itself.
+	InterferenceTruth float64 `json:",omitempty"`
 	// GPUSharing is the GPUs' sharing mode ("" is time-slicing; or mps).
 	GPUSharing interference.SharingMode
 	// GPUMode is how the simulated cluster accounts GPU shares, as
@@ -374,6 +380,9 @@ func (c Config) Validate() error {
 	}
 	if c.GPUMode != "" && !v1alpha1.IsGPUMode(c.GPUMode) {
 		bad("GPUMode %q: want %s or %s", c.GPUMode, GPUModeAnnotations, GPUModeDRA)
+	}
+	if c.InterferenceTruth != 0 && !(c.InterferenceTruth >= 1 && c.InterferenceTruth <= 4) {
+		bad("InterferenceTruth %v must be 0 (the model) or in [1, 4]", c.InterferenceTruth)
 	}
 	if err := c.Colocation.Validate(); err != nil {
 		bad("Colocation: %v", err)

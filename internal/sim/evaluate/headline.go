@@ -121,6 +121,9 @@ type Headline struct {
 	// Spread is the outcome over the arrival seeds, this run's first
 	// (seeds.go).
 	Spread SeedSpread `json:"seed_spread"`
+	// Truths are hetsev-exact and the peers under interference the
+	// decision model does not define (seeds.go).
+	Truths []SeedResult `json:"interference_truths,omitempty"`
 	// Note says why the ratio is missing; "" when hetsev-exact and the
 	// best peer both qualify.
 	Note string `json:"note,omitempty"`
@@ -179,6 +182,7 @@ func headline(r RunResult) Headline {
 	first := SeedResult{Seed: r.Seed, HetsevCostUSD: exact.CostUSD, HetsevQualifies: exact.Qualifies, HetsevExcessMissed: exact.ExcessMissed,
 		BestPeer: best.Policy, PeerCostUSD: best.CostUSD, PeerQualifies: best.Qualifies}
 	h.Spread = spread(append([]SeedResult{first}, r.Seeds...))
+	h.Truths = r.Truths
 	h.Note = strings.Join(notes, "; ")
 	return h
 }

@@ -125,6 +125,7 @@ func newPolicyRun(cfg *Config, name string) (*policyRun, error) {
 	if r.step == 0 {
 		r.step = max(1, len(cfg.Rates)/2000)
 	}
+	r.eng.SetExcessScale(cfg.InterferenceTruth)
 	if rule, ok := pol.(gpuRule); ok {
 		r.cl.rule = rule
 	}

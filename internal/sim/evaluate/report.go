@@ -154,6 +154,9 @@ func (s Summary) PrintResults(w io.Writer) {
 			fmt.Fprintf(w, "%s: %s\n", h.Replay, h.Note)
 		}
 		fmt.Fprintln(w, h.ResultLine())
+		for _, t := range h.Truths {
+			fmt.Fprintln(w, truthLine(h.Replay, t))
+		}
 	}
 	fmt.Fprintln(w, s.ResultLine())
 }

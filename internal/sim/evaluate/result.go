@@ -153,7 +153,10 @@ type RunResult struct {
 	// (tuning.go) and the saturation-threshold sweep (pareto.go), when run.
 	Pareto []ParetoPoint `json:"pareto,omitempty"`
 	// Seeds are the replay at more arrival seeds (seeds.go), when run.
-	Seeds       []SeedResult `json:"seeds,omitempty"`
+	Seeds []SeedResult `json:"seeds,omitempty"`
+	// Truths are the replay under interference truths other than the
+	// decision model (Config.InterferenceTruth), when run.
+	Truths      []SeedResult `json:"interference_truths,omitempty"`
 	WallSeconds float64      `json:"wall_seconds"`
 	// Ablation is hetsev-exact with each rule off in turn (ablation.go),
 	// when run.

@@ -19,9 +19,11 @@ import (
 // targets; the headline gives the ratio's mean and 95 % interval over
 // the seeds where both qualify, and counts qualification per seed.
 
-// SeedResult is one seed's scoreboard of a replay.
+// SeedResult is one seed's scoreboard of a replay, or one interference
+// truth's (InterferenceTruth > 0: Config.InterferenceTruth).
 type SeedResult struct {
 	Seed               uint64  `json:"seed"`
+	InterferenceTruth  float64 `json:"interference_truth,omitempty"`
 	HetsevCostUSD      float64 `json:"hetsev_cost_usd"`
 	HetsevQualifies    bool    `json:"hetsev_qualifies"`
 	HetsevExcessMissed float64 `json:"hetsev_excess_missed"`
@@ -73,20 +75,47 @@ func chosenSettings(main RunResult) map[string]PeerSetting {
 // at its chosen setting, side by side (eachReplay), judged against main's
 // targets.
 func replaySeeds(cfg Config, main RunResult, seeds []uint64) ([]SeedResult, error) {
+	vs := make([]variant, len(seeds))
+	for i, s := range seeds {
+		vs[i] = variant{seed: s}
+	}
+	return replayVariants(cfg, main, vs)
+}
+
+// replayTruths replays cfg at its own seed under each interference truth
+// (Config.InterferenceTruth), as replaySeeds.
+func replayTruths(cfg Config, main RunResult, truths []float64) ([]SeedResult, error) {
+	vs := make([]variant, len(truths))
+	for i, k := range truths {
+		vs[i] = variant{seed: cfg.Seed, truth: k}
+	}
+	return replayVariants(cfg, main, vs)
+}
+
+// variant is one replay of the same workload: an arrival seed and an
+// interference truth.
+type variant struct {
+	seed  uint64
+	truth float64
+}
+
+// replayVariants replays cfg at each variant with hetsev-exact and each
+// peer at its chosen setting, side by side, judged against main's targets.
+func replayVariants(cfg Config, main RunResult, variants []variant) ([]SeedResult, error) {
 	settings := chosenSettings(main)
 	type job struct {
-		seed    uint64
+		v       variant
 		name    string
 		setting PeerSetting
 	}
 	var jobs []job
-	for _, seed := range seeds {
+	for _, v := range variants {
 		if _, ok := main.Policy(PolicyExact); ok {
-			jobs = append(jobs, job{seed, PolicyExact, PeerSetting{}})
+			jobs = append(jobs, job{v, PolicyExact, PeerSetting{}})
 		}
 		for _, name := range PolicyNames {
 			if s, ok := settings[name]; ok {
-				jobs = append(jobs, job{seed, name, s})
+				jobs = append(jobs, job{v, name, s})
 			}
 		}
 	}
@@ -94,10 +123,10 @@ func replaySeeds(cfg Config, main RunResult, seeds []uint64) ([]SeedResult, erro
 	err := eachReplay(len(jobs), func(i int) error {
 		j := jobs[i]
 		c := cfg
-		c.Seed = j.seed
+		c.Seed, c.InterferenceTruth = j.v.seed, j.v.truth
 		r, err := Evaluate(j.setting.apply(c, j.name))
 		if err != nil {
-			return fmt.Errorf("seed %d: %s at %s: %w", j.seed, j.name, j.setting, err)
+			return fmt.Errorf("seed %d, interference truth %v: %s at %s: %w", j.v.seed, j.v.truth, j.name, j.setting, err)
 		}
 		r.score(main.Targets)
 		p, _ := r.Policy(j.name)
@@ -108,11 +137,11 @@ func replaySeeds(cfg Config, main RunResult, seeds []uint64) ([]SeedResult, erro
 		return nil, err
 	}
 	var out []SeedResult
-	for _, seed := range seeds {
-		s := SeedResult{Seed: seed}
+	for _, v := range variants {
+		s := SeedResult{Seed: v.seed, InterferenceTruth: v.truth}
 		var peers []ParetoPoint
 		for i, j := range jobs {
-			if j.seed != seed {
+			if j.v != v {
 				continue
 			}
 			if j.name == PolicyExact {
@@ -189,4 +218,29 @@ func (s SeedSpread) tokens() string {
 		"seed_ratio_mean=" + fixed(s.RatioMean),
 		"seed_ratio_95=" + fixed(s.RatioLow) + ".." + fixed(s.RatioHigh),
 	}, " ")
+}
+
+// ParseTruths reads --interference-truth: comma-separated scales k of
+// the replayed slowdown's excess, each in (1, 4]; "" is none. Errors
+// name the flag.
+func ParseTruths(s string) ([]float64, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, nil
+	}
+	var out []float64
+	for _, f := range strings.Split(s, ",") {
+		v, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
+		if err != nil || !(v > 1 && v <= 4) {
+			return nil, fmt.Errorf("--interference-truth: %q: want a scale of the slowdown's excess in (1, 4]", strings.TrimSpace(f))
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+// truthLine is the RESULT line of replay name under interference truth
+// s: hetsev-exact against the best peer at its chosen setting.
+func truthLine(name string, s SeedResult) string {
+	return fmt.Sprintf("RESULT replay=%s interference_truth=%.3g cost_ratio_vs_best_peer=%s best_peer=%s both_qualify=%t hetsev_qualifies=%t excess_missed=%.0f peer_qualifies=%t",
+		name, s.InterferenceTruth, fixed(s.ratio()), s.BestPeer, s.HetsevQualifies && s.PeerQualifies, s.HetsevQualifies, s.HetsevExcessMissed, s.PeerQualifies)
 }

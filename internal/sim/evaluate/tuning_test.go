@@ -214,3 +214,14 @@ func TestReplaySeedsKeepsTheChosenSetting(t *testing.T) {
 		t.Errorf("hetsev-exact at seed 2 not replayed: %+v", got[0])
 	}
 }
+
+func TestParseTruths(t *testing.T) {
+	if got, err := ParseTruths("1.25, 1.5"); err != nil || len(got) != 2 || got[1] != 1.5 {
+		t.Errorf("ParseTruths = %v, %v", got, err)
+	}
+	for _, bad := range []string{"1", "0.5", "x", "5"} {
+		if _, err := ParseTruths(bad); err == nil || !strings.Contains(err.Error(), "--interference-truth") {
+			t.Errorf("%q: %v", bad, err)
+		}
+	}
+}

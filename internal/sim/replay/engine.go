@@ -15,6 +15,9 @@ type Engine struct {
 	mode       interference.SharingMode
 	services   []*Service
 	step       uint64 // Step count, to visit each GPU once per step
+	// excessScale scales every co-location slowdown's excess over 1
+	// (SetExcessScale); 0 and 1 replay the model as it is.
+	excessScale float64
 
 	// scratch, reused every second
 	ready   []*modelserver.Server
@@ -32,6 +35,20 @@ func New(rates []float64, m interference.Colocation, mode interference.SharingMo
 		mode = interference.SharingTimeSlicing
 	}
 	return &Engine{rates: rates, colocation: m, mode: mode}
+}
+
+// SetExcessScale makes the replayed slowdown of a co-located instance
+// 1 + k (f - 1) where the co-location model predicts f: a ground truth
+// that differs from the model the decisions read (k > 1: interference
+// worse than predicted). k must be > 0; 1 is the model itself.
+func (e *Engine) SetExcessScale(k float64) { e.excessScale = k }
+
+// truth is factor f as replayed (SetExcessScale).
+func (e *Engine) truth(f float64) float64 {
+	if e.excessScale <= 0 || e.excessScale == 1 || f <= 1 {
+		return f
+	}
+	return 1 + e.excessScale*(f-1)
 }
 
 // Services are the services in the order they were added. The slice is the
@@ -105,7 +122,7 @@ func (e *Engine) interfere() {
 						continue
 					} // one factor per size by construction: cannot happen
 				}
-				o.Server.SetFactor(f[i])
+				o.Server.SetFactor(e.truth(f[i]))
 			}
 		}
 	}
@@ -124,7 +141,7 @@ func (e *Engine) batchFactors(ms []interference.Instance, i int, lat []float64) 
 			e.factors = append(e.factors, 1)
 			continue
 		}
-		e.factors = append(e.factors, f[i])
+		e.factors = append(e.factors, e.truth(f[i]))
 	}
 	ms[i].BatchLatency = mean
 	return e.factors

@@ -162,6 +162,28 @@ func TestInterference(t *testing.T) {
 	}
 }
 
+// TestExcessScale: with SetExcessScale(1.5) the same two busy instances
+// run at 1 + 1.5 (f - 1), f the model's inflation; one alone stays at 1.
+func TestExcessScale(t *testing.T) {
+	run := func(k float64) (shared, alone float64) {
+		e := New(constant(3, 300), interference.FittedColocation(), "")
+		e.SetExcessScale(k)
+		s := e.AddService(service(4))
+		var g, own GPU
+		a := e.Add(s, &g, server(t, "a", 0), nil)
+		e.Add(s, &g, server(t, "b", 0), nil)
+		c := e.Add(s, &own, server(t, "c", 0), nil)
+		e.Step(0, 1)
+		e.Step(1, 2)
+		return a.Server.Factor(), c.Server.Factor()
+	}
+	f, _ := run(1)
+	g, alone := run(1.5)
+	if want := 1 + 1.5*(f-1); f <= 1 || math.Abs(g-want) > 1e-12 || alone != 1 {
+		t.Errorf("factor %v with k 1.5, want %v (model %v); alone %v, want 1", g, want, f, alone)
+	}
+}
+
 // TestRemoveDrains: a removed instance's queued requests complete through
 // its callback and it leaves its service and GPU, keeping the others'
 // order.
