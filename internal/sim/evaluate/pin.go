@@ -18,6 +18,10 @@ func plannedPeakRPS(s Service) float64 { return s.History.Peak() }
 type servicePin struct {
 	gpuType       string  // catalog name
 	throughputRPS float64 // T_i of the service's model on it, requests/s
+	// fallback are the service's other suitable types, best first: where
+	// a preferred node affinity for gpuType lets the scheduler put its
+	// pods when gpuType is full.
+	fallback []string
 }
 
 // pinSet is pinTypes' outcome for one Config: the pin of each service by
@@ -95,6 +99,11 @@ func pinTypes(cfg *Config) *pinSet {
 					pin = servicePin{gpuType: o.gpuType, throughputRPS: o.throughputRPS}
 					break
 				}
+			}
+		}
+		for _, k := range e.order {
+			if t := e.offers[k].gpuType; t != pin.gpuType {
+				pin.fallback = append(pin.fallback, t)
 			}
 		}
 		ps.byName[s.Name] = pin

@@ -94,22 +94,22 @@ func TestPinTypesBySecondChoicePenalty(t *testing.T) {
 	}
 }
 
-// TestSingleTypePodsPendWhenTypeFull replays the single-type peers on a
+// TestSingleTypePodsSpillWhenTypeFull replays the single-type peers on a
 // fleet of 2 T4 and 2 V100 for 20 min. ssd plans for 50 requests/s (2 T4
 // at 0.8 x 37.71 = 30.17 each) and r for 100 (1 T4): ssd, the larger
 // penalty, takes both T4 and r goes to a V100. ssd then gets 100
-// requests/s, 4 pods' worth: its type is full at 2 pods, the rest stay
-// Pending although a V100 is free, so it answers at most 2 x 37.71 = 75
-// requests/s (attainment well below its SL_min), never runs on a V100 and
-// never more than 2 pods; r meets its SLO on its V100.
-func TestSingleTypePodsPendWhenTypeFull(t *testing.T) {
+// requests/s, 4 pods' worth: its type is full at 2 pods, and its
+// Deployment's preferred node affinity lets the rest run on the free
+// V100 (its next suitable type), so it meets its SLO with never more than
+// 2 pods on T4s; r meets its SLO on its V100.
+func TestSingleTypePodsSpillWhenTypeFull(t *testing.T) {
 	const secs = 1200
 	plan := func(rps float64) trace.Rates { return constant(rps, 600) }
 	svcs := []Service{
 		{Name: "r", Model: "resnet50", Rates: constant(100, secs), RTMaxMs: 400, History: plan(100)},
 		{Name: "ssd", Model: "ssd-resnet50", Rates: constant(100, secs), RTMaxMs: 900, History: plan(50)},
 	}
-	cfg, err := Base("pending", "pending", constant(200, secs), smallFleet(2, 2), svcs...)
+	cfg, err := Base("spill", "spill", constant(200, secs), smallFleet(2, 2), svcs...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,11 +126,29 @@ func TestSingleTypePodsPendWhenTypeFull(t *testing.T) {
 		if r.InstanceHours["T4"] > 0 || r.InstanceHours["V100-32GB"] == 0 || !r.MeetsSLO {
 			t.Errorf("%s: r instance-hours %v, attainment %.3f; want V100 only, SLO met", p.Policy, r.InstanceHours, r.SLOAttainment)
 		}
-		if ssd.InstanceHours["V100-32GB"] > 0 || ssd.InstanceHours["T4"] > 2*hours+1e-9 {
-			t.Errorf("%s: ssd instance-hours %v; want T4 only, at most 2 pods (%.3f h)", p.Policy, ssd.InstanceHours, 2*hours)
+		if ssd.InstanceHours["V100-32GB"] == 0 || ssd.InstanceHours["T4"] > 2*hours+1e-9 {
+			t.Errorf("%s: ssd instance-hours %v; want at most 2 pods on T4 (%.3f h) and the rest on the free V100", p.Policy, ssd.InstanceHours, 2*hours)
 		}
-		if ssd.SLOAttainment > 0.8 {
-			t.Errorf("%s: ssd attainment %.3f with its type full; want at most 0.8 (75 of 100 requests/s)", p.Policy, ssd.SLOAttainment)
+		if !ssd.MeetsSLO {
+			t.Errorf("%s: ssd attainment %.3f with its type full and a V100 free; want its SLO met", p.Policy, ssd.SLOAttainment)
 		}
+	}
+}
+
+// TestSpill: a rise fills the pinned type's slots, then the fallbacks in
+// order; a fall removes fallback instances first, last fallback first.
+func TestSpill(t *testing.T) {
+	v := view{types: []typeView{{running: 2, slots: 1}, {running: 1, slots: 5}, {running: 1, slots: 5}}}
+	if got := spill(v, 0, []int{2, 1}, 4); got[0] != 1 || got[2] != 3 || got[1] != 0 {
+		t.Errorf("rise of 4: %v, want [1 0 3]", got)
+	}
+	if got := spill(v, 0, []int{2, 1}, 20); got[0] != 1 || got[2] != 5 || got[1] != 5 {
+		t.Errorf("rise beyond every slot: %v, want [1 5 5]", got)
+	}
+	if got := spill(v, 0, []int{2, 1}, -3); got[1] != -1 || got[2] != -1 || got[0] != -1 {
+		t.Errorf("fall of 3: %v, want [-1 -1 -1]", got)
+	}
+	if got := spill(v, 0, []int{2, 1}, -1); got[1] != -1 || got[0] != 0 || got[2] != 0 {
+		t.Errorf("fall of 1: %v, want the last fallback's [0 -1 0]", got)
 	}
 }

@@ -245,8 +245,12 @@ func (o typeOffer) perRequest() float64 { return o.priceUSDPerHour / o.throughpu
 //   - a service without a planned peak (no History) gets its first choice
 //     and takes no room.
 //
-// At run time a peer's pods go to the pinned type only; those beyond its
-// free GPUs stay Pending (are not created), which shows in attainment.
+// At run time a peer's pods go to the pinned type while it has room, then
+// to its other suitable types in order (fallbackTypes: the Deployment's
+// node affinity prefers the pinned type, as a platform team writes it so
+// that a full type does not leave pods Pending); those beyond every
+// suitable type's free GPUs stay Pending (are not created), which shows
+// in attainment.
 func singleType(cfg *Config, s Service) (gpuType string, throughputRPS float64, gpus int, err error) {
 	ps := cfg.pins
 	if ps == nil {
@@ -265,6 +269,72 @@ func singleType(cfg *Config, s Service) (gpuType string, throughputRPS float64, 
 		}
 	}
 	return p.gpuType, p.throughputRPS, gpus, nil
+}
+
+// fallbackTypes are service s's suitable types after its pin, best first
+// (pinTypes); nil when it has none or the pins failed.
+func fallbackTypes(cfg *Config, s Service) []string {
+	ps := cfg.pins
+	if ps == nil {
+		ps = pinTypes(cfg)
+	}
+	if ps.err != nil {
+		return nil
+	}
+	return ps.byName[s.Name].fallback
+}
+
+// gpusOf is how many GPUs of type gpuType cfg's cluster has.
+func gpusOf(cfg *Config, gpuType string) int {
+	n := 0
+	for _, g := range cfg.Cluster {
+		if g.GPUType == gpuType {
+			n += g.Nodes * g.GPUsPerNode
+		}
+	}
+	return n
+}
+
+// spill applies a single-type peer's change d of service instances, the
+// pinned type at index i of v.types and its fallback types at fb (a
+// preferred node affinity: the scheduler puts a pod on the pinned type
+// while it has room, else on the first fallback that has): a rise fills
+// i's free slots, then each fallback's in order, the rest staying
+// Pending (not created); a fall removes fallback instances first, last
+// fallback first, then i's (they are the newer pods, which a ReplicaSet
+// removes first).
+func spill(v view, i int, fb []int, d int) []int {
+	delta := make([]int, len(v.types))
+	if i < 0 {
+		return delta
+	}
+	order := append([]int{i}, fb...)
+	if d > 0 {
+		for _, k := range order {
+			n := min(d, v.types[k].slots)
+			delta[k] += n
+			d -= n
+		}
+		return delta
+	}
+	for j := len(order) - 1; j >= 0 && d < 0; j-- {
+		k := order[j]
+		n := min(-d, v.types[k].running)
+		delta[k] -= n
+		d += n
+	}
+	return delta
+}
+
+// fallbackIndices are fb's types' indices in v.types (absent ones left out).
+func fallbackIndices(v view, fb []string) []int {
+	var out []int
+	for _, t := range fb {
+		if k := typeIndexOf(v, t); k >= 0 {
+			out = append(out, k)
+		}
+	}
+	return out
 }
 
 // singleTypeTarget is singleType's type and GPU count for service s, and

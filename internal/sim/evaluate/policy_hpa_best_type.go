@@ -31,17 +31,22 @@ const PolicyHPABestType = "k8s-hpa-best-type"
 // second choice took theirs. A pod asks for nvidia.com/gpu: 1 on a node of that
 // type (a node selector on the GFD product label); the target is
 // SaturationThreshold x T_i requests/s per pod, the same headroom hetsev
-// scales out at (0.8 by default).
+// scales out at (0.8 by default). The node affinity is preferred, not
+// required: when the type is full, pods go to the service's next suitable
+// type (spill), as a platform team configures it so that pods do not wait
+// for a full type.
 //
 // Where it simplifies: the metric is the service's arrival rate over the
 // rate window divided by its pods, launching ones included (the HPA
 // averages a Pods metric over the pods that report it; an adapter
 // reporting per-pod request rates behind a least-request balancer gives
-// about that); pods beyond the type's free GPUs are not created (they would
-// stay Pending and cost nothing); scale-in removes the newest pods.
+// about that), also for the pods on a fallback type; pods beyond every
+// suitable type's free GPUs are not created (they would stay Pending and
+// cost nothing); scale-in removes the newest pods, fallback ones first.
 type hpaBestTypePolicy struct {
-	gpuType []string // per service, catalog name
-	hpa     []*hpa.Autoscaler
+	gpuType  []string   // per service, catalog name
+	fallback [][]string // per service, fallbackTypes
+	hpa      []*hpa.Autoscaler
 }
 
 func newHPABestTypePolicy(cfg *Config) (*hpaBestTypePolicy, error) {
@@ -57,20 +62,24 @@ func newSingleTypeHPA(cfg *Config, maxPods func(s Service, gpuType string, gpus 
 		if err != nil {
 			return nil, err
 		}
-		a, err := hpa.New(int32(cfg.Knobs.MinReplicas), int32(max(maxPods(s, name, gpus), cfg.Knobs.MinReplicas)), target)
+		fb := fallbackTypes(cfg, s)
+		most := maxPods(s, name, gpus)
+		for _, t := range fb {
+			most += maxPods(s, t, gpusOf(cfg, t))
+		}
+		a, err := hpa.New(int32(cfg.Knobs.MinReplicas), int32(max(most, cfg.Knobs.MinReplicas)), target)
 		if err != nil {
 			return nil, err
 		}
-		p.gpuType, p.hpa = append(p.gpuType, name), append(p.hpa, a)
+		p.gpuType, p.fallback, p.hpa = append(p.gpuType, name), append(p.fallback, fb), append(p.hpa, a)
 	}
 	return p, nil
 }
 
 func (p *hpaBestTypePolicy) decide(svc int, v view) []int {
-	delta := make([]int, len(v.types))
 	i := typeIndexOf(v, p.gpuType[svc])
 	if i < 0 {
-		return delta
+		return make([]int, len(v.types))
 	}
 	current := 0
 	for _, t := range v.types {
@@ -80,12 +89,7 @@ func (p *hpaBestTypePolicy) decide(svc int, v view) []int {
 	// its share of W.
 	metric := v.arrival / float64(max(current, 1))
 	want := int(p.hpa[svc].Desired(at(v.now), int32(max(current, 1)), metric))
-	delta[i] = want - current
-	if delta[i] > 0 {
-		delta[i] = min(delta[i], v.types[i].slots) // no free GPU: the pods would stay Pending
-	}
-	delta[i] = max(delta[i], -v.types[i].running)
-	return delta
+	return spill(v, i, fallbackIndices(v, p.fallback[svc]), want-current)
 }
 
 func (p *hpaBestTypePolicy) serviceType(svc int) string { return p.gpuType[svc] }

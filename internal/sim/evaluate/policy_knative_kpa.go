@@ -48,7 +48,9 @@ const (
 //   - in panic mode the desired count is max(stable, panic) and never
 //     below the highest count of this panic (no scale-down in panic);
 //   - min scale 1 (no scale to zero: every policy keeps an instance), max scale the
-//     type's GPUs; the Deployment's replicas are set to the result.
+//     GPUs of its suitable types; the Deployment's replicas are set to the
+//     result, its pods on the pinned type while it has room, then on the
+//     next suitable type (a preferred node affinity, spill).
 //
 // target is SaturationThreshold x T_i requests/s per pod (Knative's target
 // times its target utilization; our 0.8, hetsev's threshold, where Knative
@@ -60,14 +62,16 @@ const (
 // requests that found no ready pod); ready pods are the instances past
 // their launch time; scale-to-zero, the activator, target burst capacity
 // and the scale-down delay (0 s by default) are left out; pods beyond the
-// type's free GPUs are not created; scale-in removes the newest pods.
+// suitable types' free GPUs are not created; scale-in removes the newest
+// pods, fallback ones first.
 type knativeKPAPolicy struct {
 	// stableWindow and panicWindow are the two averaging windows,
 	// seconds: Knobs.KPAStableWindow (default kpaStableWindowSeconds)
 	// and kpaPanicWindowPercent of it, at least 1 s.
 	stableWindow, panicWindow int
-	gpuType                   []string  // per service, catalog name
-	target                    []float64 // per service, requests/s per pod
+	gpuType                   []string   // per service, catalog name
+	fallback                  [][]string // per service, fallbackTypes (spill)
+	target                    []float64  // per service, requests/s per pod
 	minScale                  int
 	maxScale                  []int
 	state                     []kpaState
@@ -91,7 +95,11 @@ func newKnativeKPAPolicy(cfg *Config) (*knativeKPAPolicy, error) {
 		if err != nil {
 			return nil, err
 		}
-		p.gpuType = append(p.gpuType, name)
+		fb := fallbackTypes(cfg, s)
+		for _, t := range fb {
+			gpus += gpusOf(cfg, t)
+		}
+		p.gpuType, p.fallback = append(p.gpuType, name), append(p.fallback, fb)
 		p.target = append(p.target, target)
 		p.maxScale = append(p.maxScale, max(gpus, p.minScale))
 		p.state = append(p.state, kpaState{})
@@ -100,10 +108,9 @@ func newKnativeKPAPolicy(cfg *Config) (*knativeKPAPolicy, error) {
 }
 
 func (p *knativeKPAPolicy) decide(svc int, v view) []int {
-	delta := make([]int, len(v.types))
 	i := typeIndexOf(v, p.gpuType[svc])
 	if i < 0 || len(v.offered) == 0 {
-		return delta // no data yet: Knative keeps the scale (ErrNoData)
+		return make([]int, len(v.types)) // no data yet: Knative keeps the scale (ErrNoData)
 	}
 	current, readyPods := 0, 0
 	for _, t := range v.types {
@@ -111,12 +118,7 @@ func (p *knativeKPAPolicy) decide(svc int, v view) []int {
 		readyPods += t.ready
 	}
 	want := p.scale(svc, v.now, v.meanRate(p.stableWindow), v.meanRate(p.panicWindow), readyPods)
-	delta[i] = want - current
-	if delta[i] > 0 {
-		delta[i] = min(delta[i], v.types[i].slots)
-	}
-	delta[i] = max(delta[i], -v.types[i].running)
-	return delta
+	return spill(v, i, fallbackIndices(v, p.fallback[svc]), want-current)
 }
 
 // scale is autoscaler.Scale for service svc at trace second now, with
