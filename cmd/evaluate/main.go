@@ -12,6 +12,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"runtime/pprof"
 
 	"github.com/hetsev/hetsev/internal/sim/evaluate"
 )
@@ -19,8 +20,21 @@ import (
 func main() {
 	o := evaluate.DefaultOptions()
 	o.AddFlags(flag.CommandLine)
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the run to this file (go tool pprof reads it)")
 	flag.Parse()
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "hetsev-evaluate: --cpuprofile:", err)
+			os.Exit(1)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	if err := evaluate.Run(o, os.Stdout); err != nil {
+		pprof.StopCPUProfile()
 		fmt.Fprintln(os.Stderr, "hetsev-evaluate:", err)
 		os.Exit(1)
 	}

@@ -195,7 +195,7 @@ func (e *Engine) advance(t0, t1 float64) {
 	dt := t1 - t0
 	for _, s := range e.services {
 		for _, in := range s.insts {
-			in.finish(in.Server.Advance(t1))
+			in.finish(in.Server.AdvanceBorrow(t1)) // done reads them before the next step
 			in.busy = in.Server.BusyTime(t0, t1)
 			in.util = in.busy / dt
 			in.recordSolo()

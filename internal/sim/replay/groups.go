@@ -162,7 +162,8 @@ func (e *Engine) AddService(s *Service) *Service {
 }
 
 // Add adds server srv as an instance of s on gpu. done, if not nil, is
-// given the server's completions as Step and Remove collect them.
+// given the server's completions as Step and Remove collect them; the
+// slice Step passes is valid only during the call (the server reuses it).
 func (e *Engine) Add(s *Service, gpu *GPU, srv *modelserver.Server, done func([]modelserver.Completion)) *Instance {
 	in := &Instance{Server: srv, svc: s, gpu: gpu, done: done, solo: srv.Config().BatchLatency,
 		batches: srv.Batches(), work: srv.SoloWork()}
