@@ -78,7 +78,19 @@ func replacementStatus(rp *heterogeneity.Replacement, phase heterogeneity.Replac
 	}
 	return &v1alpha1.Replacement{From: rp.From, To: rp.To, Add: int32(rp.Add), Remove: int32(rp.Remove), Removed: int32(rp.Removed),
 		ToBefore: int32(rp.ToBefore), Started: metav1.NewTime(rp.Started.Truncate(0)), Phase: string(phase),
-		FloorRPS: strconv.FormatFloat(rp.FloorRPS, 'g', -1, 64)}
+		FloorRPS: floorString(rp.FloorRPS)}
+}
+
+// floorString is a replacement's floor as the API's decimal string
+// (pattern ^[0-9]+(\.[0-9]+)?$): fixed-point to 1/1000 request/s, never
+// an exponent, which the API server would refuse and with it every status
+// write. A floor that is not finite is "" (replacementInFlight reads it as
+// +Inf, as it was); a negative one is 0.
+func floorString(v float64) string {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return ""
+	}
+	return strconv.FormatFloat(max(v, 0), 'f', 3, 64)
 }
 
 // replacementInFlight is the replacement a decision recorded in status

@@ -3,6 +3,8 @@ package scaler
 import (
 	"context"
 	"flag"
+	"math"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -18,6 +20,7 @@ import (
 
 	"github.com/hetsev/hetsev/pkg/adapter"
 	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
+	"github.com/hetsev/hetsev/pkg/heterogeneity"
 )
 
 // deploymentRPS is a metrics source with a fixed requests/s per
@@ -298,5 +301,29 @@ func TestScalerReplacementWaitsForAStoredSplit(t *testing.T) {
 	b.decide(t)
 	if v := b.replicas(t, b.v100); v != 0 {
 		t.Fatalf("next reconcile: V100 replicas %d, want 0", v)
+	}
+}
+
+// TestFloorStringMatchesTheAPIPattern: every floor a replacement can carry
+// is written as the CRD's decimal pattern accepts it (strconv's 'g' wrote
+// 1e+21 and 1e-07, which the API server refuses with the whole status
+// write), and reads back within 1/1000 request/s; a floor that is not
+// finite is empty and reads back as +Inf.
+func TestFloorStringMatchesTheAPIPattern(t *testing.T) {
+	pattern := regexp.MustCompile(`^[0-9]+(\.[0-9]+)?$`)
+	for _, v := range []float64{0, 1e-7, 12.5, 1e21, 123456.789, -3} {
+		rp := replacementStatus(&heterogeneity.Replacement{From: "V100-32GB", To: "T4", FloorRPS: v}, heterogeneity.ReplacementStarted)
+		if !pattern.MatchString(rp.FloorRPS) {
+			t.Errorf("floor %v written as %q, which the API's pattern refuses", v, rp.FloorRPS)
+			continue
+		}
+		back := replacementInFlight(&v1alpha1.Decision{Replacement: rp})
+		if want := math.Max(v, 0); math.Abs(back.FloorRPS-want) > 1e-3 {
+			t.Errorf("floor %v read back as %v", v, back.FloorRPS)
+		}
+	}
+	rp := replacementStatus(&heterogeneity.Replacement{FloorRPS: math.Inf(1)}, heterogeneity.ReplacementStarted)
+	if rp.FloorRPS != "" || !math.IsInf(replacementInFlight(&v1alpha1.Decision{Replacement: rp}).FloorRPS, 1) {
+		t.Errorf("an infinite floor written as %q", rp.FloorRPS)
 	}
 }
