@@ -67,7 +67,8 @@ func (a arrival) lowerBound() string {
 // measureArrival reads W of the Deployments deps that have instances from
 // custom.metrics.k8s.io. A Deployment without instances counts 0; one
 // whose value is unavailable counts 0 while none of its instances is
-// Ready. When the adapter withholds the value of one with Ready instances
+// Ready and another Deployment gave a value; when none did, W is unknown
+// (Nothing) and the decision holds. When the adapter withholds the value of one with Ready instances
 // (it does while any serving pod has no data: a new instance has none
 // until traffic reaches it and its rate window fills), its pods' values
 // are read and summed instead, giving a lower bound of W with its
@@ -100,6 +101,8 @@ func (r *Reconciler) measureArrivalOnce(ctx context.Context, deps []*appsv1.Depl
 	var (
 		a              arrival
 		full, withheld []*appsv1.Deployment
+		// unready gave no value and have no Ready instance.
+		unready []*appsv1.Deployment
 	)
 	for _, d := range deps {
 		if replicasOf(d) == 0 && d.Status.Replicas == 0 {
@@ -117,6 +120,8 @@ func (r *Reconciler) measureArrivalOnce(ctx context.Context, deps []*appsv1.Depl
 			if d.Status.ReadyReplicas > 0 {
 				withheld = append(withheld, d)
 				logger.V(2).Info("metric unavailable, reading its pods", "deployment", d.Name, "err", err)
+			} else {
+				unready = append(unready, d)
 			}
 			continue
 		}
@@ -133,6 +138,16 @@ func (r *Reconciler) measureArrivalOnce(ctx context.Context, deps []*appsv1.Depl
 		r.measureSLO(ctx, &a, d, v, slo)
 	}
 	if len(withheld) == 0 {
+		if len(full) == 0 && len(unready) > 0 {
+			// No Deployment gave a value and no instance is Ready (every
+			// replica restarting while the metrics API errors): W is
+			// unknown, not 0, and a 0 would scale in the replicas that
+			// are coming back.
+			a.Nothing = true
+			for _, d := range unready {
+				a.Withheld = append(a.Withheld, d.Name)
+			}
+		}
 		return a, nil
 	}
 	a.Partial = true

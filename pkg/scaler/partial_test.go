@@ -193,3 +193,51 @@ func TestScalerNeverScalesInOnPartialMetrics(t *testing.T) {
 func decisionsOf(ms *v1alpha1.ModelService, action string) float64 {
 	return testutil.ToFloat64(decisionsTotal.WithLabelValues(ms.Namespace, ms.Name, action))
 }
+
+// TestScalerHoldsWhenNoReplicaIsReadyAndMetricsFail: every T4 replica is
+// restarting (none Ready) and the metrics API has no value for the
+// Deployment or its pods. W is unknown, not 0: past every cool-down the
+// scaler must hold the three replicas (it used to take W = 0 and scale
+// in to one), with the MetricsUnavailable condition naming the Deployment.
+func TestScalerHoldsWhenNoReplicaIsReadyAndMetricsFail(t *testing.T) {
+	r, c, _, req, now := partialBed(t)
+	ctx := context.Background()
+	d := &appsv1.Deployment{}
+	if err := c.Get(ctx, types.NamespacedName{Namespace: req.Namespace, Name: DeploymentName(req.Name, "T4")}, d); err != nil {
+		t.Fatal(err)
+	}
+	d.Status.ReadyReplicas = 0
+	if err := c.Status().Update(ctx, d); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		p := &v1.Pod{}
+		if err := c.Get(ctx, types.NamespacedName{Namespace: req.Namespace, Name: fmt.Sprintf("%s-t4-%d", req.Name, i)}, p); err != nil {
+			t.Fatal(err)
+		}
+		p.Status.Conditions = []v1.PodCondition{{Type: v1.PodReady, Status: v1.ConditionFalse}}
+		if err := c.Status().Update(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 3 {
+		if _, err := r.Reconcile(ctx, req); err != nil {
+			t.Fatal(err)
+		}
+		if got := t4Replicas(t, c, req); got != 3 {
+			t.Fatalf("decision %d: T4 replicas %d with no replica Ready and no metric, want 3 held", i, got)
+		}
+		*now = now.Add(10 * time.Minute)
+	}
+	ms := &v1alpha1.ModelService{}
+	if err := c.Get(ctx, req.NamespacedName, ms); err != nil {
+		t.Fatal(err)
+	}
+	if d := ms.Status.LastDecision; d == nil || d.Action != "Hold" {
+		t.Errorf("last decision %+v, want Hold", d)
+	}
+	cond := meta.FindStatusCondition(ms.Status.Conditions, v1alpha1.ConditionMetricsUnavailable)
+	if cond == nil || cond.Status != metav1.ConditionTrue || !strings.Contains(cond.Message, DeploymentName(req.Name, "T4")) {
+		t.Errorf("MetricsUnavailable %+v, want True naming the T4 Deployment", cond)
+	}
+}
