@@ -46,6 +46,9 @@ func (fl Flavors) Validate() error {
 	if len(fl) == 0 {
 		return errors.New("flavors: the set is empty")
 	}
+	if len(fl) > MaxFlavors {
+		return fmt.Errorf("flavors: %d flavors; at most %d (each is a Deployment per GPU type)", len(fl), MaxFlavors)
+	}
 	var errs []error
 	for i, f := range fl {
 		switch {
@@ -59,6 +62,11 @@ func (fl Flavors) Validate() error {
 	}
 	return errors.Join(errs...)
 }
+
+// MaxFlavors is the most flavors a set may have: each flavor is a
+// Deployment per GPU type and a column of the ModelService's status, whose
+// lists the API caps (the CRD's flavors pattern allows as many).
+const MaxFlavors = 8
 
 // ParseFlavors parses a comma-separated flavor set, e.g. "0.1,0.25,0.5,1"
 // (a flag's value), and validates it. "" is no set (nil, nil): each GPU

@@ -278,3 +278,13 @@ func TestLightFlavorOneInstanceEach(t *testing.T) {
 		t.Errorf("delta %v (%s): want +1 %s and no second %s", act.Delta, act.Reason, cols[light025].GPUType, cols[light01].GPUType)
 	}
 }
+
+// TestFlavorsAtMostEight: a ninth flavor is refused with the limit named.
+func TestFlavorsAtMostEight(t *testing.T) {
+	if _, err := ParseFlavors("0.1,0.2,0.3,0.4,0.5,0.6,0.7,1"); err != nil {
+		t.Errorf("8 flavors: %v", err)
+	}
+	if _, err := ParseFlavors("0.1,0.2,0.3,0.4,0.5,0.6,0.7,0.8,1"); err == nil || !strings.Contains(err.Error(), "at most 8") {
+		t.Errorf("9 flavors: %v, want an error naming at most 8", err)
+	}
+}

@@ -328,7 +328,10 @@ func validate(ms *v1alpha1.ModelService, cat catalog.Catalog, d Defaults) (*serv
 	pol.ScaleInInterval = seconds(orDefault(sc.ScaleInIntervalSeconds, DefaultScaleInIntervalSeconds))
 	// The decision interval: with the forecast span, the window of rates
 	// the launch-time forecast fits (heterogeneity.Policy.DecisionInterval).
-	pol.DecisionInterval = seconds(orDefault(sc.IntervalSeconds, DefaultIntervalSeconds))
+	// At least MinIntervalSeconds, as the CRD requires, also for an
+	// object stored before it did: below 1 ns the interval would round to
+	// 0 and the service would never decide again.
+	pol.DecisionInterval = max(seconds(v1alpha1.MinIntervalSeconds), seconds(orDefault(sc.IntervalSeconds, DefaultIntervalSeconds)))
 	pol.ScaleInCoolDown = seconds(orDefault(sc.ScaleInCoolDownSeconds, DefaultScaleInCoolDownSeconds))
 	pol.ScaleInHysteresis = DefaultScaleInHysteresis
 	if sc.ScaleInHysteresis != nil {

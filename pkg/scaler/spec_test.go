@@ -320,3 +320,18 @@ func TestDefaultIntervalFiveSeconds(t *testing.T) {
 		t.Errorf("interval %v, policy decision interval %v; want 5s for a spec without intervalSeconds", s.interval, s.policy.DecisionInterval)
 	}
 }
+
+// TestValidateIntervalAtLeastTheMinimum: a ModelService stored with an
+// interval below the CRD's minimum (before it had one) decides every
+// 100 ms, not every 0 ns (which would never decide again).
+func TestValidateIntervalAtLeastTheMinimum(t *testing.T) {
+	ms := resnet()
+	ms.Spec.Scaling.IntervalSeconds = 1e-10
+	s, err := validate(ms, defaultCatalog(t), DefaultDefaults)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.interval != 100*time.Millisecond || s.policy.DecisionInterval != 100*time.Millisecond {
+		t.Errorf("interval %v, decision interval %v; want 100 ms", s.interval, s.policy.DecisionInterval)
+	}
+}

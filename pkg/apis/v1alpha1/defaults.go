@@ -14,6 +14,11 @@ const (
 	// missed no more requests than 15 s at a cost at most 0.2 % higher,
 	// lower on two of the four.
 	DefaultIntervalSeconds = 5
+	// MinIntervalSeconds is the shortest interval between two decisions
+	// (spec.scaling.intervalSeconds' minimum; keep the CRD marker equal):
+	// each decision writes status, and make demo's compressed clock needs
+	// 0.57 s.
+	MinIntervalSeconds = 0.1
 	// DefaultScaleOutPeriodSeconds the saturation must stay above the
 	// threshold before a scale-out, seconds.
 	DefaultScaleOutPeriodSeconds = 30

@@ -174,3 +174,27 @@ func checkDefault(t *testing.T, field string, got *apiextv1.JSON, want float64) 
 		t.Errorf("%s: schema default %v, want %v", field, got, want)
 	}
 }
+
+// TestCRDScalingLimits: a ModelService cannot load the control plane
+// without bound: spec.scaling.intervalSeconds is at least
+// MinIntervalSeconds (below 1 ns it rounded to 0 and the service never
+// decided again), and
+// spec.scaling.flavors names at most 8 flavors (each a Deployment per GPU
+// type and a status column).
+func TestCRDScalingLimits(t *testing.T) {
+	crd, _ := readCRD(t)
+	scaling := crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"].Properties["scaling"]
+	iv := scaling.Properties["intervalSeconds"]
+	if iv.Minimum == nil || *iv.Minimum != MinIntervalSeconds || iv.ExclusiveMinimum {
+		t.Errorf("intervalSeconds minimum %v (exclusive %t), want %v inclusive", iv.Minimum, iv.ExclusiveMinimum, MinIntervalSeconds)
+	}
+	re, err := regexp.Compile(scaling.Properties["flavors"].Pattern)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eight, nine := "0.1,0.2,0.3,0.4,0.5,0.6,0.7,1", "0.1,0.2,0.3,0.4,0.5,0.6,0.7,0.8,1"
+	if !re.MatchString(eight) || !re.MatchString("1") || re.MatchString(nine) {
+		t.Errorf("flavors pattern %q: 8 flavors %t, 1 flavor %t, 9 flavors %t; want true, true, false",
+			re, re.MatchString(eight), re.MatchString("1"), re.MatchString(nine))
+	}
+}
