@@ -2,6 +2,7 @@ package scaler
 
 import (
 	"fmt"
+	"k8s.io/apimachinery/pkg/types"
 	"os"
 	"path/filepath"
 	"strings"
@@ -64,7 +65,7 @@ func TestFreeSlotsAreWhatTheSchedulerAdmits(t *testing.T) {
 			t.Errorf("GPU %d: refused for %q, want %q", i, got, want)
 		}
 	}
-	if got := capacityOf(nodes, pods, "resnet50", "Tesla-T4", d, adm, adm, nil, false, resource.MustParse("2"), resource.Quantity{}, nil).slots; got != 2 {
+	if got := capacityOf(nodes, pods, types.NamespacedName{Name: "resnet50"}, "Tesla-T4", d, adm, adm, nil, false, resource.MustParse("2"), resource.Quantity{}, nil).slots; got != 2 {
 		t.Errorf("free slots = %d, want 2 (GPUs 2 and 3)", got)
 	}
 }
@@ -86,7 +87,7 @@ func TestFreeSlotsSkipNodesTheSchedulerRefuses(t *testing.T) {
 	d := gpuinventory.Demand{Model: "resnet50", MemoryMiB: 2048}
 	adm := schedulerconfig.DefaultGPUShareArgs().Placer()
 	slots := func(tol []v1.Toleration) int {
-		return capacityOf(nodes, nil, "resnet50", "Tesla-T4", d, adm, adm, tol, false, resource.MustParse("2"), resource.Quantity{}, nil).slots
+		return capacityOf(nodes, nil, types.NamespacedName{Name: "resnet50"}, "Tesla-T4", d, adm, adm, tol, false, resource.MustParse("2"), resource.Quantity{}, nil).slots
 	}
 	if got := slots(nil); got != 2 {
 		t.Errorf("no tolerations: %d free slots, want 2 (node prefer)", got)
@@ -130,7 +131,7 @@ func TestSchedulerConfigSetsTheFreeSlots(t *testing.T) {
 	slotsWith := func(o *Options) int {
 		t.Helper()
 		r := reconcilerWithArgs(t, o)
-		return capacityOf(nodes, pods, "resnet50", "Tesla-T4", d, r.admission(), r.admission(), nil, false, resource.MustParse("2"), resource.Quantity{}, nil).slots
+		return capacityOf(nodes, pods, types.NamespacedName{Name: "resnet50"}, "Tesla-T4", d, r.admission(), r.admission(), nil, false, resource.MustParse("2"), resource.Quantity{}, nil).slots
 	}
 	o := NewOptions()
 	if got := slotsWith(o); got != 2 {

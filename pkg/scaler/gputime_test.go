@@ -3,6 +3,7 @@ package scaler
 import (
 	"context"
 	"fmt"
+	"k8s.io/apimachinery/pkg/types"
 	"math"
 	"testing"
 
@@ -74,7 +75,7 @@ func TestFreeSlotsHonourBusyShareCap(t *testing.T) {
 		cap  float64
 		want int
 	}{{1, 4}, {0, 5}} {
-		if got := capacityOf(nodes, pods, "resnet50", "Tesla-T4", d, placement.Placer{Choice: gpuinventory.Choice{MaxBusyShare: c.cap}}, placement.Placer{}, nil, false, resource.MustParse("2"), resource.Quantity{}, nil).slots; got != c.want {
+		if got := capacityOf(nodes, pods, types.NamespacedName{Name: "resnet50"}, "Tesla-T4", d, placement.Placer{Choice: gpuinventory.Choice{MaxBusyShare: c.cap}}, placement.Placer{}, nil, false, resource.MustParse("2"), resource.Quantity{}, nil).slots; got != c.want {
 			t.Errorf("cap %g: %d free slots, want %d", c.cap, got, c.want)
 		}
 	}
@@ -157,9 +158,14 @@ func TestMovableReplicasAreAloneAndFitAGPUInUse(t *testing.T) {
 	} {
 		pods := []*v1.Pod{light("r0", "0", true), light("r1", "2", false), light("r2", "3", true),
 			other("ssd", "ssd", "1", c.ssd), other("bert", "bert-large", "3", "0.5")}
-		got := namesIn(capacityOf([]*v1.Node{node("a", 4, 16384, "64")}, pods, "resnet50", "Tesla-T4", d, adm, adm, nil, false, resource.MustParse("2"), resource.Quantity{}, nil).movablePods(), "")
+		got := namesIn(capacityOf([]*v1.Node{node("a", 4, 16384, "64")}, pods, types.NamespacedName{Name: "resnet50"}, "Tesla-T4", d, adm, adm, nil, false, resource.MustParse("2"), resource.Quantity{}, nil).movablePods(), "")
 		if fmt.Sprint(got) != fmt.Sprint(c.want) {
 			t.Errorf("SSD busy %s: movable %v, want %v", c.ssd, got, c.want)
+		}
+		// The same pods are another namespace's ModelService of the same
+		// name: none of them is this one's to move.
+		if got := namesIn(capacityOf([]*v1.Node{node("a", 4, 16384, "64")}, pods, types.NamespacedName{Namespace: "team-b", Name: "resnet50"}, "Tesla-T4", d, adm, adm, nil, false, resource.MustParse("2"), resource.Quantity{}, nil).movablePods(), ""); len(got) != 0 {
+			t.Errorf("SSD busy %s: namespace team-b's resnet50 may move %v, pods of namespace %q", c.ssd, got, "")
 		}
 	}
 }

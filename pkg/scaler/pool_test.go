@@ -1,6 +1,7 @@
 package scaler
 
 import (
+	"k8s.io/apimachinery/pkg/types"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
@@ -39,7 +40,7 @@ func TestGPUPoolFreeSlotsAndTemplate(t *testing.T) {
 				t.Fatal(err)
 			}
 			svc.pool = r.gpuPool()
-			if got := capacityOf(nodes, nil, svc.obj.Name, "Tesla-T4", d, r.admission(), r.admission(), svc.tolerations(), svc.pool, resource.MustParse("2"), resource.Quantity{}, nil).slots; got != c.wantSlots {
+			if got := capacityOf(nodes, nil, types.NamespacedName{Namespace: svc.obj.Namespace, Name: svc.obj.Name}, "Tesla-T4", d, r.admission(), r.admission(), svc.tolerations(), svc.pool, resource.MustParse("2"), resource.Quantity{}, nil).slots; got != c.wantSlots {
 				t.Errorf("%d free slots, want %d", got, c.wantSlots)
 			}
 			ps := desiredDeployment(svc, svc.types[0], 1).Spec.Template.Spec

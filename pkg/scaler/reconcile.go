@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"k8s.io/apimachinery/pkg/types"
 	"math"
 	"strconv"
 	"strings"
@@ -459,7 +460,7 @@ func (r *Reconciler) capacityFor(ctx context.Context, svc *service, p gpuProfile
 		}
 	}
 	pl := placement.Placer{Colocation: r.colocation(), Mode: r.gpuSharing()}
-	return capacityOf(pointers(nodes.Items), pointers(pods.Items), svc.obj.Name, p.gpuType.ProductLabel, svc.demand(p), r.admission(), pl, svc.tolerations(), svc.pool, cpu, mem, dc), nil
+	return capacityOf(pointers(nodes.Items), pointers(pods.Items), types.NamespacedName{Namespace: svc.obj.Namespace, Name: svc.obj.Name}, p.gpuType.ProductLabel, svc.demand(p), r.admission(), pl, svc.tolerations(), svc.pool, cpu, mem, dc), nil
 }
 
 func pointers[T any](items []T) []*T {

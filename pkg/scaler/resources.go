@@ -36,8 +36,7 @@ type typeCapacity struct {
 	// alone are the service's serving pods (adapter.Serving: Ready, not
 	// terminating) of this column alone on their GPU, and open the nodes
 	// with room for one more of its pods: what movablePods reads. Pods
-	// are matched by the ModelService's name (label), in any namespace:
-	// the caller keeps those of its own.
+	// are the ModelService's by namespace and label (ownPod).
 	alone  []aloneOn
 	open   []nodeRoom
 	demand gpuinventory.Demand
@@ -46,8 +45,8 @@ type typeCapacity struct {
 	marked []types.NamespacedName
 }
 
-// capacityOf counts, for the instances of ModelService ms (label
-// hetsev.io/modelservice) on nodes of one GPU product, each needing demand
+// capacityOf counts, for the instances of ModelService ms (its namespace
+// and label hetsev.io/modelservice, ownPod) on nodes of one GPU product, each needing demand
 // and cpu/mem, the free slots (HetSev 4.1 constraint 2) and the mean
 // co-location inflation of its bound instances.
 //
@@ -75,7 +74,7 @@ type typeCapacity struct {
 // With dc (GPU mode dra) a node's GPUs are not its GFD labels but the
 // shareable devices of the product its ResourceSlices publish (see
 // draCluster.occupancy); nil is annotation mode.
-func capacityOf(nodes []*v1.Node, pods []*v1.Pod, ms, product string, demand gpuinventory.Demand, adm, pl placement.Placer, tolerations []v1.Toleration, pool bool, cpu, mem resource.Quantity, dc *draCluster) typeCapacity {
+func capacityOf(nodes []*v1.Node, pods []*v1.Pod, ms types.NamespacedName, product string, demand gpuinventory.Demand, adm, pl placement.Placer, tolerations []v1.Toleration, pool bool, cpu, mem resource.Quantity, dc *draCluster) typeCapacity {
 	byNode := map[string][]*v1.Pod{}
 	var pendingSame []*v1.Pod
 	for _, p := range pods {
@@ -99,7 +98,7 @@ func capacityOf(nodes []*v1.Node, pods []*v1.Pod, ms, product string, demand gpu
 	var alone []aloneOn             // the service's pods alone on a GPU
 	var marked []types.NamespacedName
 	for _, p := range pods {
-		if p.Labels[v1alpha1.LabelModelService] == ms && p.DeletionTimestamp == nil && !gpuinventory.Terminal(p) &&
+		if ownPod(p, ms) && p.DeletionTimestamp == nil && !gpuinventory.Terminal(p) &&
 			MarkedForMove(p) && sameColumn(p, demand, product) {
 			marked = append(marked, types.NamespacedName{Namespace: p.Namespace, Name: p.Name})
 		}
@@ -137,7 +136,7 @@ func capacityOf(nodes []*v1.Node, pods []*v1.Pod, ms, product string, demand gpu
 		onNode := pl.OnNode(n.Labels)
 		for _, p := range byNode[n.Name] {
 			idx, ok := gpuOf(p)
-			if p.Labels[v1alpha1.LabelModelService] != ms || !ok || idx < 0 || idx >= len(occ.GPUs) {
+			if !ownPod(p, ms) || !ok || idx < 0 || idx >= len(occ.GPUs) {
 				continue
 			}
 			bound++
@@ -234,6 +233,12 @@ func namesIn(pods []types.NamespacedName, namespace string) []string {
 // sameColumn is whether pod p is an instance of the column of demand on
 // GPU product product: its declared model identity and busy share, and
 // its node selector's product.
+// ownPod says p is one of ModelService ms's pods: its label and its
+// namespace, since two namespaces may each have a ModelService of one name.
+func ownPod(p *v1.Pod, ms types.NamespacedName) bool {
+	return p.Namespace == ms.Namespace && p.Labels[v1alpha1.LabelModelService] == ms.Name
+}
+
 func sameColumn(p *v1.Pod, demand gpuinventory.Demand, product string) bool {
 	d, ok, err := gpuinventory.DemandOf(p)
 	return ok && err == nil && d.Identity() == demand.Identity() && d.BusyShare == demand.BusyShare &&

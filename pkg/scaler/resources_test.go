@@ -1,6 +1,7 @@
 package scaler
 
 import (
+	"k8s.io/apimachinery/pkg/types"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
@@ -14,7 +15,7 @@ import (
 
 // freeSlots is capacityOf's slot count without a busy-share cap.
 func freeSlots(nodes []*v1.Node, pods []*v1.Pod, product string, d gpuinventory.Demand, cpu, mem resource.Quantity) int {
-	return capacityOf(nodes, pods, "", product, d, placement.Placer{}, placement.Placer{}, nil, false, cpu, mem, nil).slots
+	return capacityOf(nodes, pods, types.NamespacedName{}, product, d, placement.Placer{}, placement.Placer{}, nil, false, cpu, mem, nil).slots
 }
 
 // TestFreeSlotsCountsWhatTheSchedulerCounts: free slots follow
