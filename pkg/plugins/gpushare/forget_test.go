@@ -2,6 +2,7 @@ package gpushare
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -88,5 +89,25 @@ func TestDRAForgetsReportsOfDeletedNodes(t *testing.T) {
 	p.reportedIssues.Range(func(k, _ any) bool { left = append(left, k.(string)); return true })
 	if len(left) != 1 || left[0] != "ab\x00claim default/x: y" {
 		t.Errorf("reports left after node a was deleted: %q, want only node ab's", left)
+	}
+}
+
+// TestOneProfilePerScheduler: a second profile of the same scheduler (the
+// same informer factory) that enables the plugin is refused, since its
+// reservations would be its own and two pods could land on one GPU; a
+// plugin of another scheduler (another factory) starts.
+func TestOneProfilePerScheduler(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	f := informers.NewSharedInformerFactory(fake.NewClientset(), 0)
+	if _, err := New(ctx, nil, informerHandle{f: f}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := New(ctx, nil, informerHandle{f: f}); err == nil || !strings.Contains(err.Error(), "more than one profile") {
+		t.Errorf("second profile: err %v, want a refusal naming more than one profile", err)
+	}
+	other := informers.NewSharedInformerFactory(fake.NewClientset(), 0)
+	if _, err := New(ctx, nil, informerHandle{f: other}); err != nil {
+		t.Errorf("another scheduler's profile: %v", err)
 	}
 }

@@ -26,6 +26,7 @@ package gpushare
 import (
 	"context"
 	"fmt"
+	"k8s.io/client-go/informers"
 	"strconv"
 	"sync"
 
@@ -63,6 +64,9 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 	if err != nil {
 		return nil, err
 	}
+	if err := oneProfile(h); err != nil {
+		return nil, err
+	}
 	var (
 		p          fwk.Plugin
 		forget     func(types.UID)
@@ -91,6 +95,32 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 	}
 	klog.FromContext(ctx).V(2).Info("plugin initialised", "plugin", Name, "gpuMode", args.GPUMode, "fit", args.Fit, "antiAffinity", args.AntiAffinity, "interferenceWeight", *args.InterferenceWeight, "interferenceModel", args.Colocation.Source, "gpuPool", args.pool())
 	return p, nil
+}
+
+// scheduler instances that enabled the plugin, by the informer factory
+// every profile of one kube-scheduler shares.
+var (
+	profilesMu sync.Mutex
+	profiles   = map[informers.SharedInformerFactory]bool{}
+)
+
+// oneProfile refuses a second instance of the plugin in one scheduler (a
+// second profile that enables it): each instance keeps its own
+// reservations, so two profiles could each reserve the same GPU for a pod
+// and place two instances where one fits. A handle without an informer
+// factory (unit tests) is not checked.
+func oneProfile(h fwk.Handle) error {
+	f := h.SharedInformerFactory()
+	if f == nil {
+		return nil
+	}
+	profilesMu.Lock()
+	defer profilesMu.Unlock()
+	if profiles[f] {
+		return fmt.Errorf("%s is enabled in more than one profile of this scheduler: each profile would keep its own GPU reservations and could place two pods on one GPU; enable it in one profile (schedulerName %s)", Name, v1alpha1.SchedulerName)
+	}
+	profiles[f] = true
+	return nil
 }
 
 // forgetDeleted calls forget with the UID of every pod, and forgetNode
