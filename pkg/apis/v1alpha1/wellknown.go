@@ -79,13 +79,15 @@ const (
 	// its own. Written by hetsev-scheduler in the binding, with
 	// AnnotationGPUIndex; informational, read by nothing that decides.
 	AnnotationPredictedInflation = GroupName + "/predicted-inflation"
-	// AnnotationGPUNeighbours lists the instances that shared the pod's GPU
-	// at placement, by namespace/name: "ns/name model busy-share" entries
-	// joined by ", " ("default/r0 resnet50 0.3, default/s1 ssd 1"), sorted
-	// by namespace/name, at most MaxListedNeighbours of them and then
-	// "+N more"; a model is "-" when the pod names none, and a busy share
-	// is the one the model assumed (1 when the pod declares none). Empty
-	// on a GPU of its own. Written by hetsev-scheduler in the binding, with
+	// AnnotationGPUNeighbours lists the instances of the pod's own
+	// namespace that shared its GPU at placement: "ns/name model
+	// busy-share" entries joined by ", " ("default/r0 resnet50 0.3,
+	// default/s1 ssd 1"), sorted by name, at most MaxListedNeighbours of
+	// them and then "+N more"; a model is "-" when the pod names none, and
+	// a busy share is the one the model assumed (1 when the pod declares
+	// none). Instances of other namespaces are only counted, last ("+2 in
+	// other namespaces"): a tenant does not learn another's pod names or
+	// models. Empty on a GPU of its own. Written by hetsev-scheduler in the binding, with
 	// AnnotationGPUIndex; not updated when neighbours come or go.
 	AnnotationGPUNeighbours = GroupName + "/gpu-neighbours"
 	// MaxListedNeighbours bounds AnnotationGPUNeighbours' entries.

@@ -176,7 +176,7 @@ func (p *AnnotationGPUShare) Reserve(ctx context.Context, state fwk.CycleState, 
 		return fwk.NewStatus(fwk.Unschedulable, p.noGPUMessage(&ds.reasons, r.noGPU, ds.demand))
 	}
 	pl := p.placer.OnNode(nodeInfo.Node().GetLabels())
-	note := noteFor(pl, gpus[r.idx], ds.demand, p.podsOnGPU(nodeInfo.GetPods(), nodeName, r.idx, pod.UID))
+	note := noteFor(pl, gpus[r.idx], ds.demand, pod.Namespace, p.podsOnGPU(nodeInfo.GetPods(), nodeName, r.idx, pod.UID))
 	p.reserve(pod.UID, reservation{node: nodeName, index: r.idx, note: note})
 	klog.FromContext(ctx).V(4).Info("reserved GPU", "plugin", Name, "pod", klog.KObj(pod), "node", nodeName, "gpuIndex", r.idx, "freeMiB", gpus[r.idx].FreeMiB())
 	return nil

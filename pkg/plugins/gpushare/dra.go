@@ -613,7 +613,7 @@ func (p *DRAGPUShare) Reserve(ctx context.Context, state fwk.CycleState, pod *v1
 		return fwk.NewStatus(fwk.Unschedulable, err.Error())
 	}
 	res := &draReservation{}
-	note := noteFor(p.placer.OnNode(nodeInfo.Node().GetLabels()), n.gpus[r.idx], s.demand, p.neighboursOn(s, nodeInfo, dev, pod.UID))
+	note := noteFor(p.placer.OnNode(nodeInfo.Node().GetLabels()), n.gpus[r.idx], s.demand, pod.Namespace, p.neighboursOn(s, nodeInfo, dev, pod.UID))
 	p.mu.Lock()
 	p.reserved[pod.UID] = reservation{node: nodeName, index: dev.Index, note: note}
 	p.draReserved[pod.UID] = res

@@ -37,10 +37,10 @@ func (n placedNote) annotate(a map[string]string) {
 
 // noteFor is the placedNote of demand d placed on g, the GPU's accounting
 // before it (as Reserve picked on it, nominated pods included), by pl (the
-// node's placer), beside the pods neighbours: the inflation is
+// node's placer), for a pod of namespace beside the pods neighbours: the inflation is
 // placement.Placer.Inflation of d's model identity on g with d added, the same
 // prediction the rating and the inflation-limit check make.
-func noteFor(pl placement.Placer, g gpuinventory.GPU, d gpuinventory.Demand, neighbours []*v1.Pod) placedNote {
+func noteFor(pl placement.Placer, g gpuinventory.GPU, d gpuinventory.Demand, namespace string, neighbours []*v1.Pod) placedNote {
 	g.Shares = append(slices.Clone(g.Shares), gpuinventory.InstanceShare{Model: d.Model, Scope: d.Scope, BusyShare: d.Busy(), MaxInflation: d.MaxInflation})
 	g.Instances++
 	if d.Model != "" {
@@ -52,7 +52,7 @@ func noteFor(pl placement.Placer, g gpuinventory.GPU, d gpuinventory.Demand, nei
 	}
 	return placedNote{
 		inflation:  strconv.FormatFloat(pl.Inflation(g, d), 'f', 2, 64),
-		neighbours: formatNeighbours(neighbours),
+		neighbours: formatNeighbours(neighbours, namespace),
 	}
 }
 
@@ -93,16 +93,23 @@ func (p *gpuShare) podGPU(pod *v1.Pod, node string) (int, bool) {
 }
 
 // formatNeighbours is hetsev.io/gpu-neighbours' value for pods (see
-// v1alpha1.AnnotationGPUNeighbours): sorted by namespace/name, at most
-// v1alpha1.MaxListedNeighbours entries.
-func formatNeighbours(pods []*v1.Pod) string {
-	slices.SortFunc(pods, func(a, b *v1.Pod) int {
-		return strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
-	})
+// v1alpha1.AnnotationGPUNeighbours) as a pod of namespace sees them: its
+// own namespace's by name, sorted, at most v1alpha1.MaxListedNeighbours
+// entries; other namespaces' only counted, since a tenant may not learn
+// another's pod names or models.
+func formatNeighbours(pods []*v1.Pod, namespace string) string {
+	var own []*v1.Pod
+	for _, pod := range pods {
+		if pod.Namespace == namespace {
+			own = append(own, pod)
+		}
+	}
+	others := len(pods) - len(own)
+	slices.SortFunc(own, func(a, b *v1.Pod) int { return strings.Compare(a.Name, b.Name) })
 	var b strings.Builder
-	for i, pod := range pods {
+	for i, pod := range own {
 		if i == v1alpha1.MaxListedNeighbours {
-			fmt.Fprintf(&b, ", +%d more", len(pods)-i)
+			fmt.Fprintf(&b, ", +%d more", len(own)-i)
 			break
 		}
 		if i > 0 {
@@ -117,6 +124,12 @@ func formatNeighbours(pods []*v1.Pod) string {
 			busy = s
 		}
 		fmt.Fprintf(&b, "%s/%s %s %s", pod.Namespace, pod.Name, model, strconv.FormatFloat(busy, 'g', 3, 64))
+	}
+	if others > 0 {
+		if b.Len() > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "+%d in other namespaces", others)
 	}
 	return b.String()
 }

@@ -100,9 +100,25 @@ func TestNeighboursListIsBounded(t *testing.T) {
 	for i := 9; i >= 0; i-- {
 		pods = append(pods, gpuPod(fmt.Sprintf("p%d", i), "a", "", "1Gi", "0"))
 	}
-	got := formatNeighbours(pods)
+	got := formatNeighbours(pods, "default")
 	if !strings.HasPrefix(got, "default/p0 - 1, default/p1 - 1,") || !strings.HasSuffix(got, "default/p7 - 1, +2 more") {
 		t.Errorf("neighbours %q, want p0..p7 then +2 more", got)
+	}
+}
+
+// TestNeighboursOfOtherNamespacesAreOnlyCounted: a tenant's pod sees its
+// own namespace's neighbours by name and another tenant's only as a count.
+func TestNeighboursOfOtherNamespacesAreOnlyCounted(t *testing.T) {
+	own := gpuPod("mine", "a", "resnet50", "1Gi", "0")
+	theirs := gpuPod("secret-llm", "a", "their-model", "1Gi", "0")
+	theirs.Namespace = "team-b"
+	other := gpuPod("x", "a", "m", "1Gi", "0")
+	other.Namespace = "team-c"
+	if got, want := formatNeighbours([]*v1.Pod{theirs, own, other}, "default"), "default/mine resnet50 1, +2 in other namespaces"; got != want {
+		t.Errorf("neighbours %q, want %q", got, want)
+	}
+	if got, want := formatNeighbours([]*v1.Pod{theirs}, "default"), "+1 in other namespaces"; got != want {
+		t.Errorf("neighbours %q, want %q", got, want)
 	}
 }
 
