@@ -92,35 +92,61 @@ func (r *Reconciler) notStartingOf(ctx context.Context, d *appsv1.Deployment, no
 // podNotStarting reports whether p is bound to a node but cannot start at
 // now, with the reason and message: a container or init container waiting
 // with a stuckWaitingReasons reason (the kubelet's reason and message),
-// or not Ready longer than grace after its PodScheduled condition turned
-// True (ReasonNotReadyAfterLaunch). An unbound, terminating, terminal or
-// Ready pod is not; nor is a bound pod without a PodScheduled time and no
-// such waiting reason.
+// or not Ready longer than grace since it last started (ReasonNotReadyAfterLaunch).
+// It last started at the latest of its PodScheduled condition turning
+// True, a container's current run starting and a container's last run
+// ending: a replica that served and restarts (a readiness blip, a crash,
+// a node's runtime restarting) gets a new grace, not deletion. A
+// container whose last run lasted longer than grace did start, so its
+// waiting reason (CrashLoopBackOff after hours of serving, an image pull
+// failing on restart while the registry is down) counts only through
+// that grace too. An unbound, terminating, terminal or Ready pod is not
+// starting; nor is a bound pod without a PodScheduled time and no such
+// waiting reason.
 func podNotStarting(p *v1.Pod, now time.Time, grace time.Duration) (reason, msg string, ok bool) {
 	if p.Spec.NodeName == "" || p.DeletionTimestamp != nil || gpuinventory.Terminal(p) {
 		return "", "", false
 	}
-	var scheduled time.Time
+	var started time.Time
+	since := "it was scheduled"
 	for _, c := range p.Status.Conditions {
 		switch {
 		case c.Type == v1.PodReady && c.Status == v1.ConditionTrue:
 			return "", "", false
 		case c.Type == v1.PodScheduled && c.Status == v1.ConditionTrue:
-			scheduled = c.LastTransitionTime.Time
+			started = c.LastTransitionTime.Time
 		}
 	}
+	served := false
 	for _, statuses := range [][]v1.ContainerStatus{p.Status.InitContainerStatuses, p.Status.ContainerStatuses} {
 		for _, s := range statuses {
-			if w := s.State.Waiting; w != nil && stuckWaitingReasons[w.Reason] {
-				return w.Reason, w.Message, true
+			if r := s.State.Running; r != nil && r.StartedAt.After(started) {
+				started, since = r.StartedAt.Time, "container "+s.Name+" started"
+			}
+			if t := s.LastTerminationState.Terminated; t != nil {
+				if t.FinishedAt.After(started) {
+					started, since = t.FinishedAt.Time, "container "+s.Name+" last exited"
+				}
+				if !t.StartedAt.IsZero() && t.FinishedAt.Sub(t.StartedAt.Time) > grace {
+					served = true
+				}
 			}
 		}
 	}
-	if scheduled.IsZero() {
+	if !served {
+		for _, statuses := range [][]v1.ContainerStatus{p.Status.InitContainerStatuses, p.Status.ContainerStatuses} {
+			for _, s := range statuses {
+				if w := s.State.Waiting; w != nil && stuckWaitingReasons[w.Reason] {
+					return w.Reason, w.Message, true
+				}
+			}
+		}
+	}
+	if started.IsZero() {
 		return "", "", false
 	}
-	if since := now.Sub(scheduled); since > grace {
-		return ReasonNotReadyAfterLaunch, fmt.Sprintf("not Ready %ds after it was scheduled on %s", int(since.Seconds()), p.Spec.NodeName), true
+	if d := now.Sub(started); d > grace {
+		return ReasonNotReadyAfterLaunch, fmt.Sprintf("not Ready %ds after %s on %s", int(d.Seconds()), since, p.Spec.NodeName), true
 	}
 	return "", "", false
 }

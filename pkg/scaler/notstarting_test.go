@@ -18,6 +18,7 @@ import (
 
 	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
 	"github.com/hetsev/hetsev/pkg/gpuinventory"
+	"github.com/hetsev/hetsev/pkg/heterogeneity"
 )
 
 // notStartingFixture is a resnet ModelService (T4 launchSeconds 20: a
@@ -294,4 +295,62 @@ func drainEvents(r *Reconciler) string {
 		out = append(out, <-rec.Events)
 	}
 	return strings.Join(out, "\n")
+}
+
+// TestRestartedReplicaIsNotStuck: a replica scheduled an hour ago that
+// served and restarts is not "not starting" within the grace of its
+// restart: its container started 20 s ago (a readiness blip), or its last
+// run lasted two hours and it now waits in CrashLoopBackOff or
+// ImagePullBackOff (the registry down). Past the grace since it last ran
+// it is. A pod whose container never ran long stays stuck at once.
+func TestRestartedReplicaIsNotStuck(t *testing.T) {
+	now := time.Date(2025, 1, 1, 12, 0, 0, 0, time.UTC)
+	grace := notStartingGrace(20) // 70 s
+	bound := func(statuses ...v1.ContainerStatus) *v1.Pod {
+		p := &v1.Pod{Spec: v1.PodSpec{NodeName: "n"}, Status: v1.PodStatus{Phase: v1.PodRunning,
+			Conditions: []v1.PodCondition{
+				{Type: v1.PodScheduled, Status: v1.ConditionTrue, LastTransitionTime: metav1.NewTime(now.Add(-time.Hour))},
+				{Type: v1.PodReady, Status: v1.ConditionFalse},
+			}, ContainerStatuses: statuses}}
+		return p
+	}
+	ranFor := func(d time.Duration, ended time.Time) v1.ContainerState {
+		return v1.ContainerState{Terminated: &v1.ContainerStateTerminated{StartedAt: metav1.NewTime(ended.Add(-d)), FinishedAt: metav1.NewTime(ended)}}
+	}
+	for name, c := range map[string]struct {
+		pod  *v1.Pod
+		want bool
+	}{
+		"readiness blip: restarted 20 s ago": {bound(v1.ContainerStatus{Name: "m", RestartCount: 1,
+			State: v1.ContainerState{Running: &v1.ContainerStateRunning{StartedAt: metav1.NewTime(now.Add(-20 * time.Second))}}}), false},
+		"restarted 5 min ago, never Ready since": {bound(v1.ContainerStatus{Name: "m", RestartCount: 1,
+			State: v1.ContainerState{Running: &v1.ContainerStateRunning{StartedAt: metav1.NewTime(now.Add(-5 * time.Minute))}}}), true},
+		"served 2 h, crash-looping for 30 s": {bound(v1.ContainerStatus{Name: "m", RestartCount: 2,
+			State:                v1.ContainerState{Waiting: &v1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}},
+			LastTerminationState: ranFor(2*time.Hour, now.Add(-30*time.Second))}), false},
+		"served 2 h, image pull failing for 10 min": {bound(v1.ContainerStatus{Name: "m", RestartCount: 1,
+			State:                v1.ContainerState{Waiting: &v1.ContainerStateWaiting{Reason: "ImagePullBackOff"}},
+			LastTerminationState: ranFor(2*time.Hour, now.Add(-10*time.Minute))}), true},
+		"crashes within seconds of every start": {bound(v1.ContainerStatus{Name: "m", RestartCount: 5,
+			State:                v1.ContainerState{Waiting: &v1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}},
+			LastTerminationState: ranFor(3*time.Second, now.Add(-10*time.Second))}), true},
+	} {
+		if _, _, got := podNotStarting(c.pod, now, grace); got != c.want {
+			t.Errorf("%s: not starting %t, want %t", name, got, c.want)
+		}
+	}
+}
+
+// TestScaleOutNeverLowersAType: five T4 replicas of which three restart
+// and count as not starting; a scale-out of one must not lower the
+// Deployment below its five (it used to set 2 + 1 + 1 = 4).
+func TestScaleOutNeverLowersAType(t *testing.T) {
+	replicas := int32(5)
+	deps := []*appsv1.Deployment{{ObjectMeta: metav1.ObjectMeta{Name: "r-t4"}, Spec: appsv1.DeploymentSpec{Replicas: &replicas}}}
+	u := []unschedulable{{notStarting: notStarting{pods: 3}}}
+	act := heterogeneity.Action{Kind: heterogeneity.ActionScaleOut, Delta: []int{1}, Saturation: 0.9}
+	obs := heterogeneity.Observation{ArrivalRate: 500, Types: []heterogeneity.TypeState{{GPUType: "T4", Running: 2}}}
+	if got := targetReplicas(deps, u, act, obs, heterogeneity.DefaultPolicy()); got[0] < 5 {
+		t.Errorf("scale-out: T4 replicas %d, want at least 5", got[0])
+	}
 }

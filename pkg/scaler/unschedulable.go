@@ -84,7 +84,7 @@ func runningOf(d *appsv1.Deployment, u unschedulable) int {
 //     instances, so a type with none running (N_i = 0) would otherwise
 //     keep them for ever;
 //   - a scale-out keeps at most as many of a type's not-starting replicas
-//     as it adds to that type;
+//     as it adds to that type, and never lowers a type's replicas;
 //   - beyond the policy's MaxReplicas they go whatever the load
 //     (capAbsent).
 //
@@ -117,6 +117,12 @@ func targetReplicas(deps []*appsv1.Deployment, u []unschedulable, act heterogene
 			base = max(base-stuck, 0) + min(stuck, max(act.Delta[i], 0))
 		}
 		out[i] = int32(max(base+act.Delta[i], 0))
+		if act.Kind == heterogeneity.ActionScaleOut {
+			// A scale-out never lowers a type: its not-starting replicas
+			// may be serving ones that restart (a registry outage
+			// crash-looping them), which a scale-out must not delete.
+			out[i] = max(out[i], replicasOf(d))
+		}
 	}
 	capAbsent(out, u, pol.MaxReplicas)
 	return out
