@@ -60,14 +60,48 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	next, err := r.decide(ctx, ms, st)
 	if err != nil {
+		r.reportDegraded(ctx, req.NamespacedName, err)
 		return reconcile.Result{}, err
 	}
+	r.reportDegraded(ctx, req.NamespacedName, nil)
 	st.decided, st.generation = true, ms.Generation
 	st.next = time.Time{}
 	if next > 0 {
 		st.next = r.now().Add(next)
 	}
 	return reconcile.Result{RequeueAfter: next}, nil
+}
+
+// reportDegraded sets the Degraded condition of the ModelService at key:
+// True with err's message when a decision failed (a Warning event when
+// that is news), False when one succeeded after it was True. It reads the
+// object afresh, since the failed decision may have written status, and
+// leaves a condition it cannot write to the next try (logged).
+func (r *Reconciler) reportDegraded(ctx context.Context, key types.NamespacedName, err error) {
+	if ctx.Err() != nil || apierrors.IsConflict(err) {
+		return // shutting down, or a stale read the retry resolves at once
+	}
+	ms := &v1alpha1.ModelService{}
+	if getErr := r.Client.Get(ctx, key, ms); getErr != nil {
+		return
+	}
+	cur := meta.FindStatusCondition(ms.Status.Conditions, v1alpha1.ConditionDegraded)
+	status := *ms.Status.DeepCopy()
+	if err == nil {
+		if cur == nil || cur.Status != metav1.ConditionTrue {
+			return
+		}
+		setCondition(&status, v1alpha1.ConditionDegraded, metav1.ConditionFalse, "Reconciled", "the last decision succeeded", ms.Generation)
+	} else {
+		msg := fmt.Sprintf("decision failed, retrying within %v: %v", MaxRetryBackoff, err)
+		if cur == nil || cur.Status != metav1.ConditionTrue {
+			r.Recorder.Eventf(ms, v1.EventTypeWarning, "ReconcileError", "%s", msg)
+		}
+		setCondition(&status, v1alpha1.ConditionDegraded, metav1.ConditionTrue, "ReconcileError", msg, ms.Generation)
+	}
+	if werr := r.writeStatusIfChanged(ctx, ms, status); werr != nil {
+		klog.FromContext(ctx).V(2).Info("could not write the Degraded condition", "modelservice", key, "err", werr)
+	}
 }
 
 // refresh, between decisions, recreates missing Deployments, restores

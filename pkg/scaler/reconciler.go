@@ -2,6 +2,9 @@ package scaler
 
 import (
 	"fmt"
+	"golang.org/x/time/rate"
+	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sync"
 	"time"
 
@@ -127,7 +130,23 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager, workers int) error {
 		// for it) runs annotation mode.
 		b = b.Owns(&resourcev1.ResourceClaimTemplate{})
 	}
-	return b.WithOptions(controller.Options{MaxConcurrentReconciles: workers}).Complete(r)
+	return b.WithOptions(controller.Options{MaxConcurrentReconciles: workers, RateLimiter: retryLimiter()}).Complete(r)
+}
+
+// MaxRetryBackoff bounds how long a ModelService whose reconcile keeps
+// failing waits before the next try: controller-runtime's default backs
+// off exponentially to about 16 minutes, during which the service takes
+// no decision; status says Degraded meanwhile.
+const MaxRetryBackoff = 30 * time.Second
+
+// retryLimiter is controller-runtime's default rate limiter (exponential
+// per item from 5 ms, and 10 requests/s with bursts of 100 overall) with
+// the per-item backoff capped at MaxRetryBackoff.
+func retryLimiter() workqueue.TypedRateLimiter[reconcile.Request] {
+	return workqueue.NewTypedMaxOfRateLimiter(
+		workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](5*time.Millisecond, MaxRetryBackoff),
+		&workqueue.TypedBucketRateLimiter[reconcile.Request]{Limiter: rate.NewLimiter(rate.Limit(10), 100)},
+	)
 }
 
 // istioServed says whether the API server serves VirtualServices and

@@ -605,4 +605,9 @@ const (
 	// is in flight, False with the reason it ended (ReplacementCompleted,
 	// ReplacementTimedOut, ReplacementAbandoned).
 	ConditionReplacement = "Replacement"
+	// ConditionDegraded is True while the ModelService's decisions fail
+	// (an API error, a write the API server refuses), with the error; the
+	// scaler retries with a backoff of at most 30 s. False once a decision
+	// succeeds again.
+	ConditionDegraded = "Degraded"
 )
