@@ -262,13 +262,8 @@ func (s *Server) Submit(at float64) {
 // to Advance or Drain, in order of their batch start (Done may lie after
 // to). The returned slice is owned by the caller.
 func (s *Server) Advance(to float64) []Completion {
-	to = s.clampTime(to)
-	s.process(to)
-	if !math.IsInf(to, 0) {
-		s.now = to
-	}
-	out := s.pending
-	s.pending = nil
+	out := s.AdvanceBorrow(to)
+	s.pending = nil // the array is the caller's now
 	return out
 }
 
