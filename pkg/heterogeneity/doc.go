@@ -43,9 +43,8 @@
 // The formulation and the heuristic follow HetSev, "Heterogeneity-Aware
 // Instance Autoscaling", section 4.1 of: HetSev: Exploiting Heterogeneity-Aware
 // Autoscaling and Resource-Efficient Scheduling for Cost-Effective
-// Machine-Learning Model Serving, Electronics 2023, 12, 240
-// (shared/papers/hetsev.txt). The latency model's formation delay follows FA2
-// (RTAS 2022, section IV-B; shared/papers/fa2.txt).
+// Machine-Learning Model Serving, Electronics 2023, 12, 240. The latency
+// model's formation delay follows FA2 (RTAS 2022, section IV-B).
 //
 // The package knows no Kubernetes types: callers translate cluster state
 // (running replicas, free GPU memory, CPU and memory, anti-affinity) into

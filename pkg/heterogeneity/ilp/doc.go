@@ -25,8 +25,7 @@
 // The formulation and the greedy selection follow HetSev, "Heterogeneity-Aware
 // Instance Autoscaling", section 4.1 of: HetSev: Exploiting Heterogeneity-Aware
 // Autoscaling and Resource-Efficient Scheduling for Cost-Effective
-// Machine-Learning Model Serving, Electronics 2023, 12, 240
-// (shared/papers/hetsev.txt).
+// Machine-Learning Model Serving, Electronics 2023, 12, 240.
 //
 // Units throughout: throughput, capacity and targets in requests per second
 // (requests/s), prices, objective values and costs in US dollars per hour

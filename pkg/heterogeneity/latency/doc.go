@@ -6,7 +6,7 @@
 //
 // The percentile adds three terms ([Breakdown]): the wait for a batch to form
 // (an Erlang quantile; FA2's (b-1)/lambda is its mean: FA2, RTAS 2022,
-// section IV-B, eq. 2, shared/papers/fa2.txt), the queueing of formed batches
+// section IV-B, eq. 2), the queueing of formed batches
 // for the GPU (Kingman's heavy-traffic approximation of the GI/G/1 queue,
 // 1961/1962) and the batch latency inflated by co-location (HetSev 3.2, from
 // pkg/interference). pkg/heterogeneity maps a GPU type's profile onto a Model
@@ -16,8 +16,7 @@
 // The formulation it serves is HetSev, "Heterogeneity-Aware Instance
 // Autoscaling", section 4.1 of: HetSev: Exploiting Heterogeneity-Aware
 // Autoscaling and Resource-Efficient Scheduling for Cost-Effective
-// Machine-Learning Model Serving, Electronics 2023, 12, 240
-// (shared/papers/hetsev.txt).
+// Machine-Learning Model Serving, Electronics 2023, 12, 240.
 //
 // Units: latencies and batching timeouts in milliseconds (ms), arrival rates
 // in requests per second (requests/s), quantiles as fractions in (0, 1).

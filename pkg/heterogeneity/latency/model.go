@@ -28,7 +28,7 @@ const MaxBatchSize = 1 << 16
 // (conservative).
 //
 // F_q, batch formation: the first request of a batch waits for b-1 more
-// arrivals. FA2 (shared/papers/fa2.txt, section IV-B, eq. 2) models this
+// arrivals. FA2 (RTAS 2022, section IV-B, eq. 2) models this
 // worst-case formation delay as (b-1)/lambda, which is the mean of that wait;
 // the wait itself is Erlang(b-1, lambda) distributed, so for a percentile SLO
 // we take its q-quantile (>= FA2's term for q >= 0.5; see
