@@ -46,6 +46,11 @@ func withOtherTypes(t *testing.T) (catalog.Catalog, catalog.Profiles) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The repo's smaller measured batches, as DefaultProfiles loads them.
+	prof, err = prof.WithSmallBatches(strings.NewReader(read(profiles.SmallBatches)), "small batches")
+	if err != nil {
+		t.Fatal(err)
+	}
 	return cat, prof
 }
 

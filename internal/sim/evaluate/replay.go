@@ -35,6 +35,9 @@ type serviceType struct {
 	thresholdRPS float64
 	// light: a light flavor's column (columnOffer.light).
 	light bool
+	// batchLat is the solo latency of each batch size its servers run,
+	// seconds (batchLatencies); nil: every batch takes prof.LatencyMs.
+	batchLat []float64
 }
 
 // serviceRun is one service's state in one policy's replay.
@@ -180,7 +183,8 @@ func newPolicyRun(cfg *Config, name string) (*policyRun, error) {
 					prof.BatchSize, prof.ThroughputRPS, prof.LatencyMs = pt.BatchSize, pt.ThroughputRPS, pt.LatencyMs
 				}
 				sr.types = append(sr.types, serviceType{prof: prof, gpu: gt, column: c.name, ilpUSDPerHour: c.priceUSDPerHour, thresholdRPS: c.thresholdRPS, light: c.light,
-					demand: pol.demand(i, c.name, gpuinventory.Demand{Model: s.identity(), MemoryMiB: prof.GPUMemoryMiB})})
+					batchLat: batchLatencies(prof),
+					demand:   pol.demand(i, c.name, gpuinventory.Demand{Model: s.identity(), MemoryMiB: prof.GPUMemoryMiB})})
 				sr.queueTO = append(sr.queueTO, modelserver.DeadlineQueueTimeout(s.RTMaxMs, prof.LatencyMs, cfg.Colocation.PairInflation(cfg.GPUSharing, s.Model, 1, prof.LatencyMs/1000), cfg.NetworkMs))
 			}
 		}
@@ -404,7 +408,7 @@ func (r *policyRun) start(s *serviceRun, i int, now float64) error {
 	}
 	srv, err := modelserver.NewServer(modelserver.Config{
 		Name: fmt.Sprintf("%s-%d", s.Name, len(s.insts)), Model: s.Model, BatchSize: st.prof.BatchSize,
-		BatchLatency: st.prof.LatencyMs / 1000, MaxBatchDelay: r.cfg.MaxBatchDelay,
+		BatchLatency: st.prof.LatencyMs / 1000, BatchLatencies: st.batchLat, MaxBatchDelay: r.cfg.MaxBatchDelay,
 		ReadyAt: ready, QueueTimeout: s.queueTO[i],
 	})
 	if err != nil {

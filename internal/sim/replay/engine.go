@@ -80,12 +80,13 @@ func (e *Engine) Step(t0, t1 float64) {
 // its GPU runs at factor 1.
 //
 // A server with a solo latency per batch size (Config.BatchLatencies, as
-// serving-check gives it from a measurement file; the demo's and the
-// evaluator's servers have none) enters the model with the mean solo
-// latency of the batches it ran in the previous step (its full batch's as
-// the occupancy's reference, Instance.FullBatchLatency), and gets one
-// factor per batch size (Server.SetBatchFactors): its own batch of that
-// size beside its neighbours as they ran. A mean over its batch sizes
+// serving-check gives it from a measurement file, and the evaluator's
+// where the profile has smaller measured batches; the demo's have none)
+// enters the model with the mean solo latency of the batches it ran in
+// the previous step (its full batch's as the occupancy's reference,
+// Instance.FullBatchLatency), and gets one factor per batch size
+// (Server.SetBatchFactors): its own batch of that size beside its
+// neighbours as they ran. A mean over its batch sizes
 // would feed back through its own batches (a larger factor, larger
 // batches, a smaller factor in the next step) and make the factor swing
 // from step to step.
@@ -134,7 +135,11 @@ func (e *Engine) interfere() {
 func (e *Engine) batchFactors(ms []interference.Instance, i int, lat []float64) []float64 {
 	e.factors = e.factors[:0]
 	mean := ms[i].BatchLatency
-	for _, l := range lat {
+	for k, l := range lat {
+		if k > 0 && l == lat[k-1] { // sizes charged one measured latency
+			e.factors = append(e.factors, e.factors[k-1])
+			continue
+		}
 		ms[i].BatchLatency = l
 		f, err := e.colocation.Sharing.Inflations(e.mode, ms)
 		if err != nil { // servers validate BatchLatencies > 0: cannot happen
