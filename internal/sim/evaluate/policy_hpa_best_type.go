@@ -50,17 +50,21 @@ type hpaBestTypePolicy struct {
 }
 
 func newHPABestTypePolicy(cfg *Config) (*hpaBestTypePolicy, error) {
-	return newSingleTypeHPA(cfg, func(_ Service, _ string, gpus int) int { return gpus })
+	return newSingleTypeHPA(cfg, func(_ Service, _ string, gpus int) int { return gpus }, nil)
 }
 
 // newSingleTypeHPA is an HPA per service on the type singleTypeTarget
-// picks, at its target, with at most maxPods(s, type, its GPUs) replicas.
-func newSingleTypeHPA(cfg *Config, maxPods func(s Service, gpuType string, gpus int) int) (*hpaBestTypePolicy, error) {
+// picks, at its target times perPod(s, type) (1 when perPod is nil: a
+// whole GPU's), with at most maxPods(s, type, its GPUs) replicas.
+func newSingleTypeHPA(cfg *Config, maxPods func(s Service, gpuType string, gpus int) int, perPod func(s Service, gpuType string) float64) (*hpaBestTypePolicy, error) {
 	p := &hpaBestTypePolicy{}
 	for _, s := range cfg.Services {
 		name, target, gpus, err := singleTypeTarget(cfg, s)
 		if err != nil {
 			return nil, err
+		}
+		if perPod != nil {
+			target *= perPod(s, name)
 		}
 		fb := fallbackTypes(cfg, s)
 		most := maxPods(s, name, gpus)

@@ -1,15 +1,17 @@
 package evaluate
 
 import (
+	"math"
+
 	"github.com/hetsev/hetsev/pkg/gpuinventory"
 	"github.com/hetsev/hetsev/pkg/placement"
 )
 
 // PolicyKAIFraction is what a platform team runs when it shares GPUs by
-// memory fractions without hetsev: per service a Deployment on the single
-// cheapest GPU type that meets the SLO, a HorizontalPodAutoscaler on
-// requests/s per pod, and pods that each ask for their model's GPU memory,
-// bin-packed onto GPUs by KAI Scheduler.
+// fractions without hetsev: per service a Deployment on the single
+// cheapest GPU type that meets the SLO, pods that each ask for a GPU
+// fraction sized from the service's history, a HorizontalPodAutoscaler on
+// requests/s per pod scaled to that fraction, and KAI Scheduler's binpack.
 const PolicyKAIFraction = "kai-fraction-hpa"
 
 // kaiFractionPolicy is PolicyKAIFraction.
@@ -20,8 +22,15 @@ const PolicyKAIFraction = "kai-fraction-hpa"
 //     `gpu-fraction`, a share of one GPU's memory; the rest of the GPU's
 //     memory is left to other pods; no isolation), as HAMi's
 //     `nvidia.com/gpumem` resource (Project-HAMi/HAMi
-//     charts/hami/values.yaml resourceMem) does. A pod here asks for its
-//     model's profiled GPU memory;
+//     charts/hami/values.yaml resourceMem) does. A pod here asks for the
+//     fraction kaiFraction sizes, and so for that share of its GPU's
+//     memory, never less than its model's profiled GPU memory;
+//   - the fraction: what an operator reads off the service's history
+//     (Service.History) before writing the annotation: the share of the
+//     GPU's time its planned peak keeps busy at the profiled throughput,
+//     plannedPeakRPS / T_i, at least the model's share of the GPU's
+//     memory and at most 1. A service with no history gets whole GPUs
+//     (fraction 1), as an operator who cannot size it would give it;
 //   - placement: KAI's binpack. Its GPU order (pkg/scheduler/plugins/gpupack
 //     gpuOrderFn) scores a GPU by its used share of GPU memory
 //     (NodeInfo.GetUsedGpuPortion), most used first; its node order puts
@@ -35,8 +44,11 @@ const PolicyKAIFraction = "kai-fraction-hpa"
 //     (docs/develop/scheduler-policy.md, pkg/scheduler/policy/gpu_policy.go)
 //     likewise ranks the fullest card first;
 //   - scaling: the HorizontalPodAutoscaler's replica rule, as
-//     k8s-hpa-best-type (internal/sim/hpa), with target SaturationThreshold
-//     x T_i requests/s per pod on the type cheapestSuitable picks.
+//     k8s-hpa-best-type (internal/sim/hpa), with target fraction x
+//     SaturationThreshold x T_i requests/s per pod on the type
+//     cheapestSuitable picks: each pod is scaled on what its slice of the
+//     GPU carries, so the pods a GPU holds by memory together stay near
+//     the threshold of its throughput.
 //
 // A pod declares its model and GPU memory only: no busy share, no inflation
 // limit, and no busy-share cap; nothing is interference-aware. Co-located
@@ -58,22 +70,46 @@ type kaiFractionPolicy struct {
 	// pl only estimates co-location inflation for the view (cluster.inflation),
 	// which decide does not read; placement is pickGPU's.
 	pl placement.Placer
+	// fraction is each service's GPU fraction (kaiFraction), in (0, 1].
+	fraction []float64
+	cfg      *Config
+}
+
+// kaiFraction is the GPU fraction an operator gives service s's pods on
+// gpuType (catalog name): plannedPeakRPS(s) / T_i, at least the model's
+// GPU memory over the GPU's, at most 1; 1 with no history (see
+// kaiFractionPolicy).
+func kaiFraction(cfg *Config, s Service, gpuType string) float64 {
+	g, okg := cfg.Catalog.ByName(gpuType)
+	prof, okp := cfg.Profiles.Get(s.Model, gpuType)
+	peak := plannedPeakRPS(s)
+	if !okg || !okp || !(peak > 0) || !(prof.ThroughputRPS > 0) || g.MemoryMiB <= 0 {
+		return 1
+	}
+	memShare := float64(prof.GPUMemoryMiB) / float64(g.MemoryMiB)
+	return min(1, max(memShare, peak/prof.ThroughputRPS))
 }
 
 func newKAIFractionPolicy(cfg *Config) (*kaiFractionPolicy, error) {
-	// As many pods as the type's GPU memory holds.
+	p := &kaiFractionPolicy{pl: placement.Placer{Colocation: cfg.Colocation, Mode: cfg.GPUSharing}, cfg: cfg}
+	// As many pods as the type's GPUs hold at the fraction's memory.
 	h, err := newSingleTypeHPA(cfg, func(s Service, name string, gpus int) int {
 		g, okg := cfg.Catalog.ByName(name)
 		prof, okp := cfg.Profiles.Get(s.Model, name)
-		if okg && okp && prof.GPUMemoryMiB > 0 {
-			return gpus * int(max(g.MemoryMiB/prof.GPUMemoryMiB, 1))
+		if !okg || !okp {
+			return gpus
 		}
-		return gpus
-	})
+		mem := fractionMiB(kaiFraction(cfg, s, name), prof.GPUMemoryMiB, g.MemoryMiB)
+		return gpus * int(max(g.MemoryMiB/max(mem, 1), 1))
+	}, func(s Service, name string) float64 { return kaiFraction(cfg, s, name) })
 	if err != nil {
 		return nil, err
 	}
-	return &kaiFractionPolicy{hpaBestTypePolicy: h, pl: placement.Placer{Colocation: cfg.Colocation, Mode: cfg.GPUSharing}}, nil
+	p.hpaBestTypePolicy = h
+	for k, s := range cfg.Services {
+		p.fraction = append(p.fraction, kaiFraction(cfg, s, h.gpuType[k]))
+	}
+	return p, nil
 }
 
 // pickGPU is KAI's binpack: among the GPUs of type t with d's GPU memory
@@ -131,8 +167,18 @@ func (p *kaiFractionPolicy) instant() bool  { return false }
 
 func (p *kaiFractionPolicy) placer() placement.Placer { return p.pl }
 
-// demand is the model and its GPU memory, as base: no busy share, no
-// inflation limit.
-func (p *kaiFractionPolicy) demand(_ int, _ string, base gpuinventory.Demand) gpuinventory.Demand {
+// demand is the model and the GPU memory its fraction holds on gpuType
+// (at least base's, the model's): no busy share, no inflation limit.
+func (p *kaiFractionPolicy) demand(svc int, gpuType string, base gpuinventory.Demand) gpuinventory.Demand {
+	if g, ok := p.cfg.Catalog.ByName(gpuType); ok && svc < len(p.fraction) {
+		base.MemoryMiB = fractionMiB(p.fraction[svc], base.MemoryMiB, g.MemoryMiB)
+	}
 	return base
+}
+
+// fractionMiB is the GPU memory, MiB, a pod with GPU fraction f holds on a
+// GPU of gpuMiB: KAI reserves f of the GPU's memory (rounded up to a MiB),
+// at least the model's modelMiB, at most the GPU's.
+func fractionMiB(f float64, modelMiB, gpuMiB int64) int64 {
+	return min(max(modelMiB, int64(math.Ceil(f*float64(gpuMiB)))), gpuMiB)
 }

@@ -8,10 +8,19 @@ import (
 )
 
 // TestKAIFractionHPA: ResNet-50 (RT_max 400 ms) runs on T4, the cheapest
-// per request (as TestHPABestTypeScalesOnItsType), and the HPA's target is
-// 0.8 x 363 = 290.4 requests/s per pod: at W = 700 requests/s on one pod,
-// ceil(700 / 290.4) = ceil(2.41) = 3 pods, 2 more T4 pods (at T_i alone,
-// ceil(700 / 363) = 2).
+// per request (as TestHPABestTypeScalesOnItsType). With no history to size
+// a fraction from, its pods get whole GPUs (fraction 1, all 16,384 MiB of
+// a T4) and the HPA's target is 0.8 x 363 = 290.4 requests/s per pod: at
+// W = 700 requests/s on one pod, ceil(700 / 290.4) = ceil(2.41) = 3 pods,
+// 2 more T4 pods.
+//
+// With a history peaking at 72.6 requests/s, the fraction is 72.6 / 363 =
+// 0.2 (above the model's 2,048 / 16,384 = 0.125 of the GPU's memory): a
+// pod asks for ceil(0.2 x 16,384) = 3,277 MiB and the target is 0.2 x
+// 290.4 = 58.08 requests/s per pod, so W = 700 on one pod asks
+// ceil(700 / 58.08) = 13 pods; the HPA's first step adds at most
+// max(4, 100 %) = 4, so 4 more. With a history peaking at 10 requests/s
+// the memory floor holds: fraction 0.125, 2,048 MiB.
 func TestKAIFractionHPA(t *testing.T) {
 	cfg := peerConfig(t, resnetService)
 	p, err := newKAIFractionPolicy(cfg)
@@ -25,8 +34,28 @@ func TestKAIFractionHPA(t *testing.T) {
 		t.Errorf("delta (V100-32GB, T4) %v, want [0 2]", got)
 	}
 	base := gpuinventory.Demand{Model: "resnet50", MemoryMiB: 2048}
-	if got := p.demand(0, "T4", base); got != base {
-		t.Errorf("demand %+v, want %+v (GPU memory only)", got, base)
+	if got, want := p.demand(0, "T4", base), (gpuinventory.Demand{Model: "resnet50", MemoryMiB: 16384}); got != want {
+		t.Errorf("no history: demand %+v, want %+v (a whole GPU's memory)", got, want)
+	}
+
+	for _, c := range []struct {
+		peak  float64
+		mem   int64
+		delta int
+	}{{72.6, 3277, 4}, {10, 2048, 4}} {
+		svc := resnetService
+		svc.History = constant(c.peak, 60)
+		cfg := peerConfig(t, svc)
+		p, err := newKAIFractionPolicy(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := p.demand(0, "T4", base); got.MemoryMiB != c.mem {
+			t.Errorf("peak %v: demand %d MiB, want %d", c.peak, got.MemoryMiB, c.mem)
+		}
+		if got := p.decide(0, view{now: 0, arrival: 700, types: repoTypes(t, cfg, "resnet50", 0, 1)}); !slices.Equal(got, []int{0, c.delta}) {
+			t.Errorf("peak %v: delta (V100-32GB, T4) %v, want [0 %d]", c.peak, got, c.delta)
+		}
 	}
 }
 
@@ -69,17 +98,21 @@ func TestKAIFractionBinpacks(t *testing.T) {
 	}
 }
 
-// TestKAIFractionReplay: ResNet-50 at 500 requests/s on one T4 for 600 s.
-// The HPA asks for ceil(500 / 290.4) = 2 pods, and both fit the one T4
-// (2 x 2,048 MiB): one T4 billed for the 600 s, none unplaced, 2 instances
-// for most of the time.
+// TestKAIFractionReplay: ResNet-50 at 200 requests/s on one T4 for 600 s,
+// with a history peaking at 100 requests/s. Its fraction is 100 / 363 =
+// 0.2755, 4,514 MiB of GPU memory, and the HPA's target 0.2755 x 290.4 =
+// 80 requests/s per pod: ceil(200 / 80) = 3 pods, all on the one T4 (3 x
+// 4,514 MiB): one T4 billed for the 600 s, none unplaced, 3 instances for
+// most of the time. Sized as a whole GPU (no history) it would run one.
 func TestKAIFractionReplay(t *testing.T) {
-	r := run(t, constant(500, 600), t4Only(1), PolicyKAIFraction, resnetService)
+	svc := resnetService
+	svc.History = constant(100, 60)
+	r := run(t, constant(200, 600), t4Only(1), PolicyKAIFraction, svc)
 	s := r.Services[0]
 	if r.PeakGPUs["T4"] != 1 || !near(r.CostUSD, t4Price/6) || s.Unplaced != 0 {
 		t.Errorf("%d T4s, %v USD, %d unplaced; want 1 T4 for 600 s (%v USD), 0 unplaced", r.PeakGPUs["T4"], r.CostUSD, s.Unplaced, t4Price/6)
 	}
-	if h := s.InstanceHours["T4"]; !(h > 1.5/6) {
-		t.Errorf("%v instance-hours on T4, want more than 1.5 x 600 s (two pods for most of it)", h)
+	if h := s.InstanceHours["T4"]; !(h > 2.5/6) {
+		t.Errorf("%v instance-hours on T4, want more than 2.5 x 600 s (three pods for most of it)", h)
 	}
 }
