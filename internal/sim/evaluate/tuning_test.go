@@ -225,3 +225,28 @@ func TestParseTruths(t *testing.T) {
 		}
 	}
 }
+
+// TestSeedsReplayTheContenders: at other seeds the best peer (knative-kpa
+// at 100 USD, qualifying) is replayed with every peer whose chosen point
+// costs at most 1.05 x as much, qualifying (melange-ilp, 104 USD) or not
+// (infaas-packing, 90 USD: it may qualify at another seed and win);
+// k8s-hpa-best-type at 120 USD cannot become the best and is not.
+func TestSeedsReplayTheContenders(t *testing.T) {
+	main := RunResult{Pareto: []ParetoPoint{
+		{Policy: PolicyKnativeKPA, Setting: PeerSetting{Threshold: 0.9}, CostUSD: 100, Qualifies: true},
+		{Policy: PolicyKnativeKPA, Setting: PeerSetting{Threshold: 0.6}, CostUSD: 130, Qualifies: true},
+		{Policy: PolicyMelange, Setting: PeerSetting{Threshold: 0.7}, CostUSD: 104, Qualifies: true},
+		{Policy: PolicyINFaaS, Setting: PeerSetting{Threshold: 0.97}, CostUSD: 90, ExcessMissed: 5},
+		{Policy: PolicyHPABestType, Setting: PeerSetting{Threshold: 0.8}, CostUSD: 120, Qualifies: true},
+	}}
+	got := chosenSettings(main)
+	want := map[string]float64{PolicyKnativeKPA: 0.9, PolicyMelange: 0.7, PolicyINFaaS: 0.97}
+	if len(got) != len(want) {
+		t.Fatalf("replayed %v, want %v", got, want)
+	}
+	for name, th := range want {
+		if s, ok := got[name]; !ok || s.Threshold != th {
+			t.Errorf("%s at %+v, want threshold %v", name, s, th)
+		}
+	}
+}
