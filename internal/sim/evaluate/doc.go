@@ -45,10 +45,14 @@
 //     solo throughput, pods that declare GPU memory only, each new one on
 //     the GPU in use with the least GPU memory in use that fits, as
 //     INFaaS's master picks the least-utilised worker; no interference
-//     awareness) and kai-fraction-hpa (the HPA on that type, pods that
-//     ask for their model's GPU memory as KAI Scheduler's gpu-memory
-//     annotation, bin-packed onto the fullest GPU that fits, two of one
-//     service allowed on one GPU; no interference awareness).
+//     awareness), kai-fraction-hpa (the HPA on that type, pods that ask
+//     for a GPU fraction sized from the service's history as KAI
+//     Scheduler's gpu-fraction annotation, the HPA's target scaled to it,
+//     bin-packed onto the fullest GPU that fits, two of one service
+//     allowed on one GPU; no interference awareness) and hami-gpucores-hpa
+//     (the same sizing as HAMi's gpumem and gpucores, the compute share
+//     enforced as HAMi-core does, HAMi's default node binpack and GPU
+//     spread).
 //
 // Accounting, over the measured seconds (after Config.MeasureFrom):
 //

@@ -46,7 +46,7 @@ const (
 // PolicyNames lists the policies in report order: the baseline, the
 // peers (policy_*.go), hetsev and the bound.
 var PolicyNames = []string{PolicyDefault, PolicyHPABestType, PolicyKnativeKPA, PolicyMelange, PolicyMelangeAIBrix,
-	PolicyINFaaS, PolicyKAIFraction, PolicyHeuristic, PolicyExact, PolicyBound}
+	PolicyINFaaS, PolicyKAIFraction, PolicyHAMiCores, PolicyHeuristic, PolicyExact, PolicyBound}
 
 func knownPolicy(name string) bool { return slices.Contains(PolicyNames, name) }
 
@@ -140,6 +140,12 @@ type (
 		// columns are service svc's columns on gpuType (catalog name),
 		// the type's own first, named for the type.
 		columns(svc int, gpuType string) []columnOffer
+	}
+	// cappedPolicy caps the share of its GPU's time each of a service's
+	// servers takes (modelserver.Config.ComputeShare).
+	cappedPolicy interface {
+		// computeShare is service svc's cap, in (0, 1]; 0 for none.
+		computeShare(svc int) float64
 	}
 	// singleTypePolicy runs each service on one GPU type, its first
 	// instance included.
@@ -608,6 +614,8 @@ func newPolicy(cfg *Config, name string) (policy, error) {
 		return newMelangeAIBrixPolicy(cfg)
 	case PolicyKAIFraction:
 		return newKAIFractionPolicy(cfg)
+	case PolicyHAMiCores:
+		return newHAMiCoresPolicy(cfg)
 	default:
 		return nil, fmt.Errorf("policy %q is not replayed", name)
 	}

@@ -406,10 +406,14 @@ func (r *policyRun) start(s *serviceRun, i int, now float64) error {
 	if !ok {
 		return fmt.Errorf("no room for an instance of %s on %s", s.Name, st.gpu.Name)
 	}
+	var share float64
+	if p, ok := r.pol.(cappedPolicy); ok {
+		share = p.computeShare(s.idx)
+	}
 	srv, err := modelserver.NewServer(modelserver.Config{
 		Name: fmt.Sprintf("%s-%d", s.Name, len(s.insts)), Model: s.Model, BatchSize: st.prof.BatchSize,
 		BatchLatency: st.prof.LatencyMs / 1000, BatchLatencies: st.batchLat, MaxBatchDelay: r.cfg.MaxBatchDelay,
-		ReadyAt: ready, QueueTimeout: s.queueTO[i],
+		ReadyAt: ready, QueueTimeout: s.queueTO[i], ComputeShare: share,
 	})
 	if err != nil {
 		r.cl.remove(in)

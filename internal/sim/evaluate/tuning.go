@@ -58,7 +58,7 @@ func DefaultTuning() Tuning {
 }
 
 // TunedPeers are the peers tune searches by default: every peer.
-var TunedPeers = []string{PolicyDefault, PolicyHPABestType, PolicyKnativeKPA, PolicyMelange, PolicyMelangeAIBrix, PolicyINFaaS, PolicyKAIFraction}
+var TunedPeers = []string{PolicyDefault, PolicyHPABestType, PolicyKnativeKPA, PolicyMelange, PolicyMelangeAIBrix, PolicyINFaaS, PolicyKAIFraction, PolicyHAMiCores}
 
 // Validate reports a range or step count tune cannot search, naming the
 // flag.
@@ -133,7 +133,7 @@ func (s PeerSetting) apply(c Config, name string) Config {
 // target that tune tries, the default first.
 func knobCombinations(name string) []PeerSetting {
 	switch name {
-	case PolicyDefault, PolicyHPABestType, PolicyKAIFraction, PolicyINFaaS:
+	case PolicyDefault, PolicyHPABestType, PolicyKAIFraction, PolicyHAMiCores, PolicyINFaaS:
 		return []PeerSetting{{}, {SyncPeriodSeconds: 5}}
 	case PolicyKnativeKPA:
 		return []PeerSetting{{}, {StableWindowSeconds: 30}}

@@ -65,6 +65,15 @@ type Config struct {
 	// policy, default_timeout_microseconds with timeout_action REJECT).
 	// 0 means wait forever.
 	QueueTimeout float64
+	// ComputeShare caps the share of its GPU's time the server's batches
+	// take, in (0, 1]; 0 is no cap. HAMi-core enforces a container's
+	// nvidia.com/gpucores this way, by holding back its kernel launches
+	// while it runs above its share (Project-HAMi/HAMi-core's utilization
+	// watcher). Here the hold is per batch: a batch that runs d seconds
+	// lets the next start no earlier than d/ComputeShare after it began,
+	// so a lone batch runs at full speed and a saturated server at
+	// ComputeShare of it.
+	ComputeShare float64
 }
 
 // Validate checks the configuration; errors name the offending field.
@@ -85,6 +94,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("modelserver: %s: Config.ReadyAt %g s must be finite", c.Name, c.ReadyAt)
 	case !finite(c.QueueTimeout) || c.QueueTimeout < 0:
 		return fmt.Errorf("modelserver: %s: Config.QueueTimeout %g s must be finite and >= 0", c.Name, c.QueueTimeout)
+	case !finite(c.ComputeShare) || c.ComputeShare < 0 || c.ComputeShare > 1:
+		return fmt.Errorf("modelserver: %s: Config.ComputeShare %g must be in [0, 1]", c.Name, c.ComputeShare)
 	case len(c.BatchLatencies) > 0 && len(c.BatchLatencies) != c.BatchSize:
 		return fmt.Errorf("modelserver: %s: Config.BatchLatencies has %d entries, want one per batch size 1..%d", c.Name, len(c.BatchLatencies), c.BatchSize)
 	}
@@ -123,7 +134,9 @@ type Server struct {
 	q    []float64
 	head int
 
-	freeAt    float64 // time the GPU finishes the last started batch
+	freeAt float64 // time the GPU finishes the last started batch
+	// paceAt is the earliest start of the next batch under ComputeShare.
+	paceAt    float64
 	lastStart float64 // start of the last started batch
 	lastN     int     // size of the last started batch
 
@@ -366,7 +379,7 @@ func (s *Server) nextStart() (start float64, ok bool) {
 	if n >= b {
 		trigger = math.Min(trigger, s.q[s.head+b-1])
 	}
-	return math.Max(s.freeAt, trigger), true
+	return math.Max(math.Max(s.freeAt, s.paceAt), trigger), true
 }
 
 // rejectExpired rejects queued requests that would wait longer than
@@ -443,6 +456,9 @@ func (s *Server) process(to float64) {
 		s.batches++
 		s.soloWork += solo
 		s.lastStart, s.lastN, s.freeAt = start, n, done
+		if c := s.cfg.ComputeShare; c > 0 && c < 1 {
+			s.paceAt = start + dur/c
+		}
 		s.starts = append(s.starts, start)
 		s.ends = append(s.ends, done)
 		s.cum = append(s.cum, s.cum[len(s.cum)-1]+dur)

@@ -42,6 +42,8 @@ func TestNewServerValidation(t *testing.T) {
 		{func(c *Config) { c.MaxBatchDelay = -1 }, "MaxBatchDelay"},
 		{func(c *Config) { c.MaxBatchDelay = math.Inf(1) }, "MaxBatchDelay"},
 		{func(c *Config) { c.ReadyAt = math.NaN() }, "ReadyAt"},
+		{func(c *Config) { c.ComputeShare = 1.5 }, "ComputeShare"},
+		{func(c *Config) { c.ComputeShare = -0.1 }, "ComputeShare"},
 	}
 	for _, c := range cases {
 		cfg := base
@@ -530,5 +532,28 @@ func TestDeadlineQueueTimeoutFallsBackToSolo(t *testing.T) {
 		if math.Abs(got-c.want) > 1e-9 {
 			t.Errorf("%s: timeout %.5f s, want %.5f", c.name, got, c.want)
 		}
+	}
+}
+
+// TestComputeShareCapsThroughput: with ComputeShare 0.25 a saturated
+// server (b = 8, 11.5 ms) starts a batch every 46 ms, a quarter of its
+// uncapped 695.7 requests/s, while a lone request still runs in 11.5 ms.
+func TestComputeShareCapsThroughput(t *testing.T) {
+	s := newServer(t, func(c *Config) { c.ComputeShare = 0.25 })
+	const n = 8000
+	for range n {
+		s.Submit(0)
+	}
+	got := s.Drain()
+	if len(got) != n {
+		t.Fatalf("%d completions", len(got))
+	}
+	if tput, want := n/got[n-1].Done, 0.25*8/lat; math.Abs(tput-want)/want > 0.01 {
+		t.Fatalf("capped throughput %v req/s, want %v", tput, want)
+	}
+	s = newServer(t, func(c *Config) { c.ComputeShare = 0.25; c.MaxBatchDelay = 0 })
+	s.Submit(1)
+	if got := s.Advance(2); len(got) != 1 || !near(got[0].Done, 1+lat) {
+		t.Fatalf("lone request under the cap: %+v, want done at %v", got, 1+lat)
 	}
 }
