@@ -155,8 +155,9 @@ func TestImageNeverPullIsNotCapacity(t *testing.T) {
 // TestNotReadyAfterLaunchIsNotCapacity: three T4 replicas, one Ready, one
 // bound and not Ready for 71 s (past 2 x 20 s + 30 s) and one bound and
 // not Ready for 69 s, none with a waiting reason. Only the 71 s one is
-// left out of N_T4 (2 of 3 count), goes on the decision's surplus (100
-// requests/s) and NotStarting says so with reason NotReadyAfterLaunch.
+// left out of N_T4 (2 of 3 count), the decision's surplus (100
+// requests/s) takes one replica, and NotStarting says so with reason
+// NotReadyAfterLaunch.
 func TestNotReadyAfterLaunchIsNotCapacity(t *testing.T) {
 	f := newNotStartingFixture(t, "slow-start", 3, 100)
 	f.boundPod(t, 0, f.start.Add(-time.Hour), true, nil)
@@ -170,9 +171,9 @@ func TestNotReadyAfterLaunchIsNotCapacity(t *testing.T) {
 	if n := runningOf(f.t4, unschedulable{notStarting: ns}); n != 2 {
 		t.Errorf("N_T4 = %d, want 2 (the replica not Ready 71 s after scheduling left out, the 69 s one counted)", n)
 	}
-	got, _, _ := f.decide(t)
-	if d := got.Status.LastDecision; d == nil || !strings.Contains(d.Reason, "removed the replicas that are unschedulable or not starting (1 of "+f.t4.Name+")") {
-		t.Errorf("last decision %+v, want the not-starting replica removed on the surplus (100 requests/s)", d)
+	got, t4, _ := f.decide(t)
+	if d := got.Status.LastDecision; d == nil || t4 != 2 {
+		t.Errorf("T4 replicas %d, last decision %+v; want 2: one replica fewer on the surplus (100 requests/s), which the ReplicaSet takes from the pods not Ready", t4, d)
 	}
 	want := fmt.Sprintf("T4: 1 of 3 replicas not starting (pod %s on t4-node: NotReadyAfterLaunch: not Ready 71s after it was scheduled on t4-node)", late)
 	cond := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionNotStarting)
@@ -350,7 +351,7 @@ func TestScaleOutNeverLowersAType(t *testing.T) {
 	u := []unschedulable{{notStarting: notStarting{pods: 3}}}
 	act := heterogeneity.Action{Kind: heterogeneity.ActionScaleOut, Delta: []int{1}, Saturation: 0.9}
 	obs := heterogeneity.Observation{ArrivalRate: 500, Types: []heterogeneity.TypeState{{GPUType: "T4", Running: 2}}}
-	if got := targetReplicas(deps, u, act, obs, heterogeneity.DefaultPolicy()); got[0] < 5 {
+	if got, _ := targetReplicas(deps, u, act, obs, heterogeneity.DefaultPolicy(), ""); got[0] < 5 {
 		t.Errorf("scale-out: T4 replicas %d, want at least 5", got[0])
 	}
 }

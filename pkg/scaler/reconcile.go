@@ -296,13 +296,16 @@ func (r *Reconciler) decide(ctx context.Context, ms *v1alpha1.ModelService, st *
 	}
 	decisionsTotal.WithLabelValues(ms.Namespace, ms.Name, kind).Inc()
 
-	target := targetReplicas(deps, unsched, act, obs, svc.policy)
+	held := as.SurplusHeld(obs)
+	target, surplusRemoved := targetReplicas(deps, unsched, act, obs, svc.policy, held)
 	if n := removedUnschedulable(deps, unsched, act, target); n != "" {
 		why := "the running instances carry the load"
 		if wanted := sumReplicas(deps) + sumDelta(act); svc.policy.MaxReplicas > 0 && wanted > svc.policy.MaxReplicas {
 			why = fmt.Sprintf("max replicas %d reached", svc.policy.MaxReplicas)
 		}
 		act.Reason = fmt.Sprintf("%s; removed the replicas that are unschedulable or not starting (%s): %s", act.Reason, n, why)
+	} else if absent := sumAbsent(unsched); absent > 0 && act.Kind == heterogeneity.ActionNone && held != "" {
+		act.Reason = fmt.Sprintf("%s; kept %d replicas that are unschedulable or not starting: %s", act.Reason, absent, held)
 	}
 	if room := roomWords(svc, act, seen); room != "" {
 		act.Reason += "; " + room
@@ -329,6 +332,9 @@ func (r *Reconciler) decide(ctx context.Context, ms *v1alpha1.ModelService, st *
 		deps[i].Spec.Replicas = ptr(want)
 	}
 	as.Commit(act)
+	if surplusRemoved {
+		as.RecordSurplusRemoval(obs.Now)
+	}
 	// A move that timed out keeps its old replica: its mark goes, so that
 	// a later scale-in ranks it as any other.
 	if err := r.unmarkTimedOut(ctx, svc, act, marked); err != nil {

@@ -73,16 +73,20 @@ func runningOf(d *appsv1.Deployment, u unschedulable) int {
 	return max(int(replicasOf(d))-u.absent(), 0)
 }
 
-// targetReplicas is each Deployment's replicas after act: its replicas
-// plus act's Delta, except for the replicas the scheduler found no room
-// for and those bound but not starting (u.absent), which add no capacity
-// (N_i leaves them out):
-//   - they go when the running instances carry the load: act is a
-//     scale-in or no action, on a measured arrival rate (not a lower
-//     bound), at a saturation within the policy's threshold, with at least
-//     MinReplicas running after it. The autoscaler removes only running
-//     instances, so a type with none running (N_i = 0) would otherwise
-//     keep them for ever;
+// targetReplicas is each Deployment's replicas after act, and whether it
+// removes a replica that adds no capacity as a surplus (the caller records
+// that as a scale-in: heterogeneity.Autoscaler.RecordSurplusRemoval). It
+// is each Deployment's replicas plus act's Delta, except for the replicas
+// the scheduler found no room for and those bound but not starting
+// (u.absent), which add no capacity (N_i leaves them out):
+//   - one of them goes per decision when the running instances carry the
+//     load and the scale-in brakes allow it (held, from
+//     heterogeneity.Autoscaler.SurplusHeld, is ""): act is no action, with
+//     at least MinReplicas running after it. The autoscaler removes only
+//     running instances, so a type with none running (N_i = 0) would
+//     otherwise keep them for ever; one at a time, through the brakes,
+//     because a replica that does not start may be a serving one that
+//     restarts, and a blip in its readiness must not empty a type;
 //   - a scale-out keeps at most as many of a type's not-starting replicas
 //     as it adds to that type, and never lowers a type's replicas;
 //   - beyond the policy's MaxReplicas they go whatever the load
@@ -94,19 +98,20 @@ func runningOf(d *appsv1.Deployment, u unschedulable) int {
 // adds to. The ReplicaSet deletes unbound, then Pending, then not-Ready
 // pods first (newest first among equals), so removing them takes those
 // before any Ready instance.
-func targetReplicas(deps []*appsv1.Deployment, u []unschedulable, act heterogeneity.Action, obs heterogeneity.Observation, pol heterogeneity.Policy) []int32 {
+func targetReplicas(deps []*appsv1.Deployment, u []unschedulable, act heterogeneity.Action, obs heterogeneity.Observation, pol heterogeneity.Policy, held string) ([]int32, bool) {
 	running := 0
 	for i := range deps {
 		running += runningOf(deps[i], u[i]) + act.Delta[i]
 	}
-	surplus := (act.Kind == heterogeneity.ActionScaleIn || act.Kind == heterogeneity.ActionNone) &&
-		!obs.ArrivalRateIsLowerBound && act.Saturation <= pol.SaturationThreshold && running >= pol.MinReplicas
+	surplus := act.Kind == heterogeneity.ActionNone && held == "" && running >= pol.MinReplicas
+	removed := false
 	out := make([]int32, len(deps))
 	for i, d := range deps {
 		base := int(replicasOf(d))
 		switch {
-		case surplus && u[i].absent() > 0 && !replacing(act, obs, i):
-			base = runningOf(d, u[i])
+		case surplus && !removed && u[i].absent() > 0 && !replacing(act, obs, i):
+			base--
+			removed = true
 		case act.Kind == heterogeneity.ActionScaleOut && u[i].notStarting.pods > 0 && !replacing(act, obs, i):
 			// A scale-out keeps at most as many replicas that cannot
 			// start as it adds to the type: the new pods may land on a
@@ -125,7 +130,7 @@ func targetReplicas(deps []*appsv1.Deployment, u []unschedulable, act heterogene
 		}
 	}
 	capAbsent(out, u, pol.MaxReplicas)
-	return out
+	return out, removed
 }
 
 // capAbsent lowers target so that the replicas of all types stay within
@@ -178,6 +183,15 @@ func removedUnschedulable(deps []*appsv1.Deployment, u []unschedulable, act hete
 		}
 	}
 	return strings.Join(parts, ", ")
+}
+
+// sumAbsent is the replicas of all types that add no capacity (absent).
+func sumAbsent(u []unschedulable) int {
+	n := 0
+	for _, x := range u {
+		n += x.absent()
+	}
+	return n
 }
 
 // sumReplicas is the desired replicas of deps together.

@@ -122,8 +122,8 @@ func TestUnschedulableReplicasAreNoCapacity(t *testing.T) {
 // so N_T4 = 0; one V100 instance carries the load (10 requests/s, well
 // within the saturation threshold), and MinReplicas 1 keeps it. The
 // decision removes no running instance, but the T4 replicas add no
-// capacity and the load does not need them: T4 goes to 0 replicas and
-// V100 stays at 1.
+// capacity and the load does not need them: they go one per decision,
+// the scale-in interval apart, until T4 has 0 replicas; V100 stays at 1.
 func TestUnschedulableReplicasOfAnIdleTypeGo(t *testing.T) {
 	ctx := context.Background()
 	ms := resnet()
@@ -192,8 +192,30 @@ func TestUnschedulableReplicasOfAnIdleTypeGo(t *testing.T) {
 		}
 		return replicasOf(d)
 	}
+	if t4, v100 := replicas(t4Name), replicas(v100Name); t4 != 1 || v100 != 1 {
+		t.Errorf("replicas T4 %d, V100 %d, want 1 (one per decision) and 1 (last decision %+v)", t4, v100, got.Status.LastDecision)
+	}
+	// The ReplicaSet removes the unbound pod; the next decision within the
+	// scale-in interval keeps the other, the one after it removes it.
+	if err := c.Delete(ctx, &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ms.Namespace, Name: t4Name + "-1"}}); err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(5 * time.Second)
+	if _, err := r.Reconcile(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	if t4 := replicas(t4Name); t4 != 1 {
+		t.Errorf("within the scale-in interval: T4 %d, want 1 kept", t4)
+	}
+	now = now.Add(heterogeneity.DefaultPolicy().ScaleInInterval)
+	if _, err := r.Reconcile(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Get(ctx, req.NamespacedName, got); err != nil {
+		t.Fatal(err)
+	}
 	if t4, v100 := replicas(t4Name), replicas(v100Name); t4 != 0 || v100 != 1 {
-		t.Errorf("replicas T4 %d, V100 %d, want 0 and 1 (last decision %+v)", t4, v100, got.Status.LastDecision)
+		t.Errorf("an interval later: replicas T4 %d, V100 %d, want 0 and 1 (last decision %+v)", t4, v100, got.Status.LastDecision)
 	}
 }
 
@@ -210,11 +232,70 @@ func TestReplacementKeepsItsPendingReplicas(t *testing.T) {
 	pol := heterogeneity.DefaultPolicy()
 	act := heterogeneity.Action{Kind: heterogeneity.ActionNone, Delta: []int{0, 0}, Saturation: 0.3,
 		Replacement: &heterogeneity.Replacement{From: "V100-32GB", To: "T4", Add: 2, Remove: 1}}
-	if got := targetReplicas(deps, u, act, obs, pol); got[1] != 2 {
+	if got, _ := targetReplicas(deps, u, act, obs, pol, ""); got[1] != 2 {
 		t.Errorf("while the replacement waits: T4 replicas %d, want its 2 kept", got[1])
 	}
 	act.ReplacementPhase = heterogeneity.ReplacementTimedOut
-	if got := targetReplicas(deps, u, act, obs, pol); got[1] != 0 {
-		t.Errorf("after its timeout: T4 replicas %d, want the 2 unschedulable gone", got[1])
+	if got, removed := targetReplicas(deps, u, act, obs, pol, ""); got[1] != 1 || !removed {
+		t.Errorf("after its timeout: T4 replicas %d (surplus removed %t), want one of the 2 unschedulable gone", got[1], removed)
+	}
+}
+
+// TestSurplusGoesOnePerDecisionThroughTheBrakes: twenty T4 replicas of
+// which eighteen restart after a registry outage and count as not
+// starting; the two running carry the quiet load within the threshold,
+// and the service scaled out a minute ago. The replicas that add no
+// capacity go as a scale-in would: none within the cool-down after the
+// scale-out, then one per decision, each starting the scale-in interval,
+// and none while the stabilization window's peak rate would saturate the
+// running instances. Removed all at once (as when the load is quiet and
+// no brake applies), the outage would leave the service with 2 replicas.
+func TestSurplusGoesOnePerDecisionThroughTheBrakes(t *testing.T) {
+	replicas := int32(20)
+	deps := []*appsv1.Deployment{{ObjectMeta: metav1.ObjectMeta{Name: "r-t4"}, Spec: appsv1.DeploymentSpec{Replicas: &replicas}}}
+	u := []unschedulable{{notStarting: notStarting{pods: 18}}}
+	pol := heterogeneity.DefaultPolicy()
+	pol.MinReplicas, pol.ScaleOutPeriod = 1, 0
+	as := heterogeneity.NewAutoscaler(pol)
+	t0 := time.Date(2025, 1, 1, 12, 0, 0, 0, time.UTC)
+	obsAt := func(at time.Time, rate float64) heterogeneity.Observation {
+		return heterogeneity.Observation{Now: at, ArrivalRate: rate, Types: []heterogeneity.TypeState{
+			{GPUType: "T4", Running: 2, ThroughputRPS: 363, LatencyMs: 22.4, LaunchSeconds: 20, MaxAdditional: 10}}}
+	}
+	as.Commit(as.Propose(obsAt(t0, 700))) // a burst: scale-out
+	if as.State().LastScaleOut.IsZero() {
+		t.Fatal("setup: the burst did not scale out")
+	}
+	decide := func(at time.Time, rate float64) (int32, string) {
+		obs := obsAt(at, rate)
+		act := as.Propose(obs)
+		act.Kind, act.Delta = heterogeneity.ActionNone, []int{0} // the test drives only the surplus
+		held := as.SurplusHeld(obs)
+		got, removed := targetReplicas(deps, u, act, obs, pol, held)
+		if removed {
+			as.RecordSurplusRemoval(at)
+		}
+		return got[0], held
+	}
+	if got, held := decide(t0.Add(time.Minute), 50); got != 20 || !strings.Contains(held, "cool-down") {
+		t.Errorf("within the cool-down: T4 %d (held %q), want 20 kept by the cool-down", got, held)
+	}
+	decide(t0.Add(3*time.Minute), 700) // a second burst, within the cool-down
+	// Past the cool-down, but the window still holds the second burst of
+	// 700 requests/s, above what 2 running T4s carry at the threshold.
+	if got, held := decide(t0.Add(6*time.Minute), 50); got != 20 || !strings.Contains(held, "saturation") {
+		t.Errorf("burst within the stabilization window: T4 %d (held %q), want 20 kept", got, held)
+	}
+	at := t0.Add(8*time.Minute + 30*time.Second)
+	if got, held := decide(at, 50); got != 19 {
+		t.Errorf("past the brakes: T4 %d (held %q), want one replica gone (19)", got, held)
+	}
+	replicas = 19
+	u[0].notStarting.pods = 17
+	if got, held := decide(at.Add(5*time.Second), 50); got != 19 || !strings.Contains(held, "interval") {
+		t.Errorf("the next decision: T4 %d (held %q), want 19 kept by the scale-in interval", got, held)
+	}
+	if got, _ := decide(at.Add(pol.ScaleInInterval), 50); got != 18 {
+		t.Errorf("an interval later: T4 %d, want one more gone (18)", got)
 	}
 }
