@@ -142,6 +142,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst, "burst of queries to the API server")
 	fs.DurationVar(&o.MetricsTimeout, "metrics-timeout", o.MetricsTimeout, "how long each call to custom.metrics.k8s.io, or each Prometheus query, may take (e.g. 5s); a decision whose call runs out holds the replicas and reports MetricsUnavailable with reason MetricsTimeout")
 	fs.StringVar(&o.MetricsBackend, "metrics-backend", o.MetricsBackend, "where request rates and latencies come from: custom-metrics (custom.metrics.k8s.io, served by hetsev-metrics-adapter through its APIService) or prometheus (the adapter's Prometheus queries run by the scaler itself against --prometheus-url; no APIService needed)")
+	fs.IntVar(&o.Defaults.ReplicaCeiling, "max-replicas", o.Defaults.ReplicaCeiling, "the most replicas any ModelService holds over all its GPU types and flavors, whatever its spec.scaling.maxReplicas (0 there means this); 0: no ceiling")
 	fs.IntVar(&o.DecisionHistory, "decision-history", o.DecisionHistory, fmt.Sprintf("how many of a ModelService's latest decisions status.decisions keeps, oldest first (those that changed replicas or the action, as status.lastDecision); 0 keeps none; at most %d", MaxDecisionHistory))
 	o.Prometheus.Connection.AddGoFlags(fs)
 	fs.DurationVar(&o.Prometheus.RateWindow, "rate-window", o.Prometheus.RateWindow, "with --metrics-backend=prometheus: the PromQL range of request rates and latency percentiles (whole seconds), as hetsev-metrics-adapter's --rate-window")
@@ -196,6 +197,9 @@ func (o *Options) Validate() error {
 	}
 	if o.MetricsTimeout <= 0 || o.MetricsTimeout > maxMetricsTimeout {
 		return fmt.Errorf("--metrics-timeout=%v: want a duration above 0 and at most %v", o.MetricsTimeout, maxMetricsTimeout)
+	}
+	if o.Defaults.ReplicaCeiling < 0 {
+		return fmt.Errorf("--max-replicas=%d: want 0 (no ceiling) or more", o.Defaults.ReplicaCeiling)
 	}
 	if o.Defaults.ReplacementInterval < 0 || o.Defaults.ReplacementTimeout < 0 {
 		return fmt.Errorf("--replacement-interval=%v, --replacement-timeout=%v: want durations >= 0 (0: 5m)", o.Defaults.ReplacementInterval, o.Defaults.ReplacementTimeout)

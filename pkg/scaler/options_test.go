@@ -24,7 +24,7 @@ func TestOptionsFlagsAndValidate(t *testing.T) {
 		"solver": heterogeneity.SolverExact, "slo-check": heterogeneity.SLOCheckPaper,
 		"traffic-split": "true", "kube-api-qps": "50", "kube-api-burst": "100",
 		"gpu-mode": v1alpha1.GPUModeAnnotations, "metrics-timeout": "5s", "scheduler-config": "",
-		"decision-history": "10",
+		"decision-history": "10", "max-replicas": "100",
 	} {
 		f := fs.Lookup(name)
 		if f == nil {
@@ -41,7 +41,7 @@ func TestOptionsFlagsAndValidate(t *testing.T) {
 	if !reflect.DeepEqual(o.Defaults, DefaultDefaults) {
 		t.Errorf("defaults %+v, want DefaultDefaults %+v", o.Defaults, DefaultDefaults)
 	}
-	for _, args := range [][]string{{"--solver=ilp"}, {"--slo-check=strict"}, {"--workers=0"}, {"--gpu-mode=cdi"}, {"--metrics-timeout=0s"}, {"--metrics-timeout=1h"}, {"--decision-history=-1"}, {"--decision-history=101"}} {
+	for _, args := range [][]string{{"--solver=ilp"}, {"--slo-check=strict"}, {"--workers=0"}, {"--gpu-mode=cdi"}, {"--metrics-timeout=0s"}, {"--metrics-timeout=1h"}, {"--decision-history=-1"}, {"--decision-history=101"}, {"--max-replicas=-1"}} {
 		o := NewOptions()
 		fs := flag.NewFlagSet("hetsev-scaler", flag.ContinueOnError)
 		o.AddFlags(fs)

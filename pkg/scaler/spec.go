@@ -86,6 +86,11 @@ type Defaults struct {
 	Consolidation       bool
 	ReplacementInterval time.Duration
 	ReplacementTimeout  time.Duration
+	// ReplicaCeiling is the most replicas any ModelService holds over all
+	// its columns, whatever its spec.scaling.maxReplicas (whose 0 means
+	// this ceiling); 0: none. A tenant's ModelService then cannot ask the
+	// control plane for pods without bound.
+	ReplicaCeiling int
 }
 
 // DefaultDefaults: the exact solver and the paper's SLO check. On the
@@ -97,7 +102,15 @@ type Defaults struct {
 // against RT_max 900 ms, where the demo's servers measure about 250 ms — and
 // would rule out types that do meet the SLO.
 var DefaultDefaults = Defaults{Solver: heterogeneity.SolverExact, SLOCheck: heterogeneity.SLOCheckPaper,
-	RuntimeClassName: gpuinventory.DefaultRuntimeClassName, GPUMode: v1alpha1.GPUModeAnnotations}
+	RuntimeClassName: gpuinventory.DefaultRuntimeClassName, GPUMode: v1alpha1.GPUModeAnnotations,
+	ReplicaCeiling: DefaultReplicaCeiling}
+
+// DefaultReplicaCeiling is --max-replicas' default: 100 replicas per
+// ModelService, 100 GPUs' worth of whole instances, above what one
+// inference service of the HetSev evaluation or the Azure traces needs at
+// its peak (tens) and low enough that a ModelService cannot create pods
+// without bound.
+const DefaultReplicaCeiling = 100
 
 // service is a validated ModelService with defaults applied.
 type service struct {
@@ -348,6 +361,9 @@ func validate(ms *v1alpha1.ModelService, cat catalog.Catalog, d Defaults) (*serv
 		pol.MinReplicas = sc.MinReplicas
 	}
 	pol.MaxReplicas = sc.MaxReplicas
+	if c := d.ReplicaCeiling; c > 0 && (pol.MaxReplicas == 0 || pol.MaxReplicas > c) {
+		pol.MaxReplicas = max(c, pol.MinReplicas)
+	}
 	pol.Solver = d.Solver
 	if sc.Solver != "" {
 		pol.Solver = sc.Solver

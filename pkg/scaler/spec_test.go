@@ -335,3 +335,32 @@ func TestValidateIntervalAtLeastTheMinimum(t *testing.T) {
 		t.Errorf("interval %v, decision interval %v; want 100 ms", s.interval, s.policy.DecisionInterval)
 	}
 }
+
+// TestReplicaCeiling: --max-replicas bounds every ModelService's replicas,
+// spec.scaling.maxReplicas 0 (no cap of its own) included, and a lower
+// maxReplicas of its own stands; with the ceiling at 0 the spec's stands
+// alone. A ceiling below minReplicas yields to it.
+func TestReplicaCeiling(t *testing.T) {
+	for _, c := range []struct {
+		ceiling, maxReplicas, minReplicas, want int
+	}{
+		{100, 0, 0, 100},
+		{100, 500, 0, 100},
+		{100, 10, 0, 10},
+		{0, 0, 0, 0},
+		{0, 500, 0, 500},
+		{4, 0, 6, 6},
+	} {
+		ms := resnet()
+		ms.Spec.Scaling.MaxReplicas, ms.Spec.Scaling.MinReplicas = c.maxReplicas, c.minReplicas
+		d := DefaultDefaults
+		d.ReplicaCeiling = c.ceiling
+		s, err := validate(ms, defaultCatalog(t), d)
+		if err != nil {
+			t.Fatalf("%+v: %v", c, err)
+		}
+		if s.policy.MaxReplicas != c.want {
+			t.Errorf("ceiling %d, maxReplicas %d, minReplicas %d: policy max replicas %d, want %d", c.ceiling, c.maxReplicas, c.minReplicas, s.policy.MaxReplicas, c.want)
+		}
+	}
+}

@@ -198,3 +198,29 @@ func TestCRDScalingLimits(t *testing.T) {
 			re, re.MatchString(eight), re.MatchString("1"), re.MatchString(nine))
 	}
 }
+
+// TestCRDColumnsFitStatus: every column a ModelService can have (one per
+// GPU profile and flavor) fits a decision's status.decisions[].types, or
+// every status write of such a service would fail on its maxItems.
+func TestCRDColumnsFitStatus(t *testing.T) {
+	crd, _ := readCRD(t)
+	props := crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties
+	profiles := props["spec"].Properties["profiles"]
+	types := props["status"].Properties["lastDecision"].Properties["types"]
+	if profiles.MaxItems == nil || types.MaxItems == nil {
+		t.Fatalf("spec.profiles maxItems %v, status.lastDecision.types maxItems %v; want both set", profiles.MaxItems, types.MaxItems)
+	}
+	re, err := regexp.Compile(props["spec"].Properties["scaling"].Properties["flavors"].Pattern)
+	if err != nil {
+		t.Fatal(err)
+	}
+	flavors := 0 // the most flavors the pattern admits
+	for n, list := 1, "1"; n <= 64; n, list = n+1, "0.5,"+list {
+		if re.MatchString(list) {
+			flavors = n
+		}
+	}
+	if cols := *profiles.MaxItems * int64(flavors); cols > *types.MaxItems {
+		t.Errorf("%d profiles x %d flavors = %d columns; status.lastDecision.types holds %d", *profiles.MaxItems, flavors, cols, *types.MaxItems)
+	}
+}

@@ -80,10 +80,12 @@ type ModelServiceSpec struct {
 	// +kubebuilder:validation:Maximum=4096
 	BatchSize int `json:"batchSize"`
 	// Profiles lists the GPU types this model may run on, with their offline
-	// profile; one Deployment is kept per entry.
+	// profile; one Deployment is kept per entry and flavor. At most 8: with
+	// at most 8 flavors each (MaxFlavors) a decision's columns stay within
+	// status's 64 (Decision.Types).
 	//
 	// +kubebuilder:validation:MinItems=1
-	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:MaxItems=8
 	// +listType=map
 	// +listMapKey=gpuType
 	Profiles []GPUProfile `json:"profiles"`
@@ -303,7 +305,9 @@ type Scaling struct {
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:default=1
 	MinReplicas int `json:"minReplicas,omitempty"`
-	// MaxReplicas over all GPU types (0: no cap).
+	// MaxReplicas over all GPU types and flavors (0: the scaler's
+	// --max-replicas ceiling, 100 by default; the ceiling also bounds a
+	// larger value).
 	//
 	// +kubebuilder:validation:Minimum=0
 	MaxReplicas int `json:"maxReplicas,omitempty"`
