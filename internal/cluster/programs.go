@@ -151,6 +151,8 @@ func StartAdapter(ctx context.Context, cp *ControlPlane, o AdapterOptions) (*Pro
 		"--cert-dir=" + filepath.Join(cp.Dir, "adapter-certs"),
 		"--cert-self-signed",
 		"--cert-secret-namespace=" + SystemNamespace,
+		// The simulated dcgm-exporters run in the system namespace.
+		"--dcgm-exporter-namespace=" + SystemNamespace,
 	}
 	if o.ScrapeInterval != "" {
 		args = append(args, "--scrape-interval="+o.ScrapeInterval)

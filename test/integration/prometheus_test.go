@@ -129,7 +129,7 @@ func expectedFraction(t *testing.T, le float64, pods ...*simPod) float64 {
 // loopback. Through the aggregated API, rates and latency percentiles per
 // pod, Deployment and ModelService, and GPU utilisation and memory joined
 // through node and hetsev.io/gpu-index, match what the exporters generated
-// within 5 %. A user without rights is refused, by the API server and by
+// within 5 %, whatever a tenant's pod exposes as DCGM series. A user without rights is refused, by the API server and by
 // the adapter itself. With Prometheus hanging (behind a proxy the test
 // controls) the API answers 503 after --prometheus-timeout, and with it gone
 // at once; never a zero.
@@ -198,6 +198,12 @@ func TestAdapterPrometheusBackend(t *testing.T) {
 	targets = append(targets, serveDCGM(t, node,
 		exporters.GPUSample{Index: 0, UUID: "GPU-0", ModelName: "Tesla T4", UtilPercent: 37, FBUsedMiB: 2048, FBFreeMiB: 13312},
 		exporters.GPUSample{Index: 1, UUID: "GPU-1", ModelName: "Tesla T4", UtilPercent: 81, FBUsedMiB: 6144, FBFreeMiB: 9216}))
+	// A tenant's pod, scraped by its annotations, exposes DCGM series of
+	// its own for GPU 1, busier than the real one: the default queries
+	// read dcgm-exporter's job only, so GPU 1 stays at 81 %.
+	spoof := serveDCGM(t, node, exporters.GPUSample{Index: 1, UUID: "GPU-1", ModelName: "Tesla T4", UtilPercent: 100, FBUsedMiB: 16000, FBFreeMiB: 384})
+	spoof.Job = "kubernetes-pods"
+	targets = append(targets, spoof)
 
 	prom, err := cluster.StartPrometheus(ctx, cp.Dir, time.Second, targets)
 	if err != nil {

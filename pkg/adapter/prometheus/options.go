@@ -44,6 +44,10 @@ type Options struct {
 	PodLabel       string // default "pod"
 	NodeLabel      string // default "Hostname"; "node" when relabelled from __meta_kubernetes_pod_node_name
 	GPULabel       string // default "gpu"
+	// DCGMMatcher is the label matcher of the dcgm-exporter series the
+	// default GPU queries read (--prometheus-dcgm-matcher; default
+	// DefaultDCGMMatcher).
+	DCGMMatcher string
 
 	// PromQL templates (text/template over PromQLData). The request-rate
 	// query must return requests/s per (namespace, pod); the duration query
@@ -69,6 +73,7 @@ func DefaultOptions() Options {
 		PodLabel:         "pod",
 		NodeLabel:        adapter.LabelDCGMHostname,
 		GPULabel:         adapter.LabelDCGMGPU,
+		DCGMMatcher:      DefaultDCGMMatcher,
 		RequestRateQuery: DefaultRequestRateQuery,
 		DurationQuery:    DefaultDurationQuery,
 		GPUUtilQuery:     DefaultGPUUtilQuery,
@@ -87,6 +92,7 @@ func (o Options) withDefaults() Options {
 	set(&o.PodLabel, d.PodLabel)
 	set(&o.NodeLabel, d.NodeLabel)
 	set(&o.GPULabel, d.GPULabel)
+	set(&o.DCGMMatcher, d.DCGMMatcher)
 	set(&o.RequestRateQuery, d.RequestRateQuery)
 	set(&o.DurationQuery, d.DurationQuery)
 	set(&o.GPUUtilQuery, d.GPUUtilQuery)

@@ -18,13 +18,22 @@ import (
 //
 //	sum by (namespace, pod) (rate(istio_requests_total{reporter="destination",namespace="ml"}[1m]))
 //	sum by (namespace, pod, le) (increase(istio_request_duration_milliseconds_bucket{reporter="destination",namespace="ml"}[1m]))
-//	max by (Hostname, gpu) (DCGM_FI_DEV_GPU_UTIL)
-//	max by (Hostname, gpu) (DCGM_FI_DEV_FB_USED)
+//	max by (Hostname, gpu) (DCGM_FI_DEV_GPU_UTIL{job=~".*dcgm-exporter"})
+//	max by (Hostname, gpu) (DCGM_FI_DEV_FB_USED{job=~".*dcgm-exporter"})
+//
+// The DCGM queries read only dcgm-exporter's scrape jobs (DCGMMatcher):
+// Prometheus scraping annotated pods would otherwise take a tenant's own
+// DCGM_FI_* series, with any Hostname, as a GPU's.
 const (
 	DefaultRequestRateQuery = `sum by ({{.NamespaceLabel}}, {{.PodLabel}}) (rate(` + adapter.SeriesIstioRequests + `{` + destination + `,{{.NamespaceMatcher}}}[{{.Window}}]))`
 	DefaultDurationQuery    = `sum by ({{.NamespaceLabel}}, {{.PodLabel}}, le) (increase(` + adapter.SeriesIstioDurationBucket + `{` + destination + `,{{.NamespaceMatcher}}}[{{.Window}}]))`
-	DefaultGPUUtilQuery     = `max by ({{.NodeLabel}}, {{.GPULabel}}) (` + adapter.SeriesDCGMGPUUtil + `)`
-	DefaultGPUMemoryQuery   = `max by ({{.NodeLabel}}, {{.GPULabel}}) (` + adapter.SeriesDCGMFBUsed + `)`
+	DefaultGPUUtilQuery     = `max by ({{.NodeLabel}}, {{.GPULabel}}) (` + adapter.SeriesDCGMGPUUtil + `{{"{"}}{{.DCGMMatcher}}{{"}"}})`
+	DefaultGPUMemoryQuery   = `max by ({{.NodeLabel}}, {{.GPULabel}}) (` + adapter.SeriesDCGMFBUsed + `{{"{"}}{{.DCGMMatcher}}{{"}"}})`
+
+	// DefaultDCGMMatcher selects dcgm-exporter's series by the scrape
+	// job: the GPU Operator's ServiceMonitor gives nvidia-dcgm-exporter,
+	// dcgm-exporter's own chart dcgm-exporter.
+	DefaultDCGMMatcher = `job=~".*dcgm-exporter"`
 )
 
 // destination matches the Istio series the adapter reads: those the
@@ -40,6 +49,8 @@ type PromQLData struct {
 	NamespaceMatcher string
 	// The label names of Options.
 	NamespaceLabel, PodLabel, NodeLabel, GPULabel string
+	// DCGMMatcher is Options.DCGMMatcher, e.g. job=~".*dcgm-exporter".
+	DCGMMatcher string
 }
 
 // parseQuery parses a query template; a field PromQLData lacks is an error.
@@ -59,6 +70,7 @@ func (o Options) render(t *template.Template, namespace string) (string, error) 
 		Window:           model.Duration(o.RateWindow).String(),
 		NamespaceMatcher: matcher,
 		NamespaceLabel:   o.NamespaceLabel, PodLabel: o.PodLabel, NodeLabel: o.NodeLabel, GPULabel: o.GPULabel,
+		DCGMMatcher: o.DCGMMatcher,
 	})
 	if err != nil {
 		return "", err

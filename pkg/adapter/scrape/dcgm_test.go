@@ -3,6 +3,7 @@ package scrape
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -23,8 +24,8 @@ import (
 func TestDCGMJoinThroughNodeAndGPUIndex(t *testing.T) {
 	dcgm1, dcgm2 := adaptertest.NN("gpu-operator", "dcgm-node-1"), adaptertest.NN("gpu-operator", "dcgm-node-2")
 	s := newTestScraper(t, Options{},
-		Target{Pod: dcgm1, UID: "d1", Node: "node-1", URL: "http://127.0.0.1:1/d1"},
-		Target{Pod: dcgm2, UID: "d2", Node: "node-2", URL: "http://127.0.0.1:1/d2"})
+		Target{Pod: dcgm1, UID: "d1", Node: "node-1", URL: "http://127.0.0.1:1/d1", DCGM: true},
+		Target{Pod: dcgm2, UID: "d2", Node: "node-2", URL: "http://127.0.0.1:1/d2", DCGM: true})
 	dcgmText := func(host string, util0, util1, fb0, fb1 float64) string {
 		return fmt.Sprintf(`# HELP DCGM_FI_DEV_GPU_UTIL GPU utilization (in %%).
 # TYPE DCGM_FI_DEV_GPU_UTIL gauge
@@ -81,5 +82,60 @@ DCGM_FI_DEV_FB_USED{gpu="1"} 4000
 	failScrape(s, dcgm2)
 	if _, err := p.GetMetricByName(context.Background(), adaptertest.NN("ml", "y"), adaptertest.PodsInfo(adapter.MetricGPUUtilization), labels.Everything()); !apierrors.IsNotFound(err) {
 		t.Errorf("exporter down: err = %v, want NotFound", err)
+	}
+}
+
+// TestDCGMOnlyFromTrustedExporters: a tenant's pod on node-1 exposes
+// DCGM series for node-1's GPU 0 (busy 99 %, newer than the exporter's)
+// and the trusted exporter of node-2 exposes a series naming node-1's
+// GPU 1. Neither may overwrite what node-1's own exporter reports: a pod
+// on node-1's GPU 0 reads 11 and one on its GPU 1 reads 22. Node-2's
+// exporter, whose Hostname is its pod's name (no NODE_NAME), still
+// reports its own node's GPU.
+func TestDCGMOnlyFromTrustedExporters(t *testing.T) {
+	exp1, exp2 := adaptertest.NN("gpu-operator", "dcgm-node-1"), adaptertest.NN("gpu-operator", "dcgm-node-2")
+	tenant := adaptertest.NN("ml", "spoofer")
+	s := newTestScraper(t, Options{},
+		Target{Pod: exp1, UID: "d1", Node: "node-1", URL: "http://127.0.0.1:1/d1", DCGM: true},
+		Target{Pod: exp2, UID: "d2", Node: "node-2", URL: "http://127.0.0.1:1/d2", DCGM: true},
+		Target{Pod: tenant, UID: "s", Node: "node-1", URL: "http://127.0.0.1:1/s"})
+	at := ms(adaptertest.SimEpoch)
+	feed(t, s, exp1, fmt.Sprintf("DCGM_FI_DEV_GPU_UTIL{gpu=\"0\",Hostname=\"node-1\"} 11 %d\nDCGM_FI_DEV_GPU_UTIL{gpu=\"1\",Hostname=\"node-1\"} 22 %d\n", at, at), time.Now())
+	feed(t, s, tenant, fmt.Sprintf("DCGM_FI_DEV_GPU_UTIL{gpu=\"0\",Hostname=\"node-1\"} 99 %d\n", at+60000), time.Now())
+	feed(t, s, exp2, fmt.Sprintf("DCGM_FI_DEV_GPU_UTIL{gpu=\"1\",Hostname=\"node-1\"} 77 %d\nDCGM_FI_DEV_GPU_UTIL{gpu=\"0\",Hostname=\"dcgm-node-2\"} 33 %d\n", at+60000, at), time.Now())
+
+	pods, deps := adaptertest.Listers(t, []*corev1.Pod{
+		adaptertest.NewPod("ml", "on-gpu-0").GPU("node-1", 0).Obj(),
+		adaptertest.NewPod("ml", "on-gpu-1").GPU("node-1", 1).Obj(),
+		adaptertest.NewPod("ml", "on-node-2").GPU("node-2", 0).Obj(),
+	}, nil)
+	p := provider.New(s, pods, deps)
+	for pod, want := range map[string]float64{"on-gpu-0": 11, "on-gpu-1": 22, "on-node-2": 33} {
+		if got := adaptertest.GetValue(t, p, adaptertest.PodsInfo(adapter.MetricGPUUtilization), adaptertest.NN("ml", pod)); got != want {
+			t.Errorf("%s: GPU utilisation %v, want %v (its own node's exporter)", pod, got, want)
+		}
+	}
+}
+
+// TestDCGMExportersMatch: a trusted exporter is a pod of the namespace
+// with the selector's labels; an empty namespace trusts any; a tenant's
+// pod with the labels in its own namespace is not one.
+func TestDCGMExportersMatch(t *testing.T) {
+	d, err := DefaultOptions().DCGMExporters()
+	if err != nil {
+		t.Fatal(err)
+	}
+	exporter := adaptertest.NewPod(DefaultDCGMExporterNamespace, "e").Label("app", "nvidia-dcgm-exporter").Obj()
+	spoof := adaptertest.NewPod("ml", "e").Label("app", "nvidia-dcgm-exporter").Obj()
+	other := adaptertest.NewPod(DefaultDCGMExporterNamespace, "o").Label("app", "gpu-feature-discovery").Obj()
+	if !d.Match(exporter) || d.Match(spoof) || d.Match(other) || d.Match(nil) {
+		t.Errorf("match exporter %t, tenant's labelled pod %t, other operand %t; want true, false, false", d.Match(exporter), d.Match(spoof), d.Match(other))
+	}
+	d.Namespace = ""
+	if !d.Match(spoof) {
+		t.Error("namespace \"\": a labelled pod in any namespace should match")
+	}
+	if _, err := (Options{DCGMExporterSelector: "app in (x"}).DCGMExporters(); err == nil || !strings.Contains(err.Error(), "--dcgm-exporter-selector") {
+		t.Errorf("bad selector: %v, want an error naming --dcgm-exporter-selector", err)
 	}
 }

@@ -158,9 +158,13 @@ func newHTTPFixture(t *testing.T, opts Options) *httpFixture {
 	pods, deps := adaptertest.Listers(t, []*corev1.Pod{
 		adaptertest.NewPod("ml", "resnet-t4-a").Label("app", "resnet").Label("gpu", "t4").IP("127.0.0.1").Scrape(portA).GPU("node-1", 0).Obj(),
 		adaptertest.NewPod("ml", "resnet-t4-b").Label("app", "resnet").Label("gpu", "t4").IP("127.0.0.1").Scrape(portB).GPU("node-1", 1).Obj(),
-		adaptertest.NewPod("gpu-operator", "dcgm-exporter-node-1").IP("127.0.0.1").Scrape(portD).Node("node-1").Obj(),
+		adaptertest.NewPod("gpu-operator", "dcgm-exporter-node-1").Label("app", "nvidia-dcgm-exporter").IP("127.0.0.1").Scrape(portD).Node("node-1").Obj(),
 	}, []*appsv1.Deployment{adaptertest.Deployment("ml", "resnet-t4", app)})
-	s, err := New(opts, PodTargetLister(pods))
+	dcgm, err := DefaultOptions().DCGMExporters()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(opts, PodTargetLister(pods, dcgm))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -330,7 +334,7 @@ func TestScrapeFailures(t *testing.T) {
 		podList = append(podList, adaptertest.NewPod("ml", n).IP("127.0.0.1").Scrape(port).Obj())
 	}
 	pods, deps := adaptertest.Listers(t, podList, nil)
-	s, err := New(Options{Timeout: time.Minute, MaxBodyBytes: 20000}, PodTargetLister(pods))
+	s, err := New(Options{Timeout: time.Minute, MaxBodyBytes: 20000}, PodTargetLister(pods, DCGMExporters{}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -393,7 +397,7 @@ func TestScrapeTimeout(t *testing.T) {
 	}))
 	t.Cleanup(func() { close(release) }) // runs before serve's srv.Close
 	pods, _ := adaptertest.Listers(t, []*corev1.Pod{adaptertest.NewPod("ml", "silent").IP("127.0.0.1").Scrape(port).Obj()}, nil)
-	s, err := New(Options{Timeout: 20 * time.Millisecond}, PodTargetLister(pods))
+	s, err := New(Options{Timeout: 20 * time.Millisecond}, PodTargetLister(pods, DCGMExporters{}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -87,14 +87,23 @@ func (s *Scraper) ingest(st *targetState, samples model.Vector) {
 				bktT = ts
 			}
 		case adapter.SeriesDCGMGPUUtil, adapter.SeriesDCGMFBUsed:
+			if !st.DCGM {
+				selfmetrics.Ignore(name, selfmetrics.IgnoredNotDCGMExporter)
+				continue
+			}
 			gpu, err := strconv.Atoi(string(smp.Metric[adapter.LabelDCGMGPU]))
 			if err != nil || gpu < 0 {
 				selfmetrics.Ignore(name, selfmetrics.IgnoredBadGPU)
 				continue
 			}
-			node := string(smp.Metric[adapter.LabelDCGMHostname])
-			if node == "" {
-				node = st.Node
+			// An exporter reports the GPUs of the node it runs on. Its
+			// Hostname label is that node (the GPU Operator sets
+			// NODE_NAME) or its own pod's name (without it); a sample
+			// naming anything else is not about this node's GPUs.
+			node := st.Node
+			if host := string(smp.Metric[adapter.LabelDCGMHostname]); host != "" && host != node && host != st.Pod.Name {
+				selfmetrics.Ignore(name, selfmetrics.IgnoredForeignNode)
+				continue
 			}
 			if node == "" {
 				selfmetrics.Ignore(name, selfmetrics.IgnoredNoNode)

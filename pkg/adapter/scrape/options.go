@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"time"
 
+	"k8s.io/apimachinery/pkg/labels"
+
 	"github.com/hetsev/hetsev/pkg/adapter"
 )
 
@@ -17,6 +19,11 @@ const (
 	DefaultWorkers      = 16
 	DefaultMaxBodyBytes = 16 << 20
 	DefaultMaxSamples   = 4096
+	// DefaultDCGMExporterNamespace and DefaultDCGMExporterSelector are
+	// where NVIDIA's GPU Operator runs dcgm-exporter and the label it
+	// gives its pods.
+	DefaultDCGMExporterNamespace = "gpu-operator"
+	DefaultDCGMExporterSelector  = "app=nvidia-dcgm-exporter"
 )
 
 // Options configures a Scraper. Zero fields take the defaults.
@@ -40,6 +47,25 @@ type Options struct {
 	// Now is the wall clock, used as the sample time of samples without a
 	// timestamp. Nil: time.Now.
 	Now func() time.Time
+	// DCGMExporterNamespace and DCGMExporterSelector (a label selector)
+	// say which pods are trusted dcgm-exporters (DCGMExporters); "" for
+	// the namespace means any (--dcgm-exporter-namespace,
+	// --dcgm-exporter-selector). The selector may not be empty.
+	DCGMExporterNamespace string
+	DCGMExporterSelector  string
+}
+
+// DCGMExporters is the parsed trust rule of DCGMExporterNamespace and
+// DCGMExporterSelector; an error names the flag.
+func (o Options) DCGMExporters() (DCGMExporters, error) {
+	sel, err := labels.Parse(o.DCGMExporterSelector)
+	if err != nil {
+		return DCGMExporters{}, fmt.Errorf("--dcgm-exporter-selector %q: %w", o.DCGMExporterSelector, err)
+	}
+	if sel.Empty() {
+		return DCGMExporters{}, fmt.Errorf("--dcgm-exporter-selector is empty: it would trust every pod's DCGM series; want the exporter's labels, e.g. %s", DefaultDCGMExporterSelector)
+	}
+	return DCGMExporters{Namespace: o.DCGMExporterNamespace, Selector: sel}, nil
 }
 
 // DefaultOptions returns the defaults: 1s interval, 500ms timeout,
@@ -52,6 +78,9 @@ func DefaultOptions() Options {
 		Workers:      DefaultWorkers,
 		MaxBodyBytes: DefaultMaxBodyBytes,
 		MaxSamples:   DefaultMaxSamples,
+
+		DCGMExporterNamespace: DefaultDCGMExporterNamespace,
+		DCGMExporterSelector:  DefaultDCGMExporterSelector,
 	}
 }
 
@@ -76,6 +105,11 @@ func (o Options) Validate() error {
 	}
 	if o.MaxSamples < 0 {
 		errs = append(errs, fmt.Errorf("max samples %d is negative", o.MaxSamples))
+	}
+	if o.DCGMExporterSelector != "" {
+		if _, err := o.DCGMExporters(); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	return errors.Join(errs...)
 }
@@ -105,6 +139,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Now == nil {
 		o.Now = time.Now
+	}
+	if o.DCGMExporterSelector == "" {
+		o.DCGMExporterSelector = d.DCGMExporterSelector
 	}
 	return o
 }

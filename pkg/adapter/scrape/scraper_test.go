@@ -233,13 +233,15 @@ istio_request_duration_milliseconds_bucket{reporter="destination",le="+Inf"} %v 
 func TestIgnoredSeriesAreCounted(t *testing.T) {
 	selfmetrics.Register()
 	pod := adaptertest.NN("ml", "p")
-	s := newTestScraper(t, Options{}, podTarget("ml", "p"))
+	exporter := podTarget("ml", "p")
+	exporter.DCGM = true
+	s := newTestScraper(t, Options{}, exporter)
 	before := adaptertest.CounterValue(t, "hetsev_metrics_adapter_series_ignored_total",
 		map[string]string{"series": adapter.SeriesDCGMGPUUtil, "reason": selfmetrics.IgnoredBadGPU})
 	beforeRep := adaptertest.CounterValue(t, "hetsev_metrics_adapter_series_ignored_total",
 		map[string]string{"series": adapter.SeriesIstioRequests, "reason": selfmetrics.IgnoredNoReporter})
-	feed(t, s, pod, `DCGM_FI_DEV_GPU_UTIL{Hostname="n"} 5
-DCGM_FI_DEV_GPU_UTIL{gpu="x",Hostname="n"} 5
+	feed(t, s, pod, `DCGM_FI_DEV_GPU_UTIL{Hostname="node-1"} 5
+DCGM_FI_DEV_GPU_UTIL{gpu="x",Hostname="node-1"} 5
 istio_requests_total{response_code="200"} 7
 `, time.Now())
 	if got := adaptertest.CounterValue(t, "hetsev_metrics_adapter_series_ignored_total",

@@ -28,6 +28,26 @@ type Target struct {
 	Node string
 	// URL is http://<podIP>:<port><path>.
 	URL string
+	// DCGM says the pod is a trusted dcgm-exporter (DCGMExporters.Match):
+	// only such a target's DCGM series are read, and only for GPUs of its
+	// own node. Any other pod's are ignored, so a tenant cannot write
+	// another pod's GPU utilisation.
+	DCGM bool
+}
+
+// DCGMExporters says which pods are trusted dcgm-exporters: those in
+// Namespace ("" any namespace) whose labels match Selector (nil: none).
+// A tenant who can only create pods in its own namespaces cannot pass for
+// one when Namespace is the GPU stack's (gpu-operator by default).
+type DCGMExporters struct {
+	Namespace string
+	Selector  labels.Selector
+}
+
+// Match reports whether pod is a trusted dcgm-exporter.
+func (d DCGMExporters) Match(pod *corev1.Pod) bool {
+	return pod != nil && d.Selector != nil && !d.Selector.Empty() &&
+		(d.Namespace == "" || pod.Namespace == d.Namespace) && d.Selector.Matches(labels.Set(pod.Labels))
 }
 
 // TargetLister returns the current scrape targets. The Scraper calls it at
@@ -79,8 +99,9 @@ func TargetForPod(pod *corev1.Pod) (Target, bool) {
 
 // PodTargetLister returns a TargetLister over the pods in lister (an
 // informer's cache; its namespace scope is the informer's), applying
-// TargetForPod. Targets are sorted by namespace and name.
-func PodTargetLister(lister corelisters.PodLister) TargetLister {
+// TargetForPod and marking the pods dcgm matches as trusted dcgm-exporters
+// (Target.DCGM). Targets are sorted by namespace and name.
+func PodTargetLister(lister corelisters.PodLister, dcgm DCGMExporters) TargetLister {
 	return func() ([]Target, error) {
 		if lister == nil {
 			return nil, fmt.Errorf("scrape: nil pod lister")
@@ -92,6 +113,7 @@ func PodTargetLister(lister corelisters.PodLister) TargetLister {
 		ts := make([]Target, 0, len(pods))
 		for _, p := range pods {
 			if t, ok := TargetForPod(p); ok {
+				t.DCGM = dcgm.Match(p)
 				ts = append(ts, t)
 			}
 		}

@@ -48,7 +48,7 @@ func TestTargetForPod(t *testing.T) {
 		adaptertest.NewPod("a", "y").IP("127.0.0.2").Scrape(2).Obj(),
 		adaptertest.NewPod("a", "z").IP("127.0.0.4").Obj(),
 	}, nil)
-	ts, err := PodTargetLister(pods)()
+	ts, err := PodTargetLister(pods, DCGMExporters{})()
 	if err != nil || len(ts) != 2 || ts[0].Pod != adaptertest.NN("a", "y") || ts[1].Pod != adaptertest.NN("b", "x") {
 		t.Fatalf("PodTargetLister: %v, %v", ts, err)
 	}

@@ -98,6 +98,10 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"Window over which request rates and latency percentiles are computed: in the samples' own clock (exposition timestamps when present) for the scrape backend, the PromQL range (whole seconds) for the Prometheus backend.")
 	fs.IntVar(&o.Scrape.Workers, "scrape-workers", o.Scrape.Workers,
 		"Maximum number of concurrent scrapes.")
+	fs.StringVar(&o.Scrape.DCGMExporterNamespace, "dcgm-exporter-namespace", o.Scrape.DCGMExporterNamespace,
+		"With --backend=scrape: the namespace of the dcgm-exporter pods whose DCGM series are read (\"\": any namespace, which trusts every tenant who can label a pod); any other pod's DCGM series are ignored.")
+	fs.StringVar(&o.Scrape.DCGMExporterSelector, "dcgm-exporter-selector", o.Scrape.DCGMExporterSelector,
+		"With --backend=scrape: the label selector of those dcgm-exporter pods (the GPU Operator's app=nvidia-dcgm-exporter; dcgm-exporter's own chart: app.kubernetes.io/name=dcgm-exporter). An exporter's series count for the GPUs of its own node only.")
 	p := &o.Prometheus
 	p.Connection.AddFlags(fs)
 	fs.DurationVar(&p.Timeout, "prometheus-timeout", p.Timeout,
@@ -108,6 +112,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&p.PodLabel, "prometheus-pod-label", p.PodLabel, "Label of Istio series holding the pod's name.")
 	fs.StringVar(&p.NodeLabel, "prometheus-node-label", p.NodeLabel, "Label of DCGM series holding the node name (dcgm-exporter's Hostname, or node when relabelled).")
 	fs.StringVar(&p.GPULabel, "prometheus-gpu-label", p.GPULabel, "Label of DCGM series holding the GPU index.")
+	fs.StringVar(&p.DCGMMatcher, "prometheus-dcgm-matcher", p.DCGMMatcher,
+		"PromQL label matcher of the dcgm-exporter series the GPU queries read (.DCGMMatcher), so that no other scrape target's DCGM_FI_* series count as a GPU's; e.g. job=\"nvidia-dcgm-exporter\" or namespace=\"gpu-operator\".")
 	fs.StringVar(&p.RequestRateQuery, "prometheus-request-rate-query", p.RequestRateQuery,
 		"PromQL template (Go text/template: .Window, .NamespaceMatcher, .NamespaceLabel, .PodLabel, .NodeLabel, .GPULabel) giving requests/s per namespace and pod.")
 	fs.StringVar(&p.DurationQuery, "prometheus-duration-query", p.DurationQuery,
@@ -116,7 +122,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&p.GPUMemoryQuery, "prometheus-gpu-memory-query", p.GPUMemoryQuery, "PromQL template giving used GPU memory (MiB) per node and GPU index.")
 	o.Cert.addFlags(fs)
 	fs.StringVar(&o.Namespace, "namespace", o.Namespace,
-		"Only watch pods and serve pods, Deployments and ModelServices in this namespace (default: all namespaces); with --backend=scrape, dcgm-exporter pods must then run in it too.")
+		"Only watch pods and serve pods, Deployments and ModelServices in this namespace (default: all namespaces); with --backend=scrape, dcgm-exporter pods must then run in it too, and --dcgm-exporter-namespace name it.")
 }
 
 // Complete derives what follows from the parsed flags: both backends'
@@ -149,6 +155,12 @@ func (o *Options) Validate() error {
 		}
 		if o.Scrape.Interval <= 0 || o.Scrape.Timeout <= 0 || o.Scrape.RateWindow <= 0 || o.Scrape.Workers <= 0 {
 			return errors.New("--scrape-interval, --scrape-timeout, --rate-window and --scrape-workers must be positive")
+		}
+		if _, err := o.Scrape.DCGMExporters(); err != nil {
+			return err
+		}
+		if ns := o.Scrape.DCGMExporterNamespace; o.Namespace != "" && ns != o.Namespace {
+			return fmt.Errorf("--namespace %q watches no pod of --dcgm-exporter-namespace %q: no GPU would have DCGM series; run the exporters in %q and set --dcgm-exporter-namespace=%s", o.Namespace, ns, o.Namespace, o.Namespace)
 		}
 		return nil
 	case BackendPrometheus:

@@ -110,7 +110,11 @@ func (o *Options) startCertificate(ctx context.Context, cfg *rest.Config) error 
 func (o *Options) newSource(pods corelisters.PodLister) (src adapter.Source, scraper *scrape.Scraper, err error) {
 	switch o.Backend {
 	case BackendScrape:
-		if scraper, err = scrape.New(o.Scrape, scrape.PodTargetLister(pods)); err != nil {
+		dcgm, err := o.Scrape.DCGMExporters()
+		if err != nil {
+			return nil, nil, err
+		}
+		if scraper, err = scrape.New(o.Scrape, scrape.PodTargetLister(pods, dcgm)); err != nil {
 			return nil, nil, err
 		}
 		return scraper, scraper, nil

@@ -27,10 +27,16 @@ const (
 	IgnoredNoReporter = "missing_reporter" // Istio series without a reporter label
 	IgnoredBadLe      = "bad_le"           // bucket without a parsable le label
 	IgnoredBadGPU     = "bad_gpu"          // DCGM series without a parsable gpu label
-	IgnoredNoNode     = "no_node"          // DCGM series with no Hostname and no node for its target
-	IgnoredBadValue   = "bad_value"        // NaN, infinite, or negative counter value
-	IgnoredDuplicate  = "duplicate"        // same series twice in one scrape
-	IgnoredNoPod      = "no_pod"           // Prometheus result without the namespace or pod label
+	IgnoredNoNode     = "no_node"          // DCGM series of a target with no node
+	// IgnoredNotDCGMExporter: a DCGM series from a pod that is not a
+	// trusted dcgm-exporter (--dcgm-exporter-namespace and -selector).
+	IgnoredNotDCGMExporter = "not_dcgm_exporter"
+	// IgnoredForeignNode: a DCGM series whose Hostname names neither the
+	// exporter's node nor its pod.
+	IgnoredForeignNode = "foreign_node"
+	IgnoredBadValue    = "bad_value" // NaN, infinite, or negative counter value
+	IgnoredDuplicate   = "duplicate" // same series twice in one scrape
+	IgnoredNoPod       = "no_pod"    // Prometheus result without the namespace or pod label
 )
 
 var (
