@@ -18,8 +18,8 @@ import (
 //
 //	sum by (namespace, pod) (rate(istio_requests_total{reporter="destination",namespace="ml"}[1m]))
 //	sum by (namespace, pod, le) (increase(istio_request_duration_milliseconds_bucket{reporter="destination",namespace="ml"}[1m]))
-//	max by (Hostname, gpu) (DCGM_FI_DEV_GPU_UTIL{job=~".*dcgm-exporter"})
-//	max by (Hostname, gpu) (DCGM_FI_DEV_FB_USED{job=~".*dcgm-exporter"})
+//	max by (Hostname, gpu) (DCGM_FI_DEV_GPU_UTIL{job=~".*dcgm-exporter.*"})
+//	max by (Hostname, gpu) (DCGM_FI_DEV_FB_USED{job=~".*dcgm-exporter.*"})
 //
 // The DCGM queries read only dcgm-exporter's scrape jobs (DCGMMatcher):
 // Prometheus scraping annotated pods would otherwise take a tenant's own
@@ -33,7 +33,7 @@ const (
 	// DefaultDCGMMatcher selects dcgm-exporter's series by the scrape
 	// job: the GPU Operator's ServiceMonitor gives nvidia-dcgm-exporter,
 	// dcgm-exporter's own chart dcgm-exporter.
-	DefaultDCGMMatcher = `job=~".*dcgm-exporter"`
+	DefaultDCGMMatcher = `job=~".*dcgm-exporter.*"`
 )
 
 // destination matches the Istio series the adapter reads: those the
@@ -49,7 +49,7 @@ type PromQLData struct {
 	NamespaceMatcher string
 	// The label names of Options.
 	NamespaceLabel, PodLabel, NodeLabel, GPULabel string
-	// DCGMMatcher is Options.DCGMMatcher, e.g. job=~".*dcgm-exporter".
+	// DCGMMatcher is Options.DCGMMatcher, e.g. job=~".*dcgm-exporter.*".
 	DCGMMatcher string
 }
 
