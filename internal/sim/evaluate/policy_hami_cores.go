@@ -125,31 +125,16 @@ func (p *hamiCoresPolicy) pickGPU(c *cluster, t string, d gpuinventory.Demand, c
 // slots is how many more pods of d fit the type's nodes under hamiFits,
 // bounded by each node's free CPU and memory.
 func (p *hamiCoresPolicy) slots(c *cluster, t string, d gpuinventory.Demand, cpu, mem int64) int {
-	n := 0
-	for _, nd := range c.nodes {
-		if nd.gpuType.Name != t {
-			continue
+	return sharedSlots(c, t, cpu, mem, func(g gpuinventory.GPU) int64 {
+		per := int64(hamiDeviceSplitCount - g.Instances)
+		if d.MemoryMiB > 0 {
+			per = min(per, max(g.FreeMiB(), 0)/d.MemoryMiB)
 		}
-		k := int64(0)
-		for _, g := range nd.gpus() {
-			per := int64(hamiDeviceSplitCount - g.Instances)
-			if d.MemoryMiB > 0 {
-				per = min(per, max(g.FreeMiB(), 0)/d.MemoryMiB)
-			}
-			if d.BusyShare > 0 {
-				per = min(per, int64(math.Floor((1-g.BusyShare)/d.BusyShare+1e-9)))
-			}
-			k += max(per, 0)
+		if d.BusyShare > 0 {
+			per = min(per, int64(math.Floor((1-g.BusyShare)/d.BusyShare+1e-9)))
 		}
-		if cpu > 0 {
-			k = min(k, max(nd.freeCPU/cpu, 0))
-		}
-		if mem > 0 {
-			k = min(k, max(nd.freeMiB/mem, 0))
-		}
-		n += int(k)
-	}
-	return n
+		return per
+	})
 }
 
 func (p *hamiCoresPolicy) wholeGPU() bool { return false }

@@ -140,6 +140,18 @@ func (p *kaiFractionPolicy) pickGPU(c *cluster, t string, d gpuinventory.Demand,
 // slots is how many more pods of d fit the type's nodes by GPU memory
 // alone (several per GPU), bounded by each node's free CPU and memory.
 func (p *kaiFractionPolicy) slots(c *cluster, t string, d gpuinventory.Demand, cpu, mem int64) int {
+	return sharedSlots(c, t, cpu, mem, func(g gpuinventory.GPU) int64 {
+		if d.MemoryMiB > 0 {
+			return max(g.FreeMiB(), 0) / d.MemoryMiB
+		}
+		return 0
+	})
+}
+
+// sharedSlots is how many more pods fit the nodes of GPU type t when GPUs
+// are shared: on each GPU what perGPU admits, bounded by each node's free
+// CPU (cpu millicores a pod) and memory (mem MiB a pod; 0: no bound).
+func sharedSlots(c *cluster, t string, cpu, mem int64, perGPU func(gpuinventory.GPU) int64) int {
 	n := 0
 	for _, nd := range c.nodes {
 		if nd.gpuType.Name != t {
@@ -147,9 +159,7 @@ func (p *kaiFractionPolicy) slots(c *cluster, t string, d gpuinventory.Demand, c
 		}
 		k := int64(0)
 		for _, g := range nd.gpus() {
-			if d.MemoryMiB > 0 {
-				k += max(g.FreeMiB(), 0) / d.MemoryMiB
-			}
+			k += max(perGPU(g), 0)
 		}
 		if cpu > 0 {
 			k = min(k, max(nd.freeCPU/cpu, 0))
