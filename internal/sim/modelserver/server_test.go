@@ -282,13 +282,7 @@ func TestRouterSendsMoreToFaster(t *testing.T) {
 func TestSaturatedThroughput(t *testing.T) {
 	s := newServer(t, nil) // b=8, 11.5 ms
 	const n = 8000
-	for range n {
-		s.Submit(0)
-	}
-	got := s.Drain()
-	if len(got) != n {
-		t.Fatalf("%d completions", len(got))
-	}
+	got := drainAll(t, s, n)
 	tput := n / got[n-1].Done
 	if math.Abs(tput-8/lat) > 0.01 {
 		t.Fatalf("throughput %v req/s, want %v", tput, 8/lat)
@@ -541,13 +535,7 @@ func TestDeadlineQueueTimeoutFallsBackToSolo(t *testing.T) {
 func TestComputeShareCapsThroughput(t *testing.T) {
 	s := newServer(t, func(c *Config) { c.ComputeShare = 0.25 })
 	const n = 8000
-	for range n {
-		s.Submit(0)
-	}
-	got := s.Drain()
-	if len(got) != n {
-		t.Fatalf("%d completions", len(got))
-	}
+	got := drainAll(t, s, n)
 	if tput, want := n/got[n-1].Done, 0.25*8/lat; math.Abs(tput-want)/want > 0.01 {
 		t.Fatalf("capped throughput %v req/s, want %v", tput, want)
 	}
@@ -556,4 +544,18 @@ func TestComputeShareCapsThroughput(t *testing.T) {
 	if got := s.Advance(2); len(got) != 1 || !near(got[0].Done, 1+lat) {
 		t.Fatalf("lone request under the cap: %+v, want done at %v", got, 1+lat)
 	}
+}
+
+// drainAll submits n requests at time 0 to s, drains it and fails the test
+// unless every one completed.
+func drainAll(t *testing.T, s *Server, n int) []Completion {
+	t.Helper()
+	for range n {
+		s.Submit(0)
+	}
+	got := s.Drain()
+	if len(got) != n {
+		t.Fatalf("%d completions, want %d", len(got), n)
+	}
+	return got
 }
