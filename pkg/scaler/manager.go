@@ -64,7 +64,6 @@ func (o *Options) NewManager(cfg *rest.Config) (manager.Manager, error) {
 	if err := kubeversion.Check(disc); err != nil {
 		return nil, err
 	}
-	byObject := map[client.Object]cache.ByObject{&v1.Service{}: {Label: RoutingCacheSelector()}}
 	// A cache entry for a kind the API server does not serve fails the
 	// manager's start: the Istio kinds are cached only where Istio's CRDs
 	// are installed (the reconciler then watches them too).
@@ -72,20 +71,9 @@ func (o *Options) NewManager(cfg *rest.Config) (manager.Manager, error) {
 	if err != nil {
 		return nil, err
 	}
-	if istio {
-		byObject[&networkingv1.VirtualService{}] = cache.ByObject{Label: RoutingCacheSelector()}
-		byObject[&networkingv1.DestinationRule{}] = cache.ByObject{Label: RoutingCacheSelector()}
-	}
 	mopts := manager.Options{
-		Scheme: Scheme(),
-		// Pods, nodes, Deployments and the ModelServices' Services,
-		// VirtualServices and DestinationRules (only those: not every one
-		// of the cluster) are cached; managed fields are not read, so they
-		// do not take memory.
-		Cache: cache.Options{
-			DefaultTransform: cache.TransformStripManagedFields(),
-			ByObject:         byObject,
-		},
+		Scheme:                        Scheme(),
+		Cache:                         CacheOptions(istio, o.Namespace),
 		Metrics:                       metricsserver.Options{BindAddress: o.MetricsBindAddress},
 		HealthProbeBindAddress:        o.HealthProbeBindAddress,
 		LeaderElection:                o.LeaderElect,
@@ -98,9 +86,6 @@ func (o *Options) NewManager(cfg *rest.Config) (manager.Manager, error) {
 	}
 	if mopts.Metrics.BindAddress == "" {
 		mopts.Metrics.BindAddress = "0" // "" means off, as it did before controller-runtime
-	}
-	if o.Namespace != "" {
-		mopts.Cache.DefaultNamespaces = map[string]cache.Config{o.Namespace: {}}
 	}
 	mgr, err := manager.New(cfg, mopts)
 	if err != nil {
@@ -154,6 +139,29 @@ func (o *Options) NewManager(cfg *rest.Config) (manager.Manager, error) {
 		return nil, err
 	}
 	return mgr, nil
+}
+
+// CacheOptions is what the scaler caches: pods that have not finished,
+// trimmed to what its rules read (PodCacheFieldSelector, TrimPod); nodes;
+// Deployments; and of Services, VirtualServices and DestinationRules only
+// the ModelServices' (RoutingCacheSelector), the Istio kinds only where
+// istio says the API server serves them. Managed fields are never read,
+// so they take no memory. A namespace other than "" limits the namespaced
+// kinds to it (--namespace).
+func CacheOptions(istio bool, namespace string) cache.Options {
+	byObject := map[client.Object]cache.ByObject{
+		&v1.Service{}: {Label: RoutingCacheSelector()},
+		&v1.Pod{}:     {Field: PodCacheFieldSelector(), Transform: TrimPod},
+	}
+	if istio {
+		byObject[&networkingv1.VirtualService{}] = cache.ByObject{Label: RoutingCacheSelector()}
+		byObject[&networkingv1.DestinationRule{}] = cache.ByObject{Label: RoutingCacheSelector()}
+	}
+	opts := cache.Options{DefaultTransform: cache.TransformStripManagedFields(), ByObject: byObject}
+	if namespace != "" {
+		opts.DefaultNamespaces = map[string]cache.Config{namespace: {}}
+	}
+	return opts
 }
 
 // RoutingCacheSelector selects the Services, VirtualServices and
