@@ -216,17 +216,51 @@ func TestDRAOverlayAppliesAndRuns(t *testing.T) {
 		t.Errorf("the webhook's template requests %d MiB (%v), want 2048", mib, ok)
 	}
 
-	// The policy refuses a hetsev GPU pod without the claim: one shaped for
-	// annotation mode, which the webhook skips.
+	// The match conditions are DRA mode's: a pod shaped for annotation mode
+	// (runtime class, NVIDIA_VISIBLE_DEVICES, the pool) lacks the claim, so
+	// the webhook is called and gives it one.
 	if err := cluster.CreateNvidiaRuntimeClass(ctx, c); err != nil {
 		t.Fatal(err)
 	}
+	p, err = c.CoreV1().Pods("default").Create(ctx, annotationModePod("annotation-shaped"), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+	if err != nil || !hasPodClaim(p) {
+		t.Errorf("annotation-mode pod in DRA mode: %v, resourceClaims %+v: want the webhook's claim", err, p.Spec.ResourceClaims)
+	}
+
+	// The policy refuses a hetsev GPU pod without the claim that bypassed
+	// the webhook: one created in hetsev-system, which the webhook's
+	// namespace selector leaves out and the policy does not exempt.
+	inSystem := func(name string) *v1.Pod {
+		p := annotationModePod(name)
+		p.Namespace = cluster.SystemNamespace
+		// hetsev-system enforces the restricted Pod Security Standard.
+		p.Spec.SecurityContext = &v1.PodSecurityContext{RunAsNonRoot: ptrTo(true), SeccompProfile: &v1.SeccompProfile{Type: v1.SeccompProfileTypeRuntimeDefault}}
+		p.Spec.Containers[0].SecurityContext = &v1.SecurityContext{AllowPrivilegeEscalation: ptrTo(false), Capabilities: &v1.Capabilities{Drop: []v1.Capability{"ALL"}}}
+		return p
+	}
 	waitFor(ctx, t, 30*time.Second, "the admission policy to refuse a hetsev pod without a claim", func(ctx context.Context) (bool, error) {
-		_, err := c.CoreV1().Pods("default").Create(ctx, annotationModePod("probe-no-claim"), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		_, err := c.CoreV1().Pods(cluster.SystemNamespace).Create(ctx, inSystem("probe-no-claim"), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 		return err != nil, nil
 	})
-	_, err = c.CoreV1().Pods("default").Create(ctx, annotationModePod("no-claim"), metav1.CreateOptions{})
+	_, err = c.CoreV1().Pods(cluster.SystemNamespace).Create(ctx, inSystem("no-claim"), metav1.CreateOptions{})
 	expectDenied(t, "a hetsev GPU pod without a claim", err, "has no pod claim named gpu")
+
+	// With the webhook down (failurePolicy Fail), a pod that has what DRA
+	// mode needs is admitted without calling it; one that lacks the claim
+	// is refused, rather than run without its GPU.
+	scaler.Stop(5 * time.Second)
+	optedIn := userPod("opted-in-webhook-down", true, v1alpha1.SchedulerName)
+	optedIn.Spec.ResourceClaims = []v1.PodResourceClaim{{Name: v1alpha1.PodClaimName, ResourceClaimTemplateName: ptrTo(webhook.ClaimTemplateName(2048))}}
+	optedIn.Spec.Containers[0].Resources.Claims = []v1.ResourceClaim{{Name: v1alpha1.PodClaimName}}
+	optedIn.Spec.NodeSelector[v1alpha1.LabelGPUPool] = v1alpha1.GPUPoolValue
+	optedIn.Spec.Tolerations = []v1.Toleration{gpuinventory.GPUPoolToleration()}
+	if _, err := c.CoreV1().Pods("default").Create(ctx, optedIn, metav1.CreateOptions{}); err != nil {
+		t.Errorf("a pod with the claim, the scheduler and the pool, the webhook down: %v (the webhook was called for a pod that needs nothing)", err)
+	}
+	_, err = c.CoreV1().Pods("default").Create(ctx, annotationModePod("no-claim-webhook-down"), metav1.CreateOptions{})
+	if err == nil || !strings.Contains(err.Error(), "scheduler-selection.hetsev.io") {
+		t.Errorf("a pod without the claim, the webhook down: err = %v, want a failed call to scheduler-selection.hetsev.io", err)
+	}
 
 	checkDRAAdapterJoin(ctx, t, cp)
 }
@@ -325,9 +359,10 @@ func checkDRAAdapterJoin(ctx context.Context, t *testing.T, cp *cluster.ControlP
 	}
 }
 
-// annotationModePod is a hetsev GPU pod as annotation mode shapes it
-// (hetsev-scheduler, the runtime class, NVIDIA_VISIBLE_DEVICES from the
-// downward API), which the webhook's match conditions skip.
+// annotationModePod is a hetsev GPU pod as annotation mode's webhook
+// leaves it (hetsev-scheduler, the runtime class, NVIDIA_VISIBLE_DEVICES
+// from the downward API, the GPU pool's node selector and toleration),
+// which annotation mode's match conditions skip.
 func annotationModePod(name string) *v1.Pod {
 	p := userPod(name, true, v1alpha1.SchedulerName)
 	rc := gpuinventory.DefaultRuntimeClassName
@@ -335,7 +370,18 @@ func annotationModePod(name string) *v1.Pod {
 	for i := range p.Spec.Containers {
 		p.Spec.Containers[i].Env = []v1.EnvVar{gpuinventory.VisibleDevicesEnv()}
 	}
+	p.Spec.NodeSelector[v1alpha1.LabelGPUPool] = v1alpha1.GPUPoolValue
+	p.Spec.Tolerations = []v1.Toleration{gpuinventory.GPUPoolToleration()}
 	return p
+}
+
+func hasPodClaim(p *v1.Pod) bool {
+	for _, c := range p.Spec.ResourceClaims {
+		if c.Name == v1alpha1.PodClaimName {
+			return true
+		}
+	}
+	return false
 }
 
 // checkDRASchedulerConfig compares the DRA overlay's scheduler config with
