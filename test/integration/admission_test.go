@@ -152,6 +152,32 @@ func TestAdmissionOptsInAndProtectsGPUAssignment(t *testing.T) {
 		}
 	}
 
+	// Ephemeral containers (kubectl debug): in a hetsev GPU pod one must
+	// take NVIDIA_VISIBLE_DEVICES from the downward API, in any pod none
+	// may set a literal.
+	debug := func(pod, container string, env []v1.EnvVar) error {
+		cur, err := c.CoreV1().Pods("default").Get(ctx, pod, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		cur.Spec.EphemeralContainers = append(cur.Spec.EphemeralContainers, v1.EphemeralContainer{
+			EphemeralContainerCommon: v1.EphemeralContainerCommon{Name: container, Image: "busybox", Env: env, TerminationMessagePolicy: v1.TerminationMessageReadFile, ImagePullPolicy: v1.PullIfNotPresent},
+		})
+		_, err = c.CoreV1().Pods("default").UpdateEphemeralContainers(ctx, pod, cur, metav1.UpdateOptions{})
+		return err
+	}
+	literal := []v1.EnvVar{{Name: gpuinventory.EnvVisibleDevices, Value: "all"}}
+	expectDenied(t, "an ephemeral container without NVIDIA_VISIBLE_DEVICES in a hetsev GPU pod", debug(name, "debugger", nil),
+		"ephemeral container(s) debugger must take NVIDIA_VISIBLE_DEVICES from the downward API")
+	expectDenied(t, "an ephemeral container with a literal NVIDIA_VISIBLE_DEVICES", debug("plain", "debugger", literal),
+		"ephemeral container(s) debugger must take NVIDIA_VISIBLE_DEVICES from the downward API")
+	if err := debug(name, "debugger-gpu", []v1.EnvVar{gpuinventory.VisibleDevicesEnv()}); err != nil {
+		t.Errorf("an ephemeral container with NVIDIA_VISIBLE_DEVICES from the downward API: %v", err)
+	}
+	if err := debug("plain", "debugger-plain", nil); err != nil {
+		t.Errorf("an ephemeral container in a pod without a GPU: %v", err)
+	}
+
 	// failurePolicy Fail: with the webhook down, annotated pods are refused
 	// rather than sent to the default scheduler; other pods are not affected.
 	scaler.Stop(5 * time.Second)
@@ -161,6 +187,18 @@ func TestAdmissionOptsInAndProtectsGPUAssignment(t *testing.T) {
 	}
 	if _, err := c.CoreV1().Pods("default").Create(ctx, userPod("plain-webhook-down", false, ""), metav1.CreateOptions{}); err != nil {
 		t.Errorf("unannotated pod with the webhook down: %v", err)
+	}
+	// A pod the webhook would leave as it is (hetsev-scheduler, the runtime
+	// class, the variable in every container, the pool) is not sent; one
+	// that lacks only the pool's toleration is, and is refused.
+	if _, err := c.CoreV1().Pods("default").Create(ctx, annotationModePod("opted-in-webhook-down"), metav1.CreateOptions{}); err != nil {
+		t.Errorf("an opted-in pod with the webhook down: %v (the webhook was called for a pod that needs nothing)", err)
+	}
+	noPool := annotationModePod("no-pool-webhook-down")
+	noPool.Spec.Tolerations = nil
+	_, err = c.CoreV1().Pods("default").Create(ctx, noPool, metav1.CreateOptions{})
+	if err == nil || !strings.Contains(err.Error(), "scheduler-selection.hetsev.io") {
+		t.Errorf("a pod without the pool toleration, the webhook down: err = %v, want a failed call to scheduler-selection.hetsev.io", err)
 	}
 }
 
