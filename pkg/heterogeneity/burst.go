@@ -75,9 +75,9 @@ import (
 // both solvers, at 34 % more GPU cost (1.71 -> 2.30 USD); the Twitter trace,
 // already within its SLO, costs 4.5 % (exact) and 1.6 % (heuristic) more.
 //
-// The history lives in memory, as the HPA keeps its recommendations: an
-// autoscaler created anew (a new hetsev-scaler leader) starts without it,
-// so its first scale-ins are as unstabilized as before the rule.
+// An autoscaler created anew starts without the history unless its caller
+// restores one (Autoscaler.SetHistory; hetsev-scaler keeps it in the
+// ModelService's status for a new leader).
 
 // rateSample is one observation's arrival rate.
 type rateSample struct {
