@@ -96,21 +96,25 @@ func (r *Reconciler) measureSLO(ctx context.Context, a *arrival, d *appsv1.Deplo
 // decimals, the latency at service level sl (the decision's, SL_min with 1
 // read as 0.999) with its percentile's name, and sl as the service level
 // gauge. Status fields of values the adapter did not give keep what they
-// had: a missing value is no 0. The attainment gauge loses its series
-// instead, so that the PrometheusRule's averages over time leave out the
-// decisions that measured none rather than repeat the last value.
-func reportSLO(ms *v1alpha1.ModelService, status *v1alpha1.ModelServiceStatus, m sloMeasure, sl float64) {
+// had: a missing value is no 0; measured says whether any was given. The
+// attainment gauge loses its series instead, so that the PrometheusRule's
+// averages over time leave out the decisions that measured none rather
+// than repeat the last value.
+func reportSLO(ms *v1alpha1.ModelService, status *v1alpha1.ModelServiceStatus, m sloMeasure, sl float64) (measured bool) {
 	sloServiceLevelGauge.WithLabelValues(ms.Namespace, ms.Name).Set(sl)
 	if v, ok := m.Attainment(); ok {
+		measured = true
 		status.Attainment = strconv.FormatFloat(v, 'f', 4, 64)
 		sloAttainmentGauge.WithLabelValues(ms.Namespace, ms.Name).Set(v)
 	} else {
 		sloAttainmentGauge.DeleteLabelValues(ms.Namespace, ms.Name)
 	}
 	if m.HasLatency {
+		measured = true
 		status.LatencyPercentile = percentileName(sl)
 		status.LatencyAtServiceLevelMs = strconv.FormatFloat(m.LatencyMs, 'f', 1, 64)
 	}
+	return measured
 }
 
 // percentileName names the q-quantile as a percentile: 0.98 "p98", 0.999

@@ -134,6 +134,8 @@ func (o *Options) NewManager(cfg *rest.Config) (manager.Manager, error) {
 		Defaults:        o.Defaults,
 		TrafficSplit:    o.TrafficSplit,
 		DecisionHistory: o.DecisionHistory,
+		StatusRefresh:   o.StatusRefresh,
+		ClusterDomain:   o.ClusterDomain,
 	}
 	if err := r.SetupWithManager(mgr, o.Workers); err != nil {
 		return nil, err

@@ -3,7 +3,10 @@ package scaler
 import (
 	"flag"
 	"fmt"
+	"strings"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/hetsev/hetsev/pkg/adapter/prometheus"
 	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
@@ -63,6 +66,14 @@ type Options struct {
 	// DecisionHistory is how many of a ModelService's latest decisions
 	// status.decisions keeps (0: none; at most MaxDecisionHistory).
 	DecisionHistory int
+	// StatusRefresh is how often the measured fields of a ModelService's
+	// status are rewritten while nothing else in it changes
+	// (--status-refresh, at least 1 s).
+	StatusRefresh time.Duration
+	// ClusterDomain is the DNS domain of the cluster's Services
+	// (--cluster-domain): the VirtualService host of a ModelService is
+	// <name>.<namespace>.svc.<ClusterDomain>.
+	ClusterDomain string
 }
 
 // Values of --metrics-backend.
@@ -103,6 +114,8 @@ func NewOptions() *Options {
 		MetricsBackend:         MetricsBackendCustomMetrics,
 		Prometheus:             prometheus.DefaultOptions(),
 		DecisionHistory:        DefaultDecisionHistory,
+		StatusRefresh:          DefaultStatusRefresh,
+		ClusterDomain:          DefaultClusterDomain,
 	}
 }
 
@@ -129,7 +142,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 		return nil
 	})
 	fs.BoolVar(&o.Defaults.ModelThresholds, "model-thresholds", o.Defaults.ModelThresholds, "give every ModelService without spec.scaling.saturationThreshold the highest threshold at which the SLO latency model (batch formation and queueing at SL_min, each instance on a GPU of its own) meets RT_max on all its GPU types, in [0.3, 0.99]; off: 0.8")
-	fs.BoolVar(&o.Defaults.SeasonalForecast, "seasonal-forecast", o.Defaults.SeasonalForecast, "provision for bursts that recur with a period of 5 to 60 minutes in a ModelService's own arrival rate before they start (the highest rate per minute is kept in memory for 3 h; a new leader forecasts after two periods)")
+	fs.BoolVar(&o.Defaults.SeasonalForecast, "seasonal-forecast", o.Defaults.SeasonalForecast, "provision for bursts that recur with a period of 5 to 60 minutes in a ModelService's own arrival rate before they start (the highest rate per minute is kept for 3 h, in status.rateHistory, so that a new leader keeps it)")
 	fs.BoolVar(&o.Defaults.Replacement, "replacement", o.Defaults.Replacement, "make-before-break replacement: when a ModelService would run cheaper on another GPU type or flavor (e.g. V100 -> T4 after a burst, a whole GPU -> a light flavor when quiet), with at least its capacity within the scale-in cool-down and the scale-in bar after it, add the new replicas first and remove the old ones only as new ones are Ready and weighted in the traffic split; one in flight per ModelService")
 	fs.BoolVar(&o.Defaults.Consolidation, "consolidation", o.Defaults.Consolidation, "consolidation: move a Ready replica alone on its GPU onto a GPU in use where the scheduler admits it, make-before-break (a new replica of its column first; the old pod, marked with controller.kubernetes.io/pod-deletion-cost, goes once the new one is Ready and routed), so that its GPU is left empty; one move or replacement in flight per ModelService, --replacement-interval apart")
 	fs.DurationVar(&o.Defaults.ReplacementInterval, "replacement-interval", o.Defaults.ReplacementInterval, "least time from the end of one replacement of a ModelService to the start of the next (0: 5m)")
@@ -144,6 +157,8 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.MetricsBackend, "metrics-backend", o.MetricsBackend, "where request rates and latencies come from: custom-metrics (custom.metrics.k8s.io, served by hetsev-metrics-adapter through its APIService) or prometheus (the adapter's Prometheus queries run by the scaler itself against --prometheus-url; no APIService needed)")
 	fs.IntVar(&o.Defaults.ReplicaCeiling, "max-replicas", o.Defaults.ReplicaCeiling, "the most replicas any ModelService holds over all its GPU types and flavors, whatever its spec.scaling.maxReplicas (0 there means this); 0: no ceiling")
 	fs.IntVar(&o.DecisionHistory, "decision-history", o.DecisionHistory, fmt.Sprintf("how many of a ModelService's latest decisions status.decisions keeps, oldest first (those that changed replicas or the action, as status.lastDecision); 0 keeps none; at most %d", MaxDecisionHistory))
+	fs.DurationVar(&o.StatusRefresh, "status-refresh", o.StatusRefresh, "how often a ModelService's measured status fields (measuredAt, arrivalRate, saturation, latency, attainment, rateHistory) are rewritten while nothing else in its status changes; any other change is written at once. At least 1s")
+	fs.StringVar(&o.ClusterDomain, "cluster-domain", o.ClusterDomain, "DNS domain of the cluster's Services (the kubelet's clusterDomain): the host of each ModelService's VirtualService is <name>.<namespace>.svc.<domain>")
 	o.Prometheus.Connection.AddGoFlags(fs)
 	fs.DurationVar(&o.Prometheus.RateWindow, "rate-window", o.Prometheus.RateWindow, "with --metrics-backend=prometheus: the PromQL range of request rates and latency percentiles (whole seconds), as hetsev-metrics-adapter's --rate-window")
 }
@@ -206,6 +221,12 @@ func (o *Options) Validate() error {
 	}
 	if o.DecisionHistory < 0 || o.DecisionHistory > MaxDecisionHistory {
 		return fmt.Errorf("--decision-history=%d: want 0 (none) to %d", o.DecisionHistory, MaxDecisionHistory)
+	}
+	if o.StatusRefresh < time.Second {
+		return fmt.Errorf("--status-refresh=%v: want at least 1s", o.StatusRefresh)
+	}
+	if errs := validation.IsDNS1123Subdomain(o.ClusterDomain); len(errs) > 0 {
+		return fmt.Errorf("--cluster-domain=%q: %s", o.ClusterDomain, strings.Join(errs, "; "))
 	}
 	if o.Workers < 1 {
 		return fmt.Errorf("--workers=%d: want at least 1", o.Workers)

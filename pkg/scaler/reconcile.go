@@ -82,7 +82,11 @@ func (r *Reconciler) reportDegraded(ctx context.Context, key types.NamespacedNam
 		return // shutting down, or a stale read the retry resolves at once
 	}
 	ms := &v1alpha1.ModelService{}
-	if getErr := r.Client.Get(ctx, key, ms); getErr != nil {
+	var reader client.Reader = r.Client
+	if r.APIReader != nil {
+		reader = r.APIReader
+	}
+	if getErr := reader.Get(ctx, key, ms); getErr != nil {
 		return
 	}
 	cur := meta.FindStatusCondition(ms.Status.Conditions, v1alpha1.ConditionDegraded)
@@ -162,7 +166,7 @@ func (r *Reconciler) decide(ctx context.Context, ms *v1alpha1.ModelService, st *
 	}
 	svc.pool = r.gpuPool()
 	initReplacementSeries(ms.Namespace, ms.Name)
-	as := st.autoscalerFor(svc.policy, ms.Status.ScalingState, ms.Status.LastDecision)
+	as := st.autoscalerFor(svc.policy, ms.Status.ScalingState, ms.Status.RateHistory)
 
 	// Desired Deployments exist, one per GPU type, and those of removed
 	// types go.
@@ -365,12 +369,17 @@ func (r *Reconciler) decide(ctx context.Context, ms *v1alpha1.ModelService, st *
 		status.TotalReplicas += replicasOf(deps[i])
 		replicasGauge.WithLabelValues(ms.Namespace, ms.Name, p.column()).Set(float64(replicasOf(deps[i])))
 	}
+	measured := metav1.NewTime(now)
+	status.MeasuredAt = &measured
 	status.ArrivalRate = strconv.FormatFloat(w, 'f', 2, 64)
 	status.Saturation = formatSaturation(act.Saturation)
 	if ar.HasP98 {
 		status.LatencyP98Ms = strconv.FormatFloat(p98, 'f', 1, 64)
 	}
-	reportSLO(ms, &status, ar.SLO, svc.policy.ServiceLevel)
+	if reportSLO(ms, &status, ar.SLO, svc.policy.ServiceLevel) || ar.HasP98 {
+		status.LatencyMeasuredAt = &measured
+	}
+	status.RateHistory = rateHistory(as.History())
 	d := v1alpha1.Decision{Time: metav1.NewTime(now), Action: kind, Delta: delta, Reason: act.Reason,
 		Replacement: replacementStatus(act.Replacement, act.ReplacementPhase),
 		Types:       typeDecisions(svc, deps, obs, act, seen), Alternative: decisionAlternative(svc, act)}

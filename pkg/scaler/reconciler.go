@@ -78,6 +78,13 @@ type Reconciler struct {
 	// DecisionHistory is how many decisions status.decisions keeps, newest
 	// last (<= 0: none; --decision-history).
 	DecisionHistory int
+	// StatusRefresh is how often the measured fields of a status are
+	// rewritten while nothing else in it changes (0: DefaultStatusRefresh;
+	// --status-refresh).
+	StatusRefresh time.Duration
+	// ClusterDomain is the Services' DNS domain of the VirtualService
+	// hosts ("": DefaultClusterDomain; --cluster-domain).
+	ClusterDomain string
 
 	mu sync.Mutex
 	// state is kept per ModelService object (its UID): one deleted and
@@ -230,12 +237,11 @@ func (r *Reconciler) forget(key types.NamespacedName) {
 // autoscalerFor returns the ModelService's autoscaler with policy p; spec
 // edits apply to the next decision. A new autoscaler (this reconciler's
 // first decision on the ModelService: a new leader) starts from the timing
-// state its predecessor persisted in status.
-//
-// The replacement in flight is restored from the last decision
-// (replacementInFlight), so that a new leader removes the old replicas
-// it covers, or times it out.
-func (s *msState) autoscalerFor(p heterogeneity.Policy, persisted *v1alpha1.ScalingState, last *v1alpha1.Decision) *heterogeneity.Autoscaler {
+// state, the replacement in flight and the rate history its predecessor
+// persisted in status, so that it keeps the cool-downs, finishes or times
+// out the replacement, and forecasts and stabilizes scale-in on the rates
+// its predecessor saw.
+func (s *msState) autoscalerFor(p heterogeneity.Policy, persisted *v1alpha1.ScalingState, history *v1alpha1.RateHistory) *heterogeneity.Autoscaler {
 	if s.autoscaler == nil {
 		s.autoscaler = heterogeneity.NewAutoscaler(p)
 		if persisted != nil {
@@ -244,9 +250,10 @@ func (s *msState) autoscalerFor(p heterogeneity.Policy, persisted *v1alpha1.Scal
 				LastScaleOut:        timeOf(persisted.LastScaleOut),
 				LastScaleIn:         timeOf(persisted.LastScaleIn),
 				LastReplacement:     timeOf(persisted.LastReplacement),
-				Replacement:         replacementInFlight(last),
+				Replacement:         replacementInFlight(persisted.Replacement),
 			})
 		}
+		s.autoscaler.SetHistory(historyOf(history))
 	}
 	s.autoscaler.Policy = p
 	return s.autoscaler
@@ -262,7 +269,7 @@ func scalingState(st heterogeneity.State) *v1alpha1.ScalingState {
 		return &mt
 	}
 	return &v1alpha1.ScalingState{AboveThresholdSince: at(st.AboveThresholdSince), LastScaleOut: at(st.LastScaleOut), LastScaleIn: at(st.LastScaleIn),
-		LastReplacement: at(st.LastReplacement)}
+		LastReplacement: at(st.LastReplacement), Replacement: replacementStatus(st.Replacement, "")}
 }
 
 func timeOf(t *metav1.Time) time.Time {

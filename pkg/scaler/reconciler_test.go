@@ -233,8 +233,10 @@ func TestModelServiceStatusObservedGeneration(t *testing.T) {
 	}
 }
 
-// Decisions that change nothing write no status: the ModelService's
-// resourceVersion stays while the decision counter advances.
+// Decisions that change nothing but the measured fields (arrival rate,
+// saturation, rate history) write no status within the status refresh:
+// the ModelService's resourceVersion stays while the decision counter
+// advances. Once the refresh has passed, one write brings them up to date.
 func TestReconcileWritesStatusOnlyWhenChanged(t *testing.T) {
 	ctx := context.Background()
 	ms := resnet()
@@ -243,35 +245,45 @@ func TestReconcileWritesStatusOnlyWhenChanged(t *testing.T) {
 	r, c := newFakeReconciler(t, ms, &now)
 	key := types.NamespacedName{Namespace: ms.Namespace, Name: ms.Name}
 	req := reconcile.Request{NamespacedName: key}
+	decideFor := func(d time.Duration) {
+		t.Helper()
+		for end := now.Add(d); now.Before(end); now = now.Add(DefaultIntervalSeconds * time.Second) {
+			if _, err := r.Reconcile(ctx, req); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	get := func() *v1alpha1.ModelService {
+		t.Helper()
+		got := &v1alpha1.ModelService{}
+		if err := c.Get(ctx, key, got); err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
 	// The first decisions scale out to min replicas, then find the service
 	// at rest.
-	for range 2 {
-		if _, err := r.Reconcile(ctx, req); err != nil {
-			t.Fatal(err)
-		}
-		now = now.Add(DefaultIntervalSeconds * time.Second)
-	}
-	rest := &v1alpha1.ModelService{}
-	if err := c.Get(ctx, key, rest); err != nil {
-		t.Fatal(err)
+	decideFor(2 * DefaultIntervalSeconds * time.Second)
+	rest := get()
+	if rest.Status.MeasuredAt == nil || rest.Status.RateHistory == nil {
+		t.Fatalf("status without measuredAt or rateHistory: %+v", rest.Status)
 	}
 	decided := decisions(ms)
-	const n = 10
-	for range n {
-		if _, err := r.Reconcile(ctx, req); err != nil {
-			t.Fatal(err)
-		}
-		now = now.Add(DefaultIntervalSeconds * time.Second)
+	decideFor(rest.Status.MeasuredAt.Add(DefaultStatusRefresh).Sub(now))
+	n := decisions(ms) - decided
+	if n < 4 {
+		t.Fatalf("%v decisions within the status refresh, want at least 4", n)
 	}
-	if got := decisions(ms) - decided; got != n {
-		t.Fatalf("%v decisions in %d intervals, want %d", got, n, n)
+	if got := get(); got.ResourceVersion != rest.ResourceVersion {
+		t.Errorf("resourceVersion %s -> %s over %v decisions that changed only measured fields within %v (last decision %+v)",
+			rest.ResourceVersion, got.ResourceVersion, n, DefaultStatusRefresh, got.Status.LastDecision)
 	}
-	got := &v1alpha1.ModelService{}
-	if err := c.Get(ctx, key, got); err != nil {
-		t.Fatal(err)
-	}
-	if got.ResourceVersion != rest.ResourceVersion {
-		t.Errorf("resourceVersion %s -> %s over %d decisions that changed nothing (last decision %+v)", rest.ResourceVersion, got.ResourceVersion, n, got.Status.LastDecision)
+	decideFor(2 * DefaultIntervalSeconds * time.Second)
+	refreshed := get()
+	if refreshed.ResourceVersion == rest.ResourceVersion || !refreshed.Status.MeasuredAt.After(rest.Status.MeasuredAt.Time) ||
+		len(refreshed.Status.RateHistory.Rates) <= len(rest.Status.RateHistory.Rates) {
+		t.Errorf("after the status refresh: resourceVersion %s, measuredAt %v, %d rates; want a write newer than %v with more than %d rates",
+			refreshed.ResourceVersion, refreshed.Status.MeasuredAt, len(refreshed.Status.RateHistory.Rates), rest.Status.MeasuredAt, len(rest.Status.RateHistory.Rates))
 	}
 }
 

@@ -93,14 +93,13 @@ func floorString(v float64) string {
 	return strconv.FormatFloat(max(v, 0), 'f', 3, 64)
 }
 
-// replacementInFlight is the replacement a decision recorded in status
-// left in flight (started or progressed, or waiting), for a new leader;
-// nil when none.
-func replacementInFlight(d *v1alpha1.Decision) *heterogeneity.Replacement {
-	if d == nil || d.Replacement == nil {
+// replacementInFlight is a replacement status records as in flight
+// (status.scalingState.replacement: started or progressed, or waiting),
+// for a new leader; nil when none or when rp records its end.
+func replacementInFlight(rp *v1alpha1.Replacement) *heterogeneity.Replacement {
+	if rp == nil {
 		return nil
 	}
-	rp := d.Replacement
 	switch heterogeneity.ReplacementPhase(rp.Phase) {
 	case heterogeneity.ReplacementCompleted, heterogeneity.ReplacementTimedOut, heterogeneity.ReplacementAbandoned:
 		return nil

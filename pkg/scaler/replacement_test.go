@@ -317,13 +317,13 @@ func TestFloorStringMatchesTheAPIPattern(t *testing.T) {
 			t.Errorf("floor %v written as %q, which the API's pattern refuses", v, rp.FloorRPS)
 			continue
 		}
-		back := replacementInFlight(&v1alpha1.Decision{Replacement: rp})
+		back := replacementInFlight(rp)
 		if want := math.Max(v, 0); math.Abs(back.FloorRPS-want) > 1e-3 {
 			t.Errorf("floor %v read back as %v", v, back.FloorRPS)
 		}
 	}
 	rp := replacementStatus(&heterogeneity.Replacement{FloorRPS: math.Inf(1)}, heterogeneity.ReplacementStarted)
-	if rp.FloorRPS != "" || !math.IsInf(replacementInFlight(&v1alpha1.Decision{Replacement: rp}).FloorRPS, 1) {
+	if rp.FloorRPS != "" || !math.IsInf(replacementInFlight(rp).FloorRPS, 1) {
 		t.Errorf("an infinite floor written as %q", rp.FloorRPS)
 	}
 }

@@ -175,7 +175,7 @@ func (r *Reconciler) splitTraffic(ctx context.Context, svc *service, deps []*app
 		}
 		shares[i] = traffic.Share{GPUType: p.column(), Labels: deps[i].Spec.Selector.MatchLabels, CapacityRPS: p.routedRPS() * float64(n)}
 	}
-	host := fmt.Sprintf("%s.%s.svc.cluster.local", ms.Name, ms.Namespace)
+	host := fmt.Sprintf("%s.%s.svc.%s", ms.Name, ms.Namespace, r.clusterDomain())
 	vs, dr, weights, ok := traffic.Routes(host, shares)
 	if !ok {
 		// Nothing serves yet: the routes stay as they are.
@@ -228,4 +228,15 @@ func (r *Reconciler) reportNotControlled(ms *v1alpha1.ModelService, st *v1alpha1
 	}
 	setCondition(st, v1alpha1.ConditionTrafficSplit, metav1.ConditionFalse, reason, nc.Error(), ms.Generation)
 	return true
+}
+
+// DefaultClusterDomain is --cluster-domain's default, the kubelet's
+// default clusterDomain.
+const DefaultClusterDomain = "cluster.local"
+
+func (r *Reconciler) clusterDomain() string {
+	if r.ClusterDomain == "" {
+		return DefaultClusterDomain
+	}
+	return r.ClusterDomain
 }

@@ -342,3 +342,31 @@ func TestServiceFollowsPortAndProtocol(t *testing.T) {
 		t.Errorf("ports %+v, want only grpc 8001 -> 8001 with appProtocol grpc", got)
 	}
 }
+
+// TestVirtualServiceHostUsesTheClusterDomain: the VirtualService's host is
+// the ModelService's Service in --cluster-domain, cluster.local by
+// default.
+func TestVirtualServiceHostUsesTheClusterDomain(t *testing.T) {
+	for domain, want := range map[string]string{"": "resnet50.default.svc.cluster.local", "corp.internal": "resnet50.default.svc.corp.internal"} {
+		f := newRoutingFixture(t, resnet())
+		f.r.ClusterDomain = domain
+		f.reconcile(t)
+		vs := &networkingv1.VirtualService{}
+		if err := f.api.Get(context.Background(), f.req.NamespacedName, vs); err != nil {
+			t.Fatal(err)
+		}
+		if len(vs.Spec.Hosts) != 1 || vs.Spec.Hosts[0] != want {
+			t.Errorf("cluster domain %q: hosts %v, want [%s]", domain, vs.Spec.Hosts, want)
+		}
+	}
+	o := NewOptions()
+	o.ClusterDomain = "Not_A_Domain"
+	if err := o.Validate(); err == nil || !strings.Contains(err.Error(), "--cluster-domain") {
+		t.Errorf("--cluster-domain=Not_A_Domain: %v, want an error naming the flag", err)
+	}
+	o = NewOptions()
+	o.StatusRefresh = 0
+	if err := o.Validate(); err == nil || !strings.Contains(err.Error(), "--status-refresh") {
+		t.Errorf("--status-refresh=0: %v, want an error naming the flag", err)
+	}
+}

@@ -58,8 +58,8 @@ type Defaults struct {
 	// SeasonalForecast turns heterogeneity.Policy.SeasonalForecast on for
 	// every ModelService: capacity for a burst that recurs with a period
 	// of 5 to 60 minutes in the service's own arrival rate, before it
-	// starts. The history is the scaler's memory: a new leader forecasts
-	// after two periods.
+	// starts. The history (status.rateHistory) survives a change of
+	// leader.
 	SeasonalForecast bool
 	// ModelThresholds derives the saturation threshold of every
 	// ModelService whose spec.scaling.saturationThreshold is unset from

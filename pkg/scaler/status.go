@@ -6,6 +6,7 @@ import (
 	"math"
 	"sort"
 	"strconv"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -16,18 +17,49 @@ import (
 	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
 )
 
+// DefaultStatusRefresh is --status-refresh's default: how often the
+// measured fields of a ModelService's status (measuredAt, arrivalRate,
+// saturation, the latency fields, rateHistory) are rewritten while nothing
+// else in it changes. They change at every decision (every 5 s by
+// default), and each write is an etcd write and a watch event to every
+// client of ModelServices; 30 s keeps kubectl and dashboards current
+// while cutting those writes six-fold. A new leader then restores a rate
+// history at most this old.
+const DefaultStatusRefresh = 30 * time.Second
+
 // writeStatusIfChanged writes st as ms's status unless ms already has it,
-// with a merge patch of the status subresource: the scaler is its only
-// writer, so no resourceVersion is needed, and a concurrent change of the
-// spec cannot make the write fail. It leaves ms with the status written.
+// or only its measured fields (withoutMeasured) differ and those were
+// written less than the status refresh ago. The write is a merge patch of
+// the status subresource computed against the object read afresh from the
+// API server (APIReader; the cache may not yet hold the previous write, and
+// a patch computed against a stale copy would leave the server with a mix
+// of the two), with its resourceVersion as a precondition. It leaves ms
+// with the status written.
 func (r *Reconciler) writeStatusIfChanged(ctx context.Context, ms *v1alpha1.ModelService, st v1alpha1.ModelServiceStatus) error {
 	sortConditions(&st)
 	if equality.Semantic.DeepEqual(ms.Status, st) {
 		return nil
 	}
-	orig := ms.DeepCopy()
+	if equality.Semantic.DeepEqual(withoutMeasured(ms.Status), withoutMeasured(st)) && ms.Status.MeasuredAt != nil &&
+		r.now().Sub(ms.Status.MeasuredAt.Time) < r.statusRefresh() {
+		return nil
+	}
+	base := ms
+	if r.APIReader != nil {
+		fresh := &v1alpha1.ModelService{}
+		err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(ms), fresh)
+		if apierrors.IsNotFound(err) {
+			return nil // deleted meanwhile
+		}
+		if err != nil {
+			return fmt.Errorf("reading modelservice %s/%s before writing its status: %w", ms.Namespace, ms.Name, err)
+		}
+		base = fresh
+	}
+	orig := base.DeepCopy()
 	ms.Status = st
-	err := r.Client.Status().Patch(ctx, ms, client.MergeFrom(orig))
+	ms.ResourceVersion = orig.ResourceVersion
+	err := r.Client.Status().Patch(ctx, ms, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
 	if apierrors.IsNotFound(err) {
 		return nil // deleted meanwhile
 	}
@@ -36,6 +68,21 @@ func (r *Reconciler) writeStatusIfChanged(ctx context.Context, ms *v1alpha1.Mode
 	}
 	statusWritesTotal.WithLabelValues(ms.Namespace, ms.Name).Inc()
 	return nil
+}
+
+// withoutMeasured is st without the fields every decision measures anew:
+// what makes a status write due at once when it changes.
+func withoutMeasured(st v1alpha1.ModelServiceStatus) v1alpha1.ModelServiceStatus {
+	st.MeasuredAt, st.LatencyMeasuredAt, st.RateHistory = nil, nil, nil
+	st.ArrivalRate, st.Saturation, st.LatencyP98Ms, st.Attainment, st.LatencyAtServiceLevelMs = "", "", "", "", ""
+	return st
+}
+
+func (r *Reconciler) statusRefresh() time.Duration {
+	if r.StatusRefresh <= 0 {
+		return DefaultStatusRefresh
+	}
+	return r.StatusRefresh
 }
 
 func sortConditions(st *v1alpha1.ModelServiceStatus) {

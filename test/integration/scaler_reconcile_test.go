@@ -321,6 +321,10 @@ func TestScalerCoolDownSurvivesFailover(t *testing.T) {
 		t.Fatalf("%d T4 replicas for 1000 requests/s, want at least 4", scaledOut)
 	}
 	scaleOutAt := b.now
+	// The API server accepts the rate history the new leader restores.
+	if rh := b.get(t, ms.Name).Status.RateHistory; rh == nil || len(rh.Rates) == 0 || rh.Rates[len(rh.Rates)-1].RPS != "1000" {
+		t.Fatalf("status.rateHistory %+v, want the rates ending with 1000 requests/s", rh)
+	}
 
 	// The first leader goes away; the load drops; a new leader decides at
 	// each interval within the cool-down (300 s).

@@ -343,7 +343,9 @@ type Scaling struct {
 }
 
 // ModelServiceStatus is what the scaler observed and decided. The scaler
-// writes it only when something in it changed.
+// writes it when something in it changed: at once, or, when only the
+// measured fields (measuredAt and what it dates, latencyMeasuredAt and
+// what it dates, rateHistory) changed, at most every --status-refresh.
 type ModelServiceStatus struct {
 	// ObservedGeneration is the metadata.generation of the spec this status
 	// was computed from.
@@ -361,6 +363,12 @@ type ModelServiceStatus struct {
 	// Selector matches the pods of every GPU type of the ModelService
 	// (hetsev.io/modelservice=<name>): the scale subresource's selector.
 	Selector string `json:"selector,omitempty"`
+	// MeasuredAt is when arrivalRate and saturation were measured (the
+	// decision that read them). While nothing else in the status changes,
+	// the scaler rewrites the measured fields at most every
+	// --status-refresh (default 30 s), so they can be that much older than
+	// the last decision.
+	MeasuredAt *metav1.Time `json:"measuredAt,omitempty"`
 	// ArrivalRate is W, requests/s, as a decimal string.
 	//
 	// +kubebuilder:validation:Pattern=`^[0-9]+(\.[0-9]+)?$`
@@ -370,6 +378,10 @@ type ModelServiceStatus struct {
 	//
 	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?|\+Inf)$`
 	Saturation string `json:"saturation,omitempty"`
+	// LatencyMeasuredAt is when latencyP98Ms, attainment and
+	// latencyAtServiceLevelMs were last measured; they are kept as they were
+	// while the adapter gives none, so this can be older than measuredAt.
+	LatencyMeasuredAt *metav1.Time `json:"latencyMeasuredAt,omitempty"`
 	// LatencyP98Ms is the highest p98 latency among the Deployments, ms, as
 	// a decimal string. Kept as it was while the adapter gives none (no
 	// requests in the window).
@@ -417,10 +429,16 @@ type ModelServiceStatus struct {
 	// +kubebuilder:validation:MaxItems=100
 	Decisions []Decision `json:"decisions,omitempty"`
 	// ScalingState is the timing state of the scaling triggers (HetSev
-	// 4.1's scale-out period, scale-in interval and cool-down), kept here so
-	// that a new hetsev-scaler leader honours the cool-down its predecessor
-	// started.
+	// 4.1's scale-out period, scale-in interval and cool-down) and the
+	// replacement in flight, kept here so that a new hetsev-scaler leader
+	// honours the cool-down its predecessor started and finishes its
+	// replacement.
 	ScalingState *ScalingState `json:"scalingState,omitempty"`
+	// RateHistory is the arrival-rate history the scaling rules read, kept
+	// here so that a new hetsev-scaler leader forecasts and stabilizes
+	// scale-in as its predecessor would have; written with the measured
+	// fields (measuredAt).
+	RateHistory *RateHistory `json:"rateHistory,omitempty"`
 	// Conditions: Ready, MetricsUnavailable, NoFeasibleType, TrafficSplit,
 	// NoCapacity (True while a GPU type has replicas the scheduler found no
 	// room for), Replacement (True while a replacement is in flight).
@@ -446,6 +464,46 @@ type ScalingState struct {
 	// ended; the replacement interval (--replacement-interval) runs from
 	// it.
 	LastReplacement *metav1.Time `json:"lastReplacement,omitempty"`
+	// Replacement is the make-before-break replacement in flight (its phase
+	// empty); absent when none. Kept here as well as in the decision that
+	// started it, which a later decision (a Hold) replaces as lastDecision.
+	Replacement *Replacement `json:"replacement,omitempty"`
+}
+
+// RateHistory is what the scaler remembers of a ModelService's arrival
+// rate.
+type RateHistory struct {
+	// Rates are the arrival rates observed that the launch-time forecast
+	// (its span and one decision interval) and the stabilized scale-in
+	// (the highest rate of its window) can still read, oldest first: a rate
+	// that a later, higher one outlasts in the window is left out.
+	//
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=512
+	Rates []RateSample `json:"rates,omitempty"`
+	// MinutesFrom is the start of the first minute of minutePeaks.
+	MinutesFrom *metav1.Time `json:"minutesFrom,omitempty"`
+	// MinutePeaks is the highest arrival rate of each minute from
+	// minutesFrom, requests/s as comma-separated decimals, empty for a
+	// minute without an observation: the seasonal forecast's history (at
+	// most 180 minutes), kept only while it is on.
+	//
+	// +kubebuilder:validation:MaxLength=4096
+	// +kubebuilder:validation:Pattern=`^[0-9.,]*$`
+	MinutePeaks string `json:"minutePeaks,omitempty"`
+}
+
+// RateSample is one observed arrival rate.
+type RateSample struct {
+	// Time of the observation.
+	Time metav1.MicroTime `json:"time"`
+	// RPS is W, requests/s, as a decimal string.
+	//
+	// +kubebuilder:validation:Pattern=`^[0-9]+(\.[0-9]+)?$`
+	RPS string `json:"rps"`
+	// LowerBound is true when W was only a lower bound (a serving pod
+	// unmeasured).
+	LowerBound bool `json:"lowerBound,omitempty"`
 }
 
 // Decision records one scaling decision.
