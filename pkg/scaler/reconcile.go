@@ -211,7 +211,9 @@ func (r *Reconciler) decide(ctx context.Context, ms *v1alpha1.ModelService, st *
 			}
 		}
 		setCondition(&status, v1alpha1.ConditionMetricsUnavailable, metav1.ConditionTrue, reason, msg, ms.Generation)
-		setCondition(&status, v1alpha1.ConditionReady, metav1.ConditionTrue, "Reconciled", "Deployments reconciled", ms.Generation)
+		// Ready says the Deployments and routes match the spec, which they
+		// do; its reason says that the replicas are not being scaled.
+		setCondition(&status, v1alpha1.ConditionReady, metav1.ConditionTrue, "ReplicasHeld", "Deployments reconciled; replicas held: "+msg, ms.Generation)
 		recordDecision(&status, v1alpha1.Decision{Time: metav1.NewTime(now), Action: "Hold", Reason: msg}, r.DecisionHistory)
 		decisionsTotal.WithLabelValues(ms.Namespace, ms.Name, "Hold").Inc()
 		// Nothing measured: no latency or attainment series rather than

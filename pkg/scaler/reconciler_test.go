@@ -223,6 +223,9 @@ func TestModelServiceStatusObservedGeneration(t *testing.T) {
 	if got.Status.LastDecision == nil || got.Status.LastDecision.Action != "Hold" {
 		t.Fatalf("last decision %+v, want Hold (no metric for a ready instance)", got.Status.LastDecision)
 	}
+	if c := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionReady); c == nil || c.Status != metav1.ConditionTrue || c.Reason != "ReplicasHeld" {
+		t.Errorf("hold: Ready condition %+v, want True, ReplicasHeld (serving, not scaling)", c)
+	}
 	if got.Status.ObservedGeneration != 3 {
 		t.Errorf("hold: status.observedGeneration = %d, want 3", got.Status.ObservedGeneration)
 	}
