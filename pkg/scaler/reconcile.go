@@ -250,7 +250,7 @@ func (r *Reconciler) decide(ctx context.Context, ms *v1alpha1.ModelService, st *
 		// type with such replicas has no room for more whatever the free
 		// slots say (a constraint the count does not model, or a race):
 		// a scale-out goes to another type.
-		u, err := r.unschedulableOf(ctx, deps[i])
+		u, err := r.unschedulableOf(ctx, deps[i], now)
 		if err != nil {
 			return 0, err
 		}
@@ -269,10 +269,14 @@ func (r *Reconciler) decide(ctx context.Context, ms *v1alpha1.ModelService, st *
 		if idle {
 			c.slots = 0
 		}
-		seen[i] = columnSeen{slots: c.slots, gpus: c.gpus, noRoom: u.pods > 0, idle: idle}
+		seen[i] = columnSeen{slots: c.slots, gpus: c.gpus, noRoom: u.pods+u.missing > 0, idle: idle}
 		if u.pods > 0 {
 			c.slots = 0
 			noRoom = append(noRoom, fmt.Sprintf("%s: %d of %d replicas unschedulable (%s)", p.column(), u.pods, replicasOf(deps[i]), u.message))
+		}
+		if u.missing > 0 {
+			c.slots = 0
+			noRoom = append(noRoom, fmt.Sprintf("%s: %d of %d replicas not created (ReplicaFailure: %s)", p.column(), u.missing, replicasOf(deps[i]), u.missingMessage))
 		}
 		// Expected co-location for the SLO check: one neighbour as busy as
 		// the service's instances at its saturation threshold, by the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
@@ -14,28 +15,79 @@ import (
 	"github.com/hetsev/hetsev/pkg/heterogeneity"
 )
 
-// unschedulable is what the scheduler said of a Deployment's pods it found
-// no room for.
+// unschedulable is what keeps a Deployment's replicas from being placed:
+// pods the scheduler found no room for or is not scheduling, and pods the
+// ReplicaSet could not create.
 type unschedulable struct {
 	// pods counts the Deployment's pods that are not bound to a node and
-	// whose PodScheduled condition is False with reason Unschedulable.
+	// are not being placed (podNotScheduled): the scheduler found no room
+	// (PodScheduled False, Unschedulable) or failed (SchedulerError), a
+	// scheduling gate holds them, or no scheduler has tried them within
+	// notScheduledGrace.
 	pods int
-	// message is the scheduler's message on one of them, e.g. "0/4 nodes
+	// message says why for one of them, e.g. the scheduler's "0/4 nodes
 	// are available: ...".
 	message string
+	// missing counts the replicas the ReplicaSet could not create (the
+	// Deployment's ReplicaFailure condition, e.g. a quota exceeded), with
+	// the condition's message.
+	missing        int
+	missingMessage string
 	// notStarting is what its pods bound to a node that cannot start say
 	// (notStartingOf); N_i leaves them out too.
 	notStarting notStarting
 }
 
 // absent is how many of the Deployment's replicas add no capacity: those
-// the scheduler found no room for and those bound but not starting.
-func (u unschedulable) absent() int { return u.pods + u.notStarting.pods }
+// not being placed, not created, or bound but not starting.
+func (u unschedulable) absent() int { return u.pods + u.missing + u.notStarting.pods }
 
-// unschedulableOf counts d's pods (from the cache) that the scheduler
-// found no room for. A pod that is bound, or not yet tried by the
-// scheduler, or terminating, is not counted.
-func (r *Reconciler) unschedulableOf(ctx context.Context, d *appsv1.Deployment) (unschedulable, error) {
+// notScheduledGrace is how long a pod may wait for a scheduler's first
+// attempt before it counts as not being scheduled: hetsev-scheduler tries
+// a new pod within seconds, so a minute without PodScheduled means no
+// scheduler of that name runs (or it is stuck).
+const notScheduledGrace = time.Minute
+
+// podNotScheduled says whether unbound pod p is not being placed at now,
+// and why: gated (spec.schedulingGates), refused by the scheduler
+// (PodScheduled False with reason Unschedulable or SchedulerError), or
+// not tried for notScheduledGrace since its creation. Bound, terminating
+// and finished pods, and pods the scheduler is still to try, are not.
+func podNotScheduled(p *v1.Pod, now time.Time) (string, bool) {
+	if p.Spec.NodeName != "" || p.DeletionTimestamp != nil || gpuinventory.Terminal(p) {
+		return "", false
+	}
+	if len(p.Spec.SchedulingGates) > 0 {
+		gates := make([]string, len(p.Spec.SchedulingGates))
+		for i, g := range p.Spec.SchedulingGates {
+			gates[i] = g.Name
+		}
+		return "held by scheduling gate(s) " + strings.Join(gates, ", "), true
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type != v1.PodScheduled {
+			continue
+		}
+		switch {
+		case c.Status != v1.ConditionFalse:
+			return "", false
+		case c.Reason == v1.PodReasonUnschedulable:
+			return c.Message, true
+		case c.Reason == v1.PodReasonSchedulerError:
+			return "scheduler error: " + c.Message, true
+		}
+		return "", false
+	}
+	if age := now.Sub(p.CreationTimestamp.Time); !p.CreationTimestamp.IsZero() && age >= notScheduledGrace {
+		return fmt.Sprintf("not tried by scheduler %q for %v: is it running?", p.Spec.SchedulerName, age.Truncate(time.Second)), true
+	}
+	return "", false
+}
+
+// unschedulableOf counts d's pods (from the cache) that are not being
+// placed at now (podNotScheduled) and the replicas its ReplicaSet could
+// not create.
+func (r *Reconciler) unschedulableOf(ctx context.Context, d *appsv1.Deployment, now time.Time) (unschedulable, error) {
 	sel, err := metav1.LabelSelectorAsSelector(d.Spec.Selector)
 	if err != nil {
 		return unschedulable{}, fmt.Errorf("selector of deployment %s/%s: %w", d.Namespace, d.Name, err)
@@ -46,29 +98,29 @@ func (r *Reconciler) unschedulableOf(ctx context.Context, d *appsv1.Deployment) 
 	}
 	var u unschedulable
 	for i := range pods.Items {
-		p := &pods.Items[i]
-		if p.Spec.NodeName != "" || p.DeletionTimestamp != nil || gpuinventory.Terminal(p) {
-			continue
-		}
-		for _, c := range p.Status.Conditions {
-			if c.Type == v1.PodScheduled && c.Status == v1.ConditionFalse && c.Reason == v1.PodReasonUnschedulable {
-				u.pods++
-				if u.message == "" {
-					u.message = c.Message
-				}
+		if why, ok := podNotScheduled(&pods.Items[i], now); ok {
+			u.pods++
+			if u.message == "" {
+				u.message = why
 			}
+		}
+	}
+	for _, c := range d.Status.Conditions {
+		if c.Type == appsv1.DeploymentReplicaFailure && c.Status == v1.ConditionTrue {
+			u.missing = max(int(replicasOf(d))-int(d.Status.Replicas), 0)
+			u.missingMessage = c.Message
 		}
 	}
 	return u, nil
 }
 
 // runningOf is N_i of Deployment d, the instances that are capacity now or
-// soon: its desired replicas less those the scheduler found no room for
+// soon: its desired replicas less those not being placed or not created
 // and those bound to a node that cannot start (u.absent). Pods bound to a
 // node and still within their launch time count, and so do replicas whose
-// pods are not yet created or tried by the scheduler: the ReplicaSet and
-// the scheduler act seconds after a scale-out, and counting those as
-// absent would scale out twice.
+// pods are not yet created or, within notScheduledGrace, not yet tried by
+// the scheduler: the ReplicaSet and the scheduler act seconds after a
+// scale-out, and counting those as absent would scale out twice.
 func runningOf(d *appsv1.Deployment, u unschedulable) int {
 	return max(int(replicasOf(d))-u.absent(), 0)
 }

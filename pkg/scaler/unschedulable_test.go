@@ -299,3 +299,116 @@ func TestSurplusGoesOnePerDecisionThroughTheBrakes(t *testing.T) {
 		t.Errorf("an interval later: T4 %d, want one more gone (18)", got)
 	}
 }
+
+// TestPendingReplicasNotBeingPlacedAreNoCapacity: as
+// TestUnschedulableReplicasAreNoCapacity (3 T4 replicas, one running at
+// 300 requests/s), but the two others are not placed for other reasons:
+// a scheduler error, a scheduling gate, no scheduler trying them for two
+// minutes, or not created at all (the Deployment's ReplicaFailure). Each
+// time N_T4 = 1, the scale-out goes to the V100, and NoCapacity names the
+// cause. A pod created 10 s ago that no scheduler has tried yet still
+// counts: the scheduler has not had its turn.
+func TestPendingReplicasNotBeingPlacedAreNoCapacity(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		pending func(p *v1.Pod, created time.Time) // nil: the pods are not created
+		want    string                             // in NoCapacity's message; "" wants no scale-out
+	}{
+		{"scheduler-error", func(p *v1.Pod, _ time.Time) {
+			p.Status.Conditions = []v1.PodCondition{{Type: v1.PodScheduled, Status: v1.ConditionFalse, Reason: v1.PodReasonSchedulerError, Message: "binding rejected"}}
+		}, "T4: 2 of 3 replicas unschedulable (scheduler error: binding rejected)"},
+		{"gated", func(p *v1.Pod, _ time.Time) {
+			p.Spec.SchedulingGates = []v1.PodSchedulingGate{{Name: "example.com/quota"}}
+			p.Status.Conditions = []v1.PodCondition{{Type: v1.PodScheduled, Status: v1.ConditionFalse, Reason: v1.PodReasonSchedulingGated}}
+		}, "held by scheduling gate(s) example.com/quota"},
+		{"never-tried", func(p *v1.Pod, created time.Time) {
+			p.CreationTimestamp = metav1.NewTime(created.Add(-2 * time.Minute))
+		}, `not tried by scheduler "hetsev-scheduler" for 2m0s`},
+		{"not-created", nil, "T4: 2 of 3 replicas not created (ReplicaFailure: pods \"x\" is forbidden: exceeded quota)"},
+		{"just-created", func(p *v1.Pod, created time.Time) {
+			p.CreationTimestamp = metav1.NewTime(created.Add(-10 * time.Second))
+		}, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ctx := context.Background()
+			ms := resnet()
+			ms.Name = "pending-" + c.name
+			ms.Spec.Scaling.ScaleOutPeriodSeconds = ptr(0.0)
+			now := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+			r, cl := newFakeReconciler(t, ms, &now)
+			t4Name, v100Name := DeploymentName(ms.Name, "T4"), DeploymentName(ms.Name, "V100-32GB")
+			r.Metrics = deploymentMetrics{t4Name: 300}
+			v100Node := node("v100-node", 4, 32768, "64")
+			g, _ := r.Catalog.ByName("V100-32GB")
+			v100Node.Labels[gpuinventory.LabelGPUProduct] = g.ProductLabel
+			for _, n := range []*v1.Node{node("t4-node", 8, 16384, "64"), v100Node} {
+				if err := cl.Create(ctx, n); err != nil {
+					t.Fatal(err)
+				}
+			}
+			req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: ms.Namespace, Name: ms.Name}}
+			if _, err := r.Reconcile(ctx, req); err != nil {
+				t.Fatal(err)
+			}
+			now = now.Add(time.Hour)
+			d := &appsv1.Deployment{}
+			if err := cl.Get(ctx, types.NamespacedName{Namespace: ms.Namespace, Name: t4Name}, d); err != nil {
+				t.Fatal(err)
+			}
+			d.Spec.Replicas = ptr[int32](3)
+			if err := cl.Update(ctx, d); err != nil {
+				t.Fatal(err)
+			}
+			d.Status.Replicas, d.Status.ReadyReplicas = 3, 1
+			if c.pending == nil {
+				d.Status.Replicas = 1
+				d.Status.Conditions = []appsv1.DeploymentCondition{{Type: appsv1.DeploymentReplicaFailure, Status: v1.ConditionTrue, Reason: "FailedCreate",
+					Message: `pods "x" is forbidden: exceeded quota`}}
+			}
+			if err := cl.Status().Update(ctx, d); err != nil {
+				t.Fatal(err)
+			}
+			for i := range 3 {
+				if i > 0 && c.pending == nil {
+					break
+				}
+				p := pod(fmt.Sprintf("%s-%d", t4Name, i), "t4-node", "resnet50", "2Gi", "0", "2")
+				p.Namespace, p.Labels = ms.Namespace, d.Spec.Selector.MatchLabels
+				p.Status.Conditions = []v1.PodCondition{{Type: v1.PodReady, Status: v1.ConditionTrue}}
+				if i > 0 {
+					p.Spec.NodeName, p.Spec.SchedulerName = "", v1alpha1.SchedulerName
+					delete(p.Annotations, v1alpha1.AnnotationGPUIndex)
+					p.Status.Phase, p.Status.Conditions = v1.PodPending, nil
+					c.pending(p, now)
+				}
+				if err := cl.Create(ctx, p); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, err := r.Reconcile(ctx, req); err != nil {
+				t.Fatal(err)
+			}
+			got := &v1alpha1.ModelService{}
+			if err := cl.Get(ctx, req.NamespacedName, got); err != nil {
+				t.Fatal(err)
+			}
+			v := &appsv1.Deployment{}
+			if err := cl.Get(ctx, types.NamespacedName{Namespace: ms.Namespace, Name: v100Name}, v); err != nil {
+				t.Fatal(err)
+			}
+			cond := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionNoCapacity)
+			if c.want == "" {
+				if replicasOf(v) != 0 || cond == nil || cond.Status != metav1.ConditionFalse {
+					t.Errorf("V100 replicas %d, NoCapacity %+v: want no scale-out and no NoCapacity while the scheduler has its turn", replicasOf(v), cond)
+				}
+				return
+			}
+			if replicasOf(v) < 1 {
+				t.Errorf("V100 replicas %d, want a scale-out (last decision %+v)", replicasOf(v), got.Status.LastDecision)
+			}
+			if cond == nil || cond.Status != metav1.ConditionTrue || !strings.Contains(cond.Message, c.want) {
+				t.Errorf("NoCapacity %+v, want True saying %q", cond, c.want)
+			}
+		})
+	}
+}
