@@ -51,7 +51,7 @@ func (p *DRAGPUShare) EventsToRegister(context.Context) ([]fwk.ClusterEventWithH
 //     hetsev.io/gpu-memory or hetsev.io/busy-share fixed);
 //   - a node with readable GPU labels is added, or a node's GFD labels
 //     (nvidia.com/gpu.count, nvidia.com/gpu.memory) become readable or
-//     grow.
+//     grow, or a node joins the GPU pool (hetsev.io/gpu-pool=true).
 func podAndNodeEvents() []fwk.ClusterEventWithHint {
 	return []fwk.ClusterEventWithHint{
 		{Event: fwk.ClusterEvent{Resource: fwk.Pod, ActionType: fwk.Delete}, QueueingHintFn: isSchedulableAfterPodDeleted},
@@ -117,11 +117,17 @@ func isSchedulableAfterNodeChange(logger klog.Logger, pod *v1.Pod, oldObj, newOb
 	if !ok {
 		return fwk.Queue, fmt.Errorf("%s: node event with a %T, want *v1.Node", Name, newObj)
 	}
+	oldNode, _ := oldObj.(*v1.Node) // nil for an added node
+	if oldNode != nil && gpuinventory.InGPUPool(newNode) && !gpuinventory.InGPUPool(oldNode) {
+		// With gpuPool on, Filter refuses nodes outside the pool; in DRA
+		// mode the node's GPUs are in ResourceSlices, not its labels.
+		logger.V(5).Info("a node joined the GPU pool", "plugin", Name, "pod", klog.KObj(pod), "node", klog.KObj(newNode))
+		return fwk.Queue, nil
+	}
 	now, err := gpuinventory.NodeGPUsOf(newNode)
 	if err != nil {
 		return fwk.QueueSkip, nil
 	}
-	oldNode, _ := oldObj.(*v1.Node) // nil for an added node
 	if oldNode == nil {
 		logger.V(5).Info("a node with GPUs was added", "plugin", Name, "pod", klog.KObj(pod), "node", klog.KObj(newNode))
 		return fwk.Queue, nil

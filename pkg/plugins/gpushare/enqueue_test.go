@@ -125,6 +125,10 @@ func TestQueueingHintsByEvent(t *testing.T) {
 	zone.Labels["topology.kubernetes.io/zone"] = "z1"
 	broken := t4Node("a")
 	broken.Labels[gpuinventory.LabelGPUMemory] = "lots"
+	pooled := t4Node("a")
+	pooled.Labels[v1alpha1.LabelGPUPool] = v1alpha1.GPUPoolValue
+	draNode := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "dra", Labels: map[string]string{}}}
+	draPooled := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "dra", Labels: map[string]string{v1alpha1.LabelGPUPool: v1alpha1.GPUPoolValue}}}
 
 	for _, tc := range []struct {
 		name     string
@@ -150,6 +154,9 @@ func TestQueueingHintsByEvent(t *testing.T) {
 		{"node lost GPUs", isSchedulableAfterNodeChange, node, fewerGPUs, fwk.QueueSkip},
 		{"node's GPU labels repaired", isSchedulableAfterNodeChange, broken, node, fwk.Queue},
 		{"unrelated node label", isSchedulableAfterNodeChange, node, zone, fwk.QueueSkip},
+		{"node joined the GPU pool", isSchedulableAfterNodeChange, node, pooled, fwk.Queue},
+		{"node without GPU labels (DRA) joined the GPU pool", isSchedulableAfterNodeChange, draNode, draPooled, fwk.Queue},
+		{"node left the GPU pool", isSchedulableAfterNodeChange, pooled, node, fwk.QueueSkip},
 	} {
 		got, err := tc.fn(logger, waiting, tc.old, tc.new)
 		if err != nil || got != tc.want {
