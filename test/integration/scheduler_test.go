@@ -230,3 +230,37 @@ func TestSchedulerConfigzShowsPluginArgs(t *testing.T) {
 		t.Logf("/configz: %s", body)
 	}
 }
+
+// TestSchedulerHonoursPreferredNodeAffinity: the shipped configuration
+// scores what the pod prefers beside worst fit. t4-3 holds two instances
+// (one per GPU), so worst fit alone rates its GPUs below every empty one
+// of t4-0..2; a pod that prefers t4-3 (preferredDuringScheduling node
+// affinity) lands there, where a GPU fits it.
+func TestSchedulerHonoursPreferredNodeAffinity(t *testing.T) {
+	cp, ctx := testbed(t)
+	sched, err := cluster.StartScheduler(ctx, cp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopOnCleanup(t, sched)
+	c := cp.Client
+	for i, model := range []string{"filler-a", "filler-b"} {
+		b := modelPod(fmt.Sprintf("filler-%d", i), model, "2Gi").on("Tesla-T4")
+		b.pod.Spec.NodeSelector[v1.LabelHostname] = "t4-3"
+		b.create(ctx, t, c)
+	}
+	waitRunning(ctx, t, c, "app in (filler-a, filler-b)", 2)
+	b := modelPod("prefers-t4-3", "resnet50", "2Gi").on("Tesla-T4")
+	b.pod.Spec.Affinity = &v1.Affinity{NodeAffinity: &v1.NodeAffinity{PreferredDuringSchedulingIgnoredDuringExecution: []v1.PreferredSchedulingTerm{{
+		Weight: 100, Preference: v1.NodeSelectorTerm{MatchExpressions: []v1.NodeSelectorRequirement{{Key: v1.LabelHostname, Operator: v1.NodeSelectorOpIn, Values: []string{"t4-3"}}}},
+	}}}}
+	b.create(ctx, t, c)
+	waitRunning(ctx, t, c, "app=resnet50", 1)
+	p, err := c.CoreV1().Pods("default").Get(ctx, "prefers-t4-3", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Spec.NodeName != "t4-3" {
+		t.Errorf("a pod preferring t4-3 landed on %s: the scheduler ignored its preferred node affinity", p.Spec.NodeName)
+	}
+}
