@@ -3,6 +3,7 @@ package kubectlhetsev
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	v1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
@@ -11,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
 	"github.com/hetsev/hetsev/pkg/dra"
 	"github.com/hetsev/hetsev/pkg/gpuinventory"
 )
@@ -27,6 +29,8 @@ type clusterObjects struct {
 	pods   []*v1.Pod
 	slices []*resourcev1.ResourceSlice
 	claims []*resourcev1.ResourceClaim
+	// class is hetsev's DeviceClass, nil when it could not be read.
+	class *resourcev1.DeviceClass
 	// notes say what could not be read, for the user.
 	notes []string
 }
@@ -79,6 +83,19 @@ func readCluster(ctx context.Context, c client.Reader, node string) (*clusterObj
 			objs.claims = append(objs.claims, &claims.Items[i])
 		}
 	}
+	if len(objs.slices) > 0 {
+		class := &resourcev1.DeviceClass{}
+		switch err := c.Get(ctx, types.NamespacedName{Name: v1alpha1.DeviceClassName}, class); {
+		case err == nil:
+			objs.class = class
+		case apierrors.IsNotFound(err):
+			objs.notes = append(objs.notes, fmt.Sprintf("DeviceClass %s not found: hetsev-scheduler allocates no GPU in GPU mode dra", v1alpha1.DeviceClassName))
+		case apierrors.IsForbidden(err):
+			objs.notes = append(objs.notes, fmt.Sprintf("may not get DeviceClass %s: GPUs it does not select are shown as usable", v1alpha1.DeviceClassName))
+		default:
+			return nil, apiError(err, "get", "deviceclasses", "deviceclass", v1alpha1.DeviceClassName)
+		}
+	}
 	return objs, nil
 }
 
@@ -99,6 +116,9 @@ func optionalList(ctx context.Context, c client.Reader, list client.ObjectList, 
 	return false, apiError(err, "list", resource, "", "")
 }
 
+// celCache compiles the DeviceClass's selectors once per process.
+var celCache = sync.OnceValue(dra.DefaultCELCache)
+
 // draView is GPU mode dra's accounting over the listed objects (pkg/dra,
 // as hetsev-scheduler and hetsev-scaler count).
 type draView struct {
@@ -109,8 +129,17 @@ type draView struct {
 }
 
 func newDRAView(objs *clusterObjects, driver string) *draView {
+	nodes := dra.Inventory(objs.slices, driver)
+	// The GPUs hetsev-scheduler may allocate: those its DeviceClass
+	// selects, without a NoSchedule or NoExecute taint; the others are
+	// listed as unusable with the reason.
+	if objs.class != nil {
+		dra.SelectUsable(context.Background(), nodes, objs.class, objs.class.Name, celCache(), true, nil)
+	} else {
+		dra.SelectTolerated(nodes, nil)
+	}
 	v := &draView{
-		nodes:  dra.Inventory(objs.slices, driver),
+		nodes:  nodes,
 		usages: dra.Usages(objs.claims, driver),
 		claims: map[types.NamespacedName]*resourcev1.ResourceClaim{},
 		pods:   map[types.NamespacedName]*v1.Pod{},

@@ -277,6 +277,9 @@ func nodeGPUs(n *v1.Node, pods []*v1.Pod, dv *draView, placer placement.Placer) 
 func draOccupancy(nd *dra.NodeDevices, pods []*v1.Pod, dv *draView) (*gpuinventory.Occupancy, []string) {
 	occ, byClaim, issues := nd.Occupancy(dv.usages, dv.consumers)
 	var notes []string
+	for _, u := range nd.Unusable {
+		notes = append(notes, "not shared by hetsev: "+u.String())
+	}
 	for _, is := range issues {
 		notes = append(notes, fmt.Sprintf("node %s: %s", nd.Node, is.String()))
 	}

@@ -447,3 +447,50 @@ func TestSplitReasons(t *testing.T) {
 		}
 	}
 }
+
+// shippedDeviceClass is hetsev's DeviceClass as manifests/dra ships it.
+func shippedDeviceClass(t *testing.T) *resourcev1.DeviceClass {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join("..", "..", "manifests", "dra", "deviceclass.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	class := &resourcev1.DeviceClass{}
+	if err := yaml.UnmarshalStrict(raw, class); err != nil {
+		t.Fatal(err)
+	}
+	return class
+}
+
+// In GPU mode dra the GPUs shown are those hetsev-scheduler may allocate:
+// a GPU its driver taints NoSchedule (unhealthy) and a device hetsev's
+// DeviceClass does not select are left out, with a note saying why.
+func TestGPUsDRAShowsOnlyWhatTheSchedulerMayAllocate(t *testing.T) {
+	cat, err := catalog.DefaultCatalog()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t4, _ := cat.ByName("T4")
+	slice := dradriver.Slice("dra-0", t4, 3)
+	slice.Spec.Devices[1].Taints = []resourcev1.DeviceTaint{{Key: "gpu.nvidia.com/unhealthy", Value: "xid-79", Effect: resourcev1.DeviceTaintEffectNoSchedule}}
+	class := shippedDeviceClass(t)
+	class.Spec.Selectors = append(class.Spec.Selectors, resourcev1.DeviceSelector{CEL: &resourcev1.CELDeviceSelector{Expression: `device.attributes["gpu.nvidia.com"].index != 2`}})
+	node := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "dra-0"}}
+	out, errOut, code := runWith(newFake(nil, node, slice, class), "gpus", "-o", "json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var r GPUReport
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatal(err)
+	}
+	if len(r.GPUs) != 1 || r.GPUs[0].Index != 0 {
+		t.Errorf("GPUs %+v, want GPU 0 only (1 tainted, 2 not selected)", r.GPUs)
+	}
+	notes := strings.Join(r.Notes, "\n")
+	for _, want := range []string{"taint gpu.nvidia.com/unhealthy=xid-79:NoSchedule", "not selected by DeviceClass " + v1alpha1.DeviceClassName} {
+		if !strings.Contains(notes, want) {
+			t.Errorf("notes %q do not say %q", notes, want)
+		}
+	}
+}

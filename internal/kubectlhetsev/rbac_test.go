@@ -8,14 +8,18 @@ import (
 	"strings"
 	"testing"
 
+	v1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/yaml"
 
+	"github.com/hetsev/hetsev/internal/sim/dradriver"
 	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
+	"github.com/hetsev/hetsev/pkg/catalog"
 )
 
 // userRoles reads the ClusterRoles of manifests/user-roles.yaml by name.
@@ -70,8 +74,11 @@ func TestViewerRoleGrantsWhatThePluginReads(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		kind := strings.TrimSuffix(gvk.Kind, "List")
-		read[verb+" "+gvk.Group+"/"+strings.ToLower(kind)+"s"] = true
+		resource := strings.ToLower(strings.TrimSuffix(gvk.Kind, "List")) + "s"
+		if strings.HasSuffix(resource, "sss") { // DeviceClass: deviceclasses
+			resource = strings.TrimSuffix(resource, "s") + "es"
+		}
+		read[verb+" "+gvk.Group+"/"+resource] = true
 	}
 	ms := &v1alpha1.ModelService{}
 	ms.Name, ms.Namespace = "resnet", "default"
@@ -84,7 +91,7 @@ func TestViewerRoleGrantsWhatThePluginReads(t *testing.T) {
 			note("list", list)
 			return w.List(ctx, list, opts...)
 		},
-	}, append(annotationCluster(), ms)...)
+	}, append(append(annotationCluster(), ms), draNodeWithClass(t)...)...)
 	for _, args := range [][]string{
 		{"gpus"}, {"gpus", "--node", "t4-0"},
 		{"explain", "pod", "s0"}, {"explain", "pod", "pending"},
@@ -120,4 +127,16 @@ func TestViewerRoleGrantsWhatThePluginReads(t *testing.T) {
 		sort.Strings(keys)
 		t.Logf("reads: %v", keys)
 	}
+}
+
+// draNodeWithClass is a node of GPU mode dra: its ResourceSlice and
+// hetsev's DeviceClass.
+func draNodeWithClass(t *testing.T) []client.Object {
+	t.Helper()
+	cat, err := catalog.DefaultCatalog()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t4, _ := cat.ByName("T4")
+	return []client.Object{&v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "dra-0"}}, dradriver.Slice("dra-0", t4, 2), shippedDeviceClass(t)}
 }

@@ -1,9 +1,11 @@
 package dra
 
 import (
+	"context"
 	"fmt"
 
 	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/dynamic-resource-allocation/cel"
 	"k8s.io/dynamic-resource-allocation/resourceclaim"
 )
 
@@ -81,4 +83,36 @@ func (d Device) published() *resourceapi.Device {
 		}
 	}
 	return nil
+}
+
+// SelectUsable applies to nodes what the structured allocator applies to
+// a claim of class before it looks at capacity: class's selectors
+// (SelectByClass) and, with taints (the allocator's DeviceTaints, on by
+// default from Kubernetes 1.36), the NoSchedule and NoExecute taints that
+// tolerations do not tolerate (SelectTolerated). A nil class (not found)
+// selects nothing: every device becomes Unusable, as the scheduler
+// refuses every claim of a class that does not exist.
+func SelectUsable(ctx context.Context, nodes map[string]*NodeDevices, class *resourceapi.DeviceClass, className string, cache *cel.Cache, taints bool, tolerations []resourceapi.DeviceToleration) {
+	if class == nil {
+		for _, nd := range nodes {
+			for _, d := range nd.Devices {
+				nd.Unusable = append(nd.Unusable, Unusable{Node: nd.Node, Pool: d.Pool, Device: d.Name, Reason: "DeviceClass " + className + " not found"})
+			}
+			nd.Devices = nil
+		}
+		return
+	}
+	SelectByClass(ctx, nodes, class, cache)
+	if taints {
+		SelectTolerated(nodes, tolerations)
+	}
+}
+
+// DefaultCELCache is a cache of compiled DeviceClass selectors with the
+// CEL features of a Kubernetes 1.36 scheduler at its defaults (consumable
+// capacity, list-type attributes), for programs that are not the
+// scheduler and cannot read its feature gates (hetsev-scaler, kubectl
+// hetsev).
+func DefaultCELCache() *cel.Cache {
+	return cel.NewCache(10, cel.Features{EnableConsumableCapacity: true, EnableListTypeAttributes: true})
 }

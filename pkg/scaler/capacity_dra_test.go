@@ -2,6 +2,8 @@ package scaler
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
@@ -11,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/yaml"
 
 	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
 )
@@ -66,6 +69,20 @@ func draPod(name, ms, model, claim string) *v1.Pod {
 	return p
 }
 
+// shippedDeviceClass is hetsev's DeviceClass as manifests/dra ships it.
+func shippedDeviceClass(t *testing.T) *resourcev1.DeviceClass {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join("..", "..", "manifests", "dra", "deviceclass.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	class := &resourcev1.DeviceClass{}
+	if err := yaml.UnmarshalStrict(raw, class); err != nil || class.Name != v1alpha1.DeviceClassName {
+		t.Fatalf("manifests/dra/deviceclass.yaml: %v (name %q)", err, class.Name)
+	}
+	return class
+}
+
 // draCapacity is the reconciler's capacity for resnet50's T4 type (2 GiB
 // per instance, 2 CPUs) in GPU mode dra on a cluster of objs: node "a",
 // whose GFD labels say two 16 GiB T4s and 40 CPUs, plus objs.
@@ -75,7 +92,7 @@ func draCapacity(t *testing.T, objs ...client.Object) typeCapacity {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := fake.NewClientBuilder().WithScheme(Scheme()).WithObjects(append([]client.Object{node("a", 2, 16384, "40")}, objs...)...).Build()
+	c := fake.NewClientBuilder().WithScheme(Scheme()).WithObjects(append([]client.Object{node("a", 2, 16384, "40"), shippedDeviceClass(t)}, objs...)...).Build()
 	r := &Reconciler{Client: c, Defaults: draDefaults(), Catalog: defaultCatalog(t)}
 	tc, err := r.capacityFor(context.Background(), s, s.types[0], resource.MustParse("2"), resource.Quantity{})
 	if err != nil {
@@ -131,5 +148,49 @@ func TestDRAInflationFromClaims(t *testing.T) {
 	}
 	if tc.slots != 1 {
 		t.Errorf("resnet50 on GPU 1: %d free slots, want 1 (GPU 0)", tc.slots)
+	}
+}
+
+// TestDRAFreeSlotsFollowTheDeviceClassAndTaints: the scaler counts only
+// the GPUs hetsev-scheduler may allocate: those hetsev's DeviceClass
+// selects (not a device of another driver's attributes, here one that
+// does not allow multiple allocations is already out) and without a
+// NoSchedule or NoExecute taint (a driver's health taint); with no
+// DeviceClass, none.
+func TestDRAFreeSlotsFollowTheDeviceClassAndTaints(t *testing.T) {
+	s := draT4Slice("a", "16Gi", "16Gi")
+	s.Spec.Devices[1].Taints = []resourcev1.DeviceTaint{{Key: "gpu.nvidia.com/unhealthy", Value: "xid-79", Effect: resourcev1.DeviceTaintEffectNoSchedule}}
+	if got := draCapacity(t, s).slots; got != 1 {
+		t.Errorf("one of two T4s tainted NoSchedule: %d free slots, want 1", got)
+	}
+	s = draT4Slice("a", "16Gi", "16Gi")
+	s.Spec.Devices[1].Taints = []resourcev1.DeviceTaint{{Key: "example.com/maintenance", Effect: resourcev1.DeviceTaintEffectNone}}
+	if got := draCapacity(t, s).slots; got != 2 {
+		t.Errorf("a taint of effect None: %d free slots, want 2", got)
+	}
+	// A class that selects only GPU 0 by its index.
+	narrow := shippedDeviceClass(t)
+	narrow.Spec.Selectors = append(narrow.Spec.Selectors, resourcev1.DeviceSelector{CEL: &resourcev1.CELDeviceSelector{Expression: `device.attributes["gpu.nvidia.com"].index == 0`}})
+	sc, err := validate(resnet(), defaultCatalog(t), draDefaults())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		class *resourcev1.DeviceClass
+		want  int
+	}{{narrow, 1}, {nil, 0}} {
+		objs := []client.Object{node("a", 2, 16384, "40"), draT4Slice("a", "16Gi", "16Gi")}
+		if c.class != nil {
+			objs = append(objs, c.class)
+		}
+		cl := fake.NewClientBuilder().WithScheme(Scheme()).WithObjects(objs...).Build()
+		r := &Reconciler{Client: cl, Defaults: draDefaults(), Catalog: defaultCatalog(t)}
+		tc, err := r.capacityFor(context.Background(), sc, sc.types[0], resource.MustParse("2"), resource.Quantity{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tc.slots != c.want {
+			t.Errorf("class %v: %d free slots, want %d", c.class != nil, tc.slots, c.want)
+		}
 	}
 }

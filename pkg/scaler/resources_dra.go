@@ -3,9 +3,11 @@ package scaler
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	v1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -29,10 +31,15 @@ type draCluster struct {
 }
 
 // newDRACluster builds the DRA view of product's GPUs from the driver's
-// slices, every claim and every pod.
-func newDRACluster(slices []*resourcev1.ResourceSlice, claims []*resourcev1.ResourceClaim, pods []*v1.Pod, product string) *draCluster {
+// slices, every claim and every pod: the devices hetsev's DeviceClass
+// (class; nil when it does not exist) selects and whose NoSchedule and
+// NoExecute taints the scaler's claims tolerate (they carry no
+// tolerations), as hetsev-scheduler's view keeps them (dra.SelectUsable).
+func newDRACluster(ctx context.Context, slices []*resourcev1.ResourceSlice, claims []*resourcev1.ResourceClaim, pods []*v1.Pod, product string, class *resourcev1.DeviceClass) *draCluster {
+	nodes := dra.Inventory(slices, v1alpha1.DRADriver)
+	dra.SelectUsable(ctx, nodes, class, v1alpha1.DeviceClassName, celCache(), true, nil)
 	dc := &draCluster{
-		nodes:  dra.OfProduct(dra.Inventory(slices, v1alpha1.DRADriver), product),
+		nodes:  dra.OfProduct(nodes, product),
 		usages: dra.Usages(claims, v1alpha1.DRADriver),
 		claims: make(map[types.NamespacedName]*resourcev1.ResourceClaim, len(claims)),
 		pods:   make(map[types.NamespacedName]*v1.Pod, len(pods)),
@@ -117,5 +124,14 @@ func (r *Reconciler) draClusterFor(ctx context.Context, pods []*v1.Pod, product 
 	if err := r.Client.List(ctx, &claims, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("listing resourceclaims: %w", err)
 	}
-	return newDRACluster(pointers(slices.Items), pointers(claims.Items), pods, product), nil
+	class := &resourcev1.DeviceClass{}
+	if err := r.Client.Get(ctx, types.NamespacedName{Name: v1alpha1.DeviceClassName}, class); apierrors.IsNotFound(err) {
+		class = nil
+	} else if err != nil {
+		return nil, fmt.Errorf("reading deviceclass %s: %w", v1alpha1.DeviceClassName, err)
+	}
+	return newDRACluster(ctx, pointers(slices.Items), pointers(claims.Items), pods, product, class), nil
 }
+
+// celCache compiles the DeviceClass's selectors once per process.
+var celCache = sync.OnceValue(dra.DefaultCELCache)
