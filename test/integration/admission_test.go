@@ -12,6 +12,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -150,6 +151,38 @@ func TestAdmissionOptsInAndProtectsGPUAssignment(t *testing.T) {
 		if got.Spec.SchedulerName != want || len(got.Spec.Containers[0].Env) != 0 {
 			t.Errorf("%s: schedulerName %q env %+v, want %q and no env", lp.Name, got.Spec.SchedulerName, got.Spec.Containers[0].Env, want)
 		}
+	}
+
+	// A device-plugin GPU pod may not reach the GPU pool: by tolerating its
+	// taint (or every taint), or by naming its node. Without the
+	// toleration it may; so may a pod that asks for no GPU and tolerates
+	// every taint (a DaemonSet's).
+	devicePluginPod := func(name string, tol []v1.Toleration, node string) *v1.Pod {
+		p := userPod(name, false, "")
+		p.Spec.Containers[0].Resources.Limits = v1.ResourceList{"nvidia.com/gpu": resource.MustParse("1")}
+		p.Spec.Tolerations, p.Spec.NodeName = tol, node
+		return p
+	}
+	poolTol := []v1.Toleration{gpuinventory.GPUPoolToleration()}
+	everyTaint := []v1.Toleration{{Operator: v1.TolerationOpExists}}
+	for _, tc := range []struct {
+		pod  *v1.Pod
+		want string // "" allowed
+	}{
+		{devicePluginPod("dp-pool", poolTol, ""), "tolerates the GPU pool taint hetsev.io/gpu-pool"},
+		{devicePluginPod("dp-every", everyTaint, ""), "tolerates the GPU pool taint hetsev.io/gpu-pool"},
+		{devicePluginPod("dp-node", nil, "t4-0"), "names its node itself (spec.nodeName)"},
+		{devicePluginPod("dp-plain", nil, ""), ""},
+		{func() *v1.Pod { p := userPod("daemon-like", false, ""); p.Spec.Tolerations = everyTaint; return p }(), ""},
+	} {
+		_, err := c.CoreV1().Pods("default").Create(ctx, tc.pod, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		if tc.want == "" {
+			if err != nil {
+				t.Errorf("%s: %v, want allowed", tc.pod.Name, err)
+			}
+			continue
+		}
+		expectDenied(t, tc.pod.Name, err, tc.want)
 	}
 
 	// Ephemeral containers (kubectl debug): in a hetsev GPU pod one must
