@@ -42,6 +42,19 @@ func ReservedFor(claim *resourceapi.ResourceClaim, uid types.UID) bool {
 	return slices.ContainsFunc(claim.Status.ReservedFor, func(r resourceapi.ResourceClaimConsumerReference) bool { return r.UID == uid })
 }
 
+// NoClaimGenerated reports whether the pod's status records that no
+// ResourceClaim was needed for its spec.resourceClaims entry podClaim (an
+// entry of status.resourceClaimStatuses whose resourceClaimName is unset),
+// which the API says lets the entry be ignored.
+func NoClaimGenerated(pod *v1.Pod, podClaim string) bool {
+	for _, st := range pod.Status.ResourceClaimStatuses {
+		if st.Name == podClaim {
+			return st.ResourceClaimName == nil
+		}
+	}
+	return false
+}
+
 // HasHetsevClaim reports whether the pod has spec.resourceClaims entry
 // v1alpha1.PodClaimName: in DRA mode, the pods hetsev-scheduler places.
 func HasHetsevClaim(pod *v1.Pod) bool {

@@ -138,6 +138,12 @@ func deviceOf(s *resourceapi.ResourceSlice, dev *resourceapi.Device) (Device, st
 	if dev.AllowMultipleAllocations == nil || !*dev.AllowMultipleAllocations {
 		return Device{}, "allowMultipleAllocations is not true: the device cannot be shared"
 	}
+	if len(dev.BindingConditions) > 0 {
+		// Upstream's scheduler waits in PreBind until the driver reports
+		// these conditions; hetsev-scheduler binds at once, so a pod would
+		// start before its device is ready.
+		return Device{}, fmt.Sprintf("binding conditions %v, which hetsev-scheduler does not wait for", dev.BindingConditions)
+	}
 	c, ok := dev.Capacity[v1alpha1.DRAMemoryCapacity]
 	if !ok {
 		return Device{}, fmt.Sprintf("no capacity %q: its GPU memory cannot be accounted", v1alpha1.DRAMemoryCapacity)

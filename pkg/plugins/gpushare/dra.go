@@ -191,6 +191,12 @@ var errUnsigned = errors.New("pods with a hetsev ResourceClaim are not signed (t
 
 // PreFilter reads the pod's claim: see the DRA mode comment above.
 func (p *DRAGPUShare) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, _ []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
+	if classes, err := p.draManager.DeviceClasses().List(); err == nil {
+		if res, class, ok := dra.ExtendedResourceBackedByClass(pod, classes); ok {
+			return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("the pod requests %s, an extended resource DeviceClass %s backs with DRA devices, which %s does not allocate: ask for GPU memory with spec.resourceClaims entry %q (a ResourceClaim of DeviceClass %s), or schedule the pod with a scheduler that runs DynamicResources",
+				res, class, v1alpha1.SchedulerName, v1alpha1.PodClaimName, v1alpha1.DeviceClassName))
+		}
+	}
 	claimName, has := dra.ClaimNameOf(pod, v1alpha1.PodClaimName)
 	if !has {
 		if _, isGPU, _ := gpuinventory.DemandOf(pod); isGPU {
@@ -206,6 +212,11 @@ func (p *DRAGPUShare) PreFilter(ctx context.Context, state fwk.CycleState, pod *
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
 	if claimName == "" {
+		if dra.NoClaimGenerated(pod, v1alpha1.PodClaimName) {
+			// The API lets such an entry be ignored; for hetsev's GPU
+			// entry that would bind the pod without its GPU share.
+			return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("the ResourceClaim controller generated no claim for spec.resourceClaims entry %q (status.resourceClaimStatuses[].resourceClaimName is unset): the pod would run without its GPU share", v1alpha1.PodClaimName))
+		}
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("waiting for the ResourceClaim of spec.resourceClaims entry %q to be created from its template", v1alpha1.PodClaimName))
 	}
 	claim, err := p.draManager.ResourceClaims().Get(pod.Namespace, claimName)
