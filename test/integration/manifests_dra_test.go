@@ -415,6 +415,10 @@ func checkDRASchedulerConfig(t *testing.T, dra string) {
 		t.Errorf("profile plugins.preBind %v, want %v", plugins["preBind"], wantPreBind)
 	}
 	delete(plugins, "preBind")
+	if !reflect.DeepEqual(plugins["postFilter"], wantPreBind) {
+		t.Errorf("profile plugins.postFilter %v, want %v", plugins["postFilter"], wantPreBind)
+	}
+	delete(plugins, "postFilter")
 	found := false
 	for _, pc := range profile["pluginConfig"].([]any) {
 		pc := pc.(map[string]any)

@@ -7,6 +7,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
@@ -74,5 +75,51 @@ func TestDRASkipsDevicesWithBindingConditions(t *testing.T) {
 	nd := dra.Inventory([]*resourceapi.ResourceSlice{s}, v1alpha1.DRADriver)["a"]
 	if len(nd.Unusable) != 1 || !strings.Contains(nd.Unusable[0].Reason, "binding conditions [example.com/attached]") {
 		t.Errorf("unusable %+v, want gpu-1 for its binding conditions", nd.Unusable)
+	}
+}
+
+// TestDRAPostFilterDeallocatesAClaimPinnedToAFullNode: a pod whose claim
+// an earlier attempt allocated on n1 (reserved for it, binding failed) can
+// only go to n1; when n1 cannot take it, PostFilter drops the allocation
+// so that the next attempt allocates anew. A claim another pod uses keeps
+// its allocation.
+func TestDRAPostFilterDeallocatesAClaimPinnedToAFullNode(t *testing.T) {
+	allocated := func(name string, users ...*v1.Pod) *resourceapi.ResourceClaim {
+		c := gpuClaim(name, "4Gi")
+		c.Status.Allocation = &resourceapi.AllocationResult{Devices: resourceapi.DeviceAllocationResult{Results: []resourceapi.DeviceRequestAllocationResult{
+			{Request: v1alpha1.ClaimRequestName, Driver: v1alpha1.DRADriver, Pool: "n1", Device: "gpu-0",
+				ConsumedCapacity: map[resourceapi.QualifiedName]resource.Quantity{v1alpha1.DRAMemoryCapacity: resource.MustParse("4Gi")}}}}}
+		for _, u := range users {
+			c.Status.ReservedFor = append(c.Status.ReservedFor, resourceapi.ResourceClaimConsumerReference{Resource: "pods", Name: u.Name, UID: u.UID})
+		}
+		return c
+	}
+	pod := draPod("p", "llama", "p-gpu")
+	other := draPod("q", "llama", "q-gpu")
+	tb := newDRATestbed(t, append(deviceClasses(), kubeNode("n1"), kubeNode("n2"), gpuSlice("n1", "16Gi"), gpuSlice("n2", "16Gi"),
+		allocated("p-gpu", pod), allocated("q-gpu", other), pod)...)
+
+	state, _ := tb.cycle(t, pod)
+	_, st := tb.plugin.PostFilter(tb.ctx, state, pod, nil)
+	if st.Code() != fwk.Unschedulable || !strings.Contains(st.Message(), "deallocated") {
+		t.Errorf("PostFilter: %v, want Unschedulable saying it deallocated the claim", st)
+	}
+	if got := tb.storedClaim(t, "p-gpu"); got.Status.Allocation != nil || len(got.Status.ReservedFor) != 0 {
+		t.Errorf("claim after PostFilter: allocation %v, reservedFor %v; want neither", got.Status.Allocation, got.Status.ReservedFor)
+	}
+
+	// Another pod took q-gpu into use between q's PreFilter and its
+	// PostFilter: the allocation stays.
+	state, _ = tb.cycle(t, other)
+	c := tb.storedClaim(t, "q-gpu")
+	c.Status.ReservedFor = append(c.Status.ReservedFor, resourceapi.ResourceClaimConsumerReference{Resource: "pods", Name: "r", UID: "r-uid"})
+	if _, err := tb.client.ResourceV1().ResourceClaims("default").UpdateStatus(tb.ctx, c, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, st := tb.plugin.PostFilter(tb.ctx, state, other, nil); st.Code() != fwk.Unschedulable {
+		t.Errorf("PostFilter on a claim taken into use meanwhile: %v, want Unschedulable", st)
+	}
+	if got := tb.storedClaim(t, "q-gpu"); got.Status.Allocation == nil || len(got.Status.ReservedFor) != 2 {
+		t.Errorf("a claim in use by r: allocation %v, reservedFor %v; want both kept", got.Status.Allocation, got.Status.ReservedFor)
 	}
 }
