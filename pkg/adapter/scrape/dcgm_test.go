@@ -36,7 +36,8 @@ DCGM_FI_DEV_FB_USED{gpu="0",UUID="GPU-%[1]s-0",device="nvidia0",modelName="Tesla
 DCGM_FI_DEV_FB_USED{gpu="1",UUID="GPU-%[1]s-1",device="nvidia1",modelName="Tesla T4",Hostname=%[1]q} %[5]v %[6]d
 `, host, util0, util1, fb0, fb1, ms(adaptertest.SimEpoch))
 	}
-	feed(t, s, dcgm1, dcgmText("node-1", 11, 22, 1000, 2000), time.Now())
+	scrapedAt := adaptertest.SimEpoch.Add(time.Minute) // the exposition says SimEpoch
+	feed(t, s, dcgm1, dcgmText("node-1", 11, 22, 1000, 2000), scrapedAt)
 	// node-2's exporter omits Hostname: its pod's node is used.
 	feed(t, s, dcgm2, `DCGM_FI_DEV_GPU_UTIL{gpu="0"} 33
 DCGM_FI_DEV_GPU_UTIL{gpu="1"} 44
@@ -70,7 +71,7 @@ DCGM_FI_DEV_FB_USED{gpu="1"} 4000
 		t.Errorf("deployment gpu util = %v, want mean(22, 44) = 33", got)
 	}
 	mv, err := p.GetMetricByName(context.Background(), adaptertest.NN("ml", "x"), adaptertest.PodsInfo(adapter.MetricGPUUtilization), labels.Everything())
-	if err != nil || !mv.Timestamp.Time.Equal(adaptertest.SimEpoch) || mv.WindowSeconds == nil || *mv.WindowSeconds != 0 {
+	if err != nil || !mv.Timestamp.Time.Equal(scrapedAt) || mv.WindowSeconds == nil || *mv.WindowSeconds != 0 {
 		t.Errorf("gauge timestamp/window: %+v, %v", mv, err)
 	}
 	for _, pod := range []string{"gpu-3", "bad-index"} {
@@ -137,5 +138,23 @@ func TestDCGMExportersMatch(t *testing.T) {
 	}
 	if _, err := (Options{DCGMExporterSelector: "app in (x"}).DCGMExporters(); err == nil || !strings.Contains(err.Error(), "--dcgm-exporter-selector") {
 		t.Errorf("bad selector: %v, want an error naming --dcgm-exporter-selector", err)
+	}
+}
+
+// TestDCGMNewestScrapeWins: two trusted exporters report node-1's GPU 0
+// (the old and the new pod of a rollout). The one scraped last wins,
+// whatever time its exposition claims: an exporter that stamps its
+// samples in the future does not keep its value for ever.
+func TestDCGMNewestScrapeWins(t *testing.T) {
+	old, fresh := adaptertest.NN("gpu-operator", "dcgm-old"), adaptertest.NN("gpu-operator", "dcgm-new")
+	s := newTestScraper(t, Options{},
+		Target{Pod: old, UID: "o", Node: "node-1", URL: "http://127.0.0.1:1/o", DCGM: true},
+		Target{Pod: fresh, UID: "n", Node: "node-1", URL: "http://127.0.0.1:1/n", DCGM: true})
+	at := adaptertest.SimEpoch
+	feed(t, s, old, fmt.Sprintf("DCGM_FI_DEV_GPU_UTIL{gpu=\"0\",Hostname=\"node-1\"} 90 %d\n", ms(at.Add(time.Hour))), at)
+	feed(t, s, fresh, fmt.Sprintf("DCGM_FI_DEV_GPU_UTIL{gpu=\"0\",Hostname=\"node-1\"} 12 %d\n", ms(at)), at.Add(10*time.Second))
+	v, err := s.GPUGauge(adapter.SeriesDCGMGPUUtil, "node-1", 0)
+	if err != nil || v.Value != 12 || !v.Time.Equal(at.Add(10*time.Second)) {
+		t.Errorf("GPU 0 of node-1: %+v, %v; want 12 from the exporter scraped last, at its scrape time", v, err)
 	}
 }

@@ -42,7 +42,7 @@ func feed(t *testing.T, s *Scraper, pod types.NamespacedName, text string, scrap
 		t.Fatalf("no target %s", pod)
 	}
 	st.scraped, st.up, st.lastErr = true, true, ""
-	s.ingest(st, samples)
+	s.ingest(st, samples, scrapeTime)
 }
 
 // failScrape records a failed scrape of pod.

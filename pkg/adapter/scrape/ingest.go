@@ -23,8 +23,13 @@ func destinationReported(m model.Metric, series string) bool {
 	return r == adapter.ReporterDestination
 }
 
-// ingest stores one successful scrape's samples in st. Caller holds s.mu.
-func (s *Scraper) ingest(st *targetState, samples model.Vector) {
+// ingest stores one successful scrape's samples in st, scraped at
+// scraped (the scraper's clock). Istio series keep their samples' times
+// (an exposition's own timestamps, or scraped): rates are per target, so a
+// target's timestamps only ever move its own series. DCGM gauges take
+// scraped: their times decide which of several exporters of one GPU is
+// newest, which an exporter must not be able to claim. Caller holds s.mu.
+func (s *Scraper) ingest(st *targetState, samples model.Vector, scraped time.Time) {
 	var (
 		reqNow   = map[model.Fingerprint]float64{}
 		reqInc   float64
@@ -33,6 +38,9 @@ func (s *Scraper) ingest(st *targetState, samples model.Vector) {
 		bktInc   = map[float64]float64{}
 		bktT     time.Time
 		gaugeNow = map[gaugeKey]point{}
+		// gaugeExposed is each gauge's exposition time, to pick the
+		// newest of a series repeated in one exposition.
+		gaugeExposed = map[gaugeKey]time.Time{}
 	)
 	for _, smp := range samples {
 		name := string(smp.Metric[model.MetricNameLabel])
@@ -114,10 +122,11 @@ func (s *Scraper) ingest(st *targetState, samples model.Vector) {
 				continue
 			}
 			key := gaugeKey{series: name, node: node, gpu: gpu}
-			if old, dup := gaugeNow[key]; dup && !ts.After(old.t) {
-				continue
+			if old, dup := gaugeExposed[key]; dup && !ts.After(old) {
+				continue // a repeated series: its newest sample
 			}
-			gaugeNow[key] = point{t: ts, v: v}
+			gaugeExposed[key] = ts
+			gaugeNow[key] = point{t: scraped, v: v}
 		}
 	}
 

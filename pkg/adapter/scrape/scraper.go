@@ -231,7 +231,7 @@ func (s *Scraper) scrapeTarget(ctx context.Context, t Target) {
 	if !wasUp && !first {
 		logger.V(2).Info("Scrape recovered")
 	}
-	s.ingest(st, samples)
+	s.ingest(st, samples, start)
 	logger.V(5).Info("Scraped", "samples", len(samples))
 }
 
