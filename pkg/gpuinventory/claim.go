@@ -14,7 +14,8 @@ import (
 // DeviceClass (v1alpha1.DeviceClassName) consuming memoryMiB MiB of its
 // capacity v1alpha1.DRAMemoryCapacity (bytes; written "<memoryMiB>Mi", as
 // the pods' hetsev.io/gpu-memory annotation), with the CEL device
-// selectors given. hetsev-scaler's per-Deployment templates and the
+// selectors given, tolerating the GPU pool's device taint
+// (PoolDeviceToleration). hetsev-scaler's per-Deployment templates and the
 // webhook's per-namespace ones are built from it.
 func GPUClaimSpec(memoryMiB int64, celSelectors ...string) resourcev1.ResourceClaimSpec {
 	var sel []resourcev1.DeviceSelector
@@ -31,6 +32,9 @@ func GPUClaimSpec(memoryMiB int64, celSelectors ...string) resourcev1.ResourceCl
 			Capacity: &resourcev1.CapacityRequirements{Requests: map[resourcev1.QualifiedName]resource.Quantity{
 				v1alpha1.DRAMemoryCapacity: resource.MustParse(fmt.Sprintf("%dMi", memoryMiB)),
 			}},
+			// The GPU pool's device taint (DeviceTaintRules in DRA mode)
+			// keeps other claims off the pool's GPUs, not hetsev's.
+			Tolerations: []resourcev1.DeviceToleration{PoolDeviceToleration()},
 		},
 	}}}}
 }

@@ -2,6 +2,7 @@ package gpuinventory
 
 import (
 	v1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/klog/v2"
 
 	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
@@ -41,4 +42,19 @@ func WithGPUPoolToleration(tolerations []v1.Toleration) []v1.Toleration {
 	}
 	out := make([]v1.Toleration, 0, len(tolerations)+1)
 	return append(append(out, tolerations...), GPUPoolToleration())
+}
+
+// PoolDeviceTaint is the device taint hetsev-scaler's DeviceTaintRules put
+// on the GPUs of the pool's nodes in GPU mode dra (the node taint's key,
+// value and effect): a ResourceClaim that does not tolerate it, such as one
+// of NVIDIA's own DeviceClass that the default scheduler allocates, gets no
+// GPU hetsev shares.
+func PoolDeviceTaint() resourcev1.DeviceTaint {
+	return resourcev1.DeviceTaint{Key: v1alpha1.TaintGPUPool, Value: v1alpha1.GPUPoolValue, Effect: resourcev1.DeviceTaintEffectNoSchedule}
+}
+
+// PoolDeviceToleration tolerates PoolDeviceTaint; every hetsev claim
+// carries it (GPUClaimSpec).
+func PoolDeviceToleration() resourcev1.DeviceToleration {
+	return resourcev1.DeviceToleration{Key: v1alpha1.TaintGPUPool, Operator: resourcev1.DeviceTolerationOpEqual, Value: v1alpha1.GPUPoolValue, Effect: resourcev1.DeviceTaintEffectNoSchedule}
 }

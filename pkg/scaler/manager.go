@@ -9,11 +9,13 @@ import (
 
 	networkingv1 "istio.io/client-go/pkg/apis/networking/v1"
 	v1 "k8s.io/api/core/v1"
+	resourcev1beta2 "k8s.io/api/resource/v1beta2"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
 	cmclient "k8s.io/metrics/pkg/client/custom_metrics"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -71,9 +73,24 @@ func (o *Options) NewManager(cfg *rest.Config) (manager.Manager, error) {
 	if err != nil {
 		return nil, err
 	}
+	admission, err := o.GPUShareArgs()
+	if err != nil {
+		return nil, fmt.Errorf("--scheduler-config: %w", err)
+	}
+	// In DRA mode with the GPU pool, the pool's GPUs get a device taint
+	// where the API server serves DeviceTaintRules (PoolTaintReconciler).
+	poolRules := false
+	if o.Defaults.GPUMode == v1alpha1.GPUModeDRA && admission.GPUPool != nil && *admission.GPUPool {
+		if poolRules, err = servesResource(disc, resourcev1beta2.SchemeGroupVersion.String(), "devicetaintrules"); err != nil {
+			return nil, err
+		}
+		if !poolRules {
+			klog.Background().Info("the API server serves no resource.k8s.io/v1beta2 DeviceTaintRules: the GPU pool's devices are not tainted, so claims of other DeviceClasses may be allocated on them")
+		}
+	}
 	mopts := manager.Options{
 		Scheme:                        Scheme(),
-		Cache:                         CacheOptions(istio, o.Namespace),
+		Cache:                         CacheOptions(istio, poolRules, o.Namespace),
 		Metrics:                       metricsserver.Options{BindAddress: o.MetricsBindAddress},
 		HealthProbeBindAddress:        o.HealthProbeBindAddress,
 		LeaderElection:                o.LeaderElect,
@@ -110,10 +127,6 @@ func (o *Options) NewManager(cfg *rest.Config) (manager.Manager, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--interference-model: %w", err)
 	}
-	admission, err := o.GPUShareArgs()
-	if err != nil {
-		return nil, fmt.Errorf("--scheduler-config: %w", err)
-	}
 	var metrics MetricsSource = CustomMetrics{Client: cmclient.NewForConfig(metricsCfg, mgr.GetRESTMapper(), cmclient.NewAvailableAPIsGetter(metricsDisc))}
 	if o.MetricsBackend == MetricsBackendPrometheus {
 		if metrics, err = NewPrometheusMetrics(o.PrometheusOptions(), mgr.GetCache()); err != nil {
@@ -140,6 +153,11 @@ func (o *Options) NewManager(cfg *rest.Config) (manager.Manager, error) {
 	if err := r.SetupWithManager(mgr, o.Workers); err != nil {
 		return nil, err
 	}
+	if poolRules {
+		if err := (&PoolTaintReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+			return nil, err
+		}
+	}
 	return mgr, nil
 }
 
@@ -147,10 +165,11 @@ func (o *Options) NewManager(cfg *rest.Config) (manager.Manager, error) {
 // trimmed to what its rules read (PodCacheFieldSelector, TrimPod); nodes;
 // Deployments; and of Services, VirtualServices and DestinationRules only
 // the ModelServices' (RoutingCacheSelector), the Istio kinds only where
-// istio says the API server serves them. Managed fields are never read,
-// so they take no memory. A namespace other than "" limits the namespaced
-// kinds to it (--namespace).
-func CacheOptions(istio bool, namespace string) cache.Options {
+// istio says the API server serves them; with poolRules, the
+// DeviceTaintRules it keeps for the GPU pool (PoolTaintRuleSelector).
+// Managed fields are never read, so they take no memory. A namespace other
+// than "" limits the namespaced kinds to it (--namespace).
+func CacheOptions(istio, poolRules bool, namespace string) cache.Options {
 	byObject := map[client.Object]cache.ByObject{
 		&v1.Service{}: {Label: RoutingCacheSelector()},
 		&v1.Pod{}:     {Field: PodCacheFieldSelector(), Transform: TrimPod},
@@ -158,6 +177,9 @@ func CacheOptions(istio bool, namespace string) cache.Options {
 	if istio {
 		byObject[&networkingv1.VirtualService{}] = cache.ByObject{Label: RoutingCacheSelector()}
 		byObject[&networkingv1.DestinationRule{}] = cache.ByObject{Label: RoutingCacheSelector()}
+	}
+	if poolRules {
+		byObject[&resourcev1beta2.DeviceTaintRule{}] = cache.ByObject{Label: PoolTaintRuleSelector()}
 	}
 	opts := cache.Options{DefaultTransform: cache.TransformStripManagedFields(), ByObject: byObject}
 	if namespace != "" {
@@ -206,4 +228,23 @@ func servesGroupVersion(disc discovery.DiscoveryInterface, groupVersion string) 
 	default:
 		return false, fmt.Errorf("discovery of %s: %w", groupVersion, err)
 	}
+}
+
+// servesResource says whether the API server serves resource (plural, e.g.
+// devicetaintrules) in groupVersion; a group version it does not serve is
+// false, another error is returned.
+func servesResource(disc discovery.DiscoveryInterface, groupVersion, resource string) (bool, error) {
+	list, err := disc.ServerResourcesForGroupVersion(groupVersion)
+	switch {
+	case apierrors.IsNotFound(err):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("discovery of %s: %w", groupVersion, err)
+	}
+	for _, r := range list.APIResources {
+		if r.Name == resource {
+			return true, nil
+		}
+	}
+	return false, nil
 }

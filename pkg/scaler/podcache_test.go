@@ -119,7 +119,7 @@ func TestPodCacheKeepsWhatTheScalerReads(t *testing.T) {
 // TestPodCacheLeavesOutFinishedPods: the scaler caches pods through the
 // field selector that leaves out Succeeded and Failed pods, with TrimPod.
 func TestPodCacheLeavesOutFinishedPods(t *testing.T) {
-	opts := CacheOptions(false, "")
+	opts := CacheOptions(false, false, "")
 	var pods *cache.ByObject
 	for obj, by := range opts.ByObject {
 		if _, ok := obj.(*v1.Pod); ok {
@@ -134,7 +134,7 @@ func TestPodCacheLeavesOutFinishedPods(t *testing.T) {
 			t.Errorf("phase %s cached %v, want %v", phase, got, want)
 		}
 	}
-	if ns := CacheOptions(false, "team-a").DefaultNamespaces; len(ns) != 1 {
+	if ns := CacheOptions(false, false, "team-a").DefaultNamespaces; len(ns) != 1 {
 		t.Errorf("--namespace team-a: default namespaces %v", ns)
 	}
 }

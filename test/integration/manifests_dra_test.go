@@ -117,6 +117,7 @@ func TestDRAOverlayAppliesAndRuns(t *testing.T) {
 		{scalerSA, authorizationv1.ResourceAttributes{Verb: "watch", Group: "resource.k8s.io", Resource: "resourceclaims"}, true},
 		{scalerSA, authorizationv1.ResourceAttributes{Verb: "watch", Group: "resource.k8s.io", Resource: "deviceclasses"}, true},
 		{scalerSA, authorizationv1.ResourceAttributes{Verb: "create", Group: "resource.k8s.io", Resource: "deviceclasses"}, false},
+		{scalerSA, authorizationv1.ResourceAttributes{Verb: "patch", Group: "resource.k8s.io", Resource: "devicetaintrules"}, true},
 		{scalerSA, authorizationv1.ResourceAttributes{Verb: "create", Group: "resource.k8s.io", Resource: "resourceslices"}, false},
 		{scalerSA, authorizationv1.ResourceAttributes{Verb: "update", Group: "resource.k8s.io", Resource: "resourceclaims", Namespace: "default"}, false},
 		{scalerSA, authorizationv1.ResourceAttributes{Verb: "update", Group: "resource.k8s.io", Resource: "resourceclaims", Subresource: "binding", Namespace: "default"}, false},
