@@ -185,6 +185,29 @@ func TestAdmissionOptsInAndProtectsGPUAssignment(t *testing.T) {
 		expectDenied(t, tc.pod.Name, err, tc.want)
 	}
 
+	// Cluster model scope only where an administrator allowed it; no GPU
+	// memory below 64Mi.
+	clusterScoped := userPod("cluster-scoped", true, "")
+	clusterScoped.Annotations[v1alpha1.AnnotationModelScope] = v1alpha1.ModelScopeClusterValue
+	_, err = c.CoreV1().Pods("default").Create(ctx, clusterScoped, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+	expectDenied(t, "hetsev.io/model-scope: cluster in an unlabelled namespace", err, "label the namespace hetsev.io/model-scope=cluster")
+	tiny := userPod("tiny", true, "")
+	tiny.Annotations[v1alpha1.AnnotationGPUMemory] = "1Mi"
+	_, err = c.CoreV1().Pods("default").Create(ctx, tiny, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+	expectDenied(t, "hetsev.io/gpu-memory=1Mi", err, "hetsev.io/gpu-memory=1Mi is below 64Mi")
+	tiny.Annotations[v1alpha1.AnnotationGPUMemory] = "64Mi"
+	if _, err := c.CoreV1().Pods("default").Create(ctx, tiny, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
+		t.Errorf("hetsev.io/gpu-memory=64Mi: %v, want allowed", err)
+	}
+	nsPatch := fmt.Sprintf(`{"metadata":{"labels":{%q:%q}}}`, v1alpha1.AnnotationModelScope, v1alpha1.ModelScopeClusterValue)
+	if _, err := c.CoreV1().Namespaces().Patch(ctx, "default", types.MergePatchType, []byte(nsPatch), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(ctx, t, 30*time.Second, "hetsev.io/model-scope: cluster allowed in a labelled namespace", func(ctx context.Context) (bool, error) {
+		_, err := c.CoreV1().Pods("default").Create(ctx, clusterScoped, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		return err == nil, nil
+	})
+
 	// Ephemeral containers (kubectl debug): in a hetsev GPU pod one must
 	// take NVIDIA_VISIBLE_DEVICES from the downward API, in any pod none
 	// may set a literal.
