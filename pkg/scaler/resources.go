@@ -230,15 +230,15 @@ func namesIn(pods []types.NamespacedName, namespace string) []string {
 	return out
 }
 
-// sameColumn is whether pod p is an instance of the column of demand on
-// GPU product product: its declared model identity and busy share, and
-// its node selector's product.
 // ownPod says p is one of ModelService ms's pods: its label and its
 // namespace, since two namespaces may each have a ModelService of one name.
 func ownPod(p *v1.Pod, ms types.NamespacedName) bool {
 	return p.Namespace == ms.Namespace && p.Labels[v1alpha1.LabelModelService] == ms.Name
 }
 
+// sameColumn is whether pod p is an instance of the column of demand on
+// GPU product product: its declared model identity and busy share, and
+// its node selector's product.
 func sameColumn(p *v1.Pod, demand gpuinventory.Demand, product string) bool {
 	d, ok, err := gpuinventory.DemandOf(p)
 	return ok && err == nil && d.Identity() == demand.Identity() && d.BusyShare == demand.BusyShare &&
