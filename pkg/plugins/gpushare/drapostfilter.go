@@ -72,4 +72,3 @@ func (p *DRAGPUShare) deallocate(ctx context.Context, read *resourceapi.Resource
 		return nil
 	})
 }
-
