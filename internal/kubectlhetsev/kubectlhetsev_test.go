@@ -451,12 +451,8 @@ func TestSplitReasons(t *testing.T) {
 // shippedDeviceClass is hetsev's DeviceClass as manifests/dra ships it.
 func shippedDeviceClass(t *testing.T) *resourcev1.DeviceClass {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join("..", "..", "manifests", "dra", "deviceclass.yaml"))
+	class, err := dradriver.ShippedDeviceClass(filepath.Join("..", ".."))
 	if err != nil {
-		t.Fatal(err)
-	}
-	class := &resourcev1.DeviceClass{}
-	if err := yaml.UnmarshalStrict(raw, class); err != nil {
 		t.Fatal(err)
 	}
 	return class

@@ -2,7 +2,6 @@ package scaler
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"testing"
 
@@ -13,8 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
-	"sigs.k8s.io/yaml"
 
+	"github.com/hetsev/hetsev/internal/sim/dradriver"
 	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
 )
 
@@ -72,13 +71,9 @@ func draPod(name, ms, model, claim string) *v1.Pod {
 // shippedDeviceClass is hetsev's DeviceClass as manifests/dra ships it.
 func shippedDeviceClass(t *testing.T) *resourcev1.DeviceClass {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join("..", "..", "manifests", "dra", "deviceclass.yaml"))
+	class, err := dradriver.ShippedDeviceClass(filepath.Join("..", ".."))
 	if err != nil {
 		t.Fatal(err)
-	}
-	class := &resourcev1.DeviceClass{}
-	if err := yaml.UnmarshalStrict(raw, class); err != nil || class.Name != v1alpha1.DeviceClassName {
-		t.Fatalf("manifests/dra/deviceclass.yaml: %v (name %q)", err, class.Name)
 	}
 	return class
 }

@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/hetsev/hetsev/pkg/adapter"
@@ -36,22 +37,30 @@ func (m deploymentMetrics) PodMetrics(_ context.Context, ns string, sel labels.S
 	return nil, fmt.Errorf("no %s for pods %s", metric, sel)
 }
 
-// TestUnschedulableReplicasAreNoCapacity: the T4 Deployment wants 3
-// replicas, but the scheduler found room for one; the other two are
-// Pending with PodScheduled False, reason Unschedulable. The one running
-// T4 instance carries 300 requests/s (saturation 0.83 of its 363, 0.28 if
-// all three counted). The decision must count N_T4 = 1, scale out on the
-// V100 (where there is room) and not on the T4, and report NoCapacity
-// naming T4 and the scheduler's reason at the ModelService's generation.
-func TestUnschedulableReplicasAreNoCapacity(t *testing.T) {
+// noRoomBed is resnet50 on a T4 node and a V100 node with room, an hour
+// after its first decision, its T4 Deployment at 3 replicas of which one
+// runs and is Ready at 300 requests/s (status edits the Deployment's
+// status further). pending shapes the two other pods; with pending nil
+// they are not created.
+type noRoomBed struct {
+	r        *Reconciler
+	c        client.Client
+	req      reconcile.Request
+	t4, v100 string
+	ms       *v1alpha1.ModelService
+}
+
+func newNoRoomBed(t *testing.T, name string, gen int64, status func(*appsv1.DeploymentStatus), pending func(p *v1.Pod, now time.Time)) *noRoomBed {
+	t.Helper()
 	ctx := context.Background()
 	ms := resnet()
-	ms.Name, ms.Generation = "no-room", 2
+	ms.Name, ms.Generation = name, gen
 	ms.Spec.Scaling.ScaleOutPeriodSeconds = ptr(0.0)
 	now := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 	r, c := newFakeReconciler(t, ms, &now)
-	t4Name, v100Name := DeploymentName(ms.Name, "T4"), DeploymentName(ms.Name, "V100-32GB")
-	r.Metrics = deploymentMetrics{t4Name: 300}
+	b := &noRoomBed{r: r, c: c, ms: ms, t4: DeploymentName(ms.Name, "T4"), v100: DeploymentName(ms.Name, "V100-32GB"),
+		req: reconcile.Request{NamespacedName: types.NamespacedName{Namespace: ms.Namespace, Name: ms.Name}}}
+	r.Metrics = deploymentMetrics{b.t4: 300}
 	v100Node := node("v100-node", 4, 32768, "64")
 	g, _ := r.Catalog.ByName("V100-32GB")
 	v100Node.Labels[gpuinventory.LabelGPUProduct] = g.ProductLabel
@@ -60,12 +69,11 @@ func TestUnschedulableReplicasAreNoCapacity(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: ms.Namespace, Name: ms.Name}}
-	if _, err := r.Reconcile(ctx, req); err != nil { // creates the Deployments
+	if _, err := r.Reconcile(ctx, b.req); err != nil { // creates the Deployments
 		t.Fatal(err)
 	}
 	d := &appsv1.Deployment{}
-	if err := c.Get(ctx, types.NamespacedName{Namespace: ms.Namespace, Name: t4Name}, d); err != nil {
+	if err := c.Get(ctx, types.NamespacedName{Namespace: ms.Namespace, Name: b.t4}, d); err != nil {
 		t.Fatal(err)
 	}
 	d.Spec.Replicas = ptr[int32](3)
@@ -73,41 +81,69 @@ func TestUnschedulableReplicasAreNoCapacity(t *testing.T) {
 		t.Fatal(err)
 	}
 	d.Status.Replicas, d.Status.ReadyReplicas = 3, 1
+	if status != nil {
+		status(&d.Status)
+	}
 	if err := c.Status().Update(ctx, d); err != nil {
 		t.Fatal(err)
 	}
-	const why = "0/2 nodes are available: 1 node(s) didn't match Pod's node affinity/selector, 1 no GPU with 2Gi free"
+	now = now.Add(time.Hour) // past the cool-down of the first decision's scale-out
 	for i := range 3 {
-		p := pod(fmt.Sprintf("%s-%d", t4Name, i), "t4-node", "resnet50", "2Gi", "0", "2")
+		if i > 0 && pending == nil {
+			break
+		}
+		p := pod(fmt.Sprintf("%s-%d", b.t4, i), "t4-node", "resnet50", "2Gi", "0", "2")
 		p.Namespace, p.Labels = ms.Namespace, d.Spec.Selector.MatchLabels
 		p.Status.Conditions = []v1.PodCondition{{Type: v1.PodReady, Status: v1.ConditionTrue}}
 		if i > 0 {
-			p.Spec.NodeName = ""
+			p.Spec.NodeName, p.Spec.SchedulerName = "", v1alpha1.SchedulerName
 			delete(p.Annotations, v1alpha1.AnnotationGPUIndex)
-			p.Status.Phase = v1.PodPending
-			p.Status.Conditions = []v1.PodCondition{{Type: v1.PodScheduled, Status: v1.ConditionFalse, Reason: v1.PodReasonUnschedulable, Message: why}}
+			p.Status.Phase, p.Status.Conditions = v1.PodPending, nil
+			pending(p, now)
 		}
 		if err := c.Create(ctx, p); err != nil {
 			t.Fatal(err)
 		}
 	}
-	now = now.Add(time.Hour) // past the cool-down of the first decision's scale-out
+	return b
+}
 
-	if _, err := r.Reconcile(ctx, req); err != nil {
+// decide runs the decision and returns the ModelService and the replicas
+// of the T4 and V100 Deployments after it.
+func (b *noRoomBed) decide(t *testing.T) (*v1alpha1.ModelService, int32, int32) {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := b.r.Reconcile(ctx, b.req); err != nil {
 		t.Fatal(err)
 	}
 	got := &v1alpha1.ModelService{}
-	if err := c.Get(ctx, req.NamespacedName, got); err != nil {
+	if err := b.c.Get(ctx, b.req.NamespacedName, got); err != nil {
 		t.Fatal(err)
 	}
 	replicas := func(name string) int32 {
 		d := &appsv1.Deployment{}
-		if err := c.Get(ctx, types.NamespacedName{Namespace: ms.Namespace, Name: name}, d); err != nil {
+		if err := b.c.Get(ctx, types.NamespacedName{Namespace: b.ms.Namespace, Name: name}, d); err != nil {
 			t.Fatal(err)
 		}
 		return replicasOf(d)
 	}
-	if t4, v100 := replicas(t4Name), replicas(v100Name); t4 != 3 || v100 < 1 {
+	return got, replicas(b.t4), replicas(b.v100)
+}
+
+// TestUnschedulableReplicasAreNoCapacity: the T4 Deployment wants 3
+// replicas, but the scheduler found room for one; the other two are
+// Pending with PodScheduled False, reason Unschedulable. The one running
+// T4 instance carries 300 requests/s (saturation 0.83 of its 363, 0.28 if
+// all three counted). The decision must count N_T4 = 1, scale out on the
+// V100 (where there is room) and not on the T4, and report NoCapacity
+// naming T4 and the scheduler's reason at the ModelService's generation.
+func TestUnschedulableReplicasAreNoCapacity(t *testing.T) {
+	const why = "0/2 nodes are available: 1 node(s) didn't match Pod's node affinity/selector, 1 no GPU with 2Gi free"
+	b := newNoRoomBed(t, "no-room", 2, nil, func(p *v1.Pod, _ time.Time) {
+		p.Status.Conditions = []v1.PodCondition{{Type: v1.PodScheduled, Status: v1.ConditionFalse, Reason: v1.PodReasonUnschedulable, Message: why}}
+	})
+	got, t4, v100 := b.decide(t)
+	if t4 != 3 || v100 < 1 {
 		t.Errorf("replicas T4 %d, V100 %d, want T4 3 and a V100 scale-out (last decision %+v)", t4, v100, got.Status.LastDecision)
 	}
 	cond := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionNoCapacity)
@@ -330,81 +366,24 @@ func TestPendingReplicasNotBeingPlacedAreNoCapacity(t *testing.T) {
 		}, ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			ctx := context.Background()
-			ms := resnet()
-			ms.Name = "pending-" + c.name
-			ms.Spec.Scaling.ScaleOutPeriodSeconds = ptr(0.0)
-			now := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
-			r, cl := newFakeReconciler(t, ms, &now)
-			t4Name, v100Name := DeploymentName(ms.Name, "T4"), DeploymentName(ms.Name, "V100-32GB")
-			r.Metrics = deploymentMetrics{t4Name: 300}
-			v100Node := node("v100-node", 4, 32768, "64")
-			g, _ := r.Catalog.ByName("V100-32GB")
-			v100Node.Labels[gpuinventory.LabelGPUProduct] = g.ProductLabel
-			for _, n := range []*v1.Node{node("t4-node", 8, 16384, "64"), v100Node} {
-				if err := cl.Create(ctx, n); err != nil {
-					t.Fatal(err)
-				}
-			}
-			req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: ms.Namespace, Name: ms.Name}}
-			if _, err := r.Reconcile(ctx, req); err != nil {
-				t.Fatal(err)
-			}
-			now = now.Add(time.Hour)
-			d := &appsv1.Deployment{}
-			if err := cl.Get(ctx, types.NamespacedName{Namespace: ms.Namespace, Name: t4Name}, d); err != nil {
-				t.Fatal(err)
-			}
-			d.Spec.Replicas = ptr[int32](3)
-			if err := cl.Update(ctx, d); err != nil {
-				t.Fatal(err)
-			}
-			d.Status.Replicas, d.Status.ReadyReplicas = 3, 1
+			var status func(*appsv1.DeploymentStatus)
 			if c.pending == nil {
-				d.Status.Replicas = 1
-				d.Status.Conditions = []appsv1.DeploymentCondition{{Type: appsv1.DeploymentReplicaFailure, Status: v1.ConditionTrue, Reason: "FailedCreate",
-					Message: `pods "x" is forbidden: exceeded quota`}}
-			}
-			if err := cl.Status().Update(ctx, d); err != nil {
-				t.Fatal(err)
-			}
-			for i := range 3 {
-				if i > 0 && c.pending == nil {
-					break
-				}
-				p := pod(fmt.Sprintf("%s-%d", t4Name, i), "t4-node", "resnet50", "2Gi", "0", "2")
-				p.Namespace, p.Labels = ms.Namespace, d.Spec.Selector.MatchLabels
-				p.Status.Conditions = []v1.PodCondition{{Type: v1.PodReady, Status: v1.ConditionTrue}}
-				if i > 0 {
-					p.Spec.NodeName, p.Spec.SchedulerName = "", v1alpha1.SchedulerName
-					delete(p.Annotations, v1alpha1.AnnotationGPUIndex)
-					p.Status.Phase, p.Status.Conditions = v1.PodPending, nil
-					c.pending(p, now)
-				}
-				if err := cl.Create(ctx, p); err != nil {
-					t.Fatal(err)
+				status = func(st *appsv1.DeploymentStatus) {
+					st.Replicas = 1
+					st.Conditions = []appsv1.DeploymentCondition{{Type: appsv1.DeploymentReplicaFailure, Status: v1.ConditionTrue, Reason: "FailedCreate",
+						Message: `pods "x" is forbidden: exceeded quota`}}
 				}
 			}
-			if _, err := r.Reconcile(ctx, req); err != nil {
-				t.Fatal(err)
-			}
-			got := &v1alpha1.ModelService{}
-			if err := cl.Get(ctx, req.NamespacedName, got); err != nil {
-				t.Fatal(err)
-			}
-			v := &appsv1.Deployment{}
-			if err := cl.Get(ctx, types.NamespacedName{Namespace: ms.Namespace, Name: v100Name}, v); err != nil {
-				t.Fatal(err)
-			}
+			got, _, v100 := newNoRoomBed(t, "pending-"+c.name, 1, status, c.pending).decide(t)
 			cond := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionNoCapacity)
 			if c.want == "" {
-				if replicasOf(v) != 0 || cond == nil || cond.Status != metav1.ConditionFalse {
-					t.Errorf("V100 replicas %d, NoCapacity %+v: want no scale-out and no NoCapacity while the scheduler has its turn", replicasOf(v), cond)
+				if v100 != 0 || cond == nil || cond.Status != metav1.ConditionFalse {
+					t.Errorf("V100 replicas %d, NoCapacity %+v: want no scale-out and no NoCapacity while the scheduler has its turn", v100, cond)
 				}
 				return
 			}
-			if replicasOf(v) < 1 {
-				t.Errorf("V100 replicas %d, want a scale-out (last decision %+v)", replicasOf(v), got.Status.LastDecision)
+			if v100 < 1 {
+				t.Errorf("V100 replicas %d, want a scale-out (last decision %+v)", v100, got.Status.LastDecision)
 			}
 			if cond == nil || cond.Status != metav1.ConditionTrue || !strings.Contains(cond.Message, c.want) {
 				t.Errorf("NoCapacity %+v, want True saying %q", cond, c.want)

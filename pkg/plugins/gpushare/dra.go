@@ -837,29 +837,14 @@ func (p *DRAGPUShare) rollBackClaim(ctx context.Context, pod *v1.Pod, cr *claimR
 	if !cr.written {
 		return
 	}
-	client := p.handle.ClientSet().ResourceV1().ResourceClaims(cr.claim.Namespace)
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		claim, err := client.Get(ctx, cr.claim.Name, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		if claim.UID != cr.claim.UID {
-			return nil
-		}
+	err := p.updateClaimStatus(ctx, cr.claim, func(claim *resourceapi.ResourceClaim) bool {
 		claim.Status.ReservedFor = slices.DeleteFunc(claim.Status.ReservedFor, func(r resourceapi.ResourceClaimConsumerReference) bool { return r.UID == pod.UID })
 		if cr.allocation != nil && len(claim.Status.ReservedFor) == 0 {
 			claim.Status.Allocation = nil
 		}
-		got, err := client.UpdateStatus(ctx, claim, metav1.UpdateOptions{})
-		if err != nil {
-			return err
-		}
-		if err := tracker.AssumeClaimAfterAPICall(got); err != nil {
-			klog.FromContext(ctx).V(5).Info("claim not assumed", "plugin", Name, "claim", klog.KObj(got), "err", err)
-		}
-		return nil
+		return true
 	})
-	if err != nil && !apierrors.IsNotFound(err) {
+	if err != nil {
 		klog.FromContext(ctx).Error(err, "rolling back a claim's allocation; the resource-claim controller deallocates it once no pod uses it", "plugin", Name, "pod", klog.KObj(pod), "claim", klog.KObj(cr.claim))
 	}
 }

@@ -43,25 +43,35 @@ func (p *DRAGPUShare) PostFilter(ctx context.Context, state fwk.CycleState, pod 
 // deallocate clears the claim's allocation and reservedFor (the pod's own
 // entry at most), unless another pod reserved it meanwhile.
 func (p *DRAGPUShare) deallocate(ctx context.Context, read *resourceapi.ResourceClaim, pod *v1.Pod) error {
-	client := p.handle.ClientSet().ResourceV1().ResourceClaims(read.Namespace)
-	tracker := p.draManager.ResourceClaims()
-	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		claim, err := client.Get(ctx, read.Name, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		if claim.UID != read.UID || claim.Status.Allocation == nil {
-			return nil
+	return p.updateClaimStatus(ctx, read, func(claim *resourceapi.ResourceClaim) bool {
+		if claim.Status.Allocation == nil {
+			return false
 		}
 		for _, r := range claim.Status.ReservedFor {
 			if r.UID != pod.UID {
-				return nil // in use: keep it
+				return false // in use: keep it
 			}
 		}
 		claim.Status.Allocation, claim.Status.ReservedFor, claim.Status.Devices = nil, nil, nil
+		return true
+	})
+}
+
+// updateClaimStatus reads claim read afresh, lets change edit its status
+// (false: nothing to write) and writes it, retrying on conflicts, and
+// tells the claim tracker of the write. A claim that is gone, or was
+// recreated under its name, is left alone.
+func (p *DRAGPUShare) updateClaimStatus(ctx context.Context, read *resourceapi.ResourceClaim, change func(*resourceapi.ResourceClaim) bool) error {
+	client := p.handle.ClientSet().ResourceV1().ResourceClaims(read.Namespace)
+	tracker := p.draManager.ResourceClaims()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		claim, err := client.Get(ctx, read.Name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if claim.UID != read.UID || !change(claim) {
+			return nil
+		}
 		got, err := client.UpdateStatus(ctx, claim, metav1.UpdateOptions{})
 		if err != nil {
 			return err
@@ -71,4 +81,8 @@ func (p *DRAGPUShare) deallocate(ctx context.Context, read *resourceapi.Resource
 		}
 		return nil
 	})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
 }
