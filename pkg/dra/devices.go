@@ -27,6 +27,15 @@ const (
 	// AttributeProductName is the GPU's product name (a string, e.g.
 	// "Tesla V100-SXM2-32GB").
 	AttributeProductName resourceapi.QualifiedName = "productName"
+	// AttributeUUID is the GPU's UUID (a string, "GPU-..."), the UUID
+	// label of dcgm-exporter's series.
+	AttributeUUID resourceapi.QualifiedName = "uuid"
+	// AttributeType is the kind of device NVIDIA's driver publishes (a
+	// string): "gpu" for a full GPU, "mig" for a MIG device, "vfio" for a
+	// GPU passed through to a VM.
+	AttributeType resourceapi.QualifiedName = "type"
+	// TypeGPU is AttributeType of a full GPU, the only kind hetsev shares.
+	TypeGPU = "gpu"
 )
 
 // mib is one MiB in bytes.
@@ -42,6 +51,8 @@ type Device struct {
 	Index int
 	// Product is AttributeProductName; may be empty.
 	Product string
+	// UUID is AttributeUUID; empty when the driver publishes none.
+	UUID string
 	// MemoryBytes is the device's DRAMemoryCapacity, bytes.
 	MemoryBytes int64
 	// Slice is the ResourceSlice that published the device.
@@ -81,9 +92,11 @@ type NodeDevices struct {
 // Inventory reads the GPUs that driver publishes per node from slices:
 // the slices of driver with spec.nodeName set, the newest generation of
 // each pool only (older ones are being replaced). A device is shareable
-// when it allows multiple allocations and has a positive
-// DRAMemoryCapacity; any other device of the driver is listed in
-// NodeDevices.Unusable with the reason. Slices of other drivers, and
+// when it allows multiple allocations, has a positive DRAMemoryCapacity,
+// is a full GPU (AttributeType, when published, is TypeGPU), charges
+// claims no other capacity by default, and needs no binding conditions;
+// any other device of the driver is listed in NodeDevices.Unusable with
+// the reason. Slices of other drivers, and
 // slices not bound to one node (nodeSelector, allNodes), are ignored.
 func Inventory(all []*resourceapi.ResourceSlice, driver string) map[string]*NodeDevices {
 	newest := map[string]int64{} // pool -> generation
@@ -135,8 +148,23 @@ func Inventory(all []*resourceapi.ResourceSlice, driver string) map[string]*Node
 // share it ("" when it does). Index is -1 when the device has no index
 // attribute.
 func deviceOf(s *resourceapi.ResourceSlice, dev *resourceapi.Device) (Device, string) {
+	if a, ok := dev.Attributes[AttributeType]; ok && a.StringValue != nil && *a.StringValue != TypeGPU {
+		// A MIG device is a slice of a GPU with its own memory and
+		// compute, a VFIO device one passed to a VM: hetsev's accounting
+		// and co-location model are of whole GPUs.
+		return Device{}, fmt.Sprintf("type %q, not a full GPU (%q)", *a.StringValue, TypeGPU)
+	}
 	if dev.AllowMultipleAllocations == nil || !*dev.AllowMultipleAllocations {
 		return Device{}, "allowMultipleAllocations is not true: the device cannot be shared"
+	}
+	for name, c := range dev.Capacity {
+		if name == v1alpha1.DRAMemoryCapacity || c.RequestPolicy == nil || c.RequestPolicy.Default == nil || c.RequestPolicy.Default.Sign() <= 0 {
+			continue
+		}
+		// NVIDIA's integer shares mode charges each claim one of N
+		// "shares" by default; hetsev does not account such capacities,
+		// so it would place claims the allocator then refuses.
+		return Device{}, fmt.Sprintf("capacity %q is charged to every claim (default %s), which hetsev does not account", name, c.RequestPolicy.Default.String())
 	}
 	if len(dev.BindingConditions) > 0 {
 		// Upstream's scheduler waits in PreBind until the driver reports
@@ -157,6 +185,9 @@ func deviceOf(s *resourceapi.ResourceSlice, dev *resourceapi.Device) (Device, st
 	}
 	if a, ok := dev.Attributes[AttributeProductName]; ok && a.StringValue != nil {
 		d.Product = *a.StringValue
+	}
+	if a, ok := dev.Attributes[AttributeUUID]; ok && a.StringValue != nil {
+		d.UUID = *a.StringValue
 	}
 	return d, ""
 }

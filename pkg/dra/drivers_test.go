@@ -1,0 +1,137 @@
+package dra
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	resourceapi "k8s.io/api/resource/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
+)
+
+// driverSlices reads the ResourceSlices of testdata/drivers/<name>.yaml:
+// what NVIDIA's and HAMi's DRA drivers publish, written from their
+// sources (each file's header names them and what is filled in).
+func driverSlices(t *testing.T, name string) []*resourceapi.ResourceSlice {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join("testdata", "drivers", name+".yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []*resourceapi.ResourceSlice
+	for _, doc := range bytes.Split(raw, []byte("\n---")) {
+		if len(bytes.TrimSpace(doc)) == 0 {
+			continue
+		}
+		s := &resourceapi.ResourceSlice{}
+		if err := yaml.UnmarshalStrict(doc, s); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if s.Kind != "" && s.Kind != "ResourceSlice" {
+			continue
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// TestRealDriversSlices: what hetsev shares of what the real drivers
+// publish. NVIDIA's driver in its consumable "unlimited" mode: both T4s,
+// named by UUID (no index attribute: the position stands in), 15360 MiB
+// each. Its default mode (no sharing), its integer-shares mode (every
+// claim charged a share hetsev does not count), MIG and VFIO devices: none,
+// each with its reason. A GPU its health check taints NoSchedule is left
+// out once taints apply. HAMi's driver is another driver: none of it
+// under gpu.nvidia.com.
+func TestRealDriversSlices(t *testing.T) {
+	for _, c := range []struct {
+		fixture   string
+		shared    int
+		unusable  string // in every unusable device's reason
+		wantUUIDs bool
+	}{
+		{"nvidia-consumable-unlimited", 2, "", true},
+		{"nvidia-consumable-memory", 2, "", true},
+		{"nvidia-full-gpu", 0, "allowMultipleAllocations is not true", false},
+		{"nvidia-consumable-shares", 0, `capacity "shares" is charged to every claim (default 1)`, false},
+		{"nvidia-mig", 0, "", false},
+		{"nvidia-vfio", 0, "", false},
+	} {
+		nodes := Inventory(driverSlices(t, c.fixture), v1alpha1.DRADriver)
+		var shared []Device
+		var unusable []Unusable
+		for _, nd := range nodes {
+			shared = append(shared, nd.Devices...)
+			unusable = append(unusable, nd.Unusable...)
+		}
+		if len(shared) != c.shared {
+			t.Errorf("%s: %d shareable devices %v, want %d (unusable: %v)", c.fixture, len(shared), shared, c.shared, unusable)
+		}
+		for _, u := range unusable {
+			if !strings.Contains(u.Reason, c.unusable) {
+				t.Errorf("%s: %s, want a reason saying %q", c.fixture, u, c.unusable)
+			}
+		}
+		for i, d := range shared {
+			if c.wantUUIDs && (!strings.HasPrefix(d.UUID, "GPU-") || d.Index != i || d.MemoryMiB() != 15360) {
+				t.Errorf("%s: device %+v, want a UUID, index %d by position and 15360 MiB", c.fixture, d, i)
+			}
+		}
+	}
+	mig := Inventory(driverSlices(t, "nvidia-mig"), v1alpha1.DRADriver)
+	migReasons := ""
+	for _, nd := range mig {
+		for _, u := range nd.Unusable {
+			migReasons += u.Reason + "\n"
+		}
+	}
+	if !strings.Contains(migReasons, `type "mig", not a full GPU`) {
+		t.Errorf("MIG devices' reasons %q, want them refused as not full GPUs", migReasons)
+	}
+	vfio := Inventory(driverSlices(t, "nvidia-vfio"), v1alpha1.DRADriver)
+	vfioReasons := ""
+	for _, nd := range vfio {
+		for _, u := range nd.Unusable {
+			vfioReasons += u.Reason + "\n"
+		}
+	}
+	if !strings.Contains(vfioReasons, `type "vfio"`) {
+		t.Errorf("VFIO devices' reasons %q, want the vfio device refused by its type", vfioReasons)
+	}
+
+	// The health taint, on a shareable GPU as consumable mode publishes it.
+	tainted := driverSlices(t, "nvidia-taint")
+	for _, s := range tainted {
+		for i := range s.Spec.Devices {
+			yes := true
+			s.Spec.Devices[i].AllowMultipleAllocations = &yes
+		}
+	}
+	nodes := Inventory(tainted, v1alpha1.DRADriver)
+	before := 0
+	for _, nd := range nodes {
+		before += len(nd.Devices)
+	}
+	SelectUsable(context.Background(), nodes, &resourceapi.DeviceClass{}, v1alpha1.DeviceClassName, DefaultCELCache(), true, nil)
+	after := 0
+	for _, nd := range nodes {
+		after += len(nd.Devices)
+		for _, u := range nd.Unusable {
+			if !strings.Contains(u.Reason, "taint gpu.nvidia.com/xid=") {
+				t.Errorf("tainted fixture: %s, want the xid taint", u)
+			}
+		}
+	}
+	if before != 2 || after != 1 {
+		t.Errorf("health taint: %d devices before, %d after taints; want 2 and 1", before, after)
+	}
+
+	if hami := Inventory(driverSlices(t, "hami"), v1alpha1.DRADriver); len(hami) != 0 {
+		t.Errorf("HAMi's slices under %s: %v, want none (another driver)", v1alpha1.DRADriver, hami)
+	}
+}
