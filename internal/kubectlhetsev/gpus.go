@@ -41,6 +41,9 @@ type GPUStatus struct {
 	// Type is the GPU's product label (nvidia.com/gpu.product, or a DRA
 	// device's productName as that label writes it).
 	Type string `json:"type"`
+	// UUID is a DRA device's uuid attribute, what dcgm-exporter's series
+	// and hetsev.io/gpu-uuid name it by; empty in annotation mode.
+	UUID string `json:"uuid,omitempty"`
 	// Mode is how its tenants reach it: "annotations" or "dra".
 	Mode           string `json:"mode"`
 	MemoryUsedMiB  int64  `json:"memoryUsedMiB"`
@@ -240,7 +243,7 @@ func nodeGPUs(n *v1.Node, pods []*v1.Pod, dv *draView, placer placement.Placer) 
 			MemoryUsedMiB: g.UsedMiB, MemoryTotalMiB: g.TotalMiB, BusyShare: g.BusyShare,
 		}
 		if mode == v1alpha1.GPUModeDRA {
-			st.Index = nd.Devices[i].Index
+			st.Index, st.UUID = nd.Devices[i].Index, nd.Devices[i].UUID
 			if t := dra.ProductLabel(nd.Devices[i].Product); t != "" {
 				st.Type = t
 			}

@@ -51,7 +51,7 @@
 //     With --gpu-mode=dra, a pod without the annotation (its
 //     ResourceClaim allocated by another scheduler, e.g. the upstream
 //     DynamicResources plugin for a Deployment that HPA scales) is joined
-//     through its claims instead (provider.podGPU, dra.PodGPUIndex): the
+//     through its claims instead (provider.podGPU, dra.PodGPU): the
 //     claims of all its spec.resourceClaims entries, their allocated
 //     device of driver gpu.nvidia.com, and that device's "index"
 //     attribute in the ResourceSlice of the pod's node (the adapter then

@@ -94,6 +94,8 @@ const (
 	LabelDCGMGPU = "gpu"
 	// LabelDCGMHostname is dcgm-exporter's Hostname label (the node name).
 	LabelDCGMHostname = "Hostname"
+	// LabelDCGMUUID is dcgm-exporter's GPU UUID label ("GPU-...").
+	LabelDCGMUUID = "UUID"
 )
 
 // Pod annotations the adapter reads.

@@ -2,6 +2,7 @@ package adapter
 
 import (
 	"errors"
+	"fmt"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -63,8 +64,26 @@ type Source interface {
 	// ms), summed over label sets by le.
 	RequestDurationHistogram(pod types.NamespacedName) (Histogram, error)
 	// GPUGauge returns the latest value of the DCGM gauge series
-	// (SeriesDCGMGPUUtil or SeriesDCGMFBUsed) for GPU index gpu of node.
-	GPUGauge(series, node string, gpu int) (Value, error)
+	// (SeriesDCGMGPUUtil or SeriesDCGMFBUsed) for gpu: by its UUID when it
+	// has one and a series carries it, else by its index on its node.
+	GPUGauge(series string, gpu GPU) (Value, error)
+}
+
+// GPU names one GPU for the DCGM join: its node and index (dcgm-exporter's
+// Hostname and gpu labels) and, when known (GPU mode dra, from the
+// device's uuid attribute), its UUID (the UUID label), which names it
+// whatever order its node lists its GPUs in.
+type GPU struct {
+	Node  string
+	Index int
+	UUID  string
+}
+
+func (g GPU) String() string {
+	if g.UUID != "" {
+		return fmt.Sprintf("GPU %d (%s) of node %q", g.Index, g.UUID, g.Node)
+	}
+	return fmt.Sprintf("GPU %d of node %q", g.Index, g.Node)
 }
 
 // RequestScoped is a Source that can bind itself to one API request: the

@@ -51,3 +51,31 @@ func TestLookups(t *testing.T) {
 		t.Errorf("Position found a device of another driver")
 	}
 }
+
+// TestPodGPUByUUID: a device NVIDIA's driver publishes has a uuid and no
+// index attribute: the pod's GPU is named by its UUID (index -1); with
+// both, both are read; with neither, it is an error.
+func TestPodGPUByUUID(t *testing.T) {
+	withUUID := func(d resourceapi.Device, uuid string, keepIndex bool) resourceapi.Device {
+		if !keepIndex {
+			delete(d.Attributes, AttributeIndex)
+		}
+		if uuid != "" {
+			d.Attributes[AttributeUUID] = resourceapi.DeviceAttribute{StringValue: &uuid}
+		}
+		return d
+	}
+	slices := []*resourceapi.ResourceSlice{slice("n1", 1,
+		withUUID(device("gpu-0", 0, "16Gi", true), "GPU-aaa", false),
+		withUUID(device("gpu-1", 1, "16Gi", true), "GPU-bbb", true),
+		withUUID(device("gpu-2", 2, "16Gi", true), "", false))}
+	for dev, want := range map[string]GPUID{"gpu-0": {Index: -1, UUID: "GPU-aaa"}, "gpu-1": {Index: 1, UUID: "GPU-bbb"}} {
+		got, err := PublishedGPU(slices, "n1", DeviceKey{Driver: v1alpha1.DRADriver, Pool: "n1", Device: dev})
+		if err != nil || got != want {
+			t.Errorf("%s: %+v, %v; want %+v", dev, got, err, want)
+		}
+	}
+	if _, err := PublishedGPU(slices, "n1", DeviceKey{Driver: v1alpha1.DRADriver, Pool: "n1", Device: "gpu-2"}); err == nil {
+		t.Error("a device with neither uuid nor index: no error")
+	}
+}

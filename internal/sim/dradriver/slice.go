@@ -25,8 +25,9 @@ import (
 func ProductName(t catalog.GPUType) string { return strings.ReplaceAll(t.ProductLabel, "-", " ") }
 
 // Slice is the ResourceSlice of node's count GPUs of type t, pool named
-// for the node (generation 1, one slice): devices gpu-0.. with the driver's
-// index and productName attributes, allowMultipleAllocations, and memory
+// for the node (generation 1, one slice): devices gpu-0.. with index,
+// productName, uuid (UUID) and type "gpu" attributes,
+// allowMultipleAllocations, and memory
 // capacity t.MemoryMiB MiB requested in steps of 1 MiB (the driver's
 // requestPolicy with its ConsumableShares gate on; hetsev's whole-MiB
 // requests are consumed as they are).
@@ -41,10 +42,12 @@ func Slice(node string, t catalog.GPUType, count int) *resourcev1.ResourceSlice 
 	for i := range count {
 		idx := int64(i)
 		shared := true
+		uuid, typ := UUID(node, i), "gpu"
 		s.Spec.Devices = append(s.Spec.Devices, resourcev1.Device{
 			Name: "gpu-" + strconv.Itoa(i), AllowMultipleAllocations: &shared,
 			Attributes: map[resourcev1.QualifiedName]resourcev1.DeviceAttribute{
 				dra.AttributeIndex: {IntValue: &idx}, dra.AttributeProductName: {StringValue: &product},
+				dra.AttributeUUID: {StringValue: &uuid}, "type": {StringValue: &typ},
 			},
 			Capacity: map[resourcev1.QualifiedName]resourcev1.DeviceCapacity{
 				v1alpha1.DRAMemoryCapacity: {Value: *resource.NewQuantity(t.MemoryMiB<<20, resource.BinarySI),
@@ -54,3 +57,7 @@ func Slice(node string, t catalog.GPUType, count int) *resourcev1.ResourceSlice 
 	}
 	return s
 }
+
+// UUID is the simulated UUID of GPU i of node, as the simulated
+// dcgm-exporter labels its series and Slice publishes it.
+func UUID(node string, i int) string { return "GPU-" + node + "-" + strconv.Itoa(i) }

@@ -3,7 +3,6 @@ package simulator
 import (
 	"context"
 	"errors"
-	"fmt"
 	"math"
 	"math/rand/v2"
 	"net"
@@ -23,6 +22,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
+	"github.com/hetsev/hetsev/internal/sim/dradriver"
 	"github.com/hetsev/hetsev/internal/sim/exporters"
 	"github.com/hetsev/hetsev/internal/sim/modelserver"
 	"github.com/hetsev/hetsev/internal/sim/replay"
@@ -298,7 +298,7 @@ func (w *World) account(t0, t1 float64) {
 				used = u.mem
 			}
 			d.exp.SetGPU(exporters.GPUSample{
-				Index: i, UUID: fmt.Sprintf("GPU-%s-%d", d.node, i), ModelName: inv.Product,
+				Index: i, UUID: dradriver.UUID(d.node, i), ModelName: inv.Product,
 				UtilPercent: w.gpuUtil[id], FBUsedMiB: used, FBFreeMiB: max(inv.MemoryMiB-used, 0),
 			})
 		}

@@ -34,6 +34,7 @@ type queryResult struct {
 	pods  map[types.NamespacedName]float64
 	hists map[types.NamespacedName][]adapter.Bucket
 	gpus  map[gpuKey]float64
+	uuids map[string]float64 // the GPU series that carry a UUID label, by it
 }
 
 type gpuKey struct {
@@ -129,7 +130,7 @@ func (s *Source) index(query string, vec model.Vector) *queryResult {
 			}
 		}
 	default:
-		r.gpus = map[gpuKey]float64{}
+		r.gpus, r.uuids = map[gpuKey]float64{}, map[string]float64{}
 		for _, smp := range vec {
 			node := string(smp.Metric[model.LabelName(s.opts.NodeLabel)])
 			gpu, err := strconv.Atoi(string(smp.Metric[model.LabelName(s.opts.GPULabel)]))
@@ -148,6 +149,11 @@ func (s *Source) index(query string, vec model.Vector) *queryResult {
 			key := gpuKey{node: node, gpu: gpu}
 			if old, ok := r.gpus[key]; !ok || v > old {
 				r.gpus[key] = v
+			}
+			if uuid := string(smp.Metric[adapter.LabelDCGMUUID]); uuid != "" {
+				if old, ok := r.uuids[uuid]; !ok || v > old {
+					r.uuids[uuid] = v
+				}
 			}
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
 	"golang.org/x/sync/singleflight"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
 
 	"github.com/hetsev/hetsev/pkg/adapter"
 )
@@ -94,9 +95,10 @@ func (s *Source) RequestDurationHistogram(pod types.NamespacedName) (adapter.His
 }
 
 // GPUGauge implements adapter.Source: the GPU utilisation (percent) or memory
-// (MiB) query's value for GPU gpu of node.
-func (s *Source) GPUGauge(series, node string, gpu int) (adapter.Value, error) {
-	return (&view{s: s}).GPUGauge(series, node, gpu)
+// (MiB) query's value for gpu, by its UUID when it has one and a series
+// carries it, else by its node and index.
+func (s *Source) GPUGauge(series string, gpu adapter.GPU) (adapter.Value, error) {
+	return (&view{s: s}).GPUGauge(series, gpu)
 }
 
 // ForRequest implements adapter.RequestScoped: a view that runs each query at most
@@ -149,7 +151,7 @@ func (v *view) RequestDurationHistogram(pod types.NamespacedName) (adapter.Histo
 	return adapter.Histogram{Buckets: bs, Time: r.at, Window: v.s.opts.RateWindow}, nil
 }
 
-func (v *view) GPUGauge(series, node string, gpu int) (adapter.Value, error) {
+func (v *view) GPUGauge(series string, gpu adapter.GPU) (adapter.Value, error) {
 	q := queryGPUUtil
 	if series == adapter.SeriesDCGMFBUsed {
 		q = queryGPUMemory
@@ -158,9 +160,15 @@ func (v *view) GPUGauge(series, node string, gpu int) (adapter.Value, error) {
 	if err != nil {
 		return adapter.Value{}, err
 	}
-	x, ok := r.gpus[gpuKey{node: node, gpu: gpu}]
+	if gpu.UUID != "" {
+		if x, ok := r.uuids[gpu.UUID]; ok {
+			return adapter.Value{Value: x, Time: r.at}, nil
+		}
+		klog.V(3).InfoS("No DCGM series in Prometheus carries the GPU's UUID; joining by its index", "series", series, "gpu", gpu.String())
+	}
+	x, ok := r.gpus[gpuKey{node: gpu.Node, gpu: gpu.Index}]
 	if !ok {
-		return adapter.Value{}, fmt.Errorf("no %s for GPU %d of node %q in Prometheus: %w", series, gpu, node, adapter.ErrNoData)
+		return adapter.Value{}, fmt.Errorf("no %s for %s in Prometheus: %w", series, gpu, adapter.ErrNoData)
 	}
 	return adapter.Value{Value: x, Time: r.at}, nil
 }

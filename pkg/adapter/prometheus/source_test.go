@@ -139,7 +139,7 @@ func TestPrometheusSourceIgnoresUnexpectedSeries(t *testing.T) {
 	if _, err := src.RequestDurationHistogram(adaptertest.NN("ml", "a")); !adaptertest.IsNoData(err) {
 		t.Errorf("pod a histogram with only a bad le: %v, want no data", err)
 	}
-	if v, err := src.GPUGauge(adapter.SeriesDCGMGPUUtil, "node-1", 1); err != nil || v.Value != 70 {
+	if v, err := src.GPUGauge(adapter.SeriesDCGMGPUUtil, adapter.GPU{Node: "node-1", Index: 1}); err != nil || v.Value != 70 {
 		t.Errorf("node-1 GPU 1 = %v, %v; want 70", v.Value, err)
 	}
 	for key, series := range map[string][2]string{
@@ -243,5 +243,29 @@ func TestPrometheusSourceFaults(t *testing.T) {
 				t.Errorf("by name: %v, want a 503, not NotFound", err)
 			}
 		})
+	}
+}
+
+// TestPrometheusSourceJoinsGPUsByUUID: a GPU with a UUID reads the series
+// that carries it, whatever index its node lists it under; a GPU whose
+// UUID no series carries, or with none, is read by node and index.
+func TestPrometheusSourceJoinsGPUsByUUID(t *testing.T) {
+	fp := &fakePrometheus{vectors: map[string]string{
+		"DCGM_FI_DEV_GPU_UTIL": vector(
+			sample(map[string]string{"Hostname": "node-1", "gpu": "0", "UUID": "GPU-aaa"}, "10"),
+			sample(map[string]string{"Hostname": "node-1", "gpu": "1", "UUID": "GPU-bbb"}, "70")),
+	}}
+	src := newPromSource(t, serveLoopback(t, fp), func(o *Options) { o.CacheTTL = time.Hour })
+	for _, c := range []struct {
+		gpu  adapter.GPU
+		want float64
+	}{
+		{adapter.GPU{Node: "node-1", Index: 0, UUID: "GPU-bbb"}, 70}, // the UUID wins over the index
+		{adapter.GPU{Node: "node-1", Index: 0, UUID: "GPU-zzz"}, 10}, // unknown UUID: by index
+		{adapter.GPU{Node: "node-1", Index: 1}, 70},
+	} {
+		if v, err := src.GPUGauge(adapter.SeriesDCGMGPUUtil, c.gpu); err != nil || v.Value != c.want {
+			t.Errorf("%s: %v, %v; want %v", c.gpu, v.Value, err, c.want)
+		}
 	}
 }

@@ -18,8 +18,11 @@ import (
 //
 //	sum by (namespace, pod) (rate(istio_requests_total{reporter="destination",namespace="ml"}[1m]))
 //	sum by (namespace, pod, le) (increase(istio_request_duration_milliseconds_bucket{reporter="destination",namespace="ml"}[1m]))
-//	max by (Hostname, gpu) (DCGM_FI_DEV_GPU_UTIL{job=~".*dcgm-exporter.*"})
-//	max by (Hostname, gpu) (DCGM_FI_DEV_FB_USED{job=~".*dcgm-exporter.*"})
+//	max by (Hostname, gpu, UUID) (DCGM_FI_DEV_GPU_UTIL{job=~".*dcgm-exporter.*"})
+//	max by (Hostname, gpu, UUID) (DCGM_FI_DEV_FB_USED{job=~".*dcgm-exporter.*"})
+//
+// The GPU queries keep dcgm-exporter's UUID label: a pod whose GPU has a
+// UUID (hetsev.io/gpu-uuid) is joined by it, others by node and index.
 //
 // The DCGM queries read only dcgm-exporter's scrape jobs (DCGMMatcher):
 // Prometheus scraping annotated pods would otherwise take a tenant's own
@@ -27,8 +30,8 @@ import (
 const (
 	DefaultRequestRateQuery = `sum by ({{.NamespaceLabel}}, {{.PodLabel}}) (rate(` + adapter.SeriesIstioRequests + `{` + destination + `,{{.NamespaceMatcher}}}[{{.Window}}]))`
 	DefaultDurationQuery    = `sum by ({{.NamespaceLabel}}, {{.PodLabel}}, le) (increase(` + adapter.SeriesIstioDurationBucket + `{` + destination + `,{{.NamespaceMatcher}}}[{{.Window}}]))`
-	DefaultGPUUtilQuery     = `max by ({{.NodeLabel}}, {{.GPULabel}}) (` + adapter.SeriesDCGMGPUUtil + `{{"{"}}{{.DCGMMatcher}}{{"}"}})`
-	DefaultGPUMemoryQuery   = `max by ({{.NodeLabel}}, {{.GPULabel}}) (` + adapter.SeriesDCGMFBUsed + `{{"{"}}{{.DCGMMatcher}}{{"}"}})`
+	DefaultGPUUtilQuery     = `max by ({{.NodeLabel}}, {{.GPULabel}}, ` + adapter.LabelDCGMUUID + `) (` + adapter.SeriesDCGMGPUUtil + `{{"{"}}{{.DCGMMatcher}}{{"}"}})`
+	DefaultGPUMemoryQuery   = `max by ({{.NodeLabel}}, {{.GPULabel}}, ` + adapter.LabelDCGMUUID + `) (` + adapter.SeriesDCGMFBUsed + `{{"{"}}{{.DCGMMatcher}}{{"}"}})`
 
 	// DefaultDCGMMatcher selects dcgm-exporter's series by the scrape
 	// job: the GPU Operator's ServiceMonitor gives nvidia-dcgm-exporter,

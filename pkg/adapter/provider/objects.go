@@ -63,59 +63,59 @@ func listNames[T metav1.Object](allNamespaces bool, all, one func() ([]T, error)
 	return names, nil
 }
 
-// podGPU returns the node and GPU index of a pod, the keys of its DCGM
-// series: spec.nodeName and the hetsev.io/gpu-index annotation
-// (hetsev-scheduler writes it in both GPU modes). Without the annotation,
-// and only with WithDRA (GPU mode dra), the index is read from the pod's
-// ResourceClaims through dra.PodGPUIndex: the claims of all the pod's
-// spec.resourceClaims entries, their allocation results of driver
-// v1alpha1.DRADriver, and the index attribute of that device in the
-// ResourceSlice of the pod's node; a pod whose claims hold several GPUs
-// gets the lowest index. An annotation that is present but unreadable is
-// an error, not a reason to read the claims. Every failure wraps
-// adapter.ErrNoData.
-func (p *Provider) podGPU(name types.NamespacedName) (string, int, error) {
+// podGPU returns the GPU of a pod, the keys of its DCGM series: its node
+// (spec.nodeName), and the hetsev.io/gpu-index and hetsev.io/gpu-uuid
+// annotations hetsev-scheduler writes (the UUID in GPU mode dra). Without
+// the index annotation, and only with WithDRA (GPU mode dra), the GPU is
+// read from the pod's ResourceClaims through dra.PodGPU: the claims of all
+// the pod's spec.resourceClaims entries, their allocation results of
+// driver v1alpha1.DRADriver, and the index and uuid attributes of that
+// device in the ResourceSlice of the pod's node; a pod whose claims hold
+// several GPUs gets the lowest index. An annotation that is present but
+// unreadable is an error, not a reason to read the claims. Every failure
+// wraps adapter.ErrNoData. The sources join by the UUID first.
+func (p *Provider) podGPU(name types.NamespacedName) (adapter.GPU, error) {
 	if p.pods == nil {
-		return "", 0, fmt.Errorf("no pod lister: %w", adapter.ErrNoData)
+		return adapter.GPU{}, fmt.Errorf("no pod lister: %w", adapter.ErrNoData)
 	}
 	pod, err := p.pods.Pods(name.Namespace).Get(name.Name)
 	if apierrors.IsNotFound(err) {
-		return "", 0, fmt.Errorf("pod %s not found: %w", name, adapter.ErrNoData)
+		return adapter.GPU{}, fmt.Errorf("pod %s not found: %w", name, adapter.ErrNoData)
 	}
 	if err != nil {
-		return "", 0, err
+		return adapter.GPU{}, err
 	}
 	if pod.Spec.NodeName == "" {
-		return "", 0, fmt.Errorf("pod %s is not bound to a node: %w", name, adapter.ErrNoData)
+		return adapter.GPU{}, fmt.Errorf("pod %s is not bound to a node: %w", name, adapter.ErrNoData)
 	}
 	raw, ok := pod.Annotations[v1alpha1.AnnotationGPUIndex]
 	if !ok {
 		if p.claims == nil || p.slices == nil {
-			return "", 0, fmt.Errorf("pod %s has no %s annotation: %w", name, v1alpha1.AnnotationGPUIndex, adapter.ErrNoData)
+			return adapter.GPU{}, fmt.Errorf("pod %s has no %s annotation: %w", name, v1alpha1.AnnotationGPUIndex, adapter.ErrNoData)
 		}
-		gpu, err := p.claimedGPU(pod)
+		id, err := p.claimedGPU(pod)
 		if err != nil {
-			return "", 0, fmt.Errorf("pod %s has no %s annotation, and its GPU cannot be read from its ResourceClaims: %v: %w",
+			return adapter.GPU{}, fmt.Errorf("pod %s has no %s annotation, and its GPU cannot be read from its ResourceClaims: %v: %w",
 				name, v1alpha1.AnnotationGPUIndex, err, adapter.ErrNoData)
 		}
-		return pod.Spec.NodeName, gpu, nil
+		return adapter.GPU{Node: pod.Spec.NodeName, Index: id.Index, UUID: id.UUID}, nil
 	}
 	gpu, err := strconv.Atoi(strings.TrimSpace(raw))
 	if err != nil || gpu < 0 {
-		return "", 0, fmt.Errorf("pod %s: bad %s %q: %w", name, v1alpha1.AnnotationGPUIndex, raw, adapter.ErrNoData)
+		return adapter.GPU{}, fmt.Errorf("pod %s: bad %s %q: %w", name, v1alpha1.AnnotationGPUIndex, raw, adapter.ErrNoData)
 	}
-	return pod.Spec.NodeName, gpu, nil
+	return adapter.GPU{Node: pod.Spec.NodeName, Index: gpu, UUID: pod.Annotations[v1alpha1.AnnotationGPUUUID]}, nil
 }
 
-// claimedGPU is the index of the GPU the pod holds through its
-// ResourceClaims (dra.PodGPUIndex) on its node.
-func (p *Provider) claimedGPU(pod *corev1.Pod) (int, error) {
+// claimedGPU is the GPU the pod holds through its ResourceClaims
+// (dra.PodGPU) on its node.
+func (p *Provider) claimedGPU(pod *corev1.Pod) (dra.GPUID, error) {
 	if p.draSynced != nil && !p.draSynced() {
-		return 0, errors.New("the ResourceClaim and ResourceSlice caches have not synced yet")
+		return dra.GPUID{}, errors.New("the ResourceClaim and ResourceSlice caches have not synced yet")
 	}
 	slices, err := p.slices.List(labels.Everything())
 	if err != nil {
-		return 0, fmt.Errorf("listing ResourceSlices: %w", err)
+		return dra.GPUID{}, fmt.Errorf("listing ResourceSlices: %w", err)
 	}
 	getClaim := func(namespace, name string) (*resourceapi.ResourceClaim, error) {
 		c, err := p.claims.ResourceClaims(namespace).Get(name)
@@ -124,7 +124,7 @@ func (p *Provider) claimedGPU(pod *corev1.Pod) (int, error) {
 		}
 		return c, err
 	}
-	return dra.PodGPUIndex(pod, getClaim, slices, v1alpha1.DRADriver)
+	return dra.PodGPU(pod, getClaim, slices, v1alpha1.DRADriver)
 }
 
 // deploymentPods returns the pods a Deployment's selector selects in its

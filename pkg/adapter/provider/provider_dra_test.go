@@ -155,7 +155,7 @@ func TestProviderDRAPodGPUErrors(t *testing.T) {
 		{"other-driver", "none of its ResourceClaims ([nic-only]) is allocated a device of driver gpu.nvidia.com"},
 		{"lost-pool", `device gpu.nvidia.com/node-9/gpu-0 is not published: no ResourceSlice of driver gpu.nvidia.com has pool "node-9"`},
 		{"lost-device", `pool "node-1" (generation 1) of driver gpu.nvidia.com has no device "gpu-z"`},
-		{"no-index", `device gpu.nvidia.com/node-1/gpu-c in ResourceSlice node-1-gpu.nvidia.com has no attribute "index"`},
+		{"no-index", `device gpu.nvidia.com/node-1/gpu-c in ResourceSlice node-1-gpu.nvidia.com has neither attribute "uuid" nor "index"`},
 		{"other-node", "published by ResourceSlice node-2-gpu.nvidia.com for node node-2, not for the pod's node node-1"},
 		{"one-missing", "ResourceClaim ml/nope: not found"},
 		{"unbound", "is not bound to a node"},
@@ -190,8 +190,8 @@ func checkNoGPU(t *testing.T, p *Provider, name, want string) {
 	if mv, err := p.GetMetricByName(context.Background(), nn, adaptertest.PodsInfo(adapter.MetricGPUUtilization), labels.Everything()); !apierrors.IsNotFound(err) {
 		t.Errorf("pod %s: got %v, %v; want NotFound", name, mv, err)
 	}
-	node, gpu, err := p.podGPU(nn)
+	gpu, err := p.podGPU(nn)
 	if !adaptertest.IsNoData(err) || !strings.Contains(err.Error(), want) {
-		t.Errorf("pod %s: podGPU = %q, %d, %v; want no data because %q", name, node, gpu, err, want)
+		t.Errorf("pod %s: podGPU = %v, %v; want no data because %q", name, gpu, err, want)
 	}
 }

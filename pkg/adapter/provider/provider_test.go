@@ -52,11 +52,14 @@ func (f *fakeSource) RequestDurationHistogram(pod types.NamespacedName) (adapter
 	return adapter.Histogram{}, fmt.Errorf("fake: %w", adapter.ErrNoData)
 }
 
-func (f *fakeSource) GPUGauge(series, node string, gpu int) (adapter.Value, error) {
+func (f *fakeSource) GPUGauge(series string, gpu adapter.GPU) (adapter.Value, error) {
 	if f.fail != nil {
 		return adapter.Value{}, f.fail
 	}
-	if v, ok := f.gauges[fmt.Sprintf("%s/%s/%d", series, node, gpu)]; ok {
+	if v, ok := f.gauges[series+"/"+gpu.UUID]; ok && gpu.UUID != "" {
+		return v, nil
+	}
+	if v, ok := f.gauges[fmt.Sprintf("%s/%s/%d", series, gpu.Node, gpu.Index)]; ok {
 		return v, nil
 	}
 	return adapter.Value{}, fmt.Errorf("fake: %w", adapter.ErrNoData)
@@ -396,5 +399,26 @@ func TestProviderListAllMetrics(t *testing.T) {
 	}
 	if len(got) != 22 {
 		t.Errorf("%d metrics listed, want 22", len(got))
+	}
+}
+
+// TestProviderJoinsGPUByUUID: a pod whose binding recorded its GPU's UUID
+// (hetsev.io/gpu-uuid, GPU mode dra) reads that GPU's series, not the one
+// its index names.
+func TestProviderJoinsGPUByUUID(t *testing.T) {
+	at := adaptertest.SimEpoch
+	src := &fakeSource{gauges: map[string]adapter.Value{
+		adapter.SeriesDCGMGPUUtil + "/node-1/0": {Value: 80, Time: at},
+		adapter.SeriesDCGMGPUUtil + "/GPU-bbb":  {Value: 40, Time: at},
+	}}
+	pods, deps := adaptertest.Listers(t, []*corev1.Pod{
+		adaptertest.NewPod("ml", "by-uuid").GPU("node-1", 0).Annotate(v1alpha1.AnnotationGPUUUID, "GPU-bbb").Obj(),
+		adaptertest.NewPod("ml", "by-index").GPU("node-1", 0).Obj(),
+	}, nil)
+	p := New(src, pods, deps)
+	for pod, want := range map[string]float64{"by-uuid": 40, "by-index": 80} {
+		if got := adaptertest.GetValue(t, p, adaptertest.PodsInfo(adapter.MetricGPUUtilization), adaptertest.NN("ml", pod)); got != want {
+			t.Errorf("%s: GPU utilisation %v, want %v", pod, got, want)
+		}
 	}
 }

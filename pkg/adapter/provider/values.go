@@ -55,7 +55,7 @@ func (p *Provider) podValue(pod types.NamespacedName, q query) (adapter.Value, e
 	case adapter.MetricRequestsPerSecond:
 		return p.src.RequestRate(pod)
 	case adapter.MetricGPUUtilization, adapter.MetricGPUMemoryUsed:
-		node, gpu, err := p.podGPU(pod)
+		gpu, err := p.podGPU(pod)
 		if err != nil {
 			return adapter.Value{}, err
 		}
@@ -63,7 +63,7 @@ func (p *Provider) podValue(pod types.NamespacedName, q query) (adapter.Value, e
 		if metric == adapter.MetricGPUMemoryUsed {
 			series = adapter.SeriesDCGMFBUsed
 		}
-		return p.src.GPUGauge(series, node, gpu)
+		return p.src.GPUGauge(series, gpu)
 	}
 	return adapter.Value{}, fmt.Errorf("metric %q: %w", metric, adapter.ErrNoData)
 }

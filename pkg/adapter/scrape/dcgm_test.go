@@ -153,8 +153,32 @@ func TestDCGMNewestScrapeWins(t *testing.T) {
 	at := adaptertest.SimEpoch
 	feed(t, s, old, fmt.Sprintf("DCGM_FI_DEV_GPU_UTIL{gpu=\"0\",Hostname=\"node-1\"} 90 %d\n", ms(at.Add(time.Hour))), at)
 	feed(t, s, fresh, fmt.Sprintf("DCGM_FI_DEV_GPU_UTIL{gpu=\"0\",Hostname=\"node-1\"} 12 %d\n", ms(at)), at.Add(10*time.Second))
-	v, err := s.GPUGauge(adapter.SeriesDCGMGPUUtil, "node-1", 0)
+	v, err := s.GPUGauge(adapter.SeriesDCGMGPUUtil, adapter.GPU{Node: "node-1", Index: 0})
 	if err != nil || v.Value != 12 || !v.Time.Equal(at.Add(10*time.Second)) {
 		t.Errorf("GPU 0 of node-1: %+v, %v; want 12 from the exporter scraped last, at its scrape time", v, err)
+	}
+}
+
+// TestDCGMJoinByUUID: a GPU named by UUID reads the series with that UUID
+// label, whatever index it has on its node (a DRA driver's device order
+// need not be nvidia-smi's); a UUID no series carries falls back to the
+// index.
+func TestDCGMJoinByUUID(t *testing.T) {
+	exp := adaptertest.NN("gpu-operator", "dcgm-node-1")
+	s := newTestScraper(t, Options{}, Target{Pod: exp, UID: "d1", Node: "node-1", URL: "http://127.0.0.1:1/d1", DCGM: true})
+	feed(t, s, exp, `DCGM_FI_DEV_GPU_UTIL{gpu="0",UUID="GPU-aaa",Hostname="node-1"} 10
+DCGM_FI_DEV_GPU_UTIL{gpu="1",UUID="GPU-bbb",Hostname="node-1"} 70
+`, adaptertest.SimEpoch)
+	for _, c := range []struct {
+		gpu  adapter.GPU
+		want float64
+	}{
+		{adapter.GPU{Node: "node-1", Index: 0, UUID: "GPU-bbb"}, 70},
+		{adapter.GPU{Node: "node-1", Index: 0, UUID: "GPU-zzz"}, 10},
+		{adapter.GPU{Node: "node-1", Index: 1}, 70},
+	} {
+		if v, err := s.GPUGauge(adapter.SeriesDCGMGPUUtil, c.gpu); err != nil || v.Value != c.want {
+			t.Errorf("%s: %v, %v; want %v", c.gpu, v.Value, err, c.want)
+		}
 	}
 }

@@ -41,6 +41,7 @@ func (s *Scraper) ingest(st *targetState, samples model.Vector, scraped time.Tim
 		// gaugeExposed is each gauge's exposition time, to pick the
 		// newest of a series repeated in one exposition.
 		gaugeExposed = map[gaugeKey]time.Time{}
+		uuidNow      = map[uuidKey]point{}
 	)
 	for _, smp := range samples {
 		name := string(smp.Metric[model.MetricNameLabel])
@@ -127,6 +128,9 @@ func (s *Scraper) ingest(st *targetState, samples model.Vector, scraped time.Tim
 			}
 			gaugeExposed[key] = ts
 			gaugeNow[key] = point{t: scraped, v: v}
+			if uuid := string(smp.Metric[adapter.LabelDCGMUUID]); uuid != "" {
+				uuidNow[uuidKey{series: name, uuid: uuid}] = point{t: scraped, v: v}
+			}
 		}
 	}
 
@@ -155,7 +159,7 @@ func (s *Scraper) ingest(st *targetState, samples model.Vector, scraped time.Tim
 		st.hist = s.appendHist(st.hist, histPoint{t: bktT, counts: snap})
 	}
 
-	st.gauges = gaugeNow
+	st.gauges, st.byUUID = gaugeNow, uuidNow
 }
 
 // withoutLe returns m without its le label.

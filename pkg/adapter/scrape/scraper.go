@@ -74,6 +74,12 @@ type gaugeKey struct {
 	gpu    int
 }
 
+// uuidKey names a DCGM gauge by its GPU's UUID.
+type uuidKey struct {
+	series string
+	uuid   string
+}
+
 type histPoint struct {
 	t      time.Time
 	counts map[float64]float64 // running total per le
@@ -95,6 +101,8 @@ type targetState struct {
 	hist        []histPoint
 
 	gauges map[gaugeKey]point
+	// byUUID are the gauges whose series carry a UUID label, by it.
+	byUUID map[uuidKey]point
 }
 
 func newTargetState(t Target) *targetState {
@@ -104,6 +112,7 @@ func newTargetState(t Target) *targetState {
 		bucketLast:  map[bucketKey]float64{},
 		bucketTotal: map[float64]float64{},
 		gauges:      map[gaugeKey]point{},
+		byUUID:      map[uuidKey]point{},
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"sort"
 
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
 
 	"github.com/hetsev/hetsev/pkg/adapter"
 )
@@ -68,28 +69,44 @@ func (s *Scraper) RequestDurationHistogram(pod types.NamespacedName) (adapter.Hi
 	return adapter.Histogram{Buckets: bs, Time: st.hist[n-1].t, Window: s.opts.RateWindow}, nil
 }
 
-// GPUGauge implements adapter.Source: the latest value of a DCGM gauge for GPU gpu
-// of node, from the most recent successful scrape of any target exposing it
-// (normally the node's dcgm-exporter pod). When several targets expose the
-// same GPU, the newest sample wins.
-func (s *Scraper) GPUGauge(series, node string, gpu int) (adapter.Value, error) {
+// GPUGauge implements adapter.Source: the latest value of a DCGM gauge for
+// gpu, from the most recent successful scrape of any target exposing it
+// (normally its node's dcgm-exporter pod): by the series' UUID label when
+// gpu has a UUID and a series carries it, else by its node and index.
+// When several targets expose the GPU, the newest scrape wins.
+func (s *Scraper) GPUGauge(series string, gpu adapter.GPU) (adapter.Value, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	key := gaugeKey{series: series, node: node, gpu: gpu}
 	var (
 		best  point
 		found bool
 	)
-	for _, st := range s.targets {
-		if !st.up {
-			continue
-		}
-		if p, ok := st.gauges[key]; ok && (!found || p.t.After(best.t)) {
+	newest := func(p point, ok bool) {
+		if ok && (!found || p.t.After(best.t)) {
 			best, found = p, true
 		}
 	}
+	if gpu.UUID != "" {
+		for _, st := range s.targets {
+			if st.up {
+				p, ok := st.byUUID[uuidKey{series: series, uuid: gpu.UUID}]
+				newest(p, ok)
+			}
+		}
+		if found {
+			return adapter.Value{Value: best.v, Time: best.t}, nil
+		}
+		klog.V(3).InfoS("No DCGM series carries the GPU's UUID; joining by its index", "series", series, "gpu", gpu.String())
+	}
+	key := gaugeKey{series: series, node: gpu.Node, gpu: gpu.Index}
+	for _, st := range s.targets {
+		if st.up {
+			p, ok := st.gauges[key]
+			newest(p, ok)
+		}
+	}
 	if !found {
-		return adapter.Value{}, fmt.Errorf("no %s for GPU %d of node %q from a healthy target: %w", series, gpu, node, adapter.ErrNoData)
+		return adapter.Value{}, fmt.Errorf("no %s for %s from a healthy target: %w", series, gpu, adapter.ErrNoData)
 	}
 	return adapter.Value{Value: best.v, Time: best.t}, nil
 }

@@ -71,6 +71,12 @@ const (
 	// adapter to join DCGM series (per GPU) to pods (in GPU mode dra, a
 	// pod without it is joined through its ResourceClaims).
 	AnnotationGPUIndex = GroupName + "/gpu-index"
+	// AnnotationGPUUUID is the UUID of the GPU hetsev-scheduler chose in
+	// GPU mode dra (the device's uuid attribute, "GPU-..."), written in the
+	// binding beside AnnotationGPUIndex: dcgm-exporter labels its series
+	// by UUID, which names the GPU whatever order a node lists its GPUs
+	// in, so the metrics adapter joins by it first.
+	AnnotationGPUUUID = GroupName + "/gpu-uuid"
 	// AnnotationPredictedInflation is the latency inflation, a decimal >= 1
 	// with two digits ("1.18"), that hetsev-scheduler's co-location model
 	// predicted for the pod on its GPU beside the neighbours it had at

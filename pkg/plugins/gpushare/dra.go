@@ -601,7 +601,13 @@ func (p *DRAGPUShare) Reserve(ctx context.Context, state fwk.CycleState, pod *v1
 	if s.allocatedNode != "" {
 		res := &draReservation{claims: []*claimReservation{{read: s.claim, claim: s.claim}}}
 		p.mu.Lock()
-		p.reserved[pod.UID] = reservation{node: nodeName, index: s.allocatedIndex}
+		var uuid string
+		if nd := s.view.nodes[nodeName]; nd != nil {
+			if d, ok := nd.ByIndex(s.allocatedIndex); ok {
+				uuid = d.UUID
+			}
+		}
+		p.reserved[pod.UID] = reservation{node: nodeName, index: s.allocatedIndex, uuid: uuid}
 		p.draReserved[pod.UID] = res
 		p.mu.Unlock()
 		return p.reserveOthers(ctx, s.others, pod, nodeInfo.Node(), res)
@@ -626,7 +632,7 @@ func (p *DRAGPUShare) Reserve(ctx context.Context, state fwk.CycleState, pod *v1
 	res := &draReservation{}
 	note := noteFor(p.placer.OnNode(nodeInfo.Node().GetLabels()), n.gpus[r.idx], s.demand, pod.Namespace, p.neighboursOn(s, nodeInfo, dev, pod.UID))
 	p.mu.Lock()
-	p.reserved[pod.UID] = reservation{node: nodeName, index: dev.Index, note: note}
+	p.reserved[pod.UID] = reservation{node: nodeName, index: dev.Index, uuid: dev.UUID, note: note}
 	p.draReserved[pod.UID] = res
 	p.mu.Unlock()
 	if st := p.signalAllocation(pod, res, s.claim, alloc); st != nil {

@@ -180,6 +180,9 @@ type gpuShare struct {
 type reservation struct {
 	node  string
 	index int
+	// uuid is the GPU's UUID in GPU mode dra, when its driver publishes
+	// one; Bind writes it beside the index.
+	uuid string
 	// note is what Bind writes beside the index (placednote.go).
 	note placedNote
 }
@@ -367,6 +370,9 @@ func (p *gpuShare) bindWithGPUIndex(ctx context.Context, pod *v1.Pod, nodeName s
 			Annotations: map[string]string{v1alpha1.AnnotationGPUIndex: strconv.Itoa(r.index)},
 		},
 		Target: v1.ObjectReference{Kind: "Node", Name: nodeName},
+	}
+	if r.uuid != "" {
+		binding.Annotations[v1alpha1.AnnotationGPUUUID] = r.uuid
 	}
 	r.note.annotate(binding.Annotations)
 	if c := p.handle.APICacher(); c != nil {
