@@ -122,3 +122,17 @@ func TestModelThresholdsFlag(t *testing.T) {
 		}
 	}
 }
+
+// TestFlagsRegisterOnTheProcessFlagSet: hetsev-scaler registers its flags
+// on the process's flag set, as cmd/scaler does; a package the scaler
+// imports that registers one of them in its init (controller-runtime's
+// root package registers --kubeconfig) would make the program panic at
+// start.
+func TestFlagsRegisterOnTheProcessFlagSet(t *testing.T) {
+	defer func() {
+		if r := recover(); r != nil {
+			t.Fatalf("registering hetsev-scaler's flags on flag.CommandLine: %v", r)
+		}
+	}()
+	NewOptions().AddFlags(flag.CommandLine)
+}

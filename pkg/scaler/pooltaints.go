@@ -15,9 +15,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
-	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
@@ -111,7 +112,7 @@ func (r *PoolTaintReconciler) Reconcile(ctx context.Context, req reconcile.Reque
 
 // SetupWithManager registers r: every node event, and every change to a
 // rule it keeps (mapped back to its node), reconciles that node.
-func (r *PoolTaintReconciler) SetupWithManager(mgr ctrl.Manager) error {
+func (r *PoolTaintReconciler) SetupWithManager(mgr manager.Manager) error {
 	toNode := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 		for _, ref := range o.GetOwnerReferences() {
 			if ref.Kind == "Node" && ref.APIVersion == "v1" {
@@ -120,7 +121,7 @@ func (r *PoolTaintReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		}
 		return nil
 	})
-	return ctrl.NewControllerManagedBy(mgr).
+	return builder.ControllerManagedBy(mgr).
 		Named("gpu-pool-device-taints").
 		For(&v1.Node{}).
 		Watches(&resourcev1beta2.DeviceTaintRule{}, toNode).
