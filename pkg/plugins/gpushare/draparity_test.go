@@ -10,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	k8stesting "k8s.io/client-go/testing"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	"k8s.io/utils/ptr"
@@ -136,22 +135,15 @@ func TestDRABindingNamesTheGPUByUUID(t *testing.T) {
 	}
 	d := draPod("d", "llama", "d-gpu")
 	tb := newDRATestbed(t, append(deviceClasses(), kubeNode("n1"), s, gpuClaim("d-gpu", "4Gi"), d)...)
-	var bindings []*v1.Binding
-	tb.client.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
-		if a.GetSubresource() != "binding" {
-			return false, nil, nil
-		}
-		bindings = append(bindings, a.(k8stesting.CreateAction).GetObject().(*v1.Binding))
-		return true, nil, nil
-	})
+	bindings := tb.captureBindings()
 	state := tb.schedule(t, d, "n1")
 	if st := tb.plugin.Bind(tb.ctx, state, d, "n1"); !st.IsSuccess() {
 		t.Fatalf("Bind: %v", st)
 	}
-	if len(bindings) != 1 {
-		t.Fatalf("%d bindings, want 1", len(bindings))
+	if len(*bindings) != 1 {
+		t.Fatalf("%d bindings, want 1", len(*bindings))
 	}
-	a := bindings[0].Annotations
+	a := (*bindings)[0].Annotations
 	if a[v1alpha1.AnnotationGPUIndex] != "1" || a[v1alpha1.AnnotationGPUUUID] != "GPU-uuid-1" {
 		t.Errorf("binding annotations %v, want GPU 1 (the emptier) with its uuid GPU-uuid-1", a)
 	}

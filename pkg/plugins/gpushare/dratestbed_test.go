@@ -334,3 +334,17 @@ func mib(q string) int64 {
 	v := resource.MustParse(q)
 	return v.Value() >> 20
 }
+
+// captureBindings answers the pods/binding creations of the fake
+// clientset and records their Bindings, in order.
+func (tb *draTestbed) captureBindings() *[]*v1.Binding {
+	var bindings []*v1.Binding
+	tb.client.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if a.GetSubresource() != "binding" {
+			return false, nil, nil
+		}
+		bindings = append(bindings, a.(k8stesting.CreateAction).GetObject().(*v1.Binding))
+		return true, nil, nil
+	})
+	return &bindings
+}

@@ -136,14 +136,7 @@ func TestDRABindingShowsInflationAndNeighbours(t *testing.T) {
 			ConsumedCapacity: map[resourceapi.QualifiedName]resource.Quantity{v1alpha1.DRAMemoryCapacity: resource.MustParse("4Gi")}}}}}
 	cClaim.Status.ReservedFor = []resourceapi.ResourceClaimConsumerReference{{Resource: "pods", Name: c.Name, UID: c.UID}}
 	tb := newDRATestbed(t, append(deviceClasses(), kubeNode("n1"), gpuSlice("n1", "16Gi"), gpuClaim("d-gpu", "4Gi"), cClaim, c, d)...)
-	var bindings []*v1.Binding
-	tb.client.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
-		if a.GetSubresource() != "binding" {
-			return false, nil, nil
-		}
-		bindings = append(bindings, a.(k8stesting.CreateAction).GetObject().(*v1.Binding))
-		return true, nil, nil
-	})
+	bindings := tb.captureBindings()
 	state, _ := tb.cycle(t, d)
 	if st := tb.plugin.Reserve(tb.ctx, state, d, "n1"); !st.IsSuccess() {
 		t.Fatalf("Reserve: %v", st)
@@ -154,10 +147,10 @@ func TestDRABindingShowsInflationAndNeighbours(t *testing.T) {
 	if st := tb.plugin.Bind(tb.ctx, state, d, "n1"); !st.IsSuccess() {
 		t.Fatalf("Bind: %v", st)
 	}
-	if len(bindings) != 1 {
-		t.Fatalf("%d bindings, want 1", len(bindings))
+	if len(*bindings) != 1 {
+		t.Fatalf("%d bindings, want 1", len(*bindings))
 	}
-	got := bindings[0].Annotations
+	got := (*bindings)[0].Annotations
 	want := predicted(t, tb.plugin.placer, gpuinventory.NodeGPUs{Count: 1, MemoryMiB: 16384}, []gpuinventory.Placement{
 		{Index: 0, Demand: gpuinventory.Demand{Model: "other", MemoryMiB: 4096}},
 		{Index: 0, Demand: gpuinventory.Demand{Model: "llama", MemoryMiB: 4096}},
