@@ -360,7 +360,7 @@ func dampedFixedPoint(n int, step func(inf, next []float64)) []float64 {
 		delta := 0.0
 		for i := range inf {
 			v := 0.5*inf[i] + 0.5*next[i]
-			delta = math.Max(delta, math.Abs(v-inf[i]))
+			delta = max(delta, math.Abs(v-inf[i]))
 			inf[i] = v
 		}
 		if delta < fixedPointTolerance {
@@ -396,22 +396,44 @@ func (s Sharing) timeSlicing(members []Instance, atLoad bool) []float64 {
 		beta[i] = math.Pow(clamp01(in.BusyShare), exp[i])
 		sw[i] = c.Switch
 	}
+	// What does not move with the inflations is computed once, per member
+	// and per pair, in the same operation order as the formula below, so
+	// the answer is the same to the bit: the fixed point runs tens of
+	// rounds per solve and the replay solves it for every shared GPU at
+	// every step.
+	occ := make([]float64, n*n)    // occupancy(a) x occupancy(b)
+	kRatio := make([]float64, n*n) // k_j / k_i
+	qRun := make([]float64, n*n)   // q_j + switch: a slice of j that runs
+	qHalf := make([]float64, n*n)  // q_j / 2 + switch: half of one, on average
+	for i, a := range members {
+		for j, b := range members {
+			s := (sw[i] + sw[j]) / 2
+			occ[i*n+j] = occupancy(a) * occupancy(b)
+			kRatio[i*n+j] = k[j] / k[i]
+			qRun[i*n+j] = q[j] + s
+			qHalf[i*n+j] = q[j]/2 + s
+		}
+	}
+	busy := make([]float64, n)  // b_j at the current inflations
+	scale := make([]float64, n) // inf_j x L_j
 	return dampedFixedPoint(n, func(inf, next []float64) {
-		if atLoad {
-			for i, in := range members {
-				beta[i] = math.Pow(busyAt(in.BusyShare, inf[i], true), exp[i])
+		for j, b := range members {
+			busy[j] = busyAt(b.BusyShare, inf[j], atLoad)
+			scale[j] = inf[j] * b.BatchLatency
+			if atLoad {
+				beta[j] = math.Pow(busy[j], exp[j])
 			}
 		}
 		for i, a := range members {
 			lat := a.BatchLatency
-			for j, b := range members {
+			back, idle := beta[i]+k[i]-1, 1-beta[i]
+			for j := range members {
 				if j == i {
 					continue
 				}
-				bj := busyAt(b.BusyShare, inf[j], atLoad)
-				pi := math.Min(1, bj*(k[j]/k[i])*(inf[i]*a.BatchLatency)/(inf[j]*b.BatchLatency))
-				s := (sw[i] + sw[j]) / 2
-				lat += occupancy(a) * occupancy(b) * ((beta[i]+k[i]-1)*pi*(q[j]+s) + (1-beta[i])*bj*(q[j]/2+s))
+				// pi: the chance that j's slice runs when i's is due.
+				pi := min(1, busy[j]*kRatio[i*n+j]*scale[i]/scale[j])
+				lat += occ[i*n+j] * (back*pi*qRun[i*n+j] + idle*busy[j]*qHalf[i*n+j])
 			}
 			next[i] = lat / a.BatchLatency
 		}
