@@ -1,6 +1,7 @@
 package placement
 
 import (
+	"math/rand/v2"
 	"strings"
 	"testing"
 
@@ -76,5 +77,37 @@ func TestAntiAffinityRefusalNamesTheIdentity(t *testing.T) {
 	}
 	if !strings.Contains(r.Message, `"team-a/resnet50"`) {
 		t.Errorf("message %q does not name team-a/resnet50", r.Message)
+	}
+}
+
+// Pick solves the co-location model once per GPU for both the inflation
+// limits and the rating; what it decides must be what Admit and Rate say
+// one by one, over random GPUs with and without limits.
+func TestPickAgreesWithAdmitAndRate(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	models := []string{"resnet50", "ssd-resnet50", "bert-large"}
+	for trial := range 500 {
+		pl := Placer{Choice: gpuinventory.Choice{MaxBusyShare: 1 + rng.Float64()}, Colocation: interference.FittedColocation(), InterferenceWeight: 0.5 * float64(rng.IntN(2))}
+		var ps []gpuinventory.Placement
+		for range rng.IntN(8) {
+			ps = append(ps, gpuinventory.Placement{Index: rng.IntN(3), Demand: gpuinventory.Demand{
+				Model: models[rng.IntN(3)], MemoryMiB: 512 + int64(rng.IntN(4096)), BusyShare: 0.05 + 0.5*rng.Float64(),
+				MaxInflation: []float64{0, 1.1, 1.5}[rng.IntN(3)]}})
+		}
+		gpus, _ := gpuinventory.Account(gpuinventory.NodeGPUs{Count: 3, MemoryMiB: 16384}, ps)
+		d := gpuinventory.Demand{Model: models[rng.IntN(3)], MemoryMiB: 1024, BusyShare: 0.05 + 0.5*rng.Float64(), MaxInflation: []float64{0, 1.2}[rng.IntN(2)]}
+		wantIdx, wantOK, best := 0, false, 0.0
+		for _, g := range gpus {
+			if pl.Admit(g, d) != nil {
+				continue
+			}
+			if r := pl.Rate(g, d); !wantOK || r > best {
+				wantIdx, best, wantOK = g.Index, r, true
+			}
+		}
+		idx, rating, _, ok := pl.Pick(gpus, d)
+		if ok != wantOK || ok && (idx != wantIdx || rating != best) {
+			t.Fatalf("trial %d: Pick gives GPU %d rated %v (ok %v); Admit and Rate give GPU %d rated %v (ok %v)", trial, idx, rating, ok, wantIdx, best, wantOK)
+		}
 	}
 }

@@ -91,10 +91,8 @@ func (pl Placer) Pick(gpus []gpuinventory.GPU, d gpuinventory.Demand) (idx int, 
 			break
 		}
 		for _, g := range gpus {
-			if pl.refusal(g, d, hosting) != "" {
-				continue
-			}
-			if r := pl.Rate(g, d); !ok || r > rating {
+			r, admitted := pl.rateIfAdmitted(g, d, hosting)
+			if admitted && (!ok || r > rating) {
 				idx, rating, ok = g.Index, r, true
 			}
 		}
@@ -110,7 +108,50 @@ func (pl Placer) Pick(gpus []gpuinventory.GPU, d gpuinventory.Demand) (idx int, 
 // rating r is mapped to 0.5 + r/2 on a GPU in use and r/2 on an empty
 // one, so that a new GPU is opened only when none in use admits d.
 func (pl Placer) Rate(g gpuinventory.GPU, d gpuinventory.Demand) float64 {
-	r := pl.rate(g, d)
+	return pl.rateWith(g, d, pl.predictor(g, d))
+}
+
+// rateIfAdmitted is Rate when g admits d (refusal, with hosting as there
+// is ""), and false when it does not: Pick's question for every GPU, the
+// co-location model solved once for both the inflation limits and the
+// rating.
+func (pl Placer) rateIfAdmitted(g gpuinventory.GPU, d gpuinventory.Demand, hosting bool) (float64, bool) {
+	switch {
+	case d.MemoryMiB > g.FreeMiB(),
+		!g.FitsBusyShare(d, pl.Choice.MaxBusyShare),
+		(d.Model != "" && g.Models[d.Identity()] > 0) != hosting:
+		return 0, false
+	}
+	p := pl.predictor(g, d)
+	if !pl.admits(g, d, p) {
+		return 0, false
+	}
+	return pl.rateWith(g, d, p), true
+}
+
+// prediction is the co-location model's answer for placing a demand on a
+// GPU (predict's results).
+type prediction struct {
+	nb            []gpuinventory.InstanceShare
+	before, after []float64
+	err           error
+}
+
+// predictor returns predict(g, d), solved on the first call and kept.
+func (pl Placer) predictor(g gpuinventory.GPU, d gpuinventory.Demand) func() *prediction {
+	var p *prediction
+	return func() *prediction {
+		if p == nil {
+			p = &prediction{}
+			p.nb, p.before, p.after, p.err = pl.predict(g, d)
+		}
+		return p
+	}
+}
+
+// rateWith is Rate with the prediction from p.
+func (pl Placer) rateWith(g gpuinventory.GPU, d gpuinventory.Demand, p func() *prediction) float64 {
+	r := pl.rate(g, d, p)
 	if !pl.Choice.Consolidate || !(d.BusyShare > 0) {
 		return r
 	}
@@ -121,7 +162,7 @@ func (pl Placer) Rate(g gpuinventory.GPU, d gpuinventory.Demand) float64 {
 }
 
 // rate is the rating of worst fit weighed against interference.
-func (pl Placer) rate(g gpuinventory.GPU, d gpuinventory.Demand) float64 {
+func (pl Placer) rate(g gpuinventory.GPU, d gpuinventory.Demand, p func() *prediction) float64 {
 	var fit float64
 	if g.TotalMiB > 0 {
 		fit = float64(g.FreeMiB()-d.MemoryMiB) / float64(g.TotalMiB)
@@ -132,7 +173,7 @@ func (pl Placer) rate(g gpuinventory.GPU, d gpuinventory.Demand) float64 {
 	if pl.InterferenceWeight == 0 {
 		return fit
 	}
-	return (1-pl.InterferenceWeight)*fit + pl.InterferenceWeight/(1+pl.AddedInflation(g, d))
+	return (1-pl.InterferenceWeight)*fit + pl.InterferenceWeight/(1+addedInflation(g, p))
 }
 
 // AddedInflation is ΔI of placing d on g: Σ (I - 1) over the instances on g
@@ -146,18 +187,23 @@ func (pl Placer) rate(g gpuinventory.GPU, d gpuinventory.Demand) float64 {
 // count as an unnamed model of ReferenceBatchLatency. An input the model
 // refuses (it cannot, with positive latencies) counts as +Inf (rating w·0).
 func (pl Placer) AddedInflation(g gpuinventory.GPU, d gpuinventory.Demand) float64 {
+	return addedInflation(g, pl.predictor(g, d))
+}
+
+// addedInflation is AddedInflation with the prediction from p.
+func addedInflation(g gpuinventory.GPU, p func() *prediction) float64 {
 	if g.Instances == 0 {
 		return 0
 	}
-	_, before, after, err := pl.predict(g, d)
-	if err != nil {
+	pr := p()
+	if pr.err != nil {
 		return math.Inf(1)
 	}
 	var sum float64
-	for _, f := range after {
+	for _, f := range pr.after {
 		sum += f - 1
 	}
-	for _, f := range before {
+	for _, f := range pr.before {
 		sum -= f - 1
 	}
 	return math.Max(0, sum)
@@ -169,21 +215,29 @@ func (pl Placer) AddedInflation(g gpuinventory.GPU, d gpuinventory.Demand) float
 // with no instance admits anything; an input the model refuses admits
 // nothing that has a limit.
 func (pl Placer) Admits(g gpuinventory.GPU, d gpuinventory.Demand) bool {
+	return pl.admits(g, d, pl.predictor(g, d))
+}
+
+// admits is Admits with the prediction from p, asked only where a limit
+// applies.
+func (pl Placer) admits(g gpuinventory.GPU, d gpuinventory.Demand, p func() *prediction) bool {
 	if g.Instances == 0 {
 		return true
 	}
-	nb := neighbours(g)
 	limited := d.MaxInflation > 0
-	for _, s := range nb {
-		limited = limited || s.MaxInflation > 0
+	if len(g.Shares) == g.Instances { // else neighbours has no limits
+		for _, s := range g.Shares {
+			limited = limited || s.MaxInflation > 0
+		}
 	}
 	if !limited {
 		return true
 	}
-	nb, _, after, err := pl.predict(g, d)
-	if err != nil {
+	pr := p()
+	if pr.err != nil {
 		return false
 	}
+	nb, after := pr.nb, pr.after
 	for i, s := range nb {
 		if s.MaxInflation > 0 && after[i] > s.MaxInflation {
 			return false

@@ -2,6 +2,7 @@ package evaluate
 
 import (
 	"fmt"
+	"slices"
 
 	resourcev1 "k8s.io/api/resource/v1"
 
@@ -171,12 +172,57 @@ func (c *cluster) slots(t string, d gpuinventory.Demand, cpu, mem int64) int {
 		return c.rule.slots(c, t, d, cpu, mem)
 	}
 	n := 0
+	var seen []emptySlots
 	for _, nd := range c.nodes {
-		if nd.gpuType.Name == t {
-			n += c.placer.Slots(nd.gpus(), d, nd.freeCPU, cpu, nd.freeMiB, mem)
+		if nd.gpuType.Name != t {
+			continue
 		}
+		// Empty nodes of one shape with the same free CPU and memory
+		// count the same slots: count them once (most of a replay's
+		// cluster is empty, and Slots places instance after instance).
+		empty := nd.empty()
+		if empty {
+			if k := slices.IndexFunc(seen, func(e emptySlots) bool { return e.sameAs(nd) }); k >= 0 {
+				n += seen[k].slots
+				continue
+			}
+		}
+		k := c.placer.Slots(nd.gpus(), d, nd.freeCPU, cpu, nd.freeMiB, mem)
+		if empty {
+			seen = append(seen, emptySlots{nd, k})
+		}
+		n += k
 	}
 	return n
+}
+
+// emptySlots is what slots counted on an empty node.
+type emptySlots struct {
+	nd    *node
+	slots int
+}
+
+// sameAs says that nd, empty, counts as many slots as e's node: the same
+// GPUs (type, number, memory) and the same free CPU and memory.
+func (e emptySlots) sameAs(nd *node) bool {
+	return nd.gpuType.Name == e.nd.gpuType.Name && nd.freeCPU == e.nd.freeCPU && nd.freeMiB == e.nd.freeMiB && sameEmptyGPUs(nd, e.nd)
+}
+
+// sameEmptyGPUs says two empty nodes' GPUs are alike: as many, each with
+// the same memory. Pick rates them alike (GPU indices aside).
+func sameEmptyGPUs(a, b *node) bool {
+	ga, gb := a.gpus(), b.gpus()
+	return len(ga) == len(gb) && slices.EqualFunc(ga, gb, func(x, y gpuinventory.GPU) bool { return x.TotalMiB == y.TotalMiB })
+}
+
+// empty says no GPU of the node hosts, holds or declares anything.
+func (n *node) empty() bool {
+	for _, g := range n.gpus() {
+		if g.Instances > 0 || g.UsedMiB > 0 || g.BusyShare > 0 || len(g.Models) > 0 || len(g.Shares) > 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // freeWholeGPUs counts the GPUs of type t that host nothing, on nodes with
@@ -213,9 +259,16 @@ func (c *cluster) place(in *instance, t string) bool {
 		return ok
 	}
 	best, bestGPU, bestRating := -1, 0, 0.0
+	var rated []*node // empty nodes rated: a later one like them rates the same and loses the tie
 	for i, nd := range c.nodes {
 		if nd.gpuType.Name != t || nd.freeCPU < in.cpuMilli || nd.freeMiB < in.hostMiB {
 			continue
+		}
+		if nd.empty() {
+			if slices.ContainsFunc(rated, func(o *node) bool { return sameEmptyGPUs(nd, o) }) {
+				continue
+			}
+			rated = append(rated, nd)
 		}
 		idx, r, _, ok := c.placer.Pick(nd.gpus(), d)
 		if ok && (best < 0 || r > bestRating) {
