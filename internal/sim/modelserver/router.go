@@ -29,25 +29,32 @@ func NewRouter(seed uint64) *Router {
 // none it returns nil. Nil entries are ignored. Pick advances the two
 // candidates to at, so at must be non-decreasing per server.
 func (r *Router) Pick(at float64, servers []*Server) *Server {
-	r.ready = r.ready[:0]
-	for _, s := range servers {
-		if s != nil && s.Ready(at) {
-			r.ready = append(r.ready, s)
+	ready := servers // most calls: every server is ready, none nil
+	for k, s := range servers {
+		if s == nil || !s.Ready(at) {
+			r.ready = append(r.ready[:0], servers[:k]...)
+			for _, s := range servers[k+1:] {
+				if s != nil && s.Ready(at) {
+					r.ready = append(r.ready, s)
+				}
+			}
+			defer clear(r.ready) // do not retain servers between calls
+			ready = r.ready
+			break
 		}
 	}
-	defer clear(r.ready) // do not retain servers between calls
-	switch n := len(r.ready); n {
+	switch n := len(ready); n {
 	case 0:
 		return nil
 	case 1:
-		return r.ready[0]
+		return ready[0]
 	default:
 		i := r.rng.IntN(n)
 		j := r.rng.IntN(n - 1)
 		if j >= i {
 			j++
 		}
-		a, b := r.ready[i], r.ready[j]
+		a, b := ready[i], ready[j]
 		if b.Outstanding(at) < a.Outstanding(at) {
 			return b
 		}

@@ -377,9 +377,9 @@ func (s *Server) nextStart() (start float64, ok bool) {
 	b := s.cfg.BatchSize
 	trigger := s.q[s.head] + s.cfg.MaxBatchDelay
 	if n >= b {
-		trigger = math.Min(trigger, s.q[s.head+b-1])
+		trigger = min(trigger, s.q[s.head+b-1])
 	}
-	return math.Max(math.Max(s.freeAt, s.paceAt), trigger), true
+	return max(s.freeAt, s.paceAt, trigger), true // builtins: as math.Max, inlined
 }
 
 // rejectExpired rejects queued requests that would wait longer than
