@@ -124,9 +124,10 @@
 // in them each become a service with its own arrivals over the last six
 // (FunctionWorkload has every rule: models by a hash of the
 // function, RT_max by model and trigger, SL_min 0.99 for http and 0.98
-// otherwise, one scale factor for all so that the mean load needs as many
-// GPUs as half the services, a cluster that holds every service at its
-// peak on one GPU type alone). The trace counts invocations per minute and
+// otherwise, one scale factor for all so that the history's mean load needs as
+// many GPUs as half the services, a cluster that holds every service at
+// its history's peak on one GPU type alone: both from the history, as an
+// operator would set them). The trace counts invocations per minute and
 // has no finer timestamps: a minute's count c becomes c/60 requests/s in
 // each of its 60 seconds (trace.Function.Rates), and the engine draws each
 // second's arrivals from that rate as for the other traces (a count of
@@ -136,8 +137,8 @@
 //
 // The fleet replay (azure-functions-fleet, FunctionsFleet) is the same
 // services over the Azure Functions replay's last 2 hours on a fixed
-// fleet of V100-32GB and T4 servers whose T4s cannot hold the load
-// (FleetCluster), with tight RT_max for some BERT-large services
+// fleet of V100-32GB and T4 servers, sized from the history's demand,
+// whose T4s cannot hold the load (FleetCluster), with tight RT_max for some BERT-large services
 // (TightRTMax): the replay where GPU types matter.
 //
 // Zero runs in the Twitter trace are gaps in the data, not idle time

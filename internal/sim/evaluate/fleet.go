@@ -49,7 +49,7 @@ func AzureFunctionsFleet(w FunctionWorkload) (Config, error) {
 //     peers plan their pins from). Two hours rather than eight keep the
 //     replay near a quarter of azure-functions' time; they hold the
 //     shipped trace's highest total demand;
-//   - cluster: FleetCluster's fixed fleet, sized on the replayed window;
+//   - cluster: FleetCluster's fixed fleet, sized on the history's demand;
 //   - tight SLOs: every service with TightService(name) whose model has a
 //     TightRTMax gets that RT_max (its SL_min stays its trigger's): the
 //     cheapest type per request misses it by its batch latency alone, the
@@ -61,10 +61,11 @@ func AzureFunctionsFleet(w FunctionWorkload) (Config, error) {
 //     penalty serves it first, and its GPUs are gone for the others.
 //
 // On the shipped trace: 16 V100-32GB and 16 T4 servers (32 GPUs each);
-// the total demand peaks at 50.9 T4s or 29.6 V100s at the threshold, so
-// the T4s hold under two thirds of it (and less than its mean, 33.3) and
-// the V100s all of it; 9 of the 20 BERT-large services get RT_max 114 ms
-// (T4 114.5 ms, V100 38.3 ms).
+// the history's total demand peaks at 30.7 V100s at the threshold; the
+// replayed window's peaks at 50.9 T4s or 29.6 V100s, so the T4s hold
+// under two thirds of it (and less than its mean, 33.3) and the V100s all
+// of it; 9 of the 20 BERT-large services get RT_max 114 ms (T4 114.5 ms,
+// V100 38.3 ms).
 func FunctionsFleet(fn Config) (Config, error) {
 	c := fn
 	cut := max(0, len(fn.Rates)-fleetWindowSeconds)
@@ -136,21 +137,25 @@ func TightRTMax(model string, prof catalog.Profiles, cat catalog.Catalog, maxBat
 	return rt, rt > 0 && 2*fastest+1000*maxBatchDelayS+networkMs <= rt
 }
 
-// FleetCluster is the fleet replay's fixed mixed fleet for c's services
-// and rates: servers shaped like HetSevNodes (2 GPUs, 40 CPUs, 62 GiB),
-// V100-32GB and T4 in the HetSev testbed's ratio (internal/cluster
-// HetSevTestbed: 4 servers of each, 1:1), n of each with
+// FleetCluster is the fleet replay's fixed mixed fleet for c's services,
+// sized from their demand in the history (Service.History, what an
+// operator who bought the fleet had seen): servers shaped like HetSevNodes
+// (2 GPUs, 40 CPUs, 62 GiB), V100-32GB and T4 in the HetSev testbed's
+// ratio (internal/cluster HetSevTestbed: 4 servers of each, 1:1), n of
+// each with
 //
-//	n = max(ceil(services / 4), ceil(D_V100 / 2)),
+//	n = max(1, ceil(D_V100 / 2)),
 //
-// where D_V100 is the highest, over c's seconds, of the sum over services
-// of rate / (threshold x T_V100) (threshold: the service's, else 0.8): the
-// fleet has a GPU per service (a whole-GPU policy can start each one) and
-// its V100s alone hold the peak total demand at the saturation threshold,
-// so the fleet does. As long as a V100 serves more than a T4 (every
-// profiled model: 1.5 to 3 times), the T4s, as many as the V100s, hold
-// less than the peak total demand in T4s. It is an error when a service's
-// model has no profile on either type.
+// where D_V100 is the highest, over the history's seconds, of the sum over
+// services of rate / (threshold x T_V100) (threshold: the service's, else
+// 0.8): the fleet's V100s alone hold the history's peak total demand at
+// the saturation threshold, so the fleet does, with the T4s as headroom.
+// As long as a V100 serves more than a T4 (every profiled model: 1.5 to 3
+// times), the T4s, as many as the V100s, hold less than the peak total
+// demand in T4s. A service is not given a GPU of its own: the fleet is
+// sized for the load, and 64 services with small loads share it. It is
+// an error when a service's model has no profile on either type, or the
+// services have no history.
 func FleetCluster(c *Config) ([]NodeGroup, error) {
 	groups := HetSevNodes(0)
 	const fast = 0 // HetSevNodes' V100-32GB
@@ -171,19 +176,24 @@ func FleetCluster(c *Config) ([]NodeGroup, error) {
 		}
 		tput[i] = theta * p.ThroughputRPS
 	}
+	seconds := 0
+	for _, s := range c.Services {
+		seconds = max(seconds, len(s.History))
+	}
+	if seconds == 0 {
+		return nil, fmt.Errorf("evaluate: fleet: the services have no history to size the fleet from")
+	}
 	peak := 0.0
-	for sec := range c.Rates {
+	for sec := range seconds {
 		d := 0.0
-		for i := range c.Services {
-			d += c.rate(&c.Services[i], sec) / tput[i]
+		for i, s := range c.Services {
+			if sec < len(s.History) {
+				d += s.History[sec] / tput[i]
+			}
 		}
 		peak = max(peak, d)
 	}
-	perN := 0 // GPUs of each type per server
-	for _, g := range groups {
-		perN += g.GPUsPerNode
-	}
-	n := max((len(c.Services)+perN-1)/perN, int(math.Ceil(peak/float64(groups[fast].GPUsPerNode))), 1)
+	n := max(int(math.Ceil(peak/float64(groups[fast].GPUsPerNode))), 1)
 	for i := range groups {
 		groups[i].Nodes = n
 	}

@@ -10,9 +10,11 @@ import (
 )
 
 // TestAzureFunctionsFleetScenario: the fleet replay is the azure-functions
-// services over its last 2 h, the 6 h before as History, on 16 V100-32GB
-// and 16 T4 servers: the T4s (32 GPUs) hold less than the peak total
-// demand in T4s at the threshold, the V100s (32) all of it in V100s;
+// services over its last 2 h, the 6 h before as History, on 13 V100-32GB
+// and 13 T4 servers, sized from the history: the V100s (26 GPUs) hold the
+// history's peak total demand in V100s at the threshold, the T4s (26) less
+// than 70 % of the replayed window's in T4s, and both together its peak
+// (T4s counted in V100s at the peak's own exchange rate);
 // tight services are BERT-large chosen by the hash rule, with RT_max 114 ms
 // between the V100's and the T4's batch latency; it comes after the three
 // replays in `make evaluate`.
@@ -38,6 +40,7 @@ func TestAzureFunctionsFleetScenario(t *testing.T) {
 	theta := 0.8
 	demT4 := make([]float64, len(c.Rates))
 	demV := make([]float64, len(c.Rates))
+	histV := make([]float64, 6*3600)
 	tight := 0
 	for i, s := range c.Services {
 		f := fn.Services[i]
@@ -50,6 +53,9 @@ func TestAzureFunctionsFleetScenario(t *testing.T) {
 			demT4[k] += r / (theta * pt.ThroughputRPS)
 			demV[k] += r / (theta * pv.ThroughputRPS)
 		}
+		for k, r := range s.History {
+			histV[k] += r / (theta * pv.ThroughputRPS)
+		}
 		if s.RTMaxMs != f.RTMaxMs {
 			tight++
 			if s.Model != "bert-large" || s.RTMaxMs != 114 || !TightService(s.Name) || !(pv.LatencyMs <= s.RTMaxMs && s.RTMaxMs < pt.LatencyMs) {
@@ -59,21 +65,27 @@ func TestAzureFunctionsFleetScenario(t *testing.T) {
 			t.Errorf("%s: BERT-large chosen by the hash but RT_max %v", s.Name, s.RTMaxMs)
 		}
 	}
-	peakT4, peakV, meanT4 := 0.0, 0.0, 0.0
+	peakT4, peakV, meanT4, peakHistV := 0.0, 0.0, 0.0, 0.0
 	for k := range demT4 {
 		peakT4, peakV = math.Max(peakT4, demT4[k]), math.Max(peakV, demV[k])
 		meanT4 += demT4[k] / float64(len(demT4))
 	}
+	for _, d := range histV {
+		peakHistV = max(peakHistV, d)
+	}
 	gpus := map[string]int{}
 	for _, g := range c.Cluster {
 		gpus[g.GPUType] += g.Nodes * g.GPUsPerNode
-		if g.Nodes != 16 || g.GPUsPerNode != 2 {
-			t.Errorf("%s: %d servers of %d GPUs, want 16 of 2", g.GPUType, g.Nodes, g.GPUsPerNode)
+		if g.Nodes != 13 || g.GPUsPerNode != 2 {
+			t.Errorf("%s: %d servers of %d GPUs, want 13 of 2", g.GPUType, g.Nodes, g.GPUsPerNode)
 		}
 	}
-	t.Logf("T4s %d, V100s %d; demand peak %.1f T4s (mean %.1f), %.1f V100s; %d tight services", gpus["T4"], gpus["V100-32GB"], peakT4, meanT4, peakV, tight)
-	if float64(gpus["T4"]) > 0.7*peakT4 || float64(gpus["V100-32GB"]) < peakV {
-		t.Errorf("T4s %d for a peak of %.1f, V100s %d for %.1f; want the T4s under 70 %% and the V100s all", gpus["T4"], peakT4, gpus["V100-32GB"], peakV)
+	t.Logf("T4s %d, V100s %d; demand peak %.1f T4s (mean %.1f), %.1f V100s, %.1f V100s in the history; %d tight services", gpus["T4"], gpus["V100-32GB"], peakT4, meanT4, peakV, peakHistV, tight)
+	if v := float64(gpus["V100-32GB"]); v < peakHistV || v-2 >= peakHistV {
+		t.Errorf("V100s %d for the history's peak of %.1f V100s; want the fewest servers of 2 that hold it", gpus["V100-32GB"], peakHistV)
+	}
+	if float64(gpus["T4"]) > 0.7*peakT4 || float64(gpus["V100-32GB"])+float64(gpus["T4"])*peakV/peakT4 < peakV {
+		t.Errorf("T4s %d for a peak of %.1f, V100s %d for %.1f; want the T4s under 70 %% and both together the peak", gpus["T4"], peakT4, gpus["V100-32GB"], peakV)
 	}
 	if tight < 3 {
 		t.Errorf("%d tight services, want a few", tight)
@@ -89,28 +101,40 @@ func TestAzureFunctionsFleetScenario(t *testing.T) {
 }
 
 // TestFleetClusterRule works FleetCluster's rule on small cases: 10
-// ResNet-50 services at 100 requests/s each need 1,000 / (0.8 x 709) =
-// 1.76 V100s at once, fewer than a GPU per service: n = ceil(10 / 4) = 3.
-// At 1,000 requests/s each, 17.6 V100s: n = ceil(17.6 / 2) = 9.
+// ResNet-50 services whose history runs at 100 requests/s each need
+// 1,000 / (0.8 x 709) = 1.76 V100s at once: n = ceil(1.76 / 2) = 1, not a
+// GPU per service, whatever the replayed window brings (here 1,000
+// requests/s each). With a history at 1,000 requests/s each, 17.6 V100s:
+// n = ceil(17.6 / 2) = 9. Services without a history are refused.
 func TestFleetClusterRule(t *testing.T) {
 	for _, c := range []struct {
-		rps   float64
-		nodes int
-	}{{100, 3}, {1000, 9}} {
+		hist, rps float64
+		nodes     int
+	}{{100, 100, 1}, {100, 1000, 1}, {1000, 1000, 9}, {0, 1000, 0}} {
 		var svcs []Service
 		for i := range 10 {
-			svcs = append(svcs, Service{Name: string(rune('a' + i)), Model: "resnet50", Rates: constant(c.rps, 60), RTMaxMs: 400})
+			s := Service{Name: string(rune('a' + i)), Model: "resnet50", Rates: constant(c.rps, 60), RTMaxMs: 400}
+			if c.hist > 0 {
+				s.History = constant(c.hist, 120)
+			}
+			svcs = append(svcs, s)
 		}
 		cfg, err := Base("f", "f", constant(10*c.rps, 60), nil, svcs...)
 		if err != nil {
 			t.Fatal(err)
 		}
 		cl, err := FleetCluster(&cfg)
+		if c.nodes == 0 {
+			if err == nil || !strings.Contains(err.Error(), "history") {
+				t.Errorf("no history: %+v, %v; want an error naming the history", cl, err)
+			}
+			continue
+		}
 		if err != nil {
 			t.Fatal(err)
 		}
 		if len(cl) != 2 || cl[0].GPUType != "V100-32GB" || cl[1].GPUType != "T4" || cl[0].Nodes != c.nodes || cl[1].Nodes != c.nodes {
-			t.Errorf("%v requests/s each: %+v; want %d V100-32GB and %d T4 servers", c.rps, cl, c.nodes, c.nodes)
+			t.Errorf("history at %v, replay at %v requests/s each: %+v; want %d V100-32GB and %d T4 servers", c.hist, c.rps, cl, c.nodes, c.nodes)
 		}
 	}
 }

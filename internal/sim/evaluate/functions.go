@@ -23,7 +23,7 @@ const DefaultFunctionServices = 64
 // rule is fixed in advance and none looks at a function's load except the
 // choice of functions and the one scale factor (the experiment's design,
 // the same for every policy), the cluster (FunctionCluster, the same for
-// every policy) and the busy share (from the history only):
+// every policy) and the busy share, each from the history only:
 //
 //   - services: the Services busiest functions by their invocations in
 //     the history (ties by HashFunction), functions not invoked there left
@@ -55,8 +55,8 @@ const DefaultFunctionServices = 64
 //     policies only): what an operator declares from the service's mean
 //     and highest rate in the history (FunctionBusyShare);
 //   - scale: every function's rates times one factor (Scale, else
-//     FunctionScale's: the total mean load needs as many GPUs as half the
-//     number of services);
+//     FunctionScale's: the total mean load of the history needs as many
+//     GPUs as half the number of services);
 //   - cluster: FunctionCluster's rule.
 type FunctionWorkload struct {
 	// Services is how many functions become services (0:
@@ -155,13 +155,15 @@ func cheapestPerRequest(model string, prof catalog.Profiles, cat catalog.Catalog
 }
 
 // FunctionScale is the one factor every function's rates are multiplied
-// by: the total mean load then needs as many GPUs as half the number of
-// services, each service's at its model's throughput on the GPU type of
+// by: the total mean load of the history (Service.History, before the
+// factor) then needs as many GPUs as half the number of services, each
+// service's at its model's throughput on the GPU type of
 // FunctionGPUTypes with the lowest price per request, at the saturation threshold (0.8,
 // heterogeneity.DefaultPolicy): the mean service needs half a GPU, so the
 // cluster is neither idle nor saturated, while the long tail stays the
 // trace's (most services need a small fraction of a GPU, the busiest
-// several GPUs).
+// several GPUs). The history sets it, as an experimenter choosing the
+// load before the replay would: the replayed window cannot change it.
 func FunctionScale(services []Service, prof catalog.Profiles, cat catalog.Catalog) (float64, error) {
 	theta := heterogeneity.DefaultPolicy().SaturationThreshold
 	gpus := 0.0
@@ -170,10 +172,10 @@ func FunctionScale(services []Service, prof catalog.Profiles, cat catalog.Catalo
 		if !ok {
 			return 0, fmt.Errorf("evaluate: service %s: no GPU type of the cluster has a profile for %s", s.Name, s.Model)
 		}
-		gpus += s.Rates.Mean() / (theta * p.ThroughputRPS)
+		gpus += s.History.Mean() / (theta * p.ThroughputRPS)
 	}
 	if gpus == 0 {
-		return 0, fmt.Errorf("evaluate: the functions have no invocations")
+		return 0, fmt.Errorf("evaluate: the functions have no invocations in the history")
 	}
 	return float64(len(services)) / 2 / gpus, nil
 }
@@ -181,11 +183,16 @@ func FunctionScale(services []Service, prof catalog.Profiles, cat catalog.Catalo
 // FunctionCluster is the cluster of a per-function replay: servers shaped
 // like the demo's HetSev testbed (2 GPUs, 40 CPUs, 62 GiB; HetSevNodes) of
 // each GPU type of FunctionGPUTypes on which some service's model is profiled,
-// as many as hold every service at its own peak rate, one instance per
-// GPU at the saturation threshold, on that type alone: per type,
-// sum over services of max(1, ceil(peak / (0.8 x throughput))) GPUs,
-// rounded up to whole servers. No policy, one instance per GPU included,
-// runs out of GPUs, so costs compare policies rather than a full cluster.
+// as many as hold every service at once at its own highest rate in the
+// history (Service.History), one instance per GPU at the saturation
+// threshold, on that type alone: per type, sum over services of
+// max(1, ceil(peak / (0.8 x throughput))) GPUs, rounded up to whole
+// servers. Like a cloud quota, it is set before the replayed window, from
+// what the operator has seen. The services' peaks do not coincide: on the
+// shipped trace the replayed window's highest total load needs 29.4 V100s
+// or 50.5 T4s against 94 and 125 by the rule on the replayed window's own
+// peaks, so no policy, one instance per GPU included, runs out of GPUs,
+// and costs compare policies rather than a full cluster.
 func FunctionCluster(services []Service, prof catalog.Profiles, cat catalog.Catalog) []NodeGroup {
 	theta := heterogeneity.DefaultPolicy().SaturationThreshold
 	var out []NodeGroup
@@ -196,7 +203,7 @@ func FunctionCluster(services []Service, prof catalog.Profiles, cat catalog.Cata
 		gpus := 0
 		for _, s := range services {
 			if p, ok := prof.Get(s.Model, g.GPUType); ok {
-				gpus += max(1, int(math.Ceil(s.Rates.Peak()/(theta*p.ThroughputRPS))))
+				gpus += max(1, int(math.Ceil(s.History.Peak()/(theta*p.ThroughputRPS))))
 			}
 		}
 		if gpus > 0 {

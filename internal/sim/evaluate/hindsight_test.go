@@ -18,19 +18,16 @@ type hindsightWindow struct{ History, Cut, Minutes int }
 // hindsightPair is the replay of win's slice of full and the same with
 // every minute from replay minute win.Cut on perturbed (counts x3 plus 7),
 // and the cut, in replay seconds. It fails t unless the two have the
-// same services (names, models, SLOs, busy shares, histories) and the same
-// rates before the cut: what the workload gives a policy comes from the
-// history. Two figures of the workload do not, and are held fixed: the
-// scale factor (FunctionScale sizes it on the replayed window's mean
-// rates; here it is set) and the cluster (FunctionCluster sizes it on the
-// replayed window's peak rates: 16 T4s in the 45-minute window, 20 with
-// its later seconds perturbed), which the perturbed replay takes from the
-// other. Both are the experiment's environment, the same for every
-// policy, as the shipped traces' peak scaling is (TwitterPeak, AzurePeak).
+// same services (names, models, SLOs, busy shares, histories), the same
+// rates before the cut, the same cluster (FunctionCluster, from the
+// history's peaks) and the same scale factor FunctionScale would choose
+// (from the history's means; the replays themselves run at a set scale of
+// 2, which keeps them short): what the workload gives a policy comes from
+// the history.
 func hindsightPair(t *testing.T, full trace.Functions, win hindsightWindow) (orig, pert Config, cut int) {
 	t.Helper()
 	w := FunctionWorkload{Services: 16, Scale: 2, HistoryMinutes: win.History}
-	build := func(perturb bool) Config {
+	slice := func(perturb bool) trace.Functions {
 		fs := full
 		fs.Minutes = win.Minutes
 		fs.Functions = make([]trace.Function, len(full.Functions))
@@ -43,11 +40,14 @@ func hindsightPair(t *testing.T, full trace.Functions, win hindsightWindow) (ori
 			}
 			fs.Functions[i] = f
 		}
-		base, err := Base("hindsight", "", nil, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		c, err := functionsConfig("hindsight", fs, w, base)
+		return fs
+	}
+	base, err := Base("hindsight", "", nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	build := func(perturb bool) Config {
+		c, err := functionsConfig("hindsight", slice(perturb), w, base)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -55,6 +55,20 @@ func hindsightPair(t *testing.T, full trace.Functions, win hindsightWindow) (ori
 		return c
 	}
 	orig, pert = build(false), build(true)
+	var scales [2]float64
+	for k, perturb := range []bool{false, true} {
+		auto := w
+		auto.Scale = 0
+		if _, _, scales[k], _, err = FunctionServices(slice(perturb), auto, base.Profiles, base.Catalog); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if scales[0] != scales[1] {
+		t.Fatalf("scale factor %v, %v with the seconds after the cut perturbed", scales[0], scales[1])
+	}
+	if !reflect.DeepEqual(orig.Cluster, pert.Cluster) {
+		t.Fatalf("cluster %+v, %+v with the seconds after the cut perturbed", orig.Cluster, pert.Cluster)
+	}
 	cut = 60 * win.Cut
 	if orig.Rates[cut-1] != pert.Rates[cut-1] || orig.Rates[cut] == pert.Rates[cut] {
 		t.Fatalf("perturbation does not start at second %d", cut)
@@ -75,7 +89,6 @@ func hindsightPair(t *testing.T, full trace.Functions, win hindsightWindow) (ori
 			t.Fatalf("service %d changes with the seconds after %d:\n%+v\n%+v", i, cut, a, b)
 		}
 	}
-	pert.Cluster = orig.Cluster
 	return orig, pert, cut
 }
 
