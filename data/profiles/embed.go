@@ -13,7 +13,7 @@ import (
 
 // Files holds the CSV files exactly as committed.
 //
-//go:embed gpu_catalog.csv model_profiles.csv instance_estimates.csv small_batches.csv
+//go:embed gpu_catalog.csv model_profiles.csv instance_estimates.csv small_batches.csv instance_skus.csv
 var Files embed.FS
 
 // Names of the embedded files as data/README.md names them (relative to
@@ -23,6 +23,9 @@ const (
 	ModelProfiles     = "profiles/model_profiles.csv"
 	InstanceEstimates = "profiles/instance_estimates.csv"
 	SmallBatches      = "profiles/small_batches.csv"
+	// InstanceSKUs are the cloud instances the catalog's GPUs come in,
+	// for the evaluator's billing only.
+	InstanceSKUs = "profiles/instance_skus.csv"
 )
 
 // Open opens one of the files named above.

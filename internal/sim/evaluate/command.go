@@ -96,6 +96,9 @@ type Options struct {
 	Services                     []Service
 	Preparation                  Preparation
 	Catalog, Profiles, Estimates string // CSV files; empty: data/profiles
+	// InstanceSKUs is the what-if modes' instance SKU CSV (empty: the
+	// repo's with the repo's catalog, none with --gpu-catalog).
+	InstanceSKUs string
 }
 
 // DefaultOptions are the flags' defaults.
@@ -162,6 +165,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.IntVar(&o.Preparation.SmoothWindow, "smooth-window", o.Preparation.SmoothWindow, "what-if mode: average the rate over this many seconds (HetSev 6; 0: raw)")
 	fs.IntVar(&o.Preparation.SmoothStep, "smooth-step", o.Preparation.SmoothStep, "what-if mode: recompute the average every this many seconds")
 	fs.StringVar(&o.Catalog, "gpu-catalog", o.Catalog, "what-if mode: GPU catalog CSV (default: data/profiles/gpu_catalog.csv)")
+	fs.StringVar(&o.InstanceSKUs, "instance-skus", o.InstanceSKUs, "what-if mode: cloud instance types CSV (instance_type,gpu_type,gpus,vcpus,memory_gib,usd_per_hour; default: data/profiles/instance_skus.csv with the repo's catalog, none with --gpu-catalog): a GPU in use is billed as the cheapest share of one that holds its pods' CPU and memory, a type without one at its catalog price")
 	fs.StringVar(&o.Profiles, "profiles", o.Profiles, "what-if mode: model profiles CSV (with --estimates; default: data/profiles, with its small_batches.csv; own profiles have no smaller batches, so no flavor runs below the profile's batch)")
 	fs.StringVar(&o.Estimates, "estimates", o.Estimates, "what-if mode: instance estimates CSV (with --profiles)")
 }
@@ -176,6 +180,9 @@ func (o Options) configs() ([]Config, error) {
 	}
 	if o.Fleet != "" && o.Trace == "" && o.FunctionsFile == "" {
 		return nil, fmt.Errorf("--fleet applies to --trace and --functions (the shipped replays have their own clusters)")
+	}
+	if o.InstanceSKUs != "" && o.Trace == "" && o.FunctionsFile == "" {
+		return nil, fmt.Errorf("--instance-skus applies to --trace and --functions (the shipped replays bill the repo's)")
 	}
 	var fleet []FleetGPUs
 	if o.Fleet != "" {
@@ -192,6 +199,11 @@ func (o Options) configs() ([]Config, error) {
 		if err != nil {
 			return nil, err
 		}
+		if o.InstanceSKUs != "" {
+			if err := c.loadSKUs(o.InstanceSKUs); err != nil {
+				return nil, err
+			}
+		}
 		return withFleet(c, fleet)
 	}
 	if o.Trace != "" {
@@ -202,6 +214,11 @@ func (o Options) configs() ([]Config, error) {
 		c, err := WhatIf(o.Trace, o.Preparation, HetSevNodes(o.NodesPerType), services, o.Catalog, o.Profiles, o.Estimates)
 		if err != nil {
 			return nil, err
+		}
+		if o.InstanceSKUs != "" {
+			if err := c.loadSKUs(o.InstanceSKUs); err != nil {
+				return nil, err
+			}
 		}
 		return withFleet(c, fleet)
 	}
@@ -267,14 +284,14 @@ func parseReplays(s string) ([]string, error) {
 }
 
 // withFleet is the what-if replay c on the user's fleet (FleetNodes over
-// c's catalog), c as it is when fleet is empty.
+// c's catalog), owned (Config.Owned), c as it is when fleet is empty.
 func withFleet(c Config, fleet []FleetGPUs) ([]Config, error) {
 	if len(fleet) > 0 {
 		cl, err := FleetNodes(fleet, c.Catalog)
 		if err != nil {
 			return nil, err
 		}
-		c.Cluster = cl
+		c.Cluster, c.Owned = cl, true
 	}
 	return []Config{c}, nil
 }

@@ -226,6 +226,16 @@ type Config struct {
 	Cluster     []NodeGroup
 	Catalog     catalog.Catalog
 	Profiles    catalog.Profiles
+	// SKUs are the cloud instances the catalog's GPUs are billed as
+	// (billing: a GPU in use costs the cheapest share of one that holds
+	// its pods' CPU and memory); a GPU type without SKUs is billed at its
+	// catalog price.
+	SKUs []catalog.InstanceSKU `json:"-"`
+	// Owned says the cluster is an owned fleet: every policy is billed
+	// the whole cluster at its catalog prices over the measured seconds,
+	// whatever it uses, and is judged on its excess missed requests at
+	// that fixed cost (headline.go).
+	Owned bool `json:",omitempty"`
 	// Colocation is the co-location model that slows co-located instances
 	// in the replay and feeds the placement rating (zero value:
 	// interference.FittedColocation, fitted to H100 measurements).

@@ -49,7 +49,9 @@ func AzureFunctionsFleet(w FunctionWorkload) (Config, error) {
 //     peers plan their pins from). Two hours rather than eight keep the
 //     replay near a quarter of azure-functions' time; they hold the
 //     shipped trace's highest total demand;
-//   - cluster: FleetCluster's fixed fleet, sized on the history's demand;
+//   - cluster: FleetCluster's fixed fleet, sized on the history's demand,
+//     and owned (Config.Owned): every policy is billed all of it and is
+//     judged on its excess missed requests at that cost;
 //   - tight SLOs: every service with TightService(name) whose model has a
 //     TightRTMax gets that RT_max (its SL_min stays its trigger's): the
 //     cheapest type per request misses it by its batch latency alone, the
@@ -89,8 +91,8 @@ func FunctionsFleet(fn Config) (Config, error) {
 	if err != nil {
 		return Config{}, err
 	}
-	c.Cluster = cl
-	c.Trace = fmt.Sprintf("%s; the last %d s (those before as history) on a fixed fleet of %d %s and %d %s servers (2 GPUs each), %d services with a tight RT_max",
+	c.Cluster, c.Owned = cl, true
+	c.Trace = fmt.Sprintf("%s; the last %d s (those before as history) on an owned fleet of %d %s and %d %s servers (2 GPUs each), %d services with a tight RT_max",
 		fn.Trace, len(c.Rates), cl[0].Nodes, cl[0].GPUType, cl[1].Nodes, cl[1].GPUType, tight)
 	return c, nil
 }

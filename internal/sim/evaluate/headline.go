@@ -26,6 +26,9 @@ import (
 // allow. The replay's cost ratio is the best qualifying peer point's
 // billed cost over hetsev-exact's, defined only when both qualify; when
 // one does not, the Pareto verdict and the cost ratio at equal E judge.
+// On an owned fleet every policy costs the same (Config.Owned): there is
+// no cost ratio, and the Pareto verdict compares E alone (a point that
+// misses fewer requests than every peer point dominates).
 
 // CeilingMargin is how far below its reactive ceiling a service's target
 // stands: the ceiling answers at once what a real policy measures over a
@@ -158,30 +161,36 @@ func headline(r RunResult) Headline {
 	if !exact.Qualifies {
 		notes = append(notes, fmt.Sprintf("%s does not qualify (%.0f excess missed requests%s)", PolicyExact, exact.ExcessMissed, belowTarget(r, exact)))
 	}
-	if okPeer && h.BothQualify() && exact.CostUSD > 0 {
+	if okPeer && h.BothQualify() && exact.CostUSD > 0 && !r.Owned {
 		h.CostRatio = best.CostUSD / exact.CostUSD
+	}
+	if r.Owned {
+		notes = append(notes, fmt.Sprintf("an owned fleet: every policy is billed all of it (%.2f USD) and is judged on its excess missed requests", exact.CostUSD))
 	}
 	if okPeer {
 		h.Verdict, h.EqualECostRatio = paretoVerdict(ParetoPoint{CostUSD: exact.CostUSD, ExcessMissed: exact.ExcessMissed}, peers)
 	}
 	if def, ok := bestPoint(peerPoints(r, true)); ok {
 		h.DefaultPeer = def.Policy
-		if def.Qualifies && exact.Qualifies && exact.CostUSD > 0 {
+		if def.Qualifies && exact.Qualifies && exact.CostUSD > 0 && !r.Owned {
 			h.DefaultCostRatio = def.CostUSD / exact.CostUSD
 		}
 	}
 	if f, ok := r.Policy(PolicyExactFlags); ok {
 		h.FlagsQualifies, h.FlagsExcessMissed = f.Qualifies, f.ExcessMissed
-		if okPeer && best.Qualifies && f.Qualifies && f.CostUSD > 0 {
+		if okPeer && best.Qualifies && f.Qualifies && f.CostUSD > 0 && !r.Owned {
 			h.FlagsCostRatio = best.CostUSD / f.CostUSD
 		}
 	}
-	if b, ok := r.Policy(PolicyBound); ok && b.CostUSD > 0 {
+	if b, ok := r.Policy(PolicyBound); ok && b.CostUSD > 0 && !r.Owned {
 		h.BoundRatio = exact.CostUSD / b.CostUSD
 	}
 	first := SeedResult{Seed: r.Seed, HetsevCostUSD: exact.CostUSD, HetsevQualifies: exact.Qualifies, HetsevExcessMissed: exact.ExcessMissed,
 		BestPeer: best.Policy, PeerCostUSD: best.CostUSD, PeerQualifies: best.Qualifies}
 	h.Spread = spread(append([]SeedResult{first}, r.Seeds...))
+	if r.Owned { // every seed's costs are the fleet's: no ratio to spread
+		h.Spread.RatioMean, h.Spread.RatioLow, h.Spread.RatioHigh = math.NaN(), math.NaN(), math.NaN()
+	}
 	h.Truths = r.Truths
 	h.Note = strings.Join(notes, "; ")
 	return h

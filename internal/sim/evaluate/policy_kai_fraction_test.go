@@ -102,15 +102,18 @@ func TestKAIFractionBinpacks(t *testing.T) {
 // with a history peaking at 100 requests/s. Its fraction is 100 / 363 =
 // 0.2755, 4,514 MiB of GPU memory, and the HPA's target 0.2755 x 290.4 =
 // 80 requests/s per pod: ceil(200 / 80) = 3 pods, all on the one T4 (3 x
-// 4,514 MiB): one T4 billed for the 600 s, none unplaced, 3 instances for
-// most of the time. Sized as a whole GPU (no history) it would run one.
+// 4,514 MiB): one T4 for the 600 s, none unplaced, 3 instances for most
+// of the time, and billed as a g4dn.2xlarge while it holds the three (6
+// vCPUs), a g4dn.xlarge before. Sized as a whole GPU (no history) it
+// would run one.
 func TestKAIFractionReplay(t *testing.T) {
 	svc := resnetService
 	svc.History = constant(100, 60)
 	r := run(t, constant(200, 600), t4Only(1), PolicyKAIFraction, svc)
 	s := r.Services[0]
-	if r.PeakGPUs["T4"] != 1 || !near(r.CostUSD, t4Price/6) || s.Unplaced != 0 {
-		t.Errorf("%d T4s, %v USD, %d unplaced; want 1 T4 for 600 s (%v USD), 0 unplaced", r.PeakGPUs["T4"], r.CostUSD, s.Unplaced, t4Price/6)
+	small, large := r.SKUHours["g4dn.xlarge"], r.SKUHours["g4dn.2xlarge"]
+	if r.PeakGPUs["T4"] != 1 || !near(small+large, 1.0/6) || !(large > small) || !near(r.CostUSD, t4Price*small+0.752*large) || s.Unplaced != 0 {
+		t.Errorf("%d T4s billed %v GPU-h, %v USD, %d unplaced; want 1 T4 for 600 s, mostly as a g4dn.2xlarge, 0 unplaced", r.PeakGPUs["T4"], r.SKUHours, r.CostUSD, s.Unplaced)
 	}
 	if h := s.InstanceHours["T4"]; !(h > 2.5/6) {
 		t.Errorf("%v instance-hours on T4, want more than 2.5 x 600 s (three pods for most of it)", h)

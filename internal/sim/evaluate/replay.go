@@ -93,6 +93,13 @@ type policyRun struct {
 	peakGPUs         map[string]int
 	series           Series
 	costSoFar        float64
+	// bill prices each GPU in use (billing); skuSecs counts the GPU-seconds
+	// billed as each instance type ("": the catalog price).
+	bill    *billing
+	skuSecs map[string]float64
+	// ownedCostUSD is the whole cluster's cost over the accounted seconds,
+	// what an owned fleet (Config.Owned) bills every policy.
+	ownedCostUSD float64
 	// gpuDeclared sums, per type and billed GPU-second, the GPU's summed
 	// declared busy share (Demand.Busy; capped at 1): the share of the bill
 	// the placement filled by the shares it packs by. Not the occupancy's
@@ -124,6 +131,7 @@ func newPolicyRun(cfg *Config, name string) (*policyRun, error) {
 		step:    cfg.SeriesStep,
 		gpuSecs: map[string]float64{}, gpuBusy: map[string]float64{}, gpuDeclared: map[string]float64{}, peakGPUs: map[string]int{},
 		series: Series{Instances: map[string][]float64{}},
+		bill:   newBilling(cfg.SKUs), skuSecs: map[string]float64{},
 	}
 	if r.step == 0 {
 		r.step = max(1, len(cfg.Rates)/2000)
@@ -523,14 +531,17 @@ func (r *policyRun) tallyDone(s *serviceRun, done []modelserver.Completion) {
 	}
 }
 
-// account bills one second: every GPU that hosts an instance costs its
-// price for the second, split over its instances in proportion to their
-// GPU memory; the memory-proportional cost charges each instance its GPU
-// memory's share of the price (HetSev 6.3).
+// account bills one second: every GPU that hosts an instance costs, for
+// the second, the price billing gives it from its pods' CPU and memory
+// requests, split over its instances in proportion to their GPU memory;
+// the memory-proportional cost charges each instance its GPU memory's
+// share of the GPU's catalog price (HetSev 6.3). An owned fleet's whole
+// cost is counted too (ownedCostUSD).
 func (r *policyRun) account() {
 	inUse := map[string]int{}
 	for n, nd := range r.cl.nodes {
-		price := nd.gpuType.PriceUSDPerHour / 3600
+		catalogPrice := nd.gpuType.PriceUSDPerHour / 3600
+		r.ownedCostUSD += catalogPrice * float64(len(nd.onGPU))
 		nodeUsed := false
 		for g, on := range nd.onGPU {
 			if len(on) == 0 {
@@ -538,12 +549,17 @@ func (r *policyRun) account() {
 			}
 			nodeUsed = true
 			inUse[nd.gpuType.Name]++
-			var mem int64
+			var mem, cpu, host int64
 			var declared float64
 			for _, in := range on {
 				mem += in.memMiB
+				cpu += in.cpuMilli
+				host += in.hostMiB
 				declared += in.demand.Busy()
 			}
+			b := r.bill.gpu(nd.gpuType, cpu, host)
+			price := b.usdPerHour / 3600
+			r.skuSecs[b.sku]++
 			r.gpuDeclared[nd.gpuType.Name] += math.Min(1, declared)
 			r.gpuSecs[nd.gpuType.Name]++
 			r.gpuBusy[nd.gpuType.Name] += math.Min(1, r.gpus[n][g].Busy()) // a second: busy time is busy share
@@ -551,11 +567,11 @@ func (r *policyRun) account() {
 			for _, in := range on {
 				t := &r.svcs[in.svc].tally
 				t.costUSD += price * float64(in.memMiB) / float64(mem)
-				t.memoryCostUSD += price * float64(in.memMiB) / float64(nd.inv.MemoryMiB)
+				t.memoryCostUSD += catalogPrice * float64(in.memMiB) / float64(nd.inv.MemoryMiB)
 			}
 		}
 		if nodeUsed {
-			r.nodeCostUSD += price * float64(len(nd.onGPU))
+			r.nodeCostUSD += catalogPrice * float64(len(nd.onGPU))
 		}
 	}
 	for k, n := range inUse {

@@ -1,6 +1,7 @@
 package evaluate
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -77,7 +78,7 @@ func Summarize(runs []RunResult) Summary {
 		case VerdictDominated:
 			s.Dominated++
 		}
-		if h.BothQualify() {
+		if h.BothQualify() && !math.IsNaN(h.CostRatio) {
 			ratios = append(ratios, h.CostRatio)
 			if !(h.CostRatio >= s.CostRatioMin) {
 				s.CostRatioMin = h.CostRatio
@@ -258,6 +259,7 @@ func PrintTable(w io.Writer, r RunResult) {
 			att(p.SLOAttainment, p.MeetsSLOs), fmt.Sprintf("%d/%d", p.SLOsMet, len(p.Services)), p.Qualifies, p.ExcessMissed, p.GPUUtilization, p.GoodputPerGPU,
 			p.ScalingActions, strings.Join(h, "/"), strings.Join(k, "/"))
 	}
+	printSKUs(w, r)
 	printILPCost(w, r)
 	printInflationPrediction(w, r)
 	printCeilings(w, r)
@@ -284,8 +286,9 @@ func printILPCost(w io.Writer, r RunResult) {
 		if !ok {
 			continue
 		}
+		billed := usageCostUSD(p)
 		fmt.Fprintf(w, "%s (%s): billed %.2f USD, its ILP assumed %.2f USD (busy share x price x time over instances), billed/assumed %.3f\n",
-			name, flavors, p.CostUSD, p.ILPCostUSD, ratio(p.CostUSD, p.ILPCostUSD))
+			name, flavors, billed, p.ILPCostUSD, ratio(billed, p.ILPCostUSD))
 		if line := declaredShareLine(p); line != "" {
 			fmt.Fprintf(w, "%s packing (mean declared busy share of a billed GPU): %s\n", name, line)
 		}
@@ -350,3 +353,36 @@ func listed(xs []string) string {
 }
 
 func gpuTypesOf(cluster []NodeGroup) []string { return Config{Cluster: cluster}.gpuTypes() }
+
+// usageCostUSD is what p's GPUs in use were billed (the sum over its
+// services): its CostUSD, except on an owned fleet, which bills the whole
+// cluster.
+func usageCostUSD(p PolicyResult) float64 {
+	sum := 0.0
+	for _, s := range p.Services {
+		sum += s.CostUSD
+	}
+	return sum
+}
+
+// printSKUs prints, per replayed policy, the GPU-hours billed as a share
+// of each instance type (PolicyResult.SKUHours), most first: where packing
+// pods onto a GPU asked for a larger instance than one GPU's.
+func printSKUs(w io.Writer, r RunResult) {
+	fmt.Fprintln(w, "GPU-hours billed as each instance type (a GPU's pods' CPU and memory pick the cheapest that holds them):")
+	for _, p := range r.Policies {
+		if p.Bound || len(p.SKUHours) == 0 {
+			continue
+		}
+		names := slices.SortedFunc(maps.Keys(p.SKUHours), func(a, b string) int { return cmp.Compare(p.SKUHours[b], p.SKUHours[a]) })
+		var parts []string
+		for _, n := range names {
+			label := n
+			if n == "" {
+				label = "catalog price"
+			}
+			parts = append(parts, fmt.Sprintf("%s %.1f", label, p.SKUHours[n]))
+		}
+		fmt.Fprintf(w, "  %-19s %s\n", p.Policy, strings.Join(parts, ", "))
+	}
+}

@@ -55,14 +55,24 @@ type ServiceResult struct {
 // PolicyResult is one policy's outcome over all services.
 type PolicyResult struct {
 	Policy string `json:"policy"`
-	// CostUSD is the billed cost: GPU-hours of every GPU hosting at least
-	// one instance, times its USD/h. MemoryCostUSD is HetSev 6.3's
-	// memory-proportional cost. USD.
+	// CostUSD is the billed cost: every GPU hosting at least one instance,
+	// for its hours, at the price of the cheapest instance share that holds
+	// its pods' CPU and memory (billing); an owned fleet's (Owned) is the
+	// whole cluster's. MemoryCostUSD is HetSev 6.3's memory-proportional
+	// cost. USD.
 	CostUSD       float64 `json:"cost_usd"`
 	MemoryCostUSD float64 `json:"memory_cost"`
 	// NodeCostUSD bills every node hosting at least one instance for all
-	// its GPUs, as a cloud bills a multi-GPU instance. USD.
+	// its GPUs at their catalog price, as a cloud bills a multi-GPU
+	// instance. USD.
 	NodeCostUSD float64 `json:"node_cost_usd"`
+	// SKUHours is, per instance type, the GPU-hours billed as a share of
+	// it (billing); "" for GPUs billed at their catalog price.
+	SKUHours map[string]float64 `json:"sku_gpu_hours"`
+	// Owned marks an owned fleet's bill: CostUSD is the whole cluster's,
+	// the same for every policy; the services' CostUSD are what their
+	// GPUs would have been billed in a cloud.
+	Owned bool `json:"owned,omitempty"`
 	// ILPCostUSD is what the policy's decisions assumed its instances
 	// cost: the sum over instances of the price the decision counts one
 	// at (hetsev: busy share x GPU price with flavors, the GPU's price
@@ -136,7 +146,11 @@ type RunResult struct {
 	GPUMode string `json:"gpu_mode,omitempty"`
 	// Flavors are hetsev's instance flavors (Config.Flavors), e.g.
 	// "0.1,0.25,0.5,1"; "" for whole GPUs only.
-	Flavors        string         `json:"flavors,omitempty"`
+	Flavors string `json:"flavors,omitempty"`
+	// Owned says the cluster is an owned fleet (Config.Owned): every
+	// policy is billed all of it, and the scoreboard judges excess missed
+	// requests at that cost.
+	Owned          bool           `json:"owned,omitempty"`
 	Policies       []PolicyResult `json:"policies"`
 	Recommendation Recommendation `json:"recommendation"`
 	// ReactiveCeilings is each service's reactive ceiling (ceiling.go),
@@ -209,7 +223,7 @@ func Evaluate(cfg Config) (RunResult, error) {
 		replayed = []string{policyIdle} // the bound needs the arrivals
 	}
 	start := time.Now()
-	out := RunResult{Name: cfg.Name, Trace: cfg.Trace, Seed: cfg.Seed, Seconds: len(cfg.Rates), MeasuredSeconds: len(cfg.Rates) - cfg.MeasureFrom,
+	out := RunResult{Name: cfg.Name, Trace: cfg.Trace, Seed: cfg.Seed, Seconds: len(cfg.Rates), MeasuredSeconds: len(cfg.Rates) - cfg.MeasureFrom, Owned: cfg.Owned,
 		Services: cfg.Services, Cluster: cfg.Cluster, GPUMode: cfg.GPUMode, Flavors: cfg.Flavors.String(), Policies: make([]PolicyResult, len(replayed)),
 		SeasonalForecast: cfg.Knobs.SeasonalForecast}
 	for k := range cfg.Services {
@@ -346,6 +360,13 @@ func (r *policyRun) result() PolicyResult {
 	out.SLOAttainment = ratio(float64(within), float64(req))
 	out.MeetsSLOs = out.SLOsMet == len(out.Services)
 	out.NodeCostUSD = r.nodeCostUSD
+	out.SKUHours = map[string]float64{}
+	for k, v := range r.skuSecs {
+		out.SKUHours[k] = v / 3600
+	}
+	if r.cfg.Owned {
+		out.CostUSD, out.Owned = r.ownedCostUSD, true
+	}
 	out.GoodputPerGPU = ratio(float64(within), gpuSecs)
 	out.GPUUtilization = ratio(busy, gpuSecs)
 	out.DecisionTimeUs = ratio(float64(decideTime.Microseconds()), float64(decisions))

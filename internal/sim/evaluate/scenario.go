@@ -58,7 +58,7 @@ func HetSevNodes(n int) []NodeGroup {
 	}
 }
 
-// Base returns a Config with the repo's catalog and profiles, the default
+// Base returns a Config with the repo's catalog, instance SKUs and profiles, the default
 // co-location model (fitted, time-slicing), the demo's knobs and server settings, and cluster.
 func Base(name, desc string, rates trace.Rates, cluster []NodeGroup, services ...Service) (Config, error) {
 	cat, err := catalog.DefaultCatalog()
@@ -69,9 +69,13 @@ func Base(name, desc string, rates trace.Rates, cluster []NodeGroup, services ..
 	if err != nil {
 		return Config{}, err
 	}
+	skus, err := catalog.DefaultSKUs(cat)
+	if err != nil {
+		return Config{}, err
+	}
 	return Config{
 		Name: name, Trace: desc, Rates: rates, Services: services, Cluster: cluster,
-		Catalog: cat, Profiles: prof, Knobs: DemoKnobs(), Colocation: interference.FittedColocation(),
+		Catalog: cat, Profiles: prof, SKUs: skus, Knobs: DemoKnobs(), Colocation: interference.FittedColocation(),
 		MaxBatchDelay: 0.005, NetworkMs: 1, Seed: 1,
 	}, nil
 }

@@ -91,7 +91,8 @@ func WhatIfFunctions(file string, w FunctionWorkload, catalogFile, profilesFile,
 }
 
 // loadOwn replaces c's catalog and profiles with the files named (the CSV
-// formats of data/profiles); empty names keep the repo's.
+// formats of data/profiles); empty names keep the repo's. An own catalog
+// drops the repo's instance SKUs (its GPUs are billed at its prices).
 func (c *Config) loadOwn(catalogFile, profilesFile, estimatesFile string) error {
 	if catalogFile != "" {
 		cf, err := os.Open(catalogFile)
@@ -102,6 +103,7 @@ func (c *Config) loadOwn(catalogFile, profilesFile, estimatesFile string) error 
 		if c.Catalog, err = catalog.LoadCatalog(cf, catalogFile); err != nil {
 			return err
 		}
+		c.SKUs = nil // the repo's SKUs price the repo's catalog; --instance-skus for the user's
 	}
 	if profilesFile != "" || estimatesFile != "" {
 		if profilesFile == "" || estimatesFile == "" {
@@ -120,6 +122,20 @@ func (c *Config) loadOwn(catalogFile, profilesFile, estimatesFile string) error 
 		if c.Profiles, err = catalog.LoadProfiles(pf, profilesFile, ef, estimatesFile); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// loadSKUs replaces c's instance SKUs with file's (the CSV format of
+// data/profiles/instance_skus.csv), for c's catalog.
+func (c *Config) loadSKUs(file string) error {
+	f, err := os.Open(file)
+	if err != nil {
+		return fmt.Errorf("--instance-skus: %w", err)
+	}
+	defer f.Close()
+	if c.SKUs, err = catalog.LoadSKUs(f, file, c.Catalog); err != nil {
+		return fmt.Errorf("--instance-skus: %w", err)
 	}
 	return nil
 }
