@@ -94,7 +94,8 @@ func MemoryRequest(claim *resourceapi.ResourceClaim, class string) (request stri
 	return "", memory, false, nil
 }
 
-// Usage is the GPU memory one allocated claim holds on one device.
+// Usage is the GPU memory, and any other capacity, one allocated claim
+// holds on one device.
 type Usage struct {
 	Claim  *resourceapi.ResourceClaim
 	Device DeviceKey
@@ -107,6 +108,9 @@ type Usage struct {
 	// WholeDevice says.
 	MemoryBytes int64
 	WholeDevice bool
+	// Consumed is what the allocation consumed of the device's other
+	// capacities, in thousandths (Device.Charges).
+	Consumed map[resourceapi.QualifiedName]int64
 	// Note says what was counted instead of the recorded consumption, for
 	// the caller to report; "" when the consumption was counted as is.
 	Note string
@@ -143,6 +147,14 @@ func usageOf(c *resourceapi.ResourceClaim, r resourceapi.DeviceRequestAllocation
 		return u
 	}
 	u.MemoryBytes = max(consumed.Value(), 0)
+	for name, q := range r.ConsumedCapacity {
+		if name != v1alpha1.DRAMemoryCapacity {
+			if u.Consumed == nil {
+				u.Consumed = map[resourceapi.QualifiedName]int64{}
+			}
+			u.Consumed[name] = max(q.MilliValue(), 0)
+		}
+	}
 	for _, req := range c.Spec.Devices.Requests {
 		if req.Name != r.Request || req.Exactly == nil || req.Exactly.Capacity == nil {
 			continue

@@ -34,9 +34,25 @@ const (
 	// string): "gpu" for a full GPU, "mig" for a MIG device, "vfio" for a
 	// GPU passed through to a VM.
 	AttributeType resourceapi.QualifiedName = "type"
-	// TypeGPU is AttributeType of a full GPU, the only kind hetsev shares.
+	// TypeGPU is NVIDIA's AttributeType of a full GPU, the only kind
+	// hetsev shares.
 	TypeGPU = "gpu"
+	// DriverHAMi is HAMi's DRA driver (Project-HAMi/k8s-dra-driver), which
+	// publishes a full GPU with AttributeType TypeHAMiGPU and charges every
+	// claim 100 "cores" unless it asks for fewer.
+	DriverHAMi  = "hami-core-gpu.project-hami.io"
+	TypeHAMiGPU = "hami-gpu"
 )
+
+// FullGPUType is the AttributeType value of a full GPU among driver's
+// devices: TypeHAMiGPU for HAMi's driver, TypeGPU for NVIDIA's and any
+// other.
+func FullGPUType(driver string) string {
+	if driver == DriverHAMi {
+		return TypeHAMiGPU
+	}
+	return TypeGPU
+}
 
 // mib is one MiB in bytes.
 const mib = 1024 * 1024
@@ -55,8 +71,37 @@ type Device struct {
 	UUID string
 	// MemoryBytes is the device's DRAMemoryCapacity, bytes.
 	MemoryBytes int64
+	// Charges are the device's capacities other than its memory that a
+	// claim not requesting them is charged (NVIDIA's shares, HAMi's
+	// cores), which bound how many claims it takes.
+	Charges []Charge
 	// Slice is the ResourceSlice that published the device.
 	Slice *resourceapi.ResourceSlice
+}
+
+// Charge is a capacity of a device, other than its memory, that every
+// claim is charged unless it requests it: the capacity's requestPolicy
+// default, or all of it when it has no request policy (KEP-5075's
+// consumable capacity, as the structured allocator applies it). Values are
+// in thousandths (resource.Quantity.MilliValue): shares and cores are
+// counts.
+type Charge struct {
+	Name            resourceapi.QualifiedName
+	Value, PerClaim int64
+}
+
+// ClaimsLeft is how many more claims that request none of d's charged
+// capacities the device takes, given what the allocated claims consumed
+// (by capacity, in thousandths); -1 when no capacity is charged.
+func (d Device) ClaimsLeft(consumed map[resourceapi.QualifiedName]int64) int {
+	left := -1
+	for _, c := range d.Charges {
+		n := int(max(c.Value-consumed[c.Name], 0) / c.PerClaim)
+		if left < 0 || n < left {
+			left = n
+		}
+	}
+	return left
 }
 
 // MemoryMiB is the device's memory in whole MiB (rounded down: never more
@@ -93,8 +138,9 @@ type NodeDevices struct {
 // the slices of driver with spec.nodeName set, the newest generation of
 // each pool only (older ones are being replaced). A device is shareable
 // when it allows multiple allocations, has a positive DRAMemoryCapacity,
-// is a full GPU (AttributeType, when published, is TypeGPU), charges
-// claims no other capacity by default, and needs no binding conditions;
+// is a full GPU (AttributeType, when published, is FullGPUType's) and needs no
+// binding conditions (the capacities it charges every claim are counted:
+// Device.Charges);
 // any other device of the driver is listed in NodeDevices.Unusable with
 // the reason. Slices of other drivers, and
 // slices not bound to one node (nodeSelector, allNodes), are ignored.
@@ -148,24 +194,35 @@ func Inventory(all []*resourceapi.ResourceSlice, driver string) map[string]*Node
 // share it ("" when it does). Index is -1 when the device has no index
 // attribute.
 func deviceOf(s *resourceapi.ResourceSlice, dev *resourceapi.Device) (Device, string) {
-	if a, ok := dev.Attributes[AttributeType]; ok && a.StringValue != nil && *a.StringValue != TypeGPU {
+	if a, ok := dev.Attributes[AttributeType]; ok && a.StringValue != nil && *a.StringValue != FullGPUType(s.Spec.Driver) {
 		// A MIG device is a slice of a GPU with its own memory and
 		// compute, a VFIO device one passed to a VM: hetsev's accounting
 		// and co-location model are of whole GPUs.
-		return Device{}, fmt.Sprintf("type %q, not a full GPU (%q)", *a.StringValue, TypeGPU)
+		return Device{}, fmt.Sprintf("type %q, not a full GPU (%q)", *a.StringValue, FullGPUType(s.Spec.Driver))
 	}
 	if dev.AllowMultipleAllocations == nil || !*dev.AllowMultipleAllocations {
 		return Device{}, "allowMultipleAllocations is not true: the device cannot be shared"
 	}
+	var charges []Charge
 	for name, c := range dev.Capacity {
-		if name == v1alpha1.DRAMemoryCapacity || c.RequestPolicy == nil || c.RequestPolicy.Default == nil || c.RequestPolicy.Default.Sign() <= 0 {
+		if name == v1alpha1.DRAMemoryCapacity {
 			continue
 		}
-		// NVIDIA's integer shares mode charges each claim one of N
-		// "shares" by default; hetsev does not account such capacities,
-		// so it would place claims the allocator then refuses.
-		return Device{}, fmt.Sprintf("capacity %q is charged to every claim (default %s), which hetsev does not account", name, c.RequestPolicy.Default.String())
+		// A claim that does not request a capacity consumes its policy's
+		// default, or all of it without a policy: NVIDIA's integer
+		// shares mode charges each claim one of N shares, HAMi each claim
+		// 100 cores. Counted, so that hetsev admits on a device exactly
+		// the claims the allocator then allocates.
+		per := c.Value.MilliValue()
+		if c.RequestPolicy != nil && c.RequestPolicy.Default != nil {
+			per = c.RequestPolicy.Default.MilliValue()
+		}
+		if per <= 0 {
+			continue
+		}
+		charges = append(charges, Charge{Name: name, Value: c.Value.MilliValue(), PerClaim: per})
 	}
+	slices.SortFunc(charges, func(a, b Charge) int { return cmp.Compare(a.Name, b.Name) })
 	if len(dev.BindingConditions) > 0 {
 		// Upstream's scheduler waits in PreBind until the driver reports
 		// these conditions; hetsev-scheduler binds at once, so a pod would
@@ -179,7 +236,7 @@ func deviceOf(s *resourceapi.ResourceSlice, dev *resourceapi.Device) (Device, st
 	if c.Value.Sign() <= 0 {
 		return Device{}, fmt.Sprintf("capacity %q is %s, not positive", v1alpha1.DRAMemoryCapacity, c.Value.String())
 	}
-	d := Device{Driver: s.Spec.Driver, Pool: s.Spec.Pool.Name, Name: dev.Name, Index: -1, MemoryBytes: c.Value.Value(), Slice: s}
+	d := Device{Driver: s.Spec.Driver, Pool: s.Spec.Pool.Name, Name: dev.Name, Index: -1, MemoryBytes: c.Value.Value(), Charges: charges, Slice: s}
 	if a, ok := dev.Attributes[AttributeIndex]; ok && a.IntValue != nil && *a.IntValue >= 0 && *a.IntValue < 1<<20 {
 		d.Index = int(*a.IntValue)
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -43,26 +44,30 @@ func driverSlices(t *testing.T, name string) []*resourceapi.ResourceSlice {
 // TestRealDriversSlices: what hetsev shares of what the real drivers
 // publish. NVIDIA's driver in its consumable "unlimited" mode: both T4s,
 // named by UUID (no index attribute: the position stands in), 15360 MiB
-// each. Its default mode (no sharing), its integer-shares mode (every
-// claim charged a share hetsev does not count), MIG and VFIO devices: none,
-// each with its reason. A GPU its health check taints NoSchedule is left
-// out once taints apply. HAMi's driver is another driver: none of it
-// under gpu.nvidia.com.
+// each, and so in its memory mode; in its integer-shares mode too, each
+// claim charged one of 4 shares (at most 4 claims a GPU). Its default
+// mode (no sharing), MIG and VFIO devices: none, each with its reason. A
+// GPU its health check taints NoSchedule is left out once taints apply.
+// HAMi's driver, read under its own name: both T4s (type "hami-gpu"),
+// each claim charged all 100 cores; under gpu.nvidia.com, none of it.
 func TestRealDriversSlices(t *testing.T) {
 	for _, c := range []struct {
 		fixture   string
+		driver    string
 		shared    int
 		unusable  string // in every unusable device's reason
 		wantUUIDs bool
+		charges   []Charge
 	}{
-		{"nvidia-consumable-unlimited", 2, "", true},
-		{"nvidia-consumable-memory", 2, "", true},
-		{"nvidia-full-gpu", 0, "allowMultipleAllocations is not true", false},
-		{"nvidia-consumable-shares", 0, `capacity "shares" is charged to every claim (default 1)`, false},
-		{"nvidia-mig", 0, "", false},
-		{"nvidia-vfio", 0, "", false},
+		{"nvidia-consumable-unlimited", v1alpha1.DRADriver, 2, "", true, nil},
+		{"nvidia-consumable-memory", v1alpha1.DRADriver, 2, "", true, nil},
+		{"nvidia-full-gpu", v1alpha1.DRADriver, 0, "allowMultipleAllocations is not true", false, nil},
+		{"nvidia-consumable-shares", v1alpha1.DRADriver, 2, "", true, []Charge{{Name: "shares", Value: 4000, PerClaim: 1000}}},
+		{"nvidia-mig", v1alpha1.DRADriver, 0, "", false, nil},
+		{"nvidia-vfio", v1alpha1.DRADriver, 0, "", false, nil},
+		{"hami", DriverHAMi, 2, "", true, []Charge{{Name: "cores", Value: 100000, PerClaim: 100000}}},
 	} {
-		nodes := Inventory(driverSlices(t, c.fixture), v1alpha1.DRADriver)
+		nodes := Inventory(driverSlices(t, c.fixture), c.driver)
 		var shared []Device
 		var unusable []Unusable
 		for _, nd := range nodes {
@@ -80,6 +85,9 @@ func TestRealDriversSlices(t *testing.T) {
 		for i, d := range shared {
 			if c.wantUUIDs && (!strings.HasPrefix(d.UUID, "GPU-") || d.Index != i || d.MemoryMiB() != 15360) {
 				t.Errorf("%s: device %+v, want a UUID, index %d by position and 15360 MiB", c.fixture, d, i)
+			}
+			if !slices.Equal(d.Charges, c.charges) {
+				t.Errorf("%s: device %s charges every claim %+v, want %+v", c.fixture, d.Name, d.Charges, c.charges)
 			}
 		}
 	}

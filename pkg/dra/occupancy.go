@@ -45,7 +45,10 @@ func (i Issue) String() string {
 // allocated claim, whoever allocated it) holds its memory there; each pod
 // using the claim adds its model, busy share and latency-inflation limit
 // from its hetsev annotations (PodShare). A claim no pod uses yet (an
-// allocation in flight in another profile) holds memory only.
+// allocation in flight in another profile) holds memory only. A device
+// that charges every claim other capacities (Device.Charges) is capped at
+// the instances it holds plus the claims those capacities still admit
+// (gpuinventory.GPU.Capped).
 //
 // counted holds the UIDs of the pods counted through a claim, so that the
 // caller can count the others with AddUnclaimedPod.
@@ -61,7 +64,16 @@ func (n *NodeDevices) Occupancy(usages map[DeviceKey][]Usage, consumers Consumer
 	counted = map[types.UID]bool{}
 	for i, d := range n.Devices {
 		occ.GPUs[i].TotalMiB = d.MemoryMiB()
+		consumed, whole := map[resourceapi.QualifiedName]int64{}, false
 		for _, u := range usages[d.Key()] {
+			whole = whole || u.WholeDevice
+			for _, c := range d.Charges {
+				if v, ok := u.Consumed[c.Name]; ok {
+					consumed[c.Name] += v
+				} else {
+					consumed[c.Name] += c.PerClaim // not recorded: what a claim is charged
+				}
+			}
 			memMiB := ToMiB(u.MemoryBytes)
 			if u.WholeDevice {
 				memMiB = d.MemoryMiB()
@@ -86,6 +98,14 @@ func (n *NodeDevices) Occupancy(usages map[DeviceKey][]Usage, consumers Consumer
 				occ.Place(gpuinventory.Placement{Index: i, Demand: dm})
 				counted[pod.UID] = true
 			}
+		}
+		if left := d.ClaimsLeft(consumed); left >= 0 {
+			// Each further instance is a claim of its own, charged the
+			// defaults: the device takes left more.
+			if whole {
+				left = 0
+			}
+			occ.GPUs[i].Capped, occ.GPUs[i].MaxInstances = true, occ.GPUs[i].Instances+left
 		}
 	}
 	return occ, counted, issues

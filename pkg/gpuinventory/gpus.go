@@ -15,7 +15,16 @@ type GPU struct {
 	// shares, for the co-location model (pkg/placement). Placing on a copy
 	// of a GPU may share this slice's backing array: copy it first.
 	Shares []InstanceShare
+	// Capped says the GPU takes at most MaxInstances instances: a DRA
+	// device charges every claim a capacity other than its memory
+	// (NVIDIA's shares, HAMi's cores), so its free memory alone does not
+	// say whether the allocator admits one more (pkg/dra).
+	Capped       bool
+	MaxInstances int
 }
+
+// HasRoom says g takes one more instance by its instance cap (Capped).
+func (g GPU) HasRoom() bool { return !g.Capped || g.Instances < g.MaxInstances }
 
 // InstanceShare is one instance on a GPU: its model (may be empty) and the
 // scope of its identity (Demand.Scope: its namespace, or empty for a
@@ -65,11 +74,11 @@ func (g GPU) FreeMiB() int64 { return g.TotalMiB - g.UsedMiB }
 // GPU anti-affinity does not close to identity's instances.
 func (g GPU) HostsOther(identity string) bool { return g.Instances > g.Models[identity] }
 
-// Fits reports whether d fits on g: enough free GPU memory and, when d names a
-// model, no instance of the same model identity already there (HetSev 4.2
+// Fits reports whether d fits on g: enough free GPU memory, room under its
+// instance cap (HasRoom) and, when d names a model, no instance of the same model identity already there (HetSev 4.2
 // anti-affinity, Demand.Identity).
 func (g GPU) Fits(d Demand) bool {
-	if d.MemoryMiB > g.FreeMiB() {
+	if d.MemoryMiB > g.FreeMiB() || !g.HasRoom() {
 		return false
 	}
 	return d.Model == "" || g.Models[d.Identity()] == 0

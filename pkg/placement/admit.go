@@ -13,6 +13,10 @@ const (
 	// RefusedGPUMemory: the GPU has less free GPU memory than the instance
 	// declares (hetsev.io/gpu-memory).
 	RefusedGPUMemory = "GPUMemory"
+	// RefusedCapacity: the GPU's DRA device has no room for another claim
+	// in a capacity other than memory that every claim is charged
+	// (gpuinventory.GPU.Capped: NVIDIA's shares, HAMi's cores).
+	RefusedCapacity = "Capacity"
 	// RefusedBusyShare: the GPU's summed declared busy share with the
 	// instance's would exceed maxBusyShare (Choice.MaxBusyShare).
 	RefusedBusyShare = "BusyShare"
@@ -41,7 +45,8 @@ func (r *Refusal) Error() string { return r.Message }
 // hetsev-scaler's free slots (Slots) apply. It is nil when g admits d, else
 // the first rule g breaks:
 //
-//  1. GPU memory: d.MemoryMiB fits g's free GPU memory;
+//  1. GPU memory: d.MemoryMiB fits g's free GPU memory, and g has room
+//     for one more instance under its cap (GPU.HasRoom);
 //  2. busy share: g's summed declared busy share plus d's stays within
 //     pl.Choice.MaxBusyShare (gpuinventory.GPU.FitsBusyShare; <= 0: no cap);
 //  3. anti-affinity: g hosts no instance of d's model identity
@@ -67,6 +72,8 @@ func (pl Placer) refusal(g gpuinventory.GPU, d gpuinventory.Demand, hosting bool
 	switch {
 	case d.MemoryMiB > g.FreeMiB():
 		return RefusedGPUMemory
+	case !g.HasRoom():
+		return RefusedCapacity
 	case !g.FitsBusyShare(d, pl.Choice.MaxBusyShare):
 		return RefusedBusyShare
 	case (d.Model != "" && g.Models[d.Identity()] > 0) != hosting:
@@ -82,6 +89,8 @@ func (pl Placer) refusalMessage(reason string, g gpuinventory.GPU, d gpuinventor
 	switch reason {
 	case RefusedGPUMemory:
 		return fmt.Sprintf("GPU %d has %d MiB of free GPU memory, the instance needs %d MiB (%s)", g.Index, g.FreeMiB(), d.MemoryMiB, v1alpha1.AnnotationGPUMemory)
+	case RefusedCapacity:
+		return fmt.Sprintf("GPU %d holds %d claims, all its capacities other than memory admit (the DRA driver charges each claim them)", g.Index, g.Instances)
 	case RefusedBusyShare:
 		return fmt.Sprintf("GPU %d carries busy share %g; with the instance's %s %g it would exceed maxBusyShare %g", g.Index, g.BusyShare, v1alpha1.AnnotationBusyShare, d.Busy(), pl.Choice.MaxBusyShare)
 	case RefusedAntiAffinity:

@@ -118,6 +118,7 @@ func (pl Placer) Rate(g gpuinventory.GPU, d gpuinventory.Demand) float64 {
 func (pl Placer) rateIfAdmitted(g gpuinventory.GPU, d gpuinventory.Demand, hosting bool) (float64, bool) {
 	switch {
 	case d.MemoryMiB > g.FreeMiB(),
+		!g.HasRoom(),
 		!g.FitsBusyShare(d, pl.Choice.MaxBusyShare),
 		(d.Model != "" && g.Models[d.Identity()] > 0) != hosting:
 		return 0, false

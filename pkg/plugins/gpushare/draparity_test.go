@@ -148,3 +148,28 @@ func TestDRABindingNamesTheGPUByUUID(t *testing.T) {
 		t.Errorf("binding annotations %v, want GPU 1 (the emptier) with its uuid GPU-uuid-1", a)
 	}
 }
+
+// TestDRACountsTheSharesEveryClaimIsCharged: NVIDIA's integer-shares mode
+// charges every claim one of the GPU's shares. With 2 shares, two pods'
+// claims go on the one GPU, whose memory would hold more; Filter refuses
+// the third with the reason instead of passing it to a Reserve whose
+// allocation the allocator refuses.
+func TestDRACountsTheSharesEveryClaimIsCharged(t *testing.T) {
+	s := gpuSlice("a", "16Gi")
+	s.Spec.Devices[0].Capacity["shares"] = resourceapi.DeviceCapacity{Value: resource.MustParse("2"),
+		RequestPolicy: &resourceapi.CapacityRequestPolicy{Default: ptr.To(resource.MustParse("1")),
+			ValidRange: &resourceapi.CapacityRequestPolicyRange{Min: ptr.To(resource.MustParse("1")), Max: ptr.To(resource.MustParse("2")), Step: ptr.To(resource.MustParse("1"))}}}
+	tb := newDRATestbed(t, append(deviceClasses(), kubeNode("a"), s, gpuClaim("c1", "2Gi"), gpuClaim("c2", "2Gi"), gpuClaim("c3", "2Gi"))...)
+	tb.schedule(t, draPod("p1", "resnet50", "c1"), "a")
+	tb.schedule(t, draPod("p2", "bert", "c2"), "a")
+	for _, c := range []string{"c1", "c2"} {
+		q := tb.storedClaim(t, c).Status.Allocation.Devices.Results[0].ConsumedCapacity["shares"]
+		if q.Value() != 1 {
+			t.Errorf("claim %s consumed %s shares, want 1", c, q.String())
+		}
+	}
+	_, filtered := tb.cycle(t, draPod("p3", "ssd", "c3"))
+	if st := filtered["a"]; st.Code() != fwk.Unschedulable || !strings.Contains(st.Message(), "room for another claim") {
+		t.Errorf("third claim on a GPU of 2 shares: Filter %v, want Unschedulable for want of a share", st)
+	}
+}

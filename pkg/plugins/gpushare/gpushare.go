@@ -231,11 +231,13 @@ func (p *gpuShare) noGPUKind(nodeInfo fwk.NodeInfo, gpus []gpuinventory.GPU, d g
 	pl := p.placer.OnNode(nodeInfo.Node().GetLabels())
 	// placement.Placer.Refusal checks the cheap rules first, so a GPU that
 	// hosts the model is refused before its inflation is predicted.
-	var memory, busy, anti, inflation int
+	var memory, capacity, busy, anti, inflation int
 	for _, g := range gpus {
 		switch pl.Refusal(g, d) {
 		case placement.RefusedGPUMemory:
 			memory++
+		case placement.RefusedCapacity:
+			capacity++
 		case placement.RefusedBusyShare:
 			busy++
 		case placement.RefusedAntiAffinity:
@@ -247,7 +249,9 @@ func (p *gpuShare) noGPUKind(nodeInfo fwk.NodeInfo, gpus []gpuinventory.GPU, d g
 	switch {
 	case memory == len(gpus):
 		return reasonMemory
-	case memory+busy == len(gpus):
+	case memory+capacity == len(gpus):
+		return reasonCapacity
+	case memory+capacity+busy == len(gpus):
 		return reasonBusyShare
 	case anti == 0:
 		return reasonInflation
@@ -264,6 +268,8 @@ func (p *gpuShare) noGPUMessage(memo *noGPUReasons, kind int, d gpuinventory.Dem
 		switch kind {
 		case reasonMemory:
 			return fmt.Sprintf("no GPU with %d MiB of free GPU memory", d.MemoryMiB)
+		case reasonCapacity:
+			return fmt.Sprintf("no GPU with %d MiB of free GPU memory and room for another claim in the capacities its DRA driver charges every claim (e.g. shares)", d.MemoryMiB)
 		case reasonBusyShare:
 			return fmt.Sprintf("every GPU with %d MiB free would exceed busy share %g with this pod's %s %g", d.MemoryMiB, p.placer.Choice.MaxBusyShare, v1alpha1.AnnotationBusyShare, d.Busy())
 		case reasonInflation:
@@ -278,6 +284,7 @@ func (p *gpuShare) noGPUMessage(memo *noGPUReasons, kind int, d gpuinventory.Dem
 // Kinds of reasonNoGPU's message.
 const (
 	reasonMemory = iota
+	reasonCapacity
 	reasonBusyShare
 	reasonInflation
 	reasonAntiAffinity

@@ -1,0 +1,93 @@
+package dra
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	"k8s.io/dynamic-resource-allocation/structured"
+
+	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
+	"github.com/hetsev/hetsev/pkg/gpuinventory"
+	"github.com/hetsev/hetsev/pkg/placement"
+)
+
+// Capacity parity: over the real drivers' slices, hetsev's admission of a
+// memory-only claim on a device (its occupancy from the allocated claims,
+// placement.Placer.Admit) says yes exactly when the structured allocator
+// allocates it, claim after claim until the device is full: NVIDIA's
+// unlimited and memory modes (memory alone), its shares mode (4 claims at
+// most, whatever their memory) and HAMi's (100 cores charged to every
+// claim: one claim per GPU).
+func TestCapacityParityWithTheAllocator(t *testing.T) {
+	ctx := context.Background()
+	features := AllocatorFeatures(utilfeature.DefaultFeatureGate)
+	cache := NewCELCache(utilfeature.DefaultFeatureGate)
+	classes := classList{&resourceapi.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.DeviceClassName}}}
+	for _, c := range []struct {
+		fixture, driver string
+		maxClaims       int // the most claims the device took: the charged capacity's bound, else 0
+	}{
+		{"nvidia-consumable-unlimited", v1alpha1.DRADriver, 0},
+		{"nvidia-consumable-memory", v1alpha1.DRADriver, 0},
+		{"nvidia-consumable-shares", v1alpha1.DRADriver, 4},
+		{"hami", DriverHAMi, 1},
+	} {
+		t.Run(c.fixture, func(t *testing.T) {
+			var nd *NodeDevices
+			for _, n := range Inventory(driverSlices(t, c.fixture), c.driver) {
+				if len(n.Devices) > 0 {
+					nd = n
+				}
+			}
+			if nd == nil {
+				t.Fatalf("no shareable device")
+			}
+			node := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: nd.Node}}
+			rng := rand.New(rand.NewPCG(7, uint64(len(c.fixture))))
+			for trial := range 20 {
+				state := structured.AllocatedState{AllocatedDevices: sets.New[structured.DeviceID](), AllocatedSharedDeviceIDs: sets.New[structured.SharedDeviceID](), AggregatedCapacity: structured.NewConsumedCapacityCollection()}
+				var claims []*resourceapi.ResourceClaim
+				refusals := 0
+				for step := range 30 {
+					dev := nd.Devices[rng.IntN(len(nd.Devices))]
+					mem := int64(256 * (1 + rng.IntN(24))) // MiB
+					usages := Usages(claims, c.driver)
+					occ, _, _ := nd.Occupancy(usages, func(*resourceapi.ResourceClaim) []*v1.Pod { return nil })
+					pos, _ := nd.Position(dev.Key())
+					admits := placement.Placer{}.Admit(occ.GPUs[pos], gpuinventory.Demand{MemoryMiB: mem}) == nil
+					cl := claim(fmt.Sprintf("t%d-c%d", trial, step), fmt.Sprintf("%dMi", mem))
+					alloc, err := Allocate(ctx, features, state, classes, cache, node, dev, cl)
+					if admits != (err == nil) {
+						t.Fatalf("trial %d, claim %d of %d MiB on %s (%d claims there, %d MiB free): hetsev admits %v, the allocator: %v",
+							trial, step, mem, dev.Name, len(usages[dev.Key()]), occ.GPUs[pos].FreeMiB(), admits, err)
+					}
+					if err != nil {
+						refusals++
+						continue
+					}
+					cl.Status.Allocation = alloc
+					claims = append(claims, cl)
+					for _, r := range alloc.Devices.Results {
+						id := structured.MakeDeviceID(r.Driver, r.Pool, r.Device)
+						state.AllocatedSharedDeviceIDs.Insert(structured.MakeSharedDeviceID(id, r.ShareID))
+						state.AggregatedCapacity.Insert(structured.NewDeviceConsumedCapacity(id, r.ConsumedCapacity))
+					}
+				}
+				most := 0
+				for _, u := range Usages(claims, c.driver) {
+					most = max(most, len(u))
+				}
+				if refusals == 0 || (c.maxClaims > 0 && most != c.maxClaims) {
+					t.Errorf("trial %d: %d refusals, at most %d claims on a device; want refusals and, for a charged capacity, %d claims", trial, refusals, most, c.maxClaims)
+				}
+			}
+		})
+	}
+}
