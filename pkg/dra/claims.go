@@ -3,6 +3,7 @@ package dra
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
@@ -111,6 +112,12 @@ type Usage struct {
 	// Consumed is what the allocation consumed of the device's other
 	// capacities, in thousandths (Device.Charges).
 	Consumed map[resourceapi.QualifiedName]int64
+	// DriverConfig says the allocation carries the driver's own
+	// configuration for this device (opaque parameters, e.g. NVIDIA's
+	// GpuConfig with a sharing strategy): NVIDIA's driver refuses to
+	// prepare a claim on a GPU whose other claims' configuration differs,
+	// and hetsev's claims carry none.
+	DriverConfig bool
 	// Note says what was counted instead of the recorded consumption, for
 	// the caller to report; "" when the consumption was counted as is.
 	Note string
@@ -138,6 +145,11 @@ func Usages(claims []*resourceapi.ResourceClaim, driver string) map[DeviceKey][]
 
 func usageOf(c *resourceapi.ResourceClaim, r resourceapi.DeviceRequestAllocationResult) Usage {
 	u := Usage{Claim: c, Device: DeviceKey{Driver: r.Driver, Pool: r.Pool, Device: r.Device}}
+	for _, cfg := range c.Status.Allocation.Devices.Config {
+		if cfg.Opaque != nil && cfg.Opaque.Driver == r.Driver && (len(cfg.Requests) == 0 || slices.Contains(cfg.Requests, r.Request) || slices.Contains(cfg.Requests, strings.SplitN(r.Request, "/", 2)[0])) {
+			u.DriverConfig = true
+		}
+	}
 	consumed, has := r.ConsumedCapacity[v1alpha1.DRAMemoryCapacity]
 	if !has {
 		u.WholeDevice = true

@@ -138,8 +138,8 @@ type NodeDevices struct {
 // the slices of driver with spec.nodeName set, the newest generation of
 // each pool only (older ones are being replaced). A device is shareable
 // when it allows multiple allocations, has a positive DRAMemoryCapacity,
-// is a full GPU (AttributeType, when published, is FullGPUType's) and needs no
-// binding conditions (the capacities it charges every claim are counted:
+// is a full GPU (AttributeType, when published, is FullGPUType's), draws
+// on no shared counters and needs no binding conditions (the capacities it charges every claim are counted:
 // Device.Charges);
 // any other device of the driver is listed in NodeDevices.Unusable with
 // the reason. Slices of other drivers, and
@@ -223,6 +223,13 @@ func deviceOf(s *resourceapi.ResourceSlice, dev *resourceapi.Device) (Device, st
 		charges = append(charges, Charge{Name: name, Value: c.Value.MilliValue(), PerClaim: per})
 	}
 	slices.SortFunc(charges, func(a, b Charge) int { return cmp.Compare(a.Name, b.Name) })
+	if len(dev.ConsumesCounters) > 0 {
+		// Partitionable devices (NVIDIA's DynamicMIG) draw on counters a
+		// separate slice publishes; hetsev's allocation offers the
+		// allocator the device's own slice alone, so it could never
+		// allocate one.
+		return Device{}, "consumes counters of a shared counter set (partitionable devices, such as NVIDIA's DynamicMIG), which hetsev does not allocate"
+	}
 	if len(dev.BindingConditions) > 0 {
 		// Upstream's scheduler waits in PreBind until the driver reports
 		// these conditions; hetsev-scheduler binds at once, so a pod would

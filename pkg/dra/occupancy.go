@@ -48,7 +48,9 @@ func (i Issue) String() string {
 // allocation in flight in another profile) holds memory only. A device
 // that charges every claim other capacities (Device.Charges) is capped at
 // the instances it holds plus the claims those capacities still admit
-// (gpuinventory.GPU.Capped).
+// (gpuinventory.GPU.Capped); one whose allocated claims carry the
+// driver's own configuration takes none (Usage.DriverConfig), with an
+// issue naming the claim.
 //
 // counted holds the UIDs of the pods counted through a claim, so that the
 // caller can count the others with AddUnclaimedPod.
@@ -64,9 +66,14 @@ func (n *NodeDevices) Occupancy(usages map[DeviceKey][]Usage, consumers Consumer
 	counted = map[types.UID]bool{}
 	for i, d := range n.Devices {
 		occ.GPUs[i].TotalMiB = d.MemoryMiB()
-		consumed, whole := map[resourceapi.QualifiedName]int64{}, false
+		consumed, whole, configured := map[resourceapi.QualifiedName]int64{}, false, ""
 		for _, u := range usages[d.Key()] {
 			whole = whole || u.WholeDevice
+			if u.DriverConfig && configured == "" {
+				configured = u.Claim.Namespace + "/" + u.Claim.Name
+				issues = append(issues, Issue{Claim: configured, Object: u.Claim,
+					What: fmt.Sprintf("its allocation carries %s's own configuration for device %s, which hetsev's claims do not: the driver would refuse a claim beside it, so the GPU takes no more", d.Driver, d.Name)})
+			}
 			for _, c := range d.Charges {
 				if v, ok := u.Consumed[c.Name]; ok {
 					consumed[c.Name] += v
@@ -99,10 +106,10 @@ func (n *NodeDevices) Occupancy(usages map[DeviceKey][]Usage, consumers Consumer
 				counted[pod.UID] = true
 			}
 		}
-		if left := d.ClaimsLeft(consumed); left >= 0 {
+		if left := d.ClaimsLeft(consumed); left >= 0 || configured != "" {
 			// Each further instance is a claim of its own, charged the
 			// defaults: the device takes left more.
-			if whole {
+			if whole || configured != "" {
 				left = 0
 			}
 			occ.GPUs[i].Capped, occ.GPUs[i].MaxInstances = true, occ.GPUs[i].Instances+left

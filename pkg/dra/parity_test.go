@@ -4,11 +4,14 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/sets"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/dynamic-resource-allocation/structured"
@@ -89,5 +92,42 @@ func TestCapacityParityWithTheAllocator(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A GPU whose allocated claim carries the driver's own configuration (a
+// GpuConfig with a time-slicing strategy, say) takes no hetsev claim: the
+// driver would refuse to prepare one beside it. A configuration for
+// another driver, or for a request that got another device, changes
+// nothing. Partitionable devices (DynamicMIG's counters) are refused.
+func TestDriverConfigurationsAndCountersKeepHetsevOff(t *testing.T) {
+	nodes := Inventory([]*resourceapi.ResourceSlice{slice("n1", 1, device("gpu-0", 0, "16Gi", true))}, v1alpha1.DRADriver)
+	nd := nodes["n1"]
+	withConfig := func(driver string, requests ...string) *resourceapi.ResourceClaim {
+		c := allocated(claim("other", "2Gi"), "n1", "gpu-0", "2Gi")
+		c.Status.Allocation.Devices.Config = []resourceapi.DeviceAllocationConfiguration{{Source: resourceapi.AllocationConfigSourceClaim, Requests: requests,
+			DeviceConfiguration: resourceapi.DeviceConfiguration{Opaque: &resourceapi.OpaqueDeviceConfiguration{Driver: driver, Parameters: runtime.RawExtension{Raw: []byte(`{"kind":"GpuConfig"}`)}}}}}
+		return c
+	}
+	for _, c := range []struct {
+		name  string
+		claim *resourceapi.ResourceClaim
+		room  bool
+	}{
+		{"NVIDIA's config for every request", withConfig(v1alpha1.DRADriver), false},
+		{"NVIDIA's config for the GPU request", withConfig(v1alpha1.DRADriver, v1alpha1.ClaimRequestName), false},
+		{"NVIDIA's config for another request", withConfig(v1alpha1.DRADriver, "nic"), true},
+		{"another driver's config", withConfig("nic.example.com"), true},
+	} {
+		occ, _, issues := nd.Occupancy(Usages([]*resourceapi.ResourceClaim{c.claim}, v1alpha1.DRADriver), func(*resourceapi.ResourceClaim) []*v1.Pod { return nil })
+		if got := occ.GPUs[0].HasRoom(); got != c.room || (!c.room && (len(issues) != 1 || !strings.Contains(issues[0].What, "own configuration"))) {
+			t.Errorf("%s: room %v, issues %v; want room %v and, without room, an issue saying why", c.name, got, issues, c.room)
+		}
+	}
+	d := device("gpu-0", 0, "16Gi", true)
+	d.ConsumesCounters = []resourceapi.DeviceCounterConsumption{{CounterSet: "gpu-0-counters", Counters: map[string]resourceapi.Counter{"memory": {Value: resource.MustParse("16Gi")}}}}
+	nd = Inventory([]*resourceapi.ResourceSlice{slice("n1", 1, d)}, v1alpha1.DRADriver)["n1"]
+	if len(nd.Devices) != 0 || len(nd.Unusable) != 1 || !strings.Contains(nd.Unusable[0].Reason, "DynamicMIG") {
+		t.Errorf("a device drawing on shared counters: %+v; want it unusable, naming DynamicMIG", nd)
 	}
 }
