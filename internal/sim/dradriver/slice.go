@@ -25,12 +25,18 @@ import (
 func ProductName(t catalog.GPUType) string { return strings.ReplaceAll(t.ProductLabel, "-", " ") }
 
 // Slice is the ResourceSlice of node's count GPUs of type t, pool named
-// for the node (generation 1, one slice): devices gpu-0.. with index,
+// for the node (generation 1, one slice): devices gpu-0.. with
 // productName, uuid (UUID) and type "gpu" attributes,
-// allowMultipleAllocations, and memory
-// capacity t.MemoryMiB MiB requested in steps of 1 MiB (the driver's
-// requestPolicy with its ConsumableShares gate on; hetsev's whole-MiB
-// requests are consumed as they are).
+// allowMultipleAllocations, and memory capacity t.MemoryMiB MiB with the
+// request policy of NVIDIA's driver with gate ConsumableShares and
+// --consumable-shares=memory (a claim that asks for no memory takes all
+// of it; requests from 1 MiB to all of it in steps of 1 MiB, so hetsev's
+// whole-MiB requests are consumed as they are), as
+// pkg/dra/testdata/drivers/nvidia-consumable-memory.yaml has it. Unlike
+// the driver it also publishes an index attribute (the GPU's position),
+// which the simulated dcgm-exporter's "gpu" label matches, and the
+// catalog's memory rather than what NVML reports (a T4's 16384 MiB, not
+// 15360), so that both GPU modes account the same GPUs.
 func Slice(node string, t catalog.GPUType, count int) *resourcev1.ResourceSlice {
 	product := ProductName(t)
 	s := &resourcev1.ResourceSlice{
@@ -38,8 +44,9 @@ func Slice(node string, t catalog.GPUType, count int) *resourcev1.ResourceSlice 
 		Spec: resourcev1.ResourceSliceSpec{Driver: v1alpha1.DRADriver, NodeName: &node,
 			Pool: resourcev1.ResourcePool{Name: node, Generation: 1, ResourceSliceCount: 1}},
 	}
-	mi := resource.MustParse("1Mi")
 	for i := range count {
+		mi, all := resource.MustParse("1Mi"), *resource.NewQuantity(t.MemoryMiB<<20, resource.BinarySI)
+		maxReq := all.DeepCopy()
 		idx := int64(i)
 		shared := true
 		uuid, typ := UUID(node, i), "gpu"
@@ -50,8 +57,8 @@ func Slice(node string, t catalog.GPUType, count int) *resourcev1.ResourceSlice 
 				dra.AttributeUUID: {StringValue: &uuid}, "type": {StringValue: &typ},
 			},
 			Capacity: map[resourcev1.QualifiedName]resourcev1.DeviceCapacity{
-				v1alpha1.DRAMemoryCapacity: {Value: *resource.NewQuantity(t.MemoryMiB<<20, resource.BinarySI),
-					RequestPolicy: &resourcev1.CapacityRequestPolicy{Default: &mi, ValidRange: &resourcev1.CapacityRequestPolicyRange{Min: &mi, Step: &mi}}},
+				v1alpha1.DRAMemoryCapacity: {Value: all,
+					RequestPolicy: &resourcev1.CapacityRequestPolicy{Default: &all, ValidRange: &resourcev1.CapacityRequestPolicyRange{Min: &mi, Max: &maxReq, Step: &mi}}},
 			},
 		})
 	}

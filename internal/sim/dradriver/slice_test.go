@@ -1,0 +1,78 @@
+package dradriver
+
+import (
+	"bytes"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	resourcev1 "k8s.io/api/resource/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
+	"github.com/hetsev/hetsev/pkg/catalog"
+	"github.com/hetsev/hetsev/pkg/dra"
+)
+
+// The stand-in publishes what NVIDIA's driver publishes in its memory
+// mode (pkg/dra/testdata/drivers/nvidia-consumable-memory.yaml, written
+// from the driver's source) for a T4: the same driver, pool per node, the
+// attributes hetsev reads (productName "Tesla T4", uuid, type "gpu"),
+// allowMultipleAllocations, and memory with the same request policy (a
+// claim asking for none takes all of it, requests in steps of 1Mi up to
+// all of it), no other capacity. Its one extra attribute is index, and
+// its memory is the catalog's, as Slice says.
+func TestSliceMatchesNVIDIAsMemoryMode(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("..", "..", "..", "pkg", "dra", "testdata", "drivers", "nvidia-consumable-memory.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	real := &resourcev1.ResourceSlice{}
+	if err := yaml.Unmarshal(bytes.Split(raw, []byte("\n---"))[0], real); err != nil {
+		t.Fatal(err)
+	}
+	cat, err := catalog.DefaultCatalog()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t4, _ := cat.ByName("T4")
+	ours := Slice(*real.Spec.NodeName, t4, len(real.Spec.Devices))
+	if ours.Spec.Driver != real.Spec.Driver || ours.Spec.Pool.Name != real.Spec.Pool.Name || len(ours.Spec.Devices) != len(real.Spec.Devices) {
+		t.Fatalf("slice %+v; the driver's %+v", ours.Spec, real.Spec)
+	}
+	for i, d := range ours.Spec.Devices {
+		r := real.Spec.Devices[i]
+		if d.Name != r.Name || (d.AllowMultipleAllocations == nil) != (r.AllowMultipleAllocations == nil) {
+			t.Errorf("device %d: %s, allowMultipleAllocations %v; the driver's %s, %v", i, d.Name, d.AllowMultipleAllocations, r.Name, r.AllowMultipleAllocations)
+		}
+		for _, a := range []resourcev1.QualifiedName{dra.AttributeProductName, dra.AttributeType} {
+			if got, want := d.Attributes[a].StringValue, r.Attributes[a].StringValue; got == nil || want == nil || *got != *want {
+				t.Errorf("device %s: attribute %s %v, the driver's %v", d.Name, a, got, want)
+			}
+		}
+		if d.Attributes[dra.AttributeUUID].StringValue == nil {
+			t.Errorf("device %s: no uuid", d.Name)
+		}
+		for a := range d.Attributes {
+			if _, ok := r.Attributes[a]; !ok && a != dra.AttributeIndex {
+				t.Errorf("device %s: attribute %s, which the driver does not publish", d.Name, a)
+			}
+		}
+		if got, want := slices.Sorted(maps.Keys(d.Capacity)), slices.Sorted(maps.Keys(r.Capacity)); !slices.Equal(got, want) {
+			t.Errorf("device %s: capacities %v, the driver's %v", d.Name, got, want)
+		}
+		m, rm := d.Capacity[v1alpha1.DRAMemoryCapacity], r.Capacity[v1alpha1.DRAMemoryCapacity]
+		p, rp := m.RequestPolicy, rm.RequestPolicy
+		if p == nil || p.ValidRange == nil || rp == nil || rp.ValidRange == nil {
+			t.Fatalf("device %s: request policy %+v, the driver's %+v", d.Name, p, rp)
+		}
+		// Default and maximum are the device's memory in both; the minimum
+		// and step the same quantities.
+		if p.Default.Cmp(m.Value) != 0 || rp.Default.Cmp(rm.Value) != 0 || p.ValidRange.Max.Cmp(m.Value) != 0 || rp.ValidRange.Max.Cmp(rm.Value) != 0 ||
+			p.ValidRange.Min.Cmp(*rp.ValidRange.Min) != 0 || p.ValidRange.Step.Cmp(*rp.ValidRange.Step) != 0 {
+			t.Errorf("device %s: memory %s with policy %+v; the driver's %s with %+v", d.Name, m.Value.String(), p, rm.Value.String(), rp)
+		}
+	}
+}
