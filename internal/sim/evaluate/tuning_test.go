@@ -227,10 +227,14 @@ func TestParseTruths(t *testing.T) {
 }
 
 // TestSeedsReplayTheContenders: at other seeds the best peer (knative-kpa
-// at 100 USD, qualifying) is replayed with every peer whose chosen point
-// costs at most 1.05 x as much, qualifying (melange-ilp, 104 USD) or not
-// (infaas-packing, 90 USD: it may qualify at another seed and win);
-// k8s-hpa-best-type at 120 USD cannot become the best and is not.
+// at 100 USD, qualifying) is replayed with every qualifying peer whose
+// chosen point costs at most 1.05 x as much (melange-ilp, 104 USD) and
+// the cheaper peer that misses fewest (infaas-packing, 90 USD, E 5: it
+// may qualify at another seed and win); k8s-hpa-best-type at 120 USD
+// cannot become the best, nor kai-fraction-hpa, cheaper but missing 400
+// requests, and are not. Where no peer qualifies, the best is the one
+// missing fewest (E 30,000), and of the others only those within 5 % of
+// it (31,000, not 34,000) are replayed, whatever they cost.
 func TestSeedsReplayTheContenders(t *testing.T) {
 	main := RunResult{Pareto: []ParetoPoint{
 		{Policy: PolicyKnativeKPA, Setting: PeerSetting{Threshold: 0.9}, CostUSD: 100, Qualifies: true},
@@ -238,15 +242,31 @@ func TestSeedsReplayTheContenders(t *testing.T) {
 		{Policy: PolicyMelange, Setting: PeerSetting{Threshold: 0.7}, CostUSD: 104, Qualifies: true},
 		{Policy: PolicyINFaaS, Setting: PeerSetting{Threshold: 0.97}, CostUSD: 90, ExcessMissed: 5},
 		{Policy: PolicyHPABestType, Setting: PeerSetting{Threshold: 0.8}, CostUSD: 120, Qualifies: true},
+		{Policy: PolicyKAIFraction, Setting: PeerSetting{Threshold: 0.8}, CostUSD: 80, ExcessMissed: 400},
 	}}
-	got := chosenSettings(main)
-	want := map[string]float64{PolicyKnativeKPA: 0.9, PolicyMelange: 0.7, PolicyINFaaS: 0.97}
-	if len(got) != len(want) {
-		t.Fatalf("replayed %v, want %v", got, want)
-	}
-	for name, th := range want {
-		if s, ok := got[name]; !ok || s.Threshold != th {
-			t.Errorf("%s at %+v, want threshold %v", name, s, th)
+	none := RunResult{Pareto: []ParetoPoint{
+		{Policy: PolicyKnativeKPA, Setting: PeerSetting{Threshold: 0.5}, CostUSD: 900, ExcessMissed: 30000},
+		{Policy: PolicyMelange, Setting: PeerSetting{Threshold: 0.5}, CostUSD: 400, ExcessMissed: 31000},
+		{Policy: PolicyDefault, Setting: PeerSetting{Threshold: 0.5}, CostUSD: 800, ExcessMissed: 34000},
+		{Policy: PolicyINFaaS, Setting: PeerSetting{Threshold: 0.5}, CostUSD: 140, ExcessMissed: 7e6},
+	}}
+	for _, c := range []struct {
+		name string
+		main RunResult
+		want map[string]float64
+	}{
+		{"a peer qualifies", main, map[string]float64{PolicyKnativeKPA: 0.9, PolicyMelange: 0.7, PolicyINFaaS: 0.97}},
+		{"none qualifies", none, map[string]float64{PolicyKnativeKPA: 0.5, PolicyMelange: 0.5}},
+	} {
+		got := chosenSettings(c.main)
+		if len(got) != len(c.want) {
+			t.Errorf("%s: replayed %v, want %v", c.name, got, c.want)
+			continue
+		}
+		for name, th := range c.want {
+			if s, ok := got[name]; !ok || s.Threshold != th {
+				t.Errorf("%s: %s at %+v, want threshold %v", c.name, name, s, th)
+			}
 		}
 	}
 }
