@@ -2,6 +2,7 @@ package dradriver
 
 import (
 	"bytes"
+	"context"
 	"maps"
 	"os"
 	"path/filepath"
@@ -73,6 +74,56 @@ func TestSliceMatchesNVIDIAsMemoryMode(t *testing.T) {
 		if p.Default.Cmp(m.Value) != 0 || rp.Default.Cmp(rm.Value) != 0 || p.ValidRange.Max.Cmp(m.Value) != 0 || rp.ValidRange.Max.Cmp(rm.Value) != 0 ||
 			p.ValidRange.Min.Cmp(*rp.ValidRange.Min) != 0 || p.ValidRange.Step.Cmp(*rp.ValidRange.Step) != 0 {
 			t.Errorf("device %s: memory %s with policy %+v; the driver's %s with %+v", d.Name, m.Value.String(), p, rm.Value.String(), rp)
+		}
+	}
+}
+
+// The shipped DeviceClass selects the stand-in's GPUs and the driver's
+// full GPUs (type "gpu"), and leaves out its MIG devices even where they
+// allow multiple allocations: the class and hetsev's device view agree.
+func TestShippedDeviceClassSelectsFullGPUsOnly(t *testing.T) {
+	class, err := ShippedDeviceClass(filepath.Join("..", "..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := func(name string) *resourcev1.ResourceSlice {
+		raw, err := os.ReadFile(filepath.Join("..", "..", "..", "pkg", "dra", "testdata", "drivers", name+".yaml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := &resourcev1.ResourceSlice{}
+		if err := yaml.Unmarshal(bytes.Split(raw, []byte("\n---"))[0], s); err != nil {
+			t.Fatal(err)
+		}
+		for i := range s.Spec.Devices {
+			shared := true
+			s.Spec.Devices[i].AllowMultipleAllocations = &shared
+		}
+		return s
+	}
+	cat, err := catalog.DefaultCatalog()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t4, _ := cat.ByName("T4")
+	for _, c := range []struct {
+		name     string
+		slice    *resourcev1.ResourceSlice
+		selected int
+	}{
+		{"stand-in", Slice("n", t4, 2), 2},
+		{"NVIDIA memory mode", read("nvidia-consumable-memory"), 2},
+		{"NVIDIA MIG devices", read("nvidia-mig"), 0},
+	} {
+		// Every device as hetsev would share it, then the class's verdict.
+		nd := &dra.NodeDevices{Node: "n"}
+		for _, d := range c.slice.Spec.Devices {
+			nd.Devices = append(nd.Devices, dra.Device{Driver: c.slice.Spec.Driver, Pool: c.slice.Spec.Pool.Name, Name: d.Name, Slice: c.slice})
+		}
+		nodes := map[string]*dra.NodeDevices{"n": nd}
+		dra.SelectByClass(context.Background(), nodes, class, dra.DefaultCELCache())
+		if got := len(nodes["n"].Devices); got != c.selected {
+			t.Errorf("%s: the shipped class selects %d devices (left out: %v), want %d", c.name, got, nodes["n"].Unusable, c.selected)
 		}
 	}
 }
