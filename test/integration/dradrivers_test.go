@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/hetsev/hetsev/internal/cluster"
+	"github.com/hetsev/hetsev/internal/sim/dradriver"
 	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
 	"github.com/hetsev/hetsev/pkg/catalog"
 )
@@ -50,7 +51,7 @@ func driverFixture(t *testing.T, name, node string, shared bool) []*resourceapi.
 }
 
 // TestDRARealDriverSlices replays NVIDIA's driver's slices through a real
-// API server and hetsev-scheduler: in integer-shares mode (4 shares a
+// API server and hetsev-scheduler, with the shipped DeviceClass: in integer-shares mode (4 shares a
 // GPU), eight claims of 1 GiB go on the node's two T4s, four each, and the
 // ninth stays Pending for want of a share though memory is left; a node of
 // MIG devices takes no hetsev claim; on a node whose health check tainted
@@ -79,11 +80,9 @@ func TestDRARealDriverSlices(t *testing.T) {
 			t.Fatalf("publishing %s: %v", s.Name, err)
 		}
 	}
-	class := &resourceapi.DeviceClass{
-		ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.DeviceClassName},
-		Spec: resourceapi.DeviceClassSpec{Selectors: []resourceapi.DeviceSelector{{
-			CEL: &resourceapi.CELDeviceSelector{Expression: fmt.Sprintf("device.driver == %q", v1alpha1.DRADriver)},
-		}}},
+	class, err := dradriver.ShippedDeviceClass(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
 	}
 	if _, err := cp.Client.ResourceV1().DeviceClasses().Create(ctx, class, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
