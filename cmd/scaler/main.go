@@ -33,7 +33,7 @@ func main() {
 	}
 	klog.InfoS("Starting hetsev-scaler", "version", version.Version)
 	// One flag each for the webhook and the Deployments.
-	wh.RuntimeClassName, wh.GPUMode = o.Defaults.RuntimeClassName, o.Defaults.GPUMode
+	wh.RuntimeClassName, wh.GPUMode, wh.DRADriver = o.Defaults.RuntimeClassName, o.Defaults.GPUMode, o.Defaults.DRADriver
 	if err := run(o, wh); err != nil {
 		klog.ErrorS(err, "hetsev-scaler failed")
 		os.Exit(1)

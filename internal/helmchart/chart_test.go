@@ -11,10 +11,13 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
 	"github.com/hetsev/hetsev/internal/cluster"
+	"github.com/hetsev/hetsev/pkg/dra"
 	"github.com/hetsev/hetsev/pkg/schedulerconfig"
 )
 
@@ -118,6 +121,9 @@ func TestChartSchemaRefusesBadValues(t *testing.T) {
 		{"metricsAdapter: {logLevel: 11}", "/metricsAdapter/logLevel"},
 		{"namespace: {name: Hetsev_System}", "/namespace/name"},
 		{"gpumode: dra", "gpumode"},
+		{"dra: {driver: amd}", "/dra/driver"},
+		{"dra: {driver: hami, claimRequests: {memory: 1Gi}}", "memory"},
+		{"dra: {driver: hami, claimRequests: {cores: lots}}", "/dra/claimRequests/cores"},
 		{"scheduler: {nodeselector: {a: b}}", "nodeselector"},
 	} {
 		var v map[string]any
@@ -495,4 +501,70 @@ func schedulerConfig(t *testing.T, cm *unstructured.Unstructured) map[string]any
 		t.Fatal(err)
 	}
 	return cfg
+}
+
+// The dra values configure one driver everywhere: the DeviceClass selects
+// its full GPUs (dra.Driver.DeviceClassSelector), hetsev-scheduler's
+// arguments load as that driver, and hetsev-scaler and
+// hetsev-metrics-adapter get the same --dra-driver flags.
+func TestChartDRADriverValues(t *testing.T) {
+	hami, err := dra.Profile(dra.ProfileHAMi)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hami30 := hami
+	hami30.ClaimRequests = map[resourceapi.QualifiedName]resource.Quantity{"cores": resource.MustParse("30")}
+	custom := dra.Driver{Name: "gpu.example.com", GPUType: "full"}
+	for _, c := range []struct {
+		name   string
+		dra    map[string]any
+		driver dra.Driver
+		args   []string
+	}{
+		{"default", nil, dra.NVIDIA, nil},
+		{"hami", map[string]any{"driver": "hami"}, hami, []string{"--dra-driver=hami"}},
+		{"hami, 30 cores", map[string]any{"driver": "hami", "claimRequests": map[string]any{"cores": "30"}}, hami30, []string{"--dra-driver=hami", "--dra-claim-requests=cores=30"}},
+		{"overrides", map[string]any{"driver": "nvidia", "driverName": "gpu.example.com", "gpuType": "full"}, custom, []string{"--dra-driver-name=gpu.example.com", "--dra-gpu-type=full"}},
+	} {
+		values := map[string]any{"gpuMode": "dra"}
+		if c.dra != nil {
+			values["dra"] = c.dra
+		}
+		objs := render(t, values)
+		byID := map[string]*unstructured.Unstructured{}
+		for _, o := range objs {
+			byID[id(o)] = o
+		}
+		class := byID["resource.k8s.io/DeviceClass shared-gpu.hetsev.io"]
+		if class == nil {
+			t.Fatalf("%s: no DeviceClass; have %v", c.name, keys(byID))
+		}
+		sel, _, _ := unstructured.NestedSlice(class.Object, "spec", "selectors")
+		if len(sel) != 1 || sel[0].(map[string]any)["cel"].(map[string]any)["expression"] != c.driver.DeviceClassSelector() {
+			t.Errorf("%s: DeviceClass selectors %v, want %q", c.name, sel, c.driver.DeviceClassSelector())
+		}
+		s, _, _ := unstructured.NestedString(byID["/ConfigMap hetsev-system/hetsev-scheduler-config"].Object, "data", "scheduler-config.yaml")
+		f := filepath.Join(t.TempDir(), "scheduler-config.yaml")
+		if err := os.WriteFile(f, []byte(s), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		a, err := schedulerconfig.LoadFile(f)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if !a.Driver.Equal(c.driver) {
+			t.Errorf("%s: scheduler's driver %s, want %s", c.name, a.Driver, c.driver)
+		}
+		for _, d := range []string{"apps/Deployment hetsev-system/hetsev-scaler", "apps/Deployment hetsev-system/hetsev-metrics-adapter"} {
+			var got []string
+			for _, a := range toStrings(containers(t, byID[d])[0]["args"]) {
+				if strings.HasPrefix(a, "--dra-") {
+					got = append(got, a)
+				}
+			}
+			if !reflect.DeepEqual(got, c.args) {
+				t.Errorf("%s: %s's DRA driver flags %v, want %v", c.name, d, got, c.args)
+			}
+		}
+	}
 }

@@ -3,6 +3,7 @@ package kubectlhetsev
 import (
 	"context"
 	"fmt"
+	"maps"
 	"sync"
 
 	v1 "k8s.io/api/core/v1"
@@ -128,8 +129,21 @@ type draView struct {
 	pods   map[types.NamespacedName]*v1.Pod
 }
 
-func newDRAView(objs *clusterObjects, driver string) *draView {
-	nodes := dra.Inventory(objs.slices, driver)
+// newDRAView counts the GPUs of every driver profile (dra.Profiles): a
+// node's GPUs are those of the first profile that publishes shareable
+// devices there, so the plugin needs no flag for the cluster's driver.
+func newDRAView(objs *clusterObjects) *draView {
+	nodes := map[string]*dra.NodeDevices{}
+	usages := map[dra.DeviceKey][]dra.Usage{}
+	for _, name := range dra.Profiles() {
+		d, _ := dra.Profile(name) // the profiles are known
+		for node, nd := range dra.Inventory(objs.slices, d) {
+			if cur := nodes[node]; cur == nil || len(cur.Devices) == 0 {
+				nodes[node] = nd
+			}
+		}
+		maps.Copy(usages, dra.Usages(objs.claims, d.Name))
+	}
 	// The GPUs hetsev-scheduler may allocate: those its DeviceClass
 	// selects, without a NoSchedule or NoExecute taint; the others are
 	// listed as unusable with the reason.
@@ -140,7 +154,7 @@ func newDRAView(objs *clusterObjects, driver string) *draView {
 	}
 	v := &draView{
 		nodes:  nodes,
-		usages: dra.Usages(objs.claims, driver),
+		usages: usages,
 		claims: map[types.NamespacedName]*resourcev1.ResourceClaim{},
 		pods:   map[types.NamespacedName]*v1.Pod{},
 	}

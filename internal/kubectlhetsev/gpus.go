@@ -153,8 +153,8 @@ func PrintGPUs(ctx context.Context, c client.Reader, w io.Writer) error {
 
 // GPUs reads the cluster's GPUs and their tenants (node: that node only),
 // each tenant's inflation now predicted with the co-location model m.
-// A node publishing shareable devices of NVIDIA's DRA driver in
-// ResourceSlices is counted as GPU mode dra counts it (pkg/dra: claims'
+// A node publishing shareable devices of a known DRA driver (NVIDIA's,
+// HAMi's) in ResourceSlices is counted as GPU mode dra counts it (pkg/dra: claims'
 // allocations); any other node with GFD labels as annotation mode does
 // (gpuinventory.Occupancy.AddPod). Nodes with neither have no GPUs here.
 func GPUs(ctx context.Context, c client.Reader, node string, m interference.Colocation) (GPUReport, error) {
@@ -169,7 +169,7 @@ func GPUs(ctx context.Context, c client.Reader, node string, m interference.Colo
 // holds a GPU on it.
 func buildGPUReport(objs *clusterObjects, placer placement.Placer) GPUReport {
 	r := GPUReport{Notes: objs.notes}
-	dv := newDRAView(objs, v1alpha1.DRADriver)
+	dv := newDRAView(objs)
 	byNode := map[string][]*v1.Pod{}
 	for _, p := range objs.pods {
 		byNode[p.Spec.NodeName] = append(byNode[p.Spec.NodeName], p)
@@ -201,7 +201,7 @@ func nodeGPUs(n *v1.Node, pods []*v1.Pod, dv *draView, placer placement.Placer) 
 		occ, notes = draOccupancy(nd, pods, dv)
 		gpuOf = func(p *v1.Pod) (int, bool) {
 			for _, c := range dv.podClaims(p) {
-				for _, k := range dra.AllocatedDevices(c, v1alpha1.DRADriver) {
+				for _, k := range dra.AllocatedDevices(c, nd.Devices[0].Driver) {
 					if i, ok := nd.Position(k); ok {
 						return i, true
 					}

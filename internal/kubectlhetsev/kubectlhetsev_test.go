@@ -238,7 +238,7 @@ func TestGPUsDRA(t *testing.T) {
 	slice := dradriver.Slice("dra-0", t4, 2)
 	claim := &resourcev1.ResourceClaim{
 		ObjectMeta: metav1.ObjectMeta{Name: "p-gpu", Namespace: "default"},
-		Spec:       gpuinventory.GPUClaimSpec(4096),
+		Spec:       gpuinventory.GPUClaimSpec(4096, nil),
 		Status: resourcev1.ResourceClaimStatus{
 			Allocation: &resourcev1.AllocationResult{Devices: resourcev1.DeviceAllocationResult{Results: []resourcev1.DeviceRequestAllocationResult{{
 				Request: v1alpha1.ClaimRequestName, Driver: v1alpha1.DRADriver, Pool: "dra-0", Device: "gpu-1",

@@ -44,16 +44,6 @@ const (
 	TypeHAMiGPU = "hami-gpu"
 )
 
-// FullGPUType is the AttributeType value of a full GPU among driver's
-// devices: TypeHAMiGPU for HAMi's driver, TypeGPU for NVIDIA's and any
-// other.
-func FullGPUType(driver string) string {
-	if driver == DriverHAMi {
-		return TypeHAMiGPU
-	}
-	return TypeGPU
-}
-
 // mib is one MiB in bytes.
 const mib = 1024 * 1024
 
@@ -138,16 +128,18 @@ type NodeDevices struct {
 // the slices of driver with spec.nodeName set, the newest generation of
 // each pool only (older ones are being replaced). A device is shareable
 // when it allows multiple allocations, has a positive DRAMemoryCapacity,
-// is a full GPU (AttributeType, when published, is FullGPUType's), draws
+// is a full GPU (AttributeType, when published, is driver.GPUType), publishes
+// every capacity driver.ClaimRequests names, draws
 // on no shared counters and needs no binding conditions (the capacities it charges every claim are counted:
 // Device.Charges);
 // any other device of the driver is listed in NodeDevices.Unusable with
 // the reason. Slices of other drivers, and
 // slices not bound to one node (nodeSelector, allNodes), are ignored.
-func Inventory(all []*resourceapi.ResourceSlice, driver string) map[string]*NodeDevices {
+func Inventory(all []*resourceapi.ResourceSlice, driver Driver) map[string]*NodeDevices {
+	driver = driver.WithDefault()
 	newest := map[string]int64{} // pool -> generation
 	for _, s := range all {
-		if s == nil || s.Spec.Driver != driver || s.Spec.NodeName == nil {
+		if s == nil || s.Spec.Driver != driver.Name || s.Spec.NodeName == nil {
 			continue
 		}
 		if g, ok := newest[s.Spec.Pool.Name]; !ok || s.Spec.Pool.Generation > g {
@@ -156,7 +148,7 @@ func Inventory(all []*resourceapi.ResourceSlice, driver string) map[string]*Node
 	}
 	nodes := map[string]*NodeDevices{}
 	for _, s := range all {
-		if s == nil || s.Spec.Driver != driver || s.Spec.NodeName == nil || s.Spec.Pool.Generation != newest[s.Spec.Pool.Name] {
+		if s == nil || s.Spec.Driver != driver.Name || s.Spec.NodeName == nil || s.Spec.Pool.Generation != newest[s.Spec.Pool.Name] {
 			continue
 		}
 		node := *s.Spec.NodeName
@@ -167,7 +159,7 @@ func Inventory(all []*resourceapi.ResourceSlice, driver string) map[string]*Node
 		}
 		for i := range s.Spec.Devices {
 			dev := &s.Spec.Devices[i]
-			d, reason := deviceOf(s, dev)
+			d, reason := deviceOf(s, dev, driver)
 			if reason != "" {
 				nd.Unusable = append(nd.Unusable, Unusable{Node: node, Pool: s.Spec.Pool.Name, Device: dev.Name, Reason: reason})
 				continue
@@ -193,15 +185,21 @@ func Inventory(all []*resourceapi.ResourceSlice, driver string) map[string]*Node
 // deviceOf reads one published device; reason says why hetsev does not
 // share it ("" when it does). Index is -1 when the device has no index
 // attribute.
-func deviceOf(s *resourceapi.ResourceSlice, dev *resourceapi.Device) (Device, string) {
-	if a, ok := dev.Attributes[AttributeType]; ok && a.StringValue != nil && *a.StringValue != FullGPUType(s.Spec.Driver) {
+func deviceOf(s *resourceapi.ResourceSlice, dev *resourceapi.Device, driver Driver) (Device, string) {
+	if a, ok := dev.Attributes[AttributeType]; ok && a.StringValue != nil && *a.StringValue != driver.gpuType() {
 		// A MIG device is a slice of a GPU with its own memory and
 		// compute, a VFIO device one passed to a VM: hetsev's accounting
 		// and co-location model are of whole GPUs.
-		return Device{}, fmt.Sprintf("type %q, not a full GPU (%q)", *a.StringValue, FullGPUType(s.Spec.Driver))
+		return Device{}, fmt.Sprintf("type %q, not a full GPU (%q)", *a.StringValue, driver.gpuType())
 	}
 	if dev.AllowMultipleAllocations == nil || !*dev.AllowMultipleAllocations {
 		return Device{}, "allowMultipleAllocations is not true: the device cannot be shared"
+	}
+	for name := range driver.ClaimRequests {
+		if _, ok := dev.Capacity[name]; !ok {
+			// The allocator would find no device for hetsev's claims.
+			return Device{}, fmt.Sprintf("no capacity %q, which hetsev's claims request (DRA driver %s)", name, driver)
+		}
 	}
 	var charges []Charge
 	for name, c := range dev.Capacity {
@@ -211,11 +209,16 @@ func deviceOf(s *resourceapi.ResourceSlice, dev *resourceapi.Device) (Device, st
 		// A claim that does not request a capacity consumes its policy's
 		// default, or all of it without a policy: NVIDIA's integer
 		// shares mode charges each claim one of N shares, HAMi each claim
-		// 100 cores. Counted, so that hetsev admits on a device exactly
-		// the claims the allocator then allocates.
+		// 100 cores. A claim that requests it consumes the request
+		// rounded up to the policy's step. Counted, so that hetsev admits
+		// on a device exactly the claims the allocator then allocates.
 		per := c.Value.MilliValue()
 		if c.RequestPolicy != nil && c.RequestPolicy.Default != nil {
 			per = c.RequestPolicy.Default.MilliValue()
+		}
+		if q, ok := driver.ClaimRequests[name]; ok {
+			got := consumedOf(q, c.RequestPolicy)
+			per = got.MilliValue()
 		}
 		if per <= 0 {
 			continue

@@ -71,7 +71,7 @@ func TestInventory(t *testing.T) {
 		slice("n1", 1, device("old", 0, "8Gi", true)),
 		slice("n1", 2, device("gpu-b", 0, "32Gi", true), device("gpu-a", 1, "32Gi", true), device("nomem", 2, "", true), device("excl", 3, "16Gi", false)),
 		slice("n2", 1, device("gpu-1", -1, "16Gi", true), device("gpu-0", -1, "16Gi", true)),
-	}, v1alpha1.DRADriver)
+	}, NVIDIA)
 	n1 := nodes["n1"]
 	if len(n1.Devices) != 2 || n1.Devices[0].Name != "gpu-b" || n1.Devices[0].Index != 0 || n1.Devices[1].Name != "gpu-a" || n1.Devices[1].MemoryMiB() != 32768 {
 		t.Errorf("n1 devices %+v, want gpu-b (index 0), gpu-a (index 1), 32768 MiB", n1.Devices)
@@ -111,7 +111,7 @@ func TestMemoryRequest(t *testing.T) {
 // an allocation without memory consumed holds the whole device; the
 // memory of a shared claim counts once, its pods' models each.
 func TestOccupancy(t *testing.T) {
-	nodes := Inventory([]*resourceapi.ResourceSlice{slice("n1", 1, device("gpu-0", 0, "32Gi", true), device("gpu-1", 1, "32Gi", true))}, v1alpha1.DRADriver)
+	nodes := Inventory([]*resourceapi.ResourceSlice{slice("n1", 1, device("gpu-0", 0, "32Gi", true), device("gpu-1", 1, "32Gi", true))}, NVIDIA)
 	podA := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "default", UID: "a", Annotations: map[string]string{v1alpha1.AnnotationModel: "m", v1alpha1.AnnotationBusyShare: "0.4"}}}
 	podB := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "b", Namespace: "default", UID: "b", Annotations: map[string]string{v1alpha1.AnnotationModel: "n", v1alpha1.AnnotationBusyShare: "x"}}}
 	shared := allocated(claim("shared", "4Gi"), "n1", "gpu-0", "4Gi")
@@ -157,7 +157,7 @@ func TestOccupancy(t *testing.T) {
 // whose remaining capacity is too small.
 func TestAllocate(t *testing.T) {
 	ctx := context.Background()
-	nodes := Inventory([]*resourceapi.ResourceSlice{slice("n1", 1, device("gpu-0", 0, "16Gi", true), device("gpu-1", 1, "16Gi", true))}, v1alpha1.DRADriver)
+	nodes := Inventory([]*resourceapi.ResourceSlice{slice("n1", 1, device("gpu-0", 0, "16Gi", true), device("gpu-1", 1, "16Gi", true))}, NVIDIA)
 	node := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}
 	classes := classList{&resourceapi.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.DeviceClassName}}}
 	empty := structured.AllocatedState{AllocatedDevices: sets.New[structured.DeviceID](), AllocatedSharedDeviceIDs: sets.New[structured.SharedDeviceID](), AggregatedCapacity: structured.NewConsumedCapacityCollection()}
@@ -202,12 +202,12 @@ func TestSelectByClass(t *testing.T) {
 	class := func(expr string) *resourceapi.DeviceClass {
 		return &resourceapi.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: "c"}, Spec: resourceapi.DeviceClassSpec{Selectors: []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{Expression: expr}}}}}
 	}
-	nodes := Inventory([]*resourceapi.ResourceSlice{s}, v1alpha1.DRADriver)
+	nodes := Inventory([]*resourceapi.ResourceSlice{s}, NVIDIA)
 	SelectByClass(ctx, nodes, class(`device.driver == "gpu.nvidia.com" && device.capacity["gpu.nvidia.com"].memory.compareTo(quantity("20Gi")) >= 0`), NewCELCache(utilfeature.DefaultFeatureGate))
 	if n := nodes["n1"]; len(n.Devices) != 1 || n.Devices[0].Name != "gpu-1" || len(n.Unusable) != 1 || !strings.Contains(n.Unusable[0].Reason, "not selected by DeviceClass c") {
 		t.Errorf("devices %+v unusable %+v, want gpu-1 kept, gpu-0 not selected", n.Devices, n.Unusable)
 	}
-	nodes = Inventory([]*resourceapi.ResourceSlice{s}, v1alpha1.DRADriver)
+	nodes = Inventory([]*resourceapi.ResourceSlice{s}, NVIDIA)
 	SelectByClass(ctx, nodes, class(`device.nonsense(`), NewCELCache(utilfeature.DefaultFeatureGate))
 	if n := nodes["n1"]; len(n.Devices) != 0 || len(n.Unusable) != 2 || !strings.Contains(n.Unusable[0].Reason, "selector") {
 		t.Errorf("bad selector: devices %+v unusable %+v, want none kept", n.Devices, n.Unusable)
@@ -221,7 +221,7 @@ func TestSelectByClass(t *testing.T) {
 func TestProductLabelMatchesSelector(t *testing.T) {
 	cache := NewCELCache(utilfeature.DefaultFeatureGate)
 	for _, label := range []string{"Tesla-T4", "Tesla-V100-SXM2-32GB"} {
-		expr := cache.GetOrCompile(ProductSelector(label))
+		expr := cache.GetOrCompile(ProductSelector(v1alpha1.DRADriver, label))
 		if expr.Error != nil {
 			t.Fatalf("ProductSelector(%q) does not compile: %v", label, expr.Error)
 		}

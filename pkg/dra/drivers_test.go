@@ -41,6 +41,19 @@ func driverSlices(t *testing.T, name string) []*resourceapi.ResourceSlice {
 	return out
 }
 
+// hamiWithoutRequests is HAMi's driver read without its profile's claim
+// requests: every claim charged the cores' default.
+var hamiWithoutRequests = Driver{Name: DriverHAMi, GPUType: TypeHAMiGPU}
+
+func hami(t *testing.T) Driver {
+	t.Helper()
+	d, err := Profile(ProfileHAMi)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
 // TestRealDriversSlices: what hetsev shares of what the real drivers
 // publish. NVIDIA's driver in its consumable "unlimited" mode: both T4s,
 // named by UUID (no index attribute: the position stands in), 15360 MiB
@@ -48,24 +61,27 @@ func driverSlices(t *testing.T, name string) []*resourceapi.ResourceSlice {
 // claim charged one of 4 shares (at most 4 claims a GPU). Its default
 // mode (no sharing), MIG and VFIO devices: none, each with its reason. A
 // GPU its health check taints NoSchedule is left out once taints apply.
-// HAMi's driver, read under its own name: both T4s (type "hami-gpu"),
-// each claim charged all 100 cores; under gpu.nvidia.com, none of it.
+// HAMi's driver under its profile: both T4s (type "hami-gpu"), each
+// claim requesting and charged 0 cores; under HAMi's name without the
+// profile's request, each claim charged all 100 cores; under NVIDIA's
+// profile, none of it.
 func TestRealDriversSlices(t *testing.T) {
 	for _, c := range []struct {
 		fixture   string
-		driver    string
+		driver    Driver
 		shared    int
 		unusable  string // in every unusable device's reason
 		wantUUIDs bool
 		charges   []Charge
 	}{
-		{"nvidia-consumable-unlimited", v1alpha1.DRADriver, 2, "", true, nil},
-		{"nvidia-consumable-memory", v1alpha1.DRADriver, 2, "", true, nil},
-		{"nvidia-full-gpu", v1alpha1.DRADriver, 0, "allowMultipleAllocations is not true", false, nil},
-		{"nvidia-consumable-shares", v1alpha1.DRADriver, 2, "", true, []Charge{{Name: "shares", Value: 4000, PerClaim: 1000}}},
-		{"nvidia-mig", v1alpha1.DRADriver, 0, "", false, nil},
-		{"nvidia-vfio", v1alpha1.DRADriver, 0, "", false, nil},
-		{"hami", DriverHAMi, 2, "", true, []Charge{{Name: "cores", Value: 100000, PerClaim: 100000}}},
+		{"nvidia-consumable-unlimited", NVIDIA, 2, "", true, nil},
+		{"nvidia-consumable-memory", NVIDIA, 2, "", true, nil},
+		{"nvidia-full-gpu", NVIDIA, 0, "allowMultipleAllocations is not true", false, nil},
+		{"nvidia-consumable-shares", NVIDIA, 2, "", true, []Charge{{Name: "shares", Value: 4000, PerClaim: 1000}}},
+		{"nvidia-mig", NVIDIA, 0, "", false, nil},
+		{"nvidia-vfio", NVIDIA, 0, "", false, nil},
+		{"hami", hamiWithoutRequests, 2, "", true, []Charge{{Name: "cores", Value: 100000, PerClaim: 100000}}},
+		{"hami", hami(t), 2, "", true, nil},
 	} {
 		nodes := Inventory(driverSlices(t, c.fixture), c.driver)
 		var shared []Device
@@ -91,7 +107,7 @@ func TestRealDriversSlices(t *testing.T) {
 			}
 		}
 	}
-	mig := Inventory(driverSlices(t, "nvidia-mig"), v1alpha1.DRADriver)
+	mig := Inventory(driverSlices(t, "nvidia-mig"), NVIDIA)
 	migReasons := ""
 	for _, nd := range mig {
 		for _, u := range nd.Unusable {
@@ -101,7 +117,7 @@ func TestRealDriversSlices(t *testing.T) {
 	if !strings.Contains(migReasons, `type "mig", not a full GPU`) {
 		t.Errorf("MIG devices' reasons %q, want them refused as not full GPUs", migReasons)
 	}
-	vfio := Inventory(driverSlices(t, "nvidia-vfio"), v1alpha1.DRADriver)
+	vfio := Inventory(driverSlices(t, "nvidia-vfio"), NVIDIA)
 	vfioReasons := ""
 	for _, nd := range vfio {
 		for _, u := range nd.Unusable {
@@ -120,7 +136,7 @@ func TestRealDriversSlices(t *testing.T) {
 			s.Spec.Devices[i].AllowMultipleAllocations = &yes
 		}
 	}
-	nodes := Inventory(tainted, v1alpha1.DRADriver)
+	nodes := Inventory(tainted, NVIDIA)
 	before := 0
 	for _, nd := range nodes {
 		before += len(nd.Devices)
@@ -139,7 +155,7 @@ func TestRealDriversSlices(t *testing.T) {
 		t.Errorf("health taint: %d devices before, %d after taints; want 2 and 1", before, after)
 	}
 
-	if hami := Inventory(driverSlices(t, "hami"), v1alpha1.DRADriver); len(hami) != 0 {
+	if hami := Inventory(driverSlices(t, "hami"), NVIDIA); len(hami) != 0 {
 		t.Errorf("HAMi's slices under %s: %v, want none (another driver)", v1alpha1.DRADriver, hami)
 	}
 }

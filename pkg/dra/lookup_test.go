@@ -39,7 +39,7 @@ func TestLookups(t *testing.T) {
 	if len(names) != 1 || names[0] != "same" {
 		t.Errorf("ReservedPods = %v, want only pod same", names)
 	}
-	nodes := Inventory([]*resourceapi.ResourceSlice{slice("n1", 1, device("gpu-0", 0, "16Gi", true), device("gpu-1", 1, "16Gi", true))}, v1alpha1.DRADriver)
+	nodes := Inventory([]*resourceapi.ResourceSlice{slice("n1", 1, device("gpu-0", 0, "16Gi", true), device("gpu-1", 1, "16Gi", true))}, NVIDIA)
 	keys := AllocatedDevices(c, v1alpha1.DRADriver)
 	if len(keys) != 1 {
 		t.Fatalf("AllocatedDevices = %v, want gpu-1", keys)

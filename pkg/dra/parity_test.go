@@ -3,6 +3,7 @@ package dra
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -26,23 +27,26 @@ import (
 // placement.Placer.Admit) says yes exactly when the structured allocator
 // allocates it, claim after claim until the device is full: NVIDIA's
 // unlimited and memory modes (memory alone), its shares mode (4 claims at
-// most, whatever their memory) and HAMi's (100 cores charged to every
-// claim: one claim per GPU).
+// most, whatever their memory) and HAMi's, under its profile (claims
+// request 0 cores: memory alone) and without the profile's request (100
+// cores charged to every claim: one claim per GPU).
 func TestCapacityParityWithTheAllocator(t *testing.T) {
 	ctx := context.Background()
 	features := AllocatorFeatures(utilfeature.DefaultFeatureGate)
 	cache := NewCELCache(utilfeature.DefaultFeatureGate)
 	classes := classList{&resourceapi.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.DeviceClassName}}}
 	for _, c := range []struct {
-		fixture, driver string
-		maxClaims       int // the most claims the device took: the charged capacity's bound, else 0
+		fixture   string
+		driver    Driver
+		maxClaims int // the most claims the device took: the charged capacity's bound, else 0
 	}{
-		{"nvidia-consumable-unlimited", v1alpha1.DRADriver, 0},
-		{"nvidia-consumable-memory", v1alpha1.DRADriver, 0},
-		{"nvidia-consumable-shares", v1alpha1.DRADriver, 4},
-		{"hami", DriverHAMi, 1},
+		{"nvidia-consumable-unlimited", NVIDIA, 0},
+		{"nvidia-consumable-memory", NVIDIA, 0},
+		{"nvidia-consumable-shares", NVIDIA, 4},
+		{"hami", hamiWithoutRequests, 1},
+		{"hami", hami(t), 0},
 	} {
-		t.Run(c.fixture, func(t *testing.T) {
+		t.Run(c.fixture+"/"+c.driver.String(), func(t *testing.T) {
 			var nd *NodeDevices
 			for _, n := range Inventory(driverSlices(t, c.fixture), c.driver) {
 				if len(n.Devices) > 0 {
@@ -61,11 +65,12 @@ func TestCapacityParityWithTheAllocator(t *testing.T) {
 				for step := range 30 {
 					dev := nd.Devices[rng.IntN(len(nd.Devices))]
 					mem := int64(256 * (1 + rng.IntN(24))) // MiB
-					usages := Usages(claims, c.driver)
+					usages := Usages(claims, c.driver.Name)
 					occ, _, _ := nd.Occupancy(usages, func(*resourceapi.ResourceClaim) []*v1.Pod { return nil })
 					pos, _ := nd.Position(dev.Key())
 					admits := placement.Placer{}.Admit(occ.GPUs[pos], gpuinventory.Demand{MemoryMiB: mem}) == nil
 					cl := claim(fmt.Sprintf("t%d-c%d", trial, step), fmt.Sprintf("%dMi", mem))
+					maps.Copy(cl.Spec.Devices.Requests[0].Exactly.Capacity.Requests, c.driver.ClaimRequests)
 					alloc, err := Allocate(ctx, features, state, classes, cache, node, dev, cl)
 					if admits != (err == nil) {
 						t.Fatalf("trial %d, claim %d of %d MiB on %s (%d claims there, %d MiB free): hetsev admits %v, the allocator: %v",
@@ -84,7 +89,7 @@ func TestCapacityParityWithTheAllocator(t *testing.T) {
 					}
 				}
 				most := 0
-				for _, u := range Usages(claims, c.driver) {
+				for _, u := range Usages(claims, c.driver.Name) {
 					most = max(most, len(u))
 				}
 				if refusals == 0 || (c.maxClaims > 0 && most != c.maxClaims) {
@@ -101,7 +106,7 @@ func TestCapacityParityWithTheAllocator(t *testing.T) {
 // another driver, or for a request that got another device, changes
 // nothing. Partitionable devices (DynamicMIG's counters) are refused.
 func TestDriverConfigurationsAndCountersKeepHetsevOff(t *testing.T) {
-	nodes := Inventory([]*resourceapi.ResourceSlice{slice("n1", 1, device("gpu-0", 0, "16Gi", true))}, v1alpha1.DRADriver)
+	nodes := Inventory([]*resourceapi.ResourceSlice{slice("n1", 1, device("gpu-0", 0, "16Gi", true))}, NVIDIA)
 	nd := nodes["n1"]
 	withConfig := func(driver string, requests ...string) *resourceapi.ResourceClaim {
 		c := allocated(claim("other", "2Gi"), "n1", "gpu-0", "2Gi")
@@ -126,7 +131,7 @@ func TestDriverConfigurationsAndCountersKeepHetsevOff(t *testing.T) {
 	}
 	d := device("gpu-0", 0, "16Gi", true)
 	d.ConsumesCounters = []resourceapi.DeviceCounterConsumption{{CounterSet: "gpu-0-counters", Counters: map[string]resourceapi.Counter{"memory": {Value: resource.MustParse("16Gi")}}}}
-	nd = Inventory([]*resourceapi.ResourceSlice{slice("n1", 1, d)}, v1alpha1.DRADriver)["n1"]
+	nd = Inventory([]*resourceapi.ResourceSlice{slice("n1", 1, d)}, NVIDIA)["n1"]
 	if len(nd.Devices) != 0 || len(nd.Unusable) != 1 || !strings.Contains(nd.Unusable[0].Reason, "DynamicMIG") {
 		t.Errorf("a device drawing on shared counters: %+v; want it unusable, naming DynamicMIG", nd)
 	}

@@ -3,8 +3,6 @@ package dra
 import (
 	"fmt"
 	"strings"
-
-	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
 )
 
 // The GPU type of a DRA device is its productName attribute matched to the
@@ -23,10 +21,11 @@ func ProductLabel(productName string) string { return strings.ReplaceAll(product
 
 // ProductSelector is the CEL device selector that pins a claim to GPUs
 // whose product label (ProductLabel of their productName attribute) is
-// productLabel. A device without the attribute (another kind of device of
-// the driver) does not match, rather than failing the evaluation.
-func ProductSelector(productLabel string) string {
-	attrs := fmt.Sprintf("device.attributes[%q]", v1alpha1.DRADriver)
+// productLabel, among the devices of driver (whose name is the attributes'
+// domain). A device without the attribute (another kind of device of the
+// driver) does not match, rather than failing the evaluation.
+func ProductSelector(driver, productLabel string) string {
+	attrs := fmt.Sprintf("device.attributes[%q]", driver)
 	return fmt.Sprintf(`%q in %s && %s.%s.replace(" ", "-") == %q`, string(AttributeProductName), attrs, attrs, AttributeProductName, productLabel)
 }
 

@@ -34,10 +34,10 @@ func TestTaintedGPUGetsNoShare(t *testing.T) {
 	node := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}
 	classes := classList{&resourceapi.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.DeviceClassName}}}
 	empty := structured.AllocatedState{AllocatedDevices: sets.New[structured.DeviceID](), AllocatedSharedDeviceIDs: sets.New[structured.SharedDeviceID](), AggregatedCapacity: structured.NewConsumedCapacityCollection()}
-	gpu0 := Inventory([]*resourceapi.ResourceSlice{s}, v1alpha1.DRADriver)["n1"].Devices[0]
+	gpu0 := Inventory([]*resourceapi.ResourceSlice{s}, NVIDIA)["n1"].Devices[0]
 
 	plain := claim("c", "4Gi")
-	nodes := Inventory([]*resourceapi.ResourceSlice{s}, v1alpha1.DRADriver)
+	nodes := Inventory([]*resourceapi.ResourceSlice{s}, NVIDIA)
 	SelectTolerated(nodes, RequestTolerations(plain, v1alpha1.ClaimRequestName))
 	n := nodes["n1"]
 	if len(n.Devices) != 2 || n.Devices[0].Name != "gpu-1" || n.Devices[1].Name != "gpu-2" {
@@ -52,7 +52,7 @@ func TestTaintedGPUGetsNoShare(t *testing.T) {
 
 	tolerant := plain.DeepCopy()
 	tolerant.Spec.Devices.Requests[0].Exactly.Tolerations = []resourceapi.DeviceToleration{{Key: unhealthy.Key, Operator: resourceapi.DeviceTolerationOpExists, Effect: resourceapi.DeviceTaintEffectNoSchedule}}
-	nodes = Inventory([]*resourceapi.ResourceSlice{s}, v1alpha1.DRADriver)
+	nodes = Inventory([]*resourceapi.ResourceSlice{s}, NVIDIA)
 	SelectTolerated(nodes, RequestTolerations(tolerant, v1alpha1.ClaimRequestName))
 	if n := nodes["n1"]; len(n.Devices) != 3 || len(n.Unusable) != 0 {
 		t.Errorf("tolerating claim: devices %v unusable %v, want all three offered", deviceNames(n.Devices), n.Unusable)

@@ -15,9 +15,19 @@ import (
 // capacity v1alpha1.DRAMemoryCapacity (bytes; written "<memoryMiB>Mi", as
 // the pods' hetsev.io/gpu-memory annotation), with the CEL device
 // selectors given, tolerating the GPU pool's device taint
-// (PoolDeviceToleration). hetsev-scaler's per-Deployment templates and the
-// webhook's per-namespace ones are built from it.
-func GPUClaimSpec(memoryMiB int64, celSelectors ...string) resourcev1.ResourceClaimSpec {
+// (PoolDeviceToleration), and requesting the DRA driver's other capacities
+// as requests gives them (HAMi's cores; nil for none). hetsev-scaler's
+// per-Deployment templates and the webhook's per-namespace ones are built
+// from it.
+func GPUClaimSpec(memoryMiB int64, requests map[resourcev1.QualifiedName]resource.Quantity, celSelectors ...string) resourcev1.ResourceClaimSpec {
+	capacity := map[resourcev1.QualifiedName]resource.Quantity{
+		v1alpha1.DRAMemoryCapacity: resource.MustParse(fmt.Sprintf("%dMi", memoryMiB)),
+	}
+	for name, q := range requests {
+		if name != v1alpha1.DRAMemoryCapacity {
+			capacity[name] = q.DeepCopy()
+		}
+	}
 	var sel []resourcev1.DeviceSelector
 	for _, e := range celSelectors {
 		sel = append(sel, resourcev1.DeviceSelector{CEL: &resourcev1.CELDeviceSelector{Expression: e}})
@@ -29,9 +39,7 @@ func GPUClaimSpec(memoryMiB int64, celSelectors ...string) resourcev1.ResourceCl
 			Selectors:       sel,
 			AllocationMode:  resourcev1.DeviceAllocationModeExactCount,
 			Count:           1,
-			Capacity: &resourcev1.CapacityRequirements{Requests: map[resourcev1.QualifiedName]resource.Quantity{
-				v1alpha1.DRAMemoryCapacity: resource.MustParse(fmt.Sprintf("%dMi", memoryMiB)),
-			}},
+			Capacity:        &resourcev1.CapacityRequirements{Requests: capacity},
 			// The GPU pool's device taint (DeviceTaintRules in DRA mode)
 			// keeps other claims off the pool's GPUs, not hetsev's.
 			Tolerations: []resourcev1.DeviceToleration{PoolDeviceToleration()},
@@ -54,4 +62,28 @@ func ClaimMemoryMiB(spec resourcev1.ResourceClaimSpec) (int64, bool) {
 		return (q.Value() + mib - 1) / mib, true
 	}
 	return 0, false
+}
+
+// ClaimRequestsMatch reports whether spec's request
+// v1alpha1.ClaimRequestName asks for exactly requests besides its memory
+// (each capacity, the same quantity).
+func ClaimRequestsMatch(spec resourcev1.ResourceClaimSpec, requests map[resourcev1.QualifiedName]resource.Quantity) bool {
+	for _, r := range spec.Devices.Requests {
+		if r.Name != v1alpha1.ClaimRequestName || r.Exactly == nil || r.Exactly.Capacity == nil {
+			continue
+		}
+		n := 0
+		for name, q := range r.Exactly.Capacity.Requests {
+			if name == v1alpha1.DRAMemoryCapacity {
+				continue
+			}
+			want, ok := requests[name]
+			if !ok || want.Cmp(q) != 0 {
+				return false
+			}
+			n++
+		}
+		return n == len(requests)
+	}
+	return false
 }

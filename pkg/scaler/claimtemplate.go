@@ -18,15 +18,11 @@ import (
 	"github.com/hetsev/hetsev/pkg/gpuinventory"
 )
 
-// ProductSelector is dra.ProductSelector: the CEL selector that pins a
-// claim to the GPUs of one catalog product label.
-func ProductSelector(productLabel string) string { return dra.ProductSelector(productLabel) }
-
 // desiredClaimTemplate builds the ResourceClaimTemplate of one GPU type's
 // Deployment (DRA mode), named after the Deployment and controlled by the
 // ModelService: one request, v1alpha1.ClaimRequestName, for one device of
 // hetsev's DeviceClass (v1alpha1.DeviceClassName) of the type's product
-// (ProductSelector), consuming the instance's GPU memory as the capacity
+// (dra.ProductSelector), requesting the driver's extra capacities and consuming the instance's GPU memory as the capacity
 // v1alpha1.DRAMemoryCapacity, the same quantity as the pods'
 // hetsev.io/gpu-memory annotation (gpuinventory.GPUClaimSpec).
 func desiredClaimTemplate(s *service, p gpuProfile) *resourcev1.ResourceClaimTemplate {
@@ -44,7 +40,7 @@ func desiredClaimTemplate(s *service, p gpuProfile) *resourcev1.ResourceClaimTem
 		},
 		Spec: resourcev1.ResourceClaimTemplateSpec{
 			ObjectMeta: metav1.ObjectMeta{Labels: deploymentLabels(ms.Name, p.column())},
-			Spec:       gpuinventory.GPUClaimSpec(s.demand(p).MemoryMiB, ProductSelector(p.gpuType.ProductLabel)),
+			Spec:       gpuinventory.GPUClaimSpec(s.demand(p).MemoryMiB, s.driver.ClaimRequests, dra.ProductSelector(s.driver.Name, p.gpuType.ProductLabel)),
 		},
 	}
 }

@@ -154,7 +154,7 @@ func (o *Options) NewManager(cfg *rest.Config) (manager.Manager, error) {
 		return nil, err
 	}
 	if poolRules {
-		if err := (&PoolTaintReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+		if err := (&PoolTaintReconciler{Client: mgr.GetClient(), Driver: o.Defaults.DRADriver}).SetupWithManager(mgr); err != nil {
 			return nil, err
 		}
 	}

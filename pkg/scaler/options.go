@@ -10,6 +10,7 @@ import (
 
 	"github.com/hetsev/hetsev/pkg/adapter/prometheus"
 	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
+	"github.com/hetsev/hetsev/pkg/dra"
 	"github.com/hetsev/hetsev/pkg/heterogeneity"
 	"github.com/hetsev/hetsev/pkg/interference"
 	"github.com/hetsev/hetsev/pkg/schedulerconfig"
@@ -26,6 +27,9 @@ type Options struct {
 	Workers int
 	// CatalogFile is a GPU catalog CSV; "" uses the embedded one.
 	CatalogFile string
+	// DRADriver is the --dra-driver flags' configuration; Validate
+	// resolves it into Defaults.DRADriver.
+	DRADriver dra.DriverConfig
 	// LeaderElect elects a leader among replicas with the Lease
 	// v1alpha1.ScalerName in LeaderElectNamespace.
 	LeaderElect          bool
@@ -159,6 +163,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.IntVar(&o.DecisionHistory, "decision-history", o.DecisionHistory, fmt.Sprintf("how many of a ModelService's latest decisions status.decisions keeps, oldest first (those that changed replicas or the action, as status.lastDecision); 0 keeps none; at most %d", MaxDecisionHistory))
 	fs.DurationVar(&o.StatusRefresh, "status-refresh", o.StatusRefresh, "how often a ModelService's measured status fields (measuredAt, arrivalRate, saturation, latency, attainment, rateHistory) are rewritten while nothing else in its status changes; any other change is written at once. At least 1s")
 	fs.StringVar(&o.ClusterDomain, "cluster-domain", o.ClusterDomain, "DNS domain of the cluster's Services (the kubelet's clusterDomain): the host of each ModelService's VirtualService is <name>.<namespace>.svc.<domain>")
+	o.DRADriver.AddGoFlags(fs)
 	o.Prometheus.Connection.AddGoFlags(fs)
 	fs.DurationVar(&o.Prometheus.RateWindow, "rate-window", o.Prometheus.RateWindow, "with --metrics-backend=prometheus: the PromQL range of request rates and latency percentiles (whole seconds), as hetsev-metrics-adapter's --rate-window")
 }
@@ -195,12 +200,28 @@ func (o *Options) Validate() error {
 	if o.Defaults.SLOCheck != heterogeneity.SLOCheckModel && o.Defaults.SLOCheck != heterogeneity.SLOCheckPaper {
 		return fmt.Errorf("--slo-check=%q: want model or paper", o.Defaults.SLOCheck)
 	}
-	if _, err := o.GPUShareArgs(); err != nil {
+	args, err := o.GPUShareArgs()
+	if err != nil {
 		return fmt.Errorf("--scheduler-config: %w", err)
 	}
 	if !v1alpha1.IsGPUMode(o.Defaults.GPUMode) {
 		return fmt.Errorf("--gpu-mode=%q: want %s or %s", o.Defaults.GPUMode, v1alpha1.GPUModeAnnotations, v1alpha1.GPUModeDRA)
 	}
+	d, err := o.DRADriver.Driver()
+	if err != nil {
+		return fmt.Errorf("--dra-driver: %w", err)
+	}
+	// The scheduler counts the GPUs of its configured driver; claims
+	// written for another would never be allocated. Without --dra-driver
+	// flags, the scheduler configuration's driver is taken.
+	if o.SchedulerConfig != "" {
+		if o.DRADriver == (dra.DriverConfig{}) {
+			d = args.Driver
+		} else if !d.Equal(args.Driver) {
+			return fmt.Errorf("--dra-driver: %s, but --scheduler-config %s configures hetsev-scheduler with %s: set both alike", d, o.SchedulerConfig, args.Driver.WithDefault())
+		}
+	}
+	o.Defaults.DRADriver = d.WithDefault()
 	switch o.MetricsBackend {
 	case MetricsBackendCustomMetrics:
 	case MetricsBackendPrometheus:

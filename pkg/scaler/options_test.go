@@ -3,6 +3,8 @@ package scaler
 import (
 	"flag"
 	"io"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -41,7 +43,7 @@ func TestOptionsFlagsAndValidate(t *testing.T) {
 	if !reflect.DeepEqual(o.Defaults, DefaultDefaults) {
 		t.Errorf("defaults %+v, want DefaultDefaults %+v", o.Defaults, DefaultDefaults)
 	}
-	for _, args := range [][]string{{"--solver=ilp"}, {"--slo-check=strict"}, {"--workers=0"}, {"--gpu-mode=cdi"}, {"--metrics-timeout=0s"}, {"--metrics-timeout=1h"}, {"--decision-history=-1"}, {"--decision-history=101"}, {"--max-replicas=-1"}} {
+	for _, args := range [][]string{{"--solver=ilp"}, {"--slo-check=strict"}, {"--workers=0"}, {"--gpu-mode=cdi"}, {"--metrics-timeout=0s"}, {"--metrics-timeout=1h"}, {"--decision-history=-1"}, {"--decision-history=101"}, {"--max-replicas=-1"}, {"--dra-driver=amd"}} {
 		o := NewOptions()
 		fs := flag.NewFlagSet("hetsev-scaler", flag.ContinueOnError)
 		o.AddFlags(fs)
@@ -135,4 +137,61 @@ func TestFlagsRegisterOnTheProcessFlagSet(t *testing.T) {
 		}
 	}()
 	NewOptions().AddFlags(flag.CommandLine)
+}
+
+// --dra-driver picks the driver the scaler counts and claims from; without
+// the flags the scheduler configuration's driver is taken, and flags that
+// disagree with it are refused.
+func TestDRADriverFlags(t *testing.T) {
+	dir := t.TempDir()
+	cfg := func(driver string) string {
+		p := filepath.Join(dir, driver+".yaml")
+		body := `apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+profiles:
+  - schedulerName: hetsev-scheduler
+    pluginConfig:
+      - name: HetsevGPUShare
+        args:
+          gpuMode: dra
+          draDriver: ` + driver + "\n"
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	for _, c := range []struct {
+		args    []string
+		want    string // the driver's name
+		cores   bool   // claims request cores
+		errPart string
+	}{
+		{nil, "gpu.nvidia.com", false, ""},
+		{[]string{"--dra-driver=hami"}, "hami-core-gpu.project-hami.io", true, ""},
+		{[]string{"--dra-driver=hami", "--dra-claim-requests=-"}, "hami-core-gpu.project-hami.io", false, ""},
+		{[]string{"--scheduler-config=" + cfg("hami")}, "hami-core-gpu.project-hami.io", true, ""},
+		{[]string{"--scheduler-config=" + cfg("hami"), "--dra-driver=hami"}, "hami-core-gpu.project-hami.io", true, ""},
+		{[]string{"--scheduler-config=" + cfg("nvidia"), "--dra-driver=hami"}, "", false, "set both alike"},
+	} {
+		o := NewOptions()
+		fs := flag.NewFlagSet("hetsev-scaler", flag.ContinueOnError)
+		o.AddFlags(fs)
+		if err := fs.Parse(c.args); err != nil {
+			t.Fatal(err)
+		}
+		err := o.Validate()
+		if c.errPart != "" {
+			if err == nil || !strings.Contains(err.Error(), c.errPart) {
+				t.Errorf("%v: error %v, want one saying %q", c.args, err, c.errPart)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%v: %v", c.args, err)
+		}
+		_, cores := o.Defaults.DRADriver.ClaimRequests["cores"]
+		if o.Defaults.DRADriver.Name != c.want || cores != c.cores {
+			t.Errorf("%v: driver %s, want %s with cores requested %v", c.args, o.Defaults.DRADriver, c.want, c.cores)
+		}
+	}
 }

@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
+	"github.com/hetsev/hetsev/pkg/dra"
 	"github.com/hetsev/hetsev/pkg/gpuinventory"
 )
 
@@ -50,11 +51,12 @@ func PoolTaintRuleName(node string) string {
 	return "hetsev-gpu-pool-" + hex.EncodeToString(sum[:16])
 }
 
-// desiredPoolTaintRule taints every device NVIDIA's DRA driver publishes
-// in node's pool (the driver names a node's pool after the node) with the
-// pool's device taint. The node owns it, so it goes with the node.
-func desiredPoolTaintRule(node *v1.Node) *resourcev1beta2.DeviceTaintRule {
-	driver, pool := v1alpha1.DRADriver, node.Name
+// desiredPoolTaintRule taints every device the DRA driver named driver
+// publishes in node's pool (NVIDIA's and HAMi's drivers name a node's pool
+// after the node) with the pool's device taint. The node owns it, so it
+// goes with the node.
+func desiredPoolTaintRule(node *v1.Node, driver string) *resourcev1beta2.DeviceTaintRule {
+	pool := node.Name
 	t := gpuinventory.PoolDeviceTaint()
 	lbl := map[string]string{"app.kubernetes.io/managed-by": v1alpha1.ScalerName, "app.kubernetes.io/part-of": "hetsev", LabelPoolDeviceTaint: ""}
 	if len(node.Name) <= 63 {
@@ -77,6 +79,9 @@ func desiredPoolTaintRule(node *v1.Node) *resourcev1beta2.DeviceTaintRule {
 // serves DeviceTaintRules.
 type PoolTaintReconciler struct {
 	Client client.Client
+	// Driver is the DRA driver whose devices the rules taint; the zero
+	// Driver is dra.NVIDIA.
+	Driver dra.Driver
 }
 
 // Reconcile implements reconcile.Reconciler for one node: server-side
@@ -89,7 +94,7 @@ func (r *PoolTaintReconciler) Reconcile(ctx context.Context, req reconcile.Reque
 		return reconcile.Result{}, err
 	}
 	if err == nil && node.DeletionTimestamp.IsZero() && gpuinventory.InGPUPool(node) {
-		rule := desiredPoolTaintRule(node)
+		rule := desiredPoolTaintRule(node, r.Driver.WithDefault().Name)
 		obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(rule)
 		if err != nil {
 			return reconcile.Result{}, err

@@ -58,7 +58,7 @@ func TestPoolNodesGetADeviceTaintRule(t *testing.T) {
 
 	// Who tolerates it.
 	pt := gpuinventory.PoolDeviceTaint()
-	hetsev := gpuinventory.GPUClaimSpec(2048).Devices.Requests[0].Exactly.Tolerations
+	hetsev := gpuinventory.GPUClaimSpec(2048, nil).Devices.Requests[0].Exactly.Tolerations
 	if len(hetsev) != 1 || !resourceclaim.ToleratesTaint(hetsev[0], pt) {
 		t.Errorf("hetsev's claim tolerations %+v do not tolerate %+v", hetsev, pt)
 	}

@@ -25,6 +25,7 @@ type draCluster struct {
 	// nodes are the product's shareable devices per node
 	// (dra.Inventory, dra.OfProduct).
 	nodes  map[string]*dra.NodeDevices
+	driver string // the DRA driver's name
 	usages map[dra.DeviceKey][]dra.Usage
 	claims map[types.NamespacedName]*resourcev1.ResourceClaim
 	pods   map[types.NamespacedName]*v1.Pod
@@ -35,12 +36,14 @@ type draCluster struct {
 // (class; nil when it does not exist) selects and whose NoSchedule and
 // NoExecute taints the scaler's claims tolerate (they carry no
 // tolerations), as hetsev-scheduler's view keeps them (dra.SelectUsable).
-func newDRACluster(ctx context.Context, slices []*resourcev1.ResourceSlice, claims []*resourcev1.ResourceClaim, pods []*v1.Pod, product string, class *resourcev1.DeviceClass) *draCluster {
-	nodes := dra.Inventory(slices, v1alpha1.DRADriver)
+func newDRACluster(ctx context.Context, driver dra.Driver, slices []*resourcev1.ResourceSlice, claims []*resourcev1.ResourceClaim, pods []*v1.Pod, product string, class *resourcev1.DeviceClass) *draCluster {
+	driver = driver.WithDefault()
+	nodes := dra.Inventory(slices, driver)
 	dra.SelectUsable(ctx, nodes, class, v1alpha1.DeviceClassName, celCache(), true, nil)
 	dc := &draCluster{
 		nodes:  dra.OfProduct(nodes, product),
-		usages: dra.Usages(claims, v1alpha1.DRADriver),
+		driver: driver.Name,
+		usages: dra.Usages(claims, driver.Name),
 		claims: make(map[types.NamespacedName]*resourcev1.ResourceClaim, len(claims)),
 		pods:   make(map[types.NamespacedName]*v1.Pod, len(pods)),
 	}
@@ -92,7 +95,7 @@ func (dc *draCluster) occupancy(node string, bound []*v1.Pod, counted map[types.
 		dra.AddUnclaimedPod(occ, nd, p, dra.RequestedMiB(dc.claimOf(p)))
 	}
 	gpuOf = func(p *v1.Pod) (int, bool) {
-		for _, k := range dra.AllocatedDevices(dc.claimOf(p), v1alpha1.DRADriver) {
+		for _, k := range dra.AllocatedDevices(dc.claimOf(p), dc.driver) {
 			if i, ok := nd.Position(k); ok {
 				return i, true
 			}
@@ -130,7 +133,7 @@ func (r *Reconciler) draClusterFor(ctx context.Context, pods []*v1.Pod, product 
 	} else if err != nil {
 		return nil, fmt.Errorf("reading deviceclass %s: %w", v1alpha1.DeviceClassName, err)
 	}
-	return newDRACluster(ctx, pointers(slices.Items), pointers(claims.Items), pods, product, class), nil
+	return newDRACluster(ctx, r.defaults().DRADriver, pointers(slices.Items), pointers(claims.Items), pods, product, class), nil
 }
 
 // celCache compiles the DeviceClass's selectors once per process.

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
+	"github.com/hetsev/hetsev/pkg/dra"
 	"github.com/hetsev/hetsev/pkg/gpuinventory"
 	"github.com/hetsev/hetsev/pkg/heterogeneity"
 	"github.com/hetsev/hetsev/pkg/interference"
@@ -49,6 +50,10 @@ type Defaults struct {
 	// ResourceClaimTemplate per Deployment, allocated by hetsev-scheduler;
 	// the DRA driver injects the device through CDI).
 	GPUMode string
+	// DRADriver is the DRA driver whose GPUs the scaler counts and whose
+	// extra capacities its claim templates request (GPU mode dra); the
+	// zero Driver is dra.NVIDIA.
+	DRADriver dra.Driver
 	// Flavors are the instance flavors (busy shares) every GPU type of a
 	// ModelService is offered in, unless its spec.scaling.flavors names
 	// its own: each light flavor is a column of the decision with its own
@@ -102,7 +107,7 @@ type Defaults struct {
 // against RT_max 900 ms, where the demo's servers measure about 250 ms — and
 // would rule out types that do meet the SLO.
 var DefaultDefaults = Defaults{Solver: heterogeneity.SolverExact, SLOCheck: heterogeneity.SLOCheckPaper,
-	RuntimeClassName: gpuinventory.DefaultRuntimeClassName, GPUMode: v1alpha1.GPUModeAnnotations,
+	RuntimeClassName: gpuinventory.DefaultRuntimeClassName, GPUMode: v1alpha1.GPUModeAnnotations, DRADriver: dra.NVIDIA,
 	ReplicaCeiling: DefaultReplicaCeiling}
 
 // DefaultReplicaCeiling is --max-replicas' default: 100 replicas per
@@ -122,6 +127,8 @@ type service struct {
 	runtimeClass string
 	// dra: Defaults.GPUMode is v1alpha1.GPUModeDRA.
 	dra bool
+	// driver is Defaults.DRADriver (dra.NVIDIA when unset).
+	driver dra.Driver
 	// pool: hetsev-scheduler's arg gpuPool is on (Reconciler.gpuPool); its
 	// pods tolerate the pool taint and select the pool label.
 	pool bool
@@ -260,7 +267,7 @@ func validate(ms *v1alpha1.ModelService, cat catalog.Catalog, d Defaults) (*serv
 	if len(s.Profiles) == 0 {
 		return nil, fmt.Errorf("spec.profiles: at least one GPU type is required")
 	}
-	out := &service{obj: ms, runtimeClass: d.RuntimeClassName, dra: d.GPUMode == v1alpha1.GPUModeDRA}
+	out := &service{obj: ms, runtimeClass: d.RuntimeClassName, dra: d.GPUMode == v1alpha1.GPUModeDRA, driver: d.DRADriver.WithDefault()}
 	seen := map[string]bool{}
 	for i, p := range s.Profiles {
 		field := fmt.Sprintf("spec.profiles[%d]", i)

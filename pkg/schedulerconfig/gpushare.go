@@ -8,6 +8,7 @@ import (
 	"github.com/hetsev/hetsev/pkg/apis/config"
 	configv1 "github.com/hetsev/hetsev/pkg/apis/config/v1"
 	"github.com/hetsev/hetsev/pkg/apis/config/validation"
+	"github.com/hetsev/hetsev/pkg/dra"
 	"github.com/hetsev/hetsev/pkg/gpuinventory"
 	"github.com/hetsev/hetsev/pkg/interference"
 	"github.com/hetsev/hetsev/pkg/placement"
@@ -26,6 +27,9 @@ type GPUShareArgs struct {
 	// limits predict with: InterferenceModelFile's, or the fitted default
 	// when it is empty. The zero value reads as the fitted default.
 	Colocation interference.Colocation
+	// Driver is the DRA driver the draDriver fields configure (gpuMode
+	// dra); the zero Driver is dra.NVIDIA.
+	Driver dra.Driver
 }
 
 // DefaultGPUShareArgs are the arguments of a profile that gives
@@ -38,6 +42,7 @@ func DefaultGPUShareArgs() GPUShareArgs {
 	// The generated conversion copies fields and returns no error.
 	_ = configv1.Convert_v1_HetsevGPUShareArgs_To_config_HetsevGPUShareArgs(&v, &a.HetsevGPUShareArgs, nil)
 	a.Colocation = interference.FittedColocation()
+	a.Driver = dra.NVIDIA
 	return a
 }
 
@@ -55,6 +60,8 @@ func CompleteGPUShareArgs(path *field.Path, args config.HetsevGPUShareArgs) (GPU
 		return a, fmt.Errorf("%s: %w", path.Child("interferenceModelFile"), err)
 	}
 	a.Colocation = m
+	// Validated above.
+	a.Driver, _ = validation.DRADriverOf(&a.HetsevGPUShareArgs).Driver()
 	return a, nil
 }
 

@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
+	"github.com/hetsev/hetsev/pkg/dra"
 	"github.com/hetsev/hetsev/pkg/gpuinventory"
 )
 
@@ -59,6 +60,9 @@ type ClaimTemplateEnsurer interface {
 // hand) is an error that says so: the pod would get other than it asked.
 type ClaimTemplates struct {
 	Client kubernetes.Interface
+	// Driver's ClaimRequests are requested by every template besides the
+	// memory (HAMi's cores); the zero Driver is dra.NVIDIA.
+	Driver dra.Driver
 }
 
 // Ensure implements ClaimTemplateEnsurer.
@@ -67,7 +71,7 @@ func (c ClaimTemplates) Ensure(ctx context.Context, namespace string, memoryMiB 
 	api := c.Client.ResourceV1().ResourceClaimTemplates(namespace)
 	cur, err := api.Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		cur, err = api.Create(ctx, desiredNamespaceTemplate(namespace, memoryMiB), metav1.CreateOptions{})
+		cur, err = api.Create(ctx, desiredNamespaceTemplate(namespace, memoryMiB, c.Driver.WithDefault()), metav1.CreateOptions{})
 		if apierrors.IsAlreadyExists(err) {
 			cur, err = api.Get(ctx, name, metav1.GetOptions{})
 		}
@@ -75,20 +79,21 @@ func (c ClaimTemplates) Ensure(ctx context.Context, namespace string, memoryMiB 
 	if err != nil {
 		return fmt.Errorf("resourceclaimtemplate %s/%s: %w", namespace, name, err)
 	}
-	if got, ok := gpuinventory.ClaimMemoryMiB(cur.Spec.Spec); !ok || got != memoryMiB {
-		return fmt.Errorf("resourceclaimtemplate %s/%s exists but does not request %d MiB of %s capacity %q of DeviceClass %s: delete it, the webhook then recreates it",
-			namespace, name, memoryMiB, v1alpha1.DRADriver, v1alpha1.DRAMemoryCapacity, v1alpha1.DeviceClassName)
+	d := c.Driver.WithDefault()
+	if got, ok := gpuinventory.ClaimMemoryMiB(cur.Spec.Spec); !ok || got != memoryMiB || !gpuinventory.ClaimRequestsMatch(cur.Spec.Spec, d.ClaimRequests) {
+		return fmt.Errorf("resourceclaimtemplate %s/%s exists but does not request %d MiB of capacity %q of DeviceClass %s and exactly the claim requests of DRA driver %s: delete it, the webhook then recreates it",
+			namespace, name, memoryMiB, v1alpha1.DRAMemoryCapacity, v1alpha1.DeviceClassName, d)
 	}
 	return nil
 }
 
-func desiredNamespaceTemplate(namespace string, memoryMiB int64) *resourcev1.ResourceClaimTemplate {
+func desiredNamespaceTemplate(namespace string, memoryMiB int64, driver dra.Driver) *resourcev1.ResourceClaimTemplate {
 	labels := map[string]string{"app.kubernetes.io/managed-by": ManagedByWebhook, "app.kubernetes.io/part-of": "hetsev"}
 	return &resourcev1.ResourceClaimTemplate{
 		ObjectMeta: metav1.ObjectMeta{Name: ClaimTemplateName(memoryMiB), Namespace: namespace, Labels: labels},
 		Spec: resourcev1.ResourceClaimTemplateSpec{
 			ObjectMeta: metav1.ObjectMeta{Labels: labels},
-			Spec:       gpuinventory.GPUClaimSpec(memoryMiB),
+			Spec:       gpuinventory.GPUClaimSpec(memoryMiB, driver.ClaimRequests),
 		},
 	}
 }

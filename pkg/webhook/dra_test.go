@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
+	"github.com/hetsev/hetsev/pkg/dra"
 	"github.com/hetsev/hetsev/pkg/gpuinventory"
 )
 
@@ -162,7 +163,7 @@ func TestDRAModeRefusesOrLeavesAlone(t *testing.T) {
 		t.Errorf("pod with its own claim: allowed %v, scheduler %q, claims %+v", resp.Allowed, got.Spec.SchedulerName, got.Spec.ResourceClaims)
 	}
 
-	odd := desiredNamespaceTemplate("ns", 4096)
+	odd := desiredNamespaceTemplate("ns", 4096, dra.NVIDIA)
 	odd.Name = ClaimTemplateName(2048)
 	if _, err := kube.ResourceV1().ResourceClaimTemplates("ns").Create(context.Background(), odd, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)

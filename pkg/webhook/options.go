@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
+	"github.com/hetsev/hetsev/pkg/dra"
 	"github.com/hetsev/hetsev/pkg/gpuinventory"
 	"github.com/hetsev/hetsev/pkg/servingcert"
 
@@ -53,6 +54,10 @@ type Options struct {
 	// GPUMode is PodMutator.GPUMode. It has no flag of its own either: it
 	// is hetsev-scaler's --gpu-mode.
 	GPUMode string
+	// DRADriver is the driver whose extra capacities the webhook's claim
+	// templates request (ClaimTemplates.Driver): hetsev-scaler's
+	// --dra-driver flags.
+	DRADriver dra.Driver
 	// GPUPool is PodMutator.GPUPool. It has no flag: it is the gpuPool of
 	// the scheduler configuration hetsev-scaler reads (--scheduler-config).
 	GPUPool bool
@@ -177,7 +182,7 @@ func (o *Options) AddToManager(mgr manager.Manager, kube kubernetes.Interface) e
 		}
 		srv.interval = o.CertCheckInterval
 	}
-	srv.Register(Path, NewHandler(PodMutator{RuntimeClassName: o.RuntimeClassName, GPUMode: o.GPUMode, Templates: ClaimTemplates{Client: kube}, GPUPool: o.GPUPool}))
+	srv.Register(Path, NewHandler(PodMutator{RuntimeClassName: o.RuntimeClassName, GPUMode: o.GPUMode, Templates: ClaimTemplates{Client: kube, Driver: o.DRADriver}, GPUPool: o.GPUPool}))
 	srv.Register("/healthz", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) }))
 	if err := mgr.Add(srv); err != nil {
 		return fmt.Errorf("adding the webhook server to the manager: %w", err)

@@ -1,6 +1,34 @@
 {{/*
 hetsev.namespace: the programs' namespace (namespace.name).
 */}}
+{{/* The DRA driver's name and full-GPU type: the dra.driver profile's
+(pkg/dra.Profile) unless dra.driverName / dra.gpuType replace them. */}}
+{{- define "hetsev.draDriverName" -}}
+{{- if .Values.dra.driverName }}{{ .Values.dra.driverName }}{{ else if eq .Values.dra.driver "hami" }}hami-core-gpu.project-hami.io{{ else }}gpu.nvidia.com{{ end }}
+{{- end }}
+{{- define "hetsev.draGPUType" -}}
+{{- if .Values.dra.gpuType }}{{ .Values.dra.gpuType }}{{ else if eq .Values.dra.driver "hami" }}hami-gpu{{ else }}gpu{{ end }}
+{{- end }}
+
+{{/* The --dra-driver flags of hetsev-scaler and hetsev-metrics-adapter
+(none for the default profile, as manifests/overlays/dra). */}}
+{{- define "hetsev.draArgs" -}}
+{{- if ne .Values.dra.driver "nvidia" }}
+- --dra-driver={{ .Values.dra.driver }}
+{{- end }}
+{{- if .Values.dra.driverName }}
+- --dra-driver-name={{ .Values.dra.driverName }}
+{{- end }}
+{{- if .Values.dra.gpuType }}
+- --dra-gpu-type={{ .Values.dra.gpuType }}
+{{- end }}
+{{- if .Values.dra.claimRequests }}
+{{- $reqs := list }}
+{{- range $k, $v := .Values.dra.claimRequests }}{{ $reqs = append $reqs (printf "%s=%s" $k (toString $v)) }}{{ end }}
+- --dra-claim-requests={{ join "," $reqs }}
+{{- end }}
+{{- end }}
+
 {{- define "hetsev.namespace" -}}
 {{- .Values.namespace.name -}}
 {{- end -}}

@@ -53,7 +53,7 @@ func New(slice *resourceapi.ResourceSlice, cdiDir string) (*Plugin, error) {
 		return nil, errors.New("draplugin: no CDI spec dir")
 	}
 	p := &Plugin{driver: slice.Spec.Driver, node: *slice.Spec.NodeName, cdiDir: cdiDir, index: map[dra.DeviceKey]int{}}
-	for _, nd := range dra.Inventory([]*resourceapi.ResourceSlice{slice}, p.driver) {
+	for _, nd := range dra.Inventory([]*resourceapi.ResourceSlice{slice}, dra.Driver{Name: p.driver}) {
 		for _, d := range nd.Devices {
 			p.index[d.Key()] = d.Index
 		}

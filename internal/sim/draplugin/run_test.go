@@ -70,7 +70,7 @@ func TestServePublishesTheSliceAndPreparesClaims(t *testing.T) {
 	if want := dradriver.Slice("node1", v100, 4).Spec.Devices; !equality.Semantic.DeepEqual(s.Spec.Devices, want) {
 		t.Errorf("published devices %+v, want dradriver.Slice's %+v", s.Spec.Devices, want)
 	}
-	inv := dra.Inventory([]*resourceapi.ResourceSlice{&s}, v1alpha1.DRADriver)
+	inv := dra.Inventory([]*resourceapi.ResourceSlice{&s}, dra.NVIDIA)
 	if nd := inv["node1"]; nd == nil || len(nd.Devices) != 4 || len(nd.Unusable) != 0 {
 		t.Errorf("hetsev-scheduler's inventory of the published slice: %+v, want node1 with 4 usable GPUs", inv)
 	}

@@ -41,7 +41,7 @@ type draNode struct {
 // driver would (dradriver.Slice).
 func newDRANode(name string, t catalog.GPUType, count int) *draNode {
 	s := dradriver.Slice(name, t, count)
-	nd := dra.OfProduct(dra.Inventory([]*resourcev1.ResourceSlice{s}, v1alpha1.DRADriver), t.ProductLabel)[name]
+	nd := dra.OfProduct(dra.Inventory([]*resourcev1.ResourceSlice{s}, dra.NVIDIA), t.ProductLabel)[name]
 	if nd == nil { // not reached: the slice above is shareable
 		nd = &dra.NodeDevices{Node: name}
 	}

@@ -124,7 +124,7 @@ func (p *Provider) claimedGPU(pod *corev1.Pod) (dra.GPUID, error) {
 		}
 		return c, err
 	}
-	return dra.PodGPU(pod, getClaim, slices, v1alpha1.DRADriver)
+	return dra.PodGPU(pod, getClaim, slices, p.draDriver)
 }
 
 // deploymentPods returns the pods a Deployment's selector selects in its

@@ -24,6 +24,7 @@ import (
 
 	"github.com/hetsev/hetsev/pkg/adapter"
 	"github.com/hetsev/hetsev/pkg/adapter/internal/selfmetrics"
+	"github.com/hetsev/hetsev/pkg/dra"
 )
 
 // Provider serves the adapter's metrics (see the adapter.Metric* constants)
@@ -52,6 +53,7 @@ type Provider struct {
 
 	// GPU mode dra (WithDRA): where podGPU finds the GPU of a pod without
 	// hetsev.io/gpu-index. Nil in annotation mode.
+	draDriver string // the DRA driver's name (WithDRA)
 	claims    resourcelisters.ResourceClaimLister
 	slices    resourcelisters.ResourceSliceLister
 	draSynced func() bool
@@ -78,12 +80,16 @@ func (p *Provider) WithModelServices(l metadatalister.Lister, synced func() bool
 // WithDRA makes p find the GPU of a pod that has no hetsev.io/gpu-index
 // annotation from its ResourceClaims (GPU mode dra, where another
 // scheduler's DynamicResources plugin may have allocated the claim): the
-// device of driver v1alpha1.DRADriver its claims are allocated, and that
-// device's index attribute in the ResourceSlice of the pod's node (see
-// podGPU). claims and slices are the informers' listers; until synced
-// reports true (nil: at once) such a pod has no data. It returns p.
-func (p *Provider) WithDRA(claims resourcelisters.ResourceClaimLister, slices resourcelisters.ResourceSliceLister, synced func() bool) *Provider {
-	p.claims, p.slices, p.draSynced = claims, slices, synced
+// device of DRA driver driver (its name; "" is dra.NVIDIA's) its
+// claims are allocated, and that device's uuid and index in the
+// ResourceSlice of the pod's node (see podGPU). claims and slices are the
+// informers' listers; until synced reports true (nil: at once) such a pod
+// has no data. It returns p.
+func (p *Provider) WithDRA(driver string, claims resourcelisters.ResourceClaimLister, slices resourcelisters.ResourceSliceLister, synced func() bool) *Provider {
+	if driver == "" {
+		driver = dra.NVIDIA.Name
+	}
+	p.draDriver, p.claims, p.slices, p.draSynced = driver, claims, slices, synced
 	return p
 }
 

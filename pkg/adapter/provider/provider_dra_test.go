@@ -78,7 +78,7 @@ func draFixture(t *testing.T, pods ...*corev1.Pod) *Provider {
 	podLister, deps := adaptertest.Listers(t, pods, []*appsv1.Deployment{
 		adaptertest.Deployment("ml", "llm", map[string]string{"app": "llm"}),
 	})
-	return New(src, podLister, deps).WithDRA(claims, slices, nil)
+	return New(src, podLister, deps).WithDRA("", claims, slices, nil)
 }
 
 // In GPU mode dra, a pod without hetsev.io/gpu-index (its claim allocated
@@ -170,7 +170,7 @@ func TestProviderDRAPodGPUErrors(t *testing.T) {
 	// Until the claim and slice caches have synced, no pod is read from
 	// its claims.
 	synced := false
-	p.WithDRA(p.claims, p.slices, func() bool { return synced })
+	p.WithDRA("", p.claims, p.slices, func() bool { return synced })
 	checkNoGPU(t, p, "missing", "caches have not synced yet")
 	synced = true
 	checkNoGPU(t, p, "missing", "ResourceClaim ml/nope: not found")

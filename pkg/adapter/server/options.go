@@ -12,6 +12,7 @@ package server
 
 import (
 	"errors"
+	"flag"
 	"fmt"
 	"time"
 
@@ -22,6 +23,7 @@ import (
 	"github.com/hetsev/hetsev/pkg/adapter/prometheus"
 	"github.com/hetsev/hetsev/pkg/adapter/scrape"
 	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
+	"github.com/hetsev/hetsev/pkg/dra"
 )
 
 // Name is the API server's name (basecmd.AdapterBase.Name).
@@ -46,6 +48,9 @@ type Options struct {
 	// hetsev.io/gpu-index) or v1alpha1.GPUModeDRA (that annotation, else
 	// the device its ResourceClaims are allocated) (--gpu-mode).
 	GPUMode string
+	// DRADriver is the --dra-driver flags' configuration: the DRA driver
+	// whose devices GPU mode dra joins pods to.
+	DRADriver dra.DriverConfig
 	// Namespace limits the pods watched and the objects served to one
 	// namespace; empty means all (--namespace).
 	Namespace string
@@ -88,8 +93,11 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.GPUMode, "gpu-mode", o.GPUMode,
 		"How pods reach their GPU, as hetsev-scheduler's gpuMode and hetsev-scaler's --gpu-mode; it says how a pod is joined to its GPU's DCGM series. "+
 			v1alpha1.GPUModeAnnotations+": the pod's "+v1alpha1.AnnotationGPUIndex+" on its node. "+
-			v1alpha1.GPUModeDRA+": that annotation when present (hetsev-scheduler writes it), else the index attribute of the "+v1alpha1.DRADriver+
+			v1alpha1.GPUModeDRA+": that annotation when present (hetsev-scheduler writes it), else the uuid (or index) attribute of the --dra-driver"+
 			" device the pod's ResourceClaims are allocated (pods whose claims another scheduler allocated; the lowest index when they hold several GPUs); the adapter then also watches resource.k8s.io/v1 ResourceClaims and ResourceSlices.")
+	draFlags := flag.NewFlagSet("dra", flag.ContinueOnError)
+	o.DRADriver.AddGoFlags(draFlags)
+	fs.AddGoFlagSet(draFlags)
 	fs.DurationVar(&o.Scrape.Interval, "scrape-interval", o.Scrape.Interval,
 		"Wall-clock interval between scrapes of each annotated pod.")
 	fs.DurationVar(&o.Scrape.Timeout, "scrape-timeout", o.Scrape.Timeout,
@@ -147,6 +155,9 @@ func (o *Options) Validate() error {
 	}
 	if !v1alpha1.IsGPUMode(o.GPUMode) {
 		return fmt.Errorf("--gpu-mode %q: want %s or %s", o.GPUMode, v1alpha1.GPUModeAnnotations, v1alpha1.GPUModeDRA)
+	}
+	if _, err := o.DRADriver.Driver(); err != nil {
+		return fmt.Errorf("--dra-driver: %w", err)
 	}
 	switch o.Backend {
 	case BackendScrape:

@@ -43,7 +43,11 @@ func (o *Options) Run(ctx context.Context) error {
 		prov.WithModelServices(inf.services, inf.servicesSynced)
 	}
 	if inf.claims != nil {
-		prov.WithDRA(inf.claims.Lister(), inf.slices.Lister(), inf.draSynced)
+		driver, err := o.DRADriver.Driver()
+		if err != nil {
+			return fmt.Errorf("--dra-driver: %w", err)
+		}
+		prov.WithDRA(driver.Name, inf.claims.Lister(), inf.slices.Lister(), inf.draSynced)
 	}
 	o.WithCustomMetrics(prov)
 

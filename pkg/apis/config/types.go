@@ -64,6 +64,16 @@ type HetsevGPUShareArgs struct {
 	// without the label is refused with a reason naming it. After
 	// defaulting never nil.
 	GPUPool *bool
+	// DRADriver is the profile of the DRA driver whose GPUs gpuMode dra
+	// shares (dra.Profiles: "nvidia", "hami"; "" is dra.DefaultProfile).
+	DRADriver string
+	// DRADriverName and DRAGPUType, when not empty, replace the profile's
+	// driver name and the type attribute of a full GPU.
+	DRADriverName, DRAGPUType string
+	// DRAClaimRequests, when not empty, replace the profile's capacities
+	// other than memory that hetsev's claims request (capacity name to
+	// quantity, e.g. cores: "0").
+	DRAClaimRequests map[string]string
 }
 
 // Anti-affinity modes of HetsevGPUShareArgs.AntiAffinity.

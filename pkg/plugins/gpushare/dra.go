@@ -93,6 +93,8 @@ type DRAGPUShare struct {
 	// features are the structured allocator's features under the
 	// scheduler's feature gates (dra.AllocatorFeatures).
 	features structured.Features
+	// driver is the DRA driver whose GPUs the plugin shares.
+	driver dra.Driver
 	// draReserved is what Reserve allocated per pod; guarded by mu.
 	draReserved map[types.UID]*draReservation
 	// inFlight is the pod each claim is being allocated for, between
@@ -107,8 +109,8 @@ type DRAGPUShare struct {
 // (as for the upstream DynamicResources plugin: with DRADeviceTaints a
 // tainted GPU gets no share unless the claim tolerates it). It is an error
 // without the DRA manager or without consumable capacity.
-func newDRAGPUShare(h fwk.Handle, pl placement.Placer) (*DRAGPUShare, error) {
-	p := &DRAGPUShare{gpuShare: newGPUShare(h, pl), draReserved: map[types.UID]*draReservation{}, inFlight: map[types.UID]*v1.Pod{}}
+func newDRAGPUShare(h fwk.Handle, pl placement.Placer, driver dra.Driver) (*DRAGPUShare, error) {
+	p := &DRAGPUShare{gpuShare: newGPUShare(h, pl), driver: driver.WithDefault(), draReserved: map[types.UID]*draReservation{}, inFlight: map[types.UID]*v1.Pod{}}
 	p.draManager = h.SharedDRAManager()
 	if p.draManager == nil {
 		return nil, fmt.Errorf("%s: gpuMode %s needs the scheduler's DRA manager (feature DynamicResourceAllocation)", Name, v1alpha1.GPUModeDRA)
@@ -156,6 +158,7 @@ func draStateFrom(state fwk.CycleState) (*draState, bool) {
 // draView is the cycle's snapshot: shareable GPUs per node and what every
 // allocated claim holds.
 type draView struct {
+	driver string // the DRA driver's name
 	nodes  map[string]*dra.NodeDevices
 	usages map[dra.DeviceKey][]dra.Usage
 }
@@ -278,7 +281,7 @@ func (p *DRAGPUShare) PreFilter(ctx context.Context, state fwk.CycleState, pod *
 	}
 	if largest := dra.MaxMemoryBytes(view.nodes); mem.Value() > largest {
 		return nil, fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("ResourceClaim %s/%s requests %s of GPU memory (capacity %q); the largest shareable GPU of driver %s has %d MiB%s",
-			claim.Namespace, claim.Name, mem.String(), v1alpha1.DRAMemoryCapacity, v1alpha1.DRADriver, largest/(1<<20), unusableSummary(view, "")))
+			claim.Namespace, claim.Name, mem.String(), v1alpha1.DRAMemoryCapacity, p.driver.Name, largest/(1<<20), unusableSummary(view, "")))
 	}
 	state.Write(stateKey, s)
 	return nil, nil
@@ -301,9 +304,9 @@ func (p *DRAGPUShare) draSnapshot(ctx context.Context, class *resourceapi.Device
 		return nil, fmt.Errorf("listing ResourceClaims: %w", err)
 	}
 	claims = withPendingAllocations(claims, tracker)
-	nodes := dra.Inventory(sl, v1alpha1.DRADriver)
+	nodes := dra.Inventory(sl, p.driver)
 	dra.SelectByClass(ctx, nodes, class, p.celCache)
-	return &draView{nodes: nodes, usages: dra.Usages(claims, v1alpha1.DRADriver)}, nil
+	return &draView{driver: p.driver.Name, nodes: nodes, usages: dra.Usages(claims, p.driver.Name)}, nil
 }
 
 // withPendingAllocations is claims with each allocation in flight (made in
@@ -338,7 +341,7 @@ func withPendingAllocations(claims []*resourceapi.ResourceClaim, tracker fwk.Res
 
 // allocatedGPU is the node and GPU index of a claim's allocation.
 func allocatedGPU(view *draView, claim *resourceapi.ResourceClaim) (string, int, error) {
-	for _, k := range dra.AllocatedDevices(claim, v1alpha1.DRADriver) {
+	for _, k := range dra.AllocatedDevices(claim, view.driver) {
 		for node, nd := range view.nodes {
 			if i, ok := nd.Position(k); ok {
 				return node, nd.Devices[i].Index, nil
@@ -346,7 +349,7 @@ func allocatedGPU(view *draView, claim *resourceapi.ResourceClaim) (string, int,
 		}
 		return "", 0, fmt.Errorf("ResourceClaim %s/%s is allocated on device %s, which no node publishes as a shareable GPU", claim.Namespace, claim.Name, k)
 	}
-	return "", 0, fmt.Errorf("ResourceClaim %s/%s is allocated, but on no device of driver %s", claim.Namespace, claim.Name, v1alpha1.DRADriver)
+	return "", 0, fmt.Errorf("ResourceClaim %s/%s is allocated, but on no device of driver %s", claim.Namespace, claim.Name, view.driver)
 }
 
 // unusableSummary names up to three devices of the driver hetsev does not
@@ -413,7 +416,7 @@ func (p *DRAGPUShare) accountDRANode(ctx context.Context, s *draState, nodeInfo 
 	n := &draNode{}
 	nd := s.view.nodes[node.Name]
 	if nd == nil || len(nd.Devices) == 0 {
-		n.err = fmt.Errorf("node %s has no shareable GPU of DRA driver %s%s", node.Name, v1alpha1.DRADriver, unusableSummary(s.view, node.Name))
+		n.err = fmt.Errorf("node %s has no shareable GPU of DRA driver %s%s", node.Name, p.driver.Name, unusableSummary(s.view, node.Name))
 		return n, nil
 	}
 	n.devices = nd

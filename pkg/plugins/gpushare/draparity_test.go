@@ -73,7 +73,7 @@ func TestDRASkipsDevicesWithBindingConditions(t *testing.T) {
 	if got := allocatedDevice(tb.storedClaim(t, "c"), v1alpha1.DRADriver); got != "a/gpu-0" {
 		t.Errorf("allocated %q, want a/gpu-0 (gpu-1 needs binding conditions)", got)
 	}
-	nd := dra.Inventory([]*resourceapi.ResourceSlice{s}, v1alpha1.DRADriver)["a"]
+	nd := dra.Inventory([]*resourceapi.ResourceSlice{s}, dra.NVIDIA)["a"]
 	if len(nd.Unusable) != 1 || !strings.Contains(nd.Unusable[0].Reason, "binding conditions [example.com/attached]") {
 		t.Errorf("unusable %+v, want gpu-1 for its binding conditions", nd.Unusable)
 	}

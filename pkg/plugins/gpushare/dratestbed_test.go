@@ -139,7 +139,7 @@ func newDRATestbed(t *testing.T, objs ...runtime.Object) *draTestbed {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := newDRAGPUShare(h, a.placer())
+	p, err := newDRAGPUShare(h, a.placer(), a.Driver)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -278,7 +278,7 @@ func deviceClasses() []runtime.Object {
 func gpuClaim(name, memory string) *resourceapi.ResourceClaim {
 	return &resourceapi.ResourceClaim{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", UID: types.UID(name + "-uid")},
-		Spec:       gpuinventory.GPUClaimSpec(mib(memory)),
+		Spec:       gpuinventory.GPUClaimSpec(mib(memory), nil),
 	}
 }
 

@@ -73,7 +73,7 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 		forgetNode func(string)
 	)
 	if args.GPUMode == v1alpha1.GPUModeDRA {
-		d, err := newDRAGPUShare(h, args.placer())
+		d, err := newDRAGPUShare(h, args.placer(), args.Driver)
 		if err != nil {
 			return nil, err
 		}
@@ -93,7 +93,7 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 	if err := forgetDeleted(h, forget, forgetNode); err != nil {
 		return nil, err
 	}
-	klog.FromContext(ctx).V(2).Info("plugin initialised", "plugin", Name, "gpuMode", args.GPUMode, "fit", args.Fit, "antiAffinity", args.AntiAffinity, "interferenceWeight", *args.InterferenceWeight, "interferenceModel", args.Colocation.Source, "gpuPool", args.pool())
+	klog.FromContext(ctx).V(2).Info("plugin initialised", "plugin", Name, "gpuMode", args.GPUMode, "fit", args.Fit, "antiAffinity", args.AntiAffinity, "interferenceWeight", *args.InterferenceWeight, "interferenceModel", args.Colocation.Source, "gpuPool", args.pool(), "draDriver", args.Driver.WithDefault().String())
 	return p, nil
 }
 

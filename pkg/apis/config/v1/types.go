@@ -101,4 +101,23 @@ type HetsevGPUShareArgs struct {
 	// label keep their placements on upgrade; manifests/scheduler-config.yaml
 	// turns it on. A pointer, so an explicit false is kept.
 	GPUPool *bool `json:"gpuPool,omitempty"`
+	// DRADriver (default "nvidia") is the profile of the DRA driver whose
+	// GPUs gpuMode "dra" shares: "nvidia" (NVIDIA's dra-driver-nvidia-gpu,
+	// driver gpu.nvidia.com, full GPUs of type "gpu") or "hami" (HAMi's
+	// k8s-dra-driver, driver hami-core-gpu.project-hami.io, full GPUs of
+	// type "hami-gpu", claims requesting cores "0": no compute cap). It
+	// must agree with hetsev-scaler's --dra-driver, which writes the
+	// claims, and the DeviceClass.
+	DRADriver string `json:"draDriver,omitempty"`
+	// DRADriverName, when set, replaces the profile's driver name (the
+	// ResourceSlices' spec.driver).
+	DRADriverName string `json:"draDriverName,omitempty"`
+	// DRAGPUType, when set, replaces the profile's value of the device
+	// attribute "type" of a full GPU; devices of other types (MIG, VFIO)
+	// are not shared.
+	DRAGPUType string `json:"draGPUType,omitempty"`
+	// DRAClaimRequests, when set, replace the profile's capacities other
+	// than memory that every hetsev claim requests, capacity name to
+	// quantity (e.g. {cores: "0"}).
+	DRAClaimRequests map[string]string `json:"draClaimRequests,omitempty"`
 }

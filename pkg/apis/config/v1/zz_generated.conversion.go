@@ -74,6 +74,10 @@ func autoConvert_v1_HetsevGPUShareArgs_To_config_HetsevGPUShareArgs(in *HetsevGP
 	out.Consolidate = (*bool)(unsafe.Pointer(in.Consolidate))
 	out.GPUMode = in.GPUMode
 	out.GPUPool = (*bool)(unsafe.Pointer(in.GPUPool))
+	out.DRADriver = in.DRADriver
+	out.DRADriverName = in.DRADriverName
+	out.DRAGPUType = in.DRAGPUType
+	out.DRAClaimRequests = *(*map[string]string)(unsafe.Pointer(&in.DRAClaimRequests))
 	return nil
 }
 
@@ -91,6 +95,10 @@ func autoConvert_config_HetsevGPUShareArgs_To_v1_HetsevGPUShareArgs(in *config.H
 	out.Consolidate = (*bool)(unsafe.Pointer(in.Consolidate))
 	out.GPUMode = in.GPUMode
 	out.GPUPool = (*bool)(unsafe.Pointer(in.GPUPool))
+	out.DRADriver = in.DRADriver
+	out.DRADriverName = in.DRADriverName
+	out.DRAGPUType = in.DRAGPUType
+	out.DRAClaimRequests = *(*map[string]string)(unsafe.Pointer(&in.DRAClaimRequests))
 	return nil
 }
 

@@ -58,6 +58,13 @@ func (in *HetsevGPUShareArgs) DeepCopyInto(out *HetsevGPUShareArgs) {
 		*out = new(bool)
 		**out = **in
 	}
+	if in.DRAClaimRequests != nil {
+		in, out := &in.DRAClaimRequests, &out.DRAClaimRequests
+		*out = make(map[string]string, len(*in))
+		for key, val := range *in {
+			(*out)[key] = val
+		}
+	}
 	return
 }
 

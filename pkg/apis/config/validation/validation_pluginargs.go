@@ -7,11 +7,14 @@ package validation
 
 import (
 	"math"
+	"slices"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/hetsev/hetsev/pkg/apis/config"
 	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
+	"github.com/hetsev/hetsev/pkg/dra"
 )
 
 // Bounds of HetsevFairQueueArgs.
@@ -59,5 +62,21 @@ func ValidateHetsevGPUShareArgs(path *field.Path, args *config.HetsevGPUShareArg
 	if !v1alpha1.IsGPUMode(args.GPUMode) {
 		errs = append(errs, field.NotSupported(path.Child("gpuMode"), args.GPUMode, v1alpha1.GPUModes()))
 	}
+	if _, err := DRADriverOf(args).Driver(); err != nil {
+		errs = append(errs, field.Invalid(path.Child("draDriver"), args.DRADriver, err.Error()))
+	}
 	return errs
+}
+
+// DRADriverOf is args' DRA driver configuration: its profile and the
+// overrides args name.
+func DRADriverOf(args *config.HetsevGPUShareArgs) dra.DriverConfig {
+	c := dra.DriverConfig{Profile: args.DRADriver, Name: args.DRADriverName, GPUType: args.DRAGPUType}
+	var reqs []string
+	for name, q := range args.DRAClaimRequests {
+		reqs = append(reqs, name+"="+q)
+	}
+	slices.Sort(reqs)
+	c.ClaimRequests = strings.Join(reqs, ",")
+	return c
 }
