@@ -249,7 +249,10 @@ func waitPlaced(ctx context.Context, t *testing.T, c kubernetes.Interface, name 
 		if r.ShareID == nil {
 			return false, fmt.Errorf("claim of %s allocated without a shareID", name)
 		}
-		if got := p.Annotations[v1alpha1.AnnotationGPUIndex]; got != strings.TrimPrefix(r.Device, "gpu-") {
+		// Devices are named <kind>-<position> here (NVIDIA's gpu-0,
+		// HAMi's hami-gpu-0), and without an index attribute the
+		// position is the index.
+		if got := p.Annotations[v1alpha1.AnnotationGPUIndex]; got != r.Device[strings.LastIndex(r.Device, "-")+1:] {
 			return false, fmt.Errorf("pod %s has %s=%q, allocated device %s", name, v1alpha1.AnnotationGPUIndex, got, r.Device)
 		}
 		pl = placed{node: p.Spec.NodeName, device: r.Device, consumed: r.ConsumedCapacity[v1alpha1.DRAMemoryCapacity]}
