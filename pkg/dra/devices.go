@@ -12,6 +12,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/dynamic-resource-allocation/cel"
@@ -169,7 +170,7 @@ func Inventory(all []*resourceapi.ResourceSlice, driver Driver) map[string]*Node
 	}
 	for _, nd := range nodes {
 		slices.SortFunc(nd.Devices, func(a, b Device) int {
-			return cmp.Or(cmp.Compare(a.Pool, b.Pool), cmp.Compare(a.Name, b.Name))
+			return cmp.Or(cmp.Compare(a.Pool, b.Pool), compareNames(a.Name, b.Name))
 		})
 		// Devices without an index attribute take their position.
 		for i := range nd.Devices {
@@ -180,6 +181,32 @@ func Inventory(all []*resourceapi.ResourceSlice, driver Driver) map[string]*Node
 		slices.SortStableFunc(nd.Devices, func(a, b Device) int { return cmp.Compare(a.Index, b.Index) })
 	}
 	return nodes
+}
+
+// compareNames orders device names with their trailing numbers as
+// numbers ("gpu-2" before "gpu-10"): drivers name a node's GPUs by their
+// NVML index, so a node with more than ten GPUs keeps that order.
+func compareNames(a, b string) int {
+	pa, na := splitNumber(a)
+	pb, nb := splitNumber(b)
+	if pa != pb || na < 0 || nb < 0 {
+		return cmp.Compare(a, b)
+	}
+	return cmp.Compare(na, nb)
+}
+
+// splitNumber is name's prefix and trailing decimal number (-1 when it
+// has none, or one too long to be an index).
+func splitNumber(name string) (string, int) {
+	i := len(name)
+	for i > 0 && name[i-1] >= '0' && name[i-1] <= '9' {
+		i--
+	}
+	if i == len(name) || len(name)-i > 6 {
+		return name, -1
+	}
+	n, _ := strconv.Atoi(name[i:])
+	return name[:i], n
 }
 
 // deviceOf reads one published device; reason says why hetsev does not

@@ -230,3 +230,15 @@ func (d Driver) Equal(o Driver) bool {
 	}
 	return true
 }
+
+// DriverNamed is the profile's driver whose Name is name, or a Driver of
+// that name with the defaults (full GPUs of type TypeGPU, no claim
+// requests) when no profile has it.
+func DriverNamed(name string) Driver {
+	for _, p := range Profiles() {
+		if d, _ := Profile(p); d.Name == name {
+			return d
+		}
+	}
+	return Driver{Name: name}
+}

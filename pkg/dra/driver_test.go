@@ -103,3 +103,23 @@ func TestShippedDeviceClassIsNVIDIAsSelector(t *testing.T) {
 		t.Errorf("manifests/dra/deviceclass.yaml selects %+v, want %q", class.Spec.Selectors, NVIDIA.DeviceClassSelector())
 	}
 }
+
+// Without an index attribute a node's GPUs take their position in name
+// order, numbers as numbers: gpu-10 after gpu-9.
+func TestPositionsFollowNumberedNames(t *testing.T) {
+	var devs []resourceapi.Device
+	for _, n := range []string{"gpu-10", "gpu-2", "gpu-0", "gpu-11", "gpu-1"} {
+		devs = append(devs, device(n, -1, "16Gi", true))
+	}
+	nd := Inventory([]*resourceapi.ResourceSlice{slice("n1", 1, devs...)}, NVIDIA)["n1"]
+	var got []string
+	for i, d := range nd.Devices {
+		if d.Index != i {
+			t.Errorf("%s has index %d at position %d", d.Name, d.Index, i)
+		}
+		got = append(got, d.Name)
+	}
+	if want := "gpu-0 gpu-1 gpu-2 gpu-10 gpu-11"; strings.Join(got, " ") != want {
+		t.Errorf("order %v, want %s", got, want)
+	}
+}

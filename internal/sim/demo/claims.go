@@ -73,10 +73,18 @@ func (a *ClaimAudit) Check(ctx context.Context, c kubernetes.Interface, namespac
 			if q, ok := d.Capacity[v1alpha1.DRAMemoryCapacity]; ok {
 				dev.capacity = q.Value.Value()
 			}
-			if at, ok := d.Attributes[dra.AttributeIndex]; ok && at.IntValue != nil {
-				dev.index = strconv.FormatInt(*at.IntValue, 10)
-			}
 			devices[s.Spec.Driver+"/"+s.Spec.Pool.Name+"/"+d.Name] = dev
+		}
+	}
+	// The GPU index of a device is the one hetsev-scheduler reads
+	// (dra.Inventory: the index attribute, else its position).
+	for _, nd := range dra.Inventory(pointers(slices.Items), dra.NVIDIA) {
+		for _, d := range nd.Devices {
+			k := d.Key().String()
+			if dev, ok := devices[k]; ok {
+				dev.index = strconv.Itoa(d.Index)
+				devices[k] = dev
+			}
 		}
 	}
 	podsByUID := map[string]*v1.Pod{}
@@ -155,4 +163,13 @@ func (a *ClaimAudit) Check(ctx context.Context, c kubernetes.Interface, namespac
 		}
 	}
 	return nil
+}
+
+// pointers are pointers to the items of objs.
+func pointers[T any](objs []T) []*T {
+	out := make([]*T, len(objs))
+	for i := range objs {
+		out[i] = &objs[i]
+	}
+	return out
 }

@@ -32,11 +32,13 @@ func ProductName(t catalog.GPUType) string { return strings.ReplaceAll(t.Product
 // --consumable-shares=memory (a claim that asks for no memory takes all
 // of it; requests from 1 MiB to all of it in steps of 1 MiB, so hetsev's
 // whole-MiB requests are consumed as they are), as
-// pkg/dra/testdata/drivers/nvidia-consumable-memory.yaml has it. Unlike
-// the driver it also publishes an index attribute (the GPU's position),
-// which the simulated dcgm-exporter's "gpu" label matches, and the
-// catalog's memory rather than what NVML reports (a T4's 16384 MiB, not
-// 15360), so that both GPU modes account the same GPUs.
+// pkg/dra/testdata/drivers/nvidia-consumable-memory.yaml has it. Like
+// the driver it publishes no index attribute: hetsev takes the GPU's
+// position among the node's devices, which is i, and the simulated
+// dcgm-exporter labels series with UUID(node, i) as well. Unlike the
+// driver it publishes the catalog's memory rather than what NVML reports
+// (a T4's 16384 MiB, not 15360): the catalog has no NVML sizes for every
+// type, and both GPU modes must account the same GPUs.
 func Slice(node string, t catalog.GPUType, count int) *resourcev1.ResourceSlice {
 	product := ProductName(t)
 	s := &resourcev1.ResourceSlice{
@@ -47,13 +49,12 @@ func Slice(node string, t catalog.GPUType, count int) *resourcev1.ResourceSlice 
 	for i := range count {
 		mi, all := resource.MustParse("1Mi"), *resource.NewQuantity(t.MemoryMiB<<20, resource.BinarySI)
 		maxReq := all.DeepCopy()
-		idx := int64(i)
 		shared := true
 		uuid, typ := UUID(node, i), "gpu"
 		s.Spec.Devices = append(s.Spec.Devices, resourcev1.Device{
 			Name: "gpu-" + strconv.Itoa(i), AllowMultipleAllocations: &shared,
 			Attributes: map[resourcev1.QualifiedName]resourcev1.DeviceAttribute{
-				dra.AttributeIndex: {IntValue: &idx}, dra.AttributeProductName: {StringValue: &product},
+				dra.AttributeProductName: {StringValue: &product},
 				dra.AttributeUUID: {StringValue: &uuid}, "type": {StringValue: &typ},
 			},
 			Capacity: map[resourcev1.QualifiedName]resourcev1.DeviceCapacity{

@@ -17,64 +17,80 @@ import (
 	"github.com/hetsev/hetsev/pkg/dra"
 )
 
-// The stand-in publishes what NVIDIA's driver publishes in its memory
-// mode (pkg/dra/testdata/drivers/nvidia-consumable-memory.yaml, written
-// from the driver's source) for a T4: the same driver, pool per node, the
-// attributes hetsev reads (productName "Tesla T4", uuid, type "gpu"),
-// allowMultipleAllocations, and memory with the same request policy (a
-// claim asking for none takes all of it, requests in steps of 1Mi up to
-// all of it), no other capacity. Its one extra attribute is index, and
-// its memory is the catalog's, as Slice says.
-func TestSliceMatchesNVIDIAsMemoryMode(t *testing.T) {
-	raw, err := os.ReadFile(filepath.Join("..", "..", "..", "pkg", "dra", "testdata", "drivers", "nvidia-consumable-memory.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	real := &resourcev1.ResourceSlice{}
-	if err := yaml.Unmarshal(bytes.Split(raw, []byte("\n---"))[0], real); err != nil {
-		t.Fatal(err)
-	}
+// The stand-ins publish what the drivers publish (pkg/dra/testdata/
+// drivers, written from their sources) for two T4s: NVIDIA's in its memory
+// mode (nvidia-consumable-memory.yaml), HAMi's in its default mode
+// (hami.yaml): the same driver, pool per node, device names, the
+// attributes hetsev reads (productName "Tesla T4", uuid, type) and no
+// attribute the driver lacks (no index), allowMultipleAllocations, and
+// the same capacities with the same request policies (a claim asking for
+// none takes all of a capacity; memory requests in steps of 1Mi up to all
+// of it). Only the memory differs: the catalog's, as Slice says.
+func TestStandInsMatchTheDrivers(t *testing.T) {
 	cat, err := catalog.DefaultCatalog()
 	if err != nil {
 		t.Fatal(err)
 	}
 	t4, _ := cat.ByName("T4")
-	ours := Slice(*real.Spec.NodeName, t4, len(real.Spec.Devices))
-	if ours.Spec.Driver != real.Spec.Driver || ours.Spec.Pool.Name != real.Spec.Pool.Name || len(ours.Spec.Devices) != len(real.Spec.Devices) {
-		t.Fatalf("slice %+v; the driver's %+v", ours.Spec, real.Spec)
+	for _, c := range []struct{ profile, fixture string }{
+		{dra.ProfileNVIDIA, "nvidia-consumable-memory"},
+		{dra.ProfileHAMi, "hami"},
+	} {
+		raw, err := os.ReadFile(filepath.Join("..", "..", "..", "pkg", "dra", "testdata", "drivers", c.fixture+".yaml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		real := &resourcev1.ResourceSlice{}
+		if err := yaml.Unmarshal(bytes.Split(raw, []byte("\n---"))[0], real); err != nil {
+			t.Fatal(err)
+		}
+		ours, err := ProfileSlice(c.profile, *real.Spec.NodeName, t4, len(real.Spec.Devices))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ours.Spec.Driver != real.Spec.Driver || ours.Spec.Pool.Name != real.Spec.Pool.Name || len(ours.Spec.Devices) != len(real.Spec.Devices) {
+			t.Fatalf("%s: slice %+v; the driver's %+v", c.profile, ours.Spec, real.Spec)
+		}
+		for i, d := range ours.Spec.Devices {
+			r := real.Spec.Devices[i]
+			if d.Name != r.Name || (d.AllowMultipleAllocations == nil) != (r.AllowMultipleAllocations == nil) {
+				t.Errorf("%s: device %d: %s, allowMultipleAllocations %v; the driver's %s, %v", c.profile, i, d.Name, d.AllowMultipleAllocations, r.Name, r.AllowMultipleAllocations)
+			}
+			for _, a := range []resourcev1.QualifiedName{dra.AttributeProductName, dra.AttributeType} {
+				if got, want := d.Attributes[a].StringValue, r.Attributes[a].StringValue; got == nil || want == nil || *got != *want {
+					t.Errorf("%s: device %s: attribute %s %v, the driver's %v", c.profile, d.Name, a, got, want)
+				}
+			}
+			if d.Attributes[dra.AttributeUUID].StringValue == nil {
+				t.Errorf("%s: device %s: no uuid", c.profile, d.Name)
+			}
+			for a := range d.Attributes {
+				if _, ok := r.Attributes[a]; !ok {
+					t.Errorf("%s: device %s: attribute %s, which the driver does not publish", c.profile, d.Name, a)
+				}
+			}
+			if got, want := slices.Sorted(maps.Keys(d.Capacity)), slices.Sorted(maps.Keys(r.Capacity)); !slices.Equal(got, want) {
+				t.Errorf("%s: device %s: capacities %v, the driver's %v", c.profile, d.Name, got, want)
+			}
+			for name, rc := range r.Capacity {
+				oc := d.Capacity[name]
+				p, rp := oc.RequestPolicy, rc.RequestPolicy
+				if p == nil || p.ValidRange == nil || rp == nil || rp.ValidRange == nil {
+					t.Fatalf("%s: device %s: %s request policy %+v, the driver's %+v", c.profile, d.Name, name, p, rp)
+				}
+				// Default and maximum are the whole capacity in both; the
+				// minimum and step the same quantities; cores the same
+				// value.
+				if p.Default.Cmp(oc.Value) != 0 || rp.Default.Cmp(rc.Value) != 0 || p.ValidRange.Max.Cmp(oc.Value) != 0 || rp.ValidRange.Max.Cmp(rc.Value) != 0 ||
+					p.ValidRange.Min.Cmp(*rp.ValidRange.Min) != 0 || p.ValidRange.Step.Cmp(*rp.ValidRange.Step) != 0 ||
+					(name != v1alpha1.DRAMemoryCapacity && oc.Value.Cmp(rc.Value) != 0) {
+					t.Errorf("%s: device %s: %s %s with policy %+v; the driver's %s with %+v", c.profile, d.Name, name, oc.Value.String(), p, rc.Value.String(), rp)
+				}
+			}
+		}
 	}
-	for i, d := range ours.Spec.Devices {
-		r := real.Spec.Devices[i]
-		if d.Name != r.Name || (d.AllowMultipleAllocations == nil) != (r.AllowMultipleAllocations == nil) {
-			t.Errorf("device %d: %s, allowMultipleAllocations %v; the driver's %s, %v", i, d.Name, d.AllowMultipleAllocations, r.Name, r.AllowMultipleAllocations)
-		}
-		for _, a := range []resourcev1.QualifiedName{dra.AttributeProductName, dra.AttributeType} {
-			if got, want := d.Attributes[a].StringValue, r.Attributes[a].StringValue; got == nil || want == nil || *got != *want {
-				t.Errorf("device %s: attribute %s %v, the driver's %v", d.Name, a, got, want)
-			}
-		}
-		if d.Attributes[dra.AttributeUUID].StringValue == nil {
-			t.Errorf("device %s: no uuid", d.Name)
-		}
-		for a := range d.Attributes {
-			if _, ok := r.Attributes[a]; !ok && a != dra.AttributeIndex {
-				t.Errorf("device %s: attribute %s, which the driver does not publish", d.Name, a)
-			}
-		}
-		if got, want := slices.Sorted(maps.Keys(d.Capacity)), slices.Sorted(maps.Keys(r.Capacity)); !slices.Equal(got, want) {
-			t.Errorf("device %s: capacities %v, the driver's %v", d.Name, got, want)
-		}
-		m, rm := d.Capacity[v1alpha1.DRAMemoryCapacity], r.Capacity[v1alpha1.DRAMemoryCapacity]
-		p, rp := m.RequestPolicy, rm.RequestPolicy
-		if p == nil || p.ValidRange == nil || rp == nil || rp.ValidRange == nil {
-			t.Fatalf("device %s: request policy %+v, the driver's %+v", d.Name, p, rp)
-		}
-		// Default and maximum are the device's memory in both; the minimum
-		// and step the same quantities.
-		if p.Default.Cmp(m.Value) != 0 || rp.Default.Cmp(rm.Value) != 0 || p.ValidRange.Max.Cmp(m.Value) != 0 || rp.ValidRange.Max.Cmp(rm.Value) != 0 ||
-			p.ValidRange.Min.Cmp(*rp.ValidRange.Min) != 0 || p.ValidRange.Step.Cmp(*rp.ValidRange.Step) != 0 {
-			t.Errorf("device %s: memory %s with policy %+v; the driver's %s with %+v", d.Name, m.Value.String(), p, rm.Value.String(), rp)
-		}
+	if _, err := ProfileSlice("amd", "n", t4, 1); err == nil {
+		t.Error("an unknown profile's stand-in slice: no error")
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
 	"github.com/hetsev/hetsev/pkg/catalog"
+	"github.com/hetsev/hetsev/pkg/dra"
 )
 
 // Config is what the plugin program of one e2e node runs with: the node,
@@ -25,6 +26,10 @@ type Config struct {
 	// GPUType is a GPU type name of the catalog (catalog.GPUType.Name,
 	// e.g. "V100-32GB" or "T4").
 	GPUType string
+	// Profile is the driver the plugin stands in for (dra.Profiles; ""
+	// is dra.DefaultProfile): its ResourceSlice is
+	// dradriver.ProfileSlice's.
+	Profile string
 	// GPUCount is the node's number of GPUs, 1 to
 	// resourceapi.ResourceSliceMaxDevices (one ResourceSlice holds them).
 	GPUCount int
@@ -60,6 +65,7 @@ func DefaultConfig() Config {
 func (c *Config) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.Node, "node", c.Node, "Name of the node whose GPUs this plugin serves (required).")
 	fs.StringVar(&c.GPUType, "gpu-type", c.GPUType, "GPU type of the node's GPUs, a name of hetsev's GPU catalog such as V100-32GB or T4 (required).")
+	fs.StringVar(&c.Profile, "dra-driver", c.Profile, "The DRA driver to stand in for, a profile: nvidia (default) or hami; its ResourceSlice is what that driver publishes.")
 	fs.IntVar(&c.GPUCount, "gpu-count", c.GPUCount, fmt.Sprintf("Number of GPUs of the node, 1 to %d (required).", resourceapi.ResourceSliceMaxDevices))
 	fs.StringVar(&c.Kubeconfig, "kubeconfig", c.Kubeconfig, "The node's kubeconfig: credentials of system:node:<node> in group system:nodes (required).")
 	fs.StringVar(&c.PluginDataDir, "plugin-data-dir", c.PluginDataDir, "Directory of the DRA gRPC socket; created when missing.")
@@ -86,6 +92,11 @@ func (c Config) Validate(cat catalog.Catalog) (catalog.GPUType, error) {
 			names[i] = k.Name
 		}
 		errs = append(errs, fmt.Errorf("--gpu-type %q is not in the GPU catalog (known: %s)", c.GPUType, strings.Join(names, ", ")))
+	}
+	if c.Profile != "" {
+		if _, err := dra.Profile(c.Profile); err != nil {
+			errs = append(errs, fmt.Errorf("--dra-driver: %w", err))
+		}
 	}
 	if c.GPUCount < 1 || c.GPUCount > resourceapi.ResourceSliceMaxDevices {
 		errs = append(errs, fmt.Errorf("--gpu-count %d: want 1 to %d", c.GPUCount, resourceapi.ResourceSliceMaxDevices))

@@ -5,8 +5,11 @@
 // kubeletplugin.Start can serve it to the kubelet. Preparing a claim
 // writes a CDI spec that gives the claim's containers
 // NVIDIA_VISIBLE_DEVICES with the indices of the GPUs allocated to it,
-// the index hetsev-scheduler chose; unpreparing removes it. There are no
-// GPUs: a container only learns which one it was given.
+// the index hetsev-scheduler chose; unpreparing removes it. Like NVIDIA's
+// driver, it refuses to prepare a claim on a GPU that a prepared claim
+// holds under another configuration of the driver (a GpuConfig with
+// another sharing strategy, say). There are no GPUs: a container only
+// learns which one it was given.
 package draplugin
 
 import (
@@ -16,6 +19,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -31,6 +35,11 @@ type Plugin struct {
 	// index is the GPU index of each of the node's devices, read as
 	// hetsev-scheduler reads it (dra.Inventory).
 	index map[dra.DeviceKey]int
+
+	mu sync.Mutex
+	// prepared are the claims prepared on each device with their
+	// configuration of this driver ("" for none); guarded by mu.
+	prepared map[dra.DeviceKey]map[types.UID]string
 }
 
 var _ kubeletplugin.DRAPlugin = (*Plugin)(nil)
@@ -52,8 +61,8 @@ func New(slice *resourceapi.ResourceSlice, cdiDir string) (*Plugin, error) {
 	if cdiDir == "" {
 		return nil, errors.New("draplugin: no CDI spec dir")
 	}
-	p := &Plugin{driver: slice.Spec.Driver, node: *slice.Spec.NodeName, cdiDir: cdiDir, index: map[dra.DeviceKey]int{}}
-	for _, nd := range dra.Inventory([]*resourceapi.ResourceSlice{slice}, dra.Driver{Name: p.driver}) {
+	p := &Plugin{driver: slice.Spec.Driver, node: *slice.Spec.NodeName, cdiDir: cdiDir, index: map[dra.DeviceKey]int{}, prepared: map[dra.DeviceKey]map[types.UID]string{}}
+	for _, nd := range dra.Inventory([]*resourceapi.ResourceSlice{slice}, dra.DriverNamed(p.driver)) {
 		for _, d := range nd.Devices {
 			p.index[d.Key()] = d.Index
 		}
@@ -107,6 +116,9 @@ func (p *Plugin) prepare(c *resourceapi.ResourceClaim) kubeletplugin.PrepareResu
 	if len(devices) == 0 {
 		return fail("no device of driver %s allocated", p.driver)
 	}
+	if err := p.hold(c); err != nil {
+		return fail("%v", err)
+	}
 	slices.Sort(indices)
 	env := make([]string, len(indices))
 	for i, idx := range indices {
@@ -124,8 +136,68 @@ func (p *Plugin) UnprepareResourceClaims(ctx context.Context, claims []kubeletpl
 	out := make(map[types.UID]error, len(claims))
 	for _, c := range claims {
 		out[c.UID] = removeSpec(p.cdiDir, p.driver, string(c.UID))
+		p.release(c.UID)
 	}
 	return out, nil
+}
+
+// hold records c as prepared on its devices, or says why not: another
+// prepared claim holds one of them under a different configuration of
+// this driver, which NVIDIA's driver refuses to mix on a GPU.
+func (p *Plugin) hold(c *resourceapi.ResourceClaim) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var keys []dra.DeviceKey
+	configs := map[dra.DeviceKey]string{}
+	for _, r := range c.Status.Allocation.Devices.Results {
+		if r.Driver != p.driver {
+			continue
+		}
+		key := dra.DeviceKey{Driver: r.Driver, Pool: r.Pool, Device: r.Device}
+		cfg := p.configOf(c, r.Request)
+		for other, otherCfg := range p.prepared[key] {
+			if other != c.UID && otherCfg != cfg {
+				return fmt.Errorf("device %s is prepared for claim %s under another configuration of driver %s (%q, this claim %q)", key, other, p.driver, otherCfg, cfg)
+			}
+		}
+		keys = append(keys, key)
+		configs[key] = cfg
+	}
+	for _, k := range keys {
+		if p.prepared[k] == nil {
+			p.prepared[k] = map[types.UID]string{}
+		}
+		p.prepared[k][c.UID] = configs[k]
+	}
+	return nil
+}
+
+// configOf is the claim's opaque configuration of this driver for
+// request, its parameters as written ("" for none).
+func (p *Plugin) configOf(c *resourceapi.ResourceClaim, request string) string {
+	var parts []string
+	for _, cfg := range c.Status.Allocation.Devices.Config {
+		if cfg.Opaque == nil || cfg.Opaque.Driver != p.driver {
+			continue
+		}
+		if len(cfg.Requests) > 0 && !slices.Contains(cfg.Requests, request) {
+			continue
+		}
+		parts = append(parts, string(cfg.Opaque.Parameters.Raw))
+	}
+	return strings.Join(parts, "\n")
+}
+
+// release forgets claim uid's devices.
+func (p *Plugin) release(uid types.UID) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for k, held := range p.prepared {
+		delete(held, uid)
+		if len(held) == 0 {
+			delete(p.prepared, k)
+		}
+	}
 }
 
 // HandleError logs errors the helper meets in the background (publishing

@@ -9,12 +9,14 @@ import (
 
 	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/dynamic-resource-allocation/kubeletplugin"
 
 	"github.com/hetsev/hetsev/internal/sim/dradriver"
 	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
 	"github.com/hetsev/hetsev/pkg/catalog"
+	"github.com/hetsev/hetsev/pkg/dra"
 )
 
 var v100 = catalog.GPUType{Name: "V100-32GB", ProductLabel: "Tesla-V100-SXM2-32GB", MemoryMiB: 32768}
@@ -161,5 +163,77 @@ func TestNewRejectsBadInput(t *testing.T) {
 		if _, err := New(tc.s, tc.dir); err == nil {
 			t.Errorf("%s: no error", name)
 		}
+	}
+}
+
+// A GPU prepared for a claim under one configuration of the driver takes
+// no claim under another, as NVIDIA's driver refuses to mix sharing
+// configurations on a GPU; claims alike share it, another GPU is free,
+// and once the first claim is unprepared the GPU takes the other.
+func TestPrepareRefusesAConflictingConfiguration(t *testing.T) {
+	p, _ := newPlugin(t)
+	withConfig := func(c *resourceapi.ResourceClaim, params string) *resourceapi.ResourceClaim {
+		c.Status.Allocation.Devices.Config = []resourceapi.DeviceAllocationConfiguration{{Source: resourceapi.AllocationConfigSourceClaim,
+			DeviceConfiguration: resourceapi.DeviceConfiguration{Opaque: &resourceapi.OpaqueDeviceConfiguration{Driver: v1alpha1.DRADriver, Parameters: runtime.RawExtension{Raw: []byte(params)}}}}}
+		return c
+	}
+	ctx := context.Background()
+	prep := func(c *resourceapi.ResourceClaim) error {
+		res, err := p.PrepareResourceClaims(ctx, []*resourceapi.ResourceClaim{c})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res[c.UID].Err
+	}
+	timeSliced := `{"kind":"GpuConfig","sharing":{"strategy":"TimeSlicing"}}`
+	if err := prep(withConfig(claim("ts-1", [2]string{"node1", "gpu-0"}), timeSliced)); err != nil {
+		t.Fatal(err)
+	}
+	if err := prep(withConfig(claim("ts-2", [2]string{"node1", "gpu-0"}), timeSliced)); err != nil {
+		t.Errorf("a second claim with the same configuration: %v", err)
+	}
+	if err := prep(claim("plain-1", [2]string{"node1", "gpu-0"})); err == nil || !strings.Contains(err.Error(), "another configuration") {
+		t.Errorf("a claim without the configuration on the time-sliced GPU: %v, want it refused", err)
+	}
+	if err := prep(claim("plain-2", [2]string{"node1", "gpu-1"})); err != nil {
+		t.Errorf("a claim on another GPU: %v", err)
+	}
+	if _, err := p.UnprepareResourceClaims(ctx, []kubeletplugin.NamespacedObject{{UID: "ts-1"}, {UID: "ts-2"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := prep(claim("plain-1", [2]string{"node1", "gpu-0"})); err != nil {
+		t.Errorf("after the configured claims left: %v", err)
+	}
+}
+
+// Standing in for HAMi's driver, the plugin prepares claims on HAMi's
+// devices (hami-gpu-<n>, no index attribute: the position) under HAMi's
+// driver name, and refuses claims of NVIDIA's.
+func TestPrepareServesTheHAMiProfile(t *testing.T) {
+	dir := t.TempDir()
+	s, err := dradriver.ProfileSlice(dra.ProfileHAMi, "node1", v100, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := New(s, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := claim("h-1", [2]string{"node1", "hami-gpu-2"})
+	c.Status.Allocation.Devices.Results[0].Driver = dra.DriverHAMi
+	nv := claim("n-1", [2]string{"node1", "gpu-2"})
+	res, err := p.PrepareResourceClaims(context.Background(), []*resourceapi.ResourceClaim{c, nv})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := res["h-1"]; r.Err != nil || len(r.Devices) != 1 || r.Devices[0].CDIDeviceIDs[0] != dra.DriverHAMi+"/claim=h-1" {
+		t.Errorf("HAMi claim: %+v", r)
+	}
+	b, err := os.ReadFile(SpecFile(dir, dra.DriverHAMi, "h-1"))
+	if err != nil || !strings.Contains(string(b), "NVIDIA_VISIBLE_DEVICES=2") {
+		t.Errorf("HAMi claim's CDI spec %s (%v), want NVIDIA_VISIBLE_DEVICES=2", b, err)
+	}
+	if res["n-1"].Err == nil {
+		t.Error("a claim of NVIDIA's driver was prepared by HAMi's stand-in")
 	}
 }

@@ -23,8 +23,8 @@ func TestDriverResourcesHoldTheSliceDevices(t *testing.T) {
 		t.Errorf("devices %+v, want dradriver.Slice's %+v", got, slice.Spec.Devices)
 	}
 	// The published devices are copies: the plugin's slice stays as built.
-	*pool.Slices[0].Devices[0].Attributes[dra.AttributeIndex].IntValue = 7
-	if got := *slice.Spec.Devices[0].Attributes[dra.AttributeIndex].IntValue; got != 0 {
-		t.Errorf("changing a published device changed the slice's gpu-0 index to %d", got)
+	*pool.Slices[0].Devices[0].Attributes[dra.AttributeUUID].StringValue = "GPU-changed"
+	if got := *slice.Spec.Devices[0].Attributes[dra.AttributeUUID].StringValue; got != dradriver.UUID("node1", 0) {
+		t.Errorf("changing a published device changed the slice's gpu-0 uuid to %s", got)
 	}
 }

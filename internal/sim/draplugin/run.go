@@ -11,12 +11,11 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/hetsev/hetsev/internal/sim/dradriver"
-	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
 	"github.com/hetsev/hetsev/pkg/catalog"
 )
 
-// Run serves cfg.Node's GPUs to its kubelet as driver v1alpha1.DRADriver
-// until ctx ends: it checks cfg against the default GPU catalog, connects
+// Run serves cfg.Node's GPUs to its kubelet as the driver of
+// cfg.Profile until ctx ends: it checks cfg against the default GPU catalog, connects
 // with cfg.Kubeconfig, then runs as serve does. It returns nil when ctx
 // ends, or the first error of validation, the kubeconfig or the start.
 func Run(ctx context.Context, cfg Config) error {
@@ -43,14 +42,17 @@ func Run(ctx context.Context, cfg Config) error {
 // serve creates the plugin data and registrar directories, starts the
 // kubeletplugin helper (the DRA gRPC service in cfg.PluginDataDir, the
 // registration socket in cfg.RegistrarDir) with a Plugin for
-// dradriver.Slice(cfg.Node, t, cfg.GPUCount), publishes that slice's
+// dradriver.ProfileSlice(cfg.Profile, cfg.Node, t, cfg.GPUCount), publishes that slice's
 // devices through the helper, and stops the helper when ctx ends,
 // returning nil then, also when the API server never answered. The
 // helper writes the ResourceSlice in the background and retries failed
 // writes; their errors are logged by Plugin.HandleError.
 func serve(ctx context.Context, cfg Config, t catalog.GPUType, kube kubernetes.Interface) error {
 	logger := klog.FromContext(ctx)
-	slice := dradriver.Slice(cfg.Node, t, cfg.GPUCount)
+	slice, err := dradriver.ProfileSlice(cfg.Profile, cfg.Node, t, cfg.GPUCount)
+	if err != nil {
+		return err
+	}
 	plugin, err := New(slice, cfg.CDIDir)
 	if err != nil {
 		return err
@@ -63,7 +65,7 @@ func serve(ctx context.Context, cfg Config, t catalog.GPUType, kube kubernetes.I
 		}
 	}
 	helper, err := kubeletplugin.Start(ctx, plugin,
-		kubeletplugin.DriverName(v1alpha1.DRADriver),
+		kubeletplugin.DriverName(slice.Spec.Driver),
 		kubeletplugin.NodeName(cfg.Node),
 		kubeletplugin.KubeClient(kube),
 		kubeletplugin.PluginDataDirectoryPath(cfg.PluginDataDir),
@@ -83,7 +85,7 @@ func serve(ctx context.Context, cfg Config, t catalog.GPUType, kube kubernetes.I
 		}
 		return fmt.Errorf("publish the ResourceSlice: %w", err)
 	}
-	logger.Info("Serving the node's GPUs", "driver", v1alpha1.DRADriver, "node", cfg.Node,
+	logger.Info("Serving the node's GPUs", "driver", slice.Spec.Driver, "node", cfg.Node,
 		"gpuType", t.Name, "gpus", cfg.GPUCount, "pluginDataDir", cfg.PluginDataDir,
 		"registrarDir", cfg.RegistrarDir, "cdiDir", cfg.CDIDir)
 	<-ctx.Done()
