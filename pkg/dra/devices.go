@@ -41,7 +41,7 @@ const (
 	// DriverHAMi is HAMi's DRA driver (Project-HAMi/k8s-dra-driver), which
 	// publishes a full GPU with AttributeType TypeHAMiGPU and charges every
 	// claim 100 "cores" unless it asks for fewer.
-	DriverHAMi  = "hami-core-gpu.project-hami.io"
+	DriverHAMi  = v1alpha1.DRADriverHAMi
 	TypeHAMiGPU = "hami-gpu"
 )
 

@@ -39,7 +39,7 @@ const (
 	// ProfileNVIDIA is NVIDIA's dra-driver-nvidia-gpu (gpu.nvidia.com),
 	// full GPUs of type "gpu" with the memory capacity of its
 	// ConsumableShares memory mode; its claims ask for memory alone.
-	ProfileNVIDIA = "nvidia"
+	ProfileNVIDIA = v1alpha1.DRAProfileNVIDIA
 	// ProfileHAMi is HAMi's k8s-dra-driver (hami-core-gpu.project-hami.io),
 	// full GPUs of type "hami-gpu" with capacities memory and cores. Its
 	// claims request 0 cores: HAMi-core turns a claim's consumed cores into
@@ -47,7 +47,7 @@ const (
 	// (HAMi-core's rate_limiter returns at 0 or >= 100), so instances
 	// time-slice the GPU as hetsev's interference model assumes, while
 	// HAMi-core still caps each instance's GPU memory at its claim.
-	ProfileHAMi = "hami"
+	ProfileHAMi = v1alpha1.DRAProfileHAMi
 )
 
 // DefaultProfile is the driver profile when none is configured.

@@ -2,6 +2,8 @@ package schedulerconfig
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -61,7 +63,11 @@ func CompleteGPUShareArgs(path *field.Path, args config.HetsevGPUShareArgs) (GPU
 	}
 	a.Colocation = m
 	// Validated above.
-	a.Driver, _ = validation.DRADriverOf(&a.HetsevGPUShareArgs).Driver()
+	d, err := DRADriverOf(&a.HetsevGPUShareArgs).Driver()
+	if err != nil {
+		return a, fmt.Errorf("%s: %w", path.Child("draDriver"), err)
+	}
+	a.Driver = d
 	return a, nil
 }
 
@@ -93,4 +99,17 @@ func (a GPUShareArgs) Placer() placement.Placer {
 		m = interference.FittedColocation()
 	}
 	return placement.Placer{Choice: a.Choice(), InterferenceWeight: w, Colocation: m}
+}
+
+// DRADriverOf is args' DRA driver configuration: its profile and the
+// overrides args name.
+func DRADriverOf(args *config.HetsevGPUShareArgs) dra.DriverConfig {
+	c := dra.DriverConfig{Profile: args.DRADriver, Name: args.DRADriverName, GPUType: args.DRAGPUType}
+	var reqs []string
+	for name, q := range args.DRAClaimRequests {
+		reqs = append(reqs, name+"="+q)
+	}
+	slices.Sort(reqs)
+	c.ClaimRequests = strings.Join(reqs, ",")
+	return c
 }

@@ -55,7 +55,7 @@ func Slice(node string, t catalog.GPUType, count int) *resourcev1.ResourceSlice 
 			Name: "gpu-" + strconv.Itoa(i), AllowMultipleAllocations: &shared,
 			Attributes: map[resourcev1.QualifiedName]resourcev1.DeviceAttribute{
 				dra.AttributeProductName: {StringValue: &product},
-				dra.AttributeUUID: {StringValue: &uuid}, "type": {StringValue: &typ},
+				dra.AttributeUUID:        {StringValue: &uuid}, "type": {StringValue: &typ},
 			},
 			Capacity: map[resourcev1.QualifiedName]resourcev1.DeviceCapacity{
 				v1alpha1.DRAMemoryCapacity: {Value: all,

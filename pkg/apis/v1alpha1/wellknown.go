@@ -139,6 +139,12 @@ const (
 	// DRADriver is the DRA driver that publishes GPUs in ResourceSlices:
 	// NVIDIA's DRA driver for GPUs.
 	DRADriver = "gpu.nvidia.com"
+	// DRADriverHAMi is HAMi's DRA driver (Project-HAMi/k8s-dra-driver).
+	DRADriverHAMi = "hami-core-gpu.project-hami.io"
+	// DRAProfileNVIDIA and DRAProfileHAMi name the DRA driver profiles
+	// (pkg/dra.Profile): DRADriver's and DRADriverHAMi's.
+	DRAProfileNVIDIA = "nvidia"
+	DRAProfileHAMi   = "hami"
 	// DeviceClassName is hetsev's DeviceClass: GPUs of DRADriver that allow
 	// multiple allocations (consumable capacity, KEP-5075).
 	DeviceClassName = "shared-gpu.hetsev.io"

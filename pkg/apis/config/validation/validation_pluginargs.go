@@ -6,15 +6,17 @@
 package validation
 
 import (
+	"maps"
 	"math"
 	"slices"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/hetsev/hetsev/pkg/apis/config"
 	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
-	"github.com/hetsev/hetsev/pkg/dra"
 )
 
 // Bounds of HetsevFairQueueArgs.
@@ -62,21 +64,42 @@ func ValidateHetsevGPUShareArgs(path *field.Path, args *config.HetsevGPUShareArg
 	if !v1alpha1.IsGPUMode(args.GPUMode) {
 		errs = append(errs, field.NotSupported(path.Child("gpuMode"), args.GPUMode, v1alpha1.GPUModes()))
 	}
-	if _, err := DRADriverOf(args).Driver(); err != nil {
-		errs = append(errs, field.Invalid(path.Child("draDriver"), args.DRADriver, err.Error()))
-	}
+	errs = append(errs, validateDRADriver(path, args)...)
 	return errs
 }
 
-// DRADriverOf is args' DRA driver configuration: its profile and the
-// overrides args name.
-func DRADriverOf(args *config.HetsevGPUShareArgs) dra.DriverConfig {
-	c := dra.DriverConfig{Profile: args.DRADriver, Name: args.DRADriverName, GPUType: args.DRAGPUType}
-	var reqs []string
-	for name, q := range args.DRAClaimRequests {
-		reqs = append(reqs, name+"="+q)
+// validateDRADriver checks the draDriver fields: a known profile, a
+// driver name that is a DNS subdomain, claim requests of capacities other
+// than memory with quantities >= 0.
+func validateDRADriver(path *field.Path, args *config.HetsevGPUShareArgs) field.ErrorList {
+	var errs field.ErrorList
+	switch args.DRADriver {
+	case "", v1alpha1.DRAProfileNVIDIA, v1alpha1.DRAProfileHAMi:
+	default:
+		errs = append(errs, field.NotSupported(path.Child("draDriver"), args.DRADriver, []string{v1alpha1.DRAProfileNVIDIA, v1alpha1.DRAProfileHAMi}))
 	}
-	slices.Sort(reqs)
-	c.ClaimRequests = strings.Join(reqs, ",")
-	return c
+	if n := args.DRADriverName; n != "" {
+		for _, msg := range validation.IsDNS1123Subdomain(n) {
+			errs = append(errs, field.Invalid(path.Child("draDriverName"), n, msg))
+		}
+	}
+	names := slices.Sorted(maps.Keys(args.DRAClaimRequests))
+	for _, name := range names {
+		p := path.Child("draClaimRequests").Key(name)
+		if name == v1alpha1.DRAMemoryCapacity {
+			errs = append(errs, field.Invalid(p, name, "GPU memory is requested per instance, from its hetsev.io/gpu-memory"))
+			continue
+		}
+		if msgs := validation.IsQualifiedName(name); len(msgs) > 0 || strings.ContainsAny(name, ",=") {
+			errs = append(errs, field.Invalid(p, name, "not a capacity name"))
+			continue
+		}
+		q, err := resource.ParseQuantity(args.DRAClaimRequests[name])
+		if err != nil {
+			errs = append(errs, field.Invalid(p, args.DRAClaimRequests[name], err.Error()))
+		} else if q.Sign() < 0 {
+			errs = append(errs, field.Invalid(p, args.DRAClaimRequests[name], "must not be negative"))
+		}
+	}
+	return errs
 }

@@ -60,6 +60,12 @@ func TestValidateHetsevGPUShareArgs(t *testing.T) {
 		{config.HetsevGPUShareArgs{AntiAffinity: "Hard", Fit: "WorstFit", GPUMode: "dra"}, nil},
 		{config.HetsevGPUShareArgs{AntiAffinity: "Hard", Fit: "WorstFit", GPUMode: "DRA"}, []string{"pluginConfig[HetsevGPUShare].args.gpuMode"}},
 		{config.HetsevGPUShareArgs{AntiAffinity: "Hard", Fit: "WorstFit", GPUMode: "-"}, []string{"pluginConfig[HetsevGPUShare].args.gpuMode"}},
+		{config.HetsevGPUShareArgs{AntiAffinity: "Hard", Fit: "WorstFit", DRADriver: "hami", DRAClaimRequests: map[string]string{"cores": "30"}, DRADriverName: "gpu.example.com"}, nil},
+		{config.HetsevGPUShareArgs{AntiAffinity: "Hard", Fit: "WorstFit", DRADriver: "amd"}, []string{"pluginConfig[HetsevGPUShare].args.draDriver"}},
+		{config.HetsevGPUShareArgs{AntiAffinity: "Hard", Fit: "WorstFit", DRADriverName: "GPU_vendor"}, []string{"pluginConfig[HetsevGPUShare].args.draDriverName"}},
+		{config.HetsevGPUShareArgs{AntiAffinity: "Hard", Fit: "WorstFit", DRAClaimRequests: map[string]string{"memory": "1Gi", "cores": "lots", "shares": "-1", "a=b": "1"}}, []string{
+			"pluginConfig[HetsevGPUShare].args.draClaimRequests[a=b]", "pluginConfig[HetsevGPUShare].args.draClaimRequests[cores]",
+			"pluginConfig[HetsevGPUShare].args.draClaimRequests[memory]", "pluginConfig[HetsevGPUShare].args.draClaimRequests[shares]"}},
 	} {
 		if c.args.GPUMode == "" {
 			c.args.GPUMode = "annotations" // as defaulted
