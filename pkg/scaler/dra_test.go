@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
+	"github.com/hetsev/hetsev/pkg/dra"
 	"github.com/hetsev/hetsev/pkg/gpuinventory"
 )
 
@@ -267,5 +268,27 @@ func TestReconcileDRAModeKeepsClaimTemplates(t *testing.T) {
 	}
 	if _, ok := got["resnet50-t4"]; !ok {
 		t.Error("template of the kept T4 deleted")
+	}
+}
+
+// Under HAMi's profile the scaler's templates request cores 0 beside the
+// memory and select by HAMi's driver's productName.
+func TestDesiredClaimTemplateFollowsTheDriver(t *testing.T) {
+	hami, err := dra.Profile(dra.ProfileHAMi)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := draDefaults()
+	d.DRADriver = hami
+	s, err := validate(resnet(), defaultCatalog(t), d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ex := desiredClaimTemplate(s, s.types[0]).Spec.Spec.Devices.Requests[0].Exactly
+	if cores, ok := ex.Capacity.Requests["cores"]; !ok || !cores.IsZero() {
+		t.Errorf("requests %v, want cores 0", ex.Capacity.Requests)
+	}
+	if got, want := ex.Selectors[0].CEL.Expression, dra.ProductSelector(dra.DriverHAMi, "Tesla-T4"); got != want {
+		t.Errorf("selector %q, want HAMi's %q", got, want)
 	}
 }

@@ -173,3 +173,33 @@ func TestDRAModeRefusesOrLeavesAlone(t *testing.T) {
 		t.Errorf("template of the name requesting 4096 MiB: %+v, want a refusal that says so", resp.Result)
 	}
 }
+
+// Under HAMi's profile the webhook's templates request the profile's
+// cores beside the memory, and a template of the name without them (one
+// written for NVIDIA's driver) is refused, not used.
+func TestDRATemplatesRequestTheDriversCapacities(t *testing.T) {
+	hami, err := dra.Profile(dra.ProfileHAMi)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	kube := fake.NewClientset()
+	ct := ClaimTemplates{Client: kube, Driver: hami}
+	if err := ct.Ensure(ctx, "ns", 2048); err != nil {
+		t.Fatal(err)
+	}
+	tpl, err := kube.ResourceV1().ResourceClaimTemplates("ns").Get(ctx, ClaimTemplateName(2048), metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reqs := tpl.Spec.Spec.Devices.Requests[0].Exactly.Capacity.Requests
+	if cores, ok := reqs["cores"]; !ok || !cores.IsZero() || len(reqs) != 2 {
+		t.Errorf("template requests %v, want memory and cores 0", reqs)
+	}
+	if _, err := kube.ResourceV1().ResourceClaimTemplates("ns").Create(ctx, desiredNamespaceTemplate("ns", 4096, dra.NVIDIA), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := ct.Ensure(ctx, "ns", 4096); err == nil || !strings.Contains(err.Error(), "claim requests of DRA driver "+dra.DriverHAMi) {
+		t.Errorf("a template without the cores request: %v, want a refusal naming the driver", err)
+	}
+}
