@@ -2,6 +2,7 @@ package helmchart
 
 import (
 	"encoding/json"
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/hetsev/hetsev/internal/cluster"
 	"github.com/hetsev/hetsev/pkg/dra"
+	"github.com/hetsev/hetsev/pkg/scaler"
 	"github.com/hetsev/hetsev/pkg/schedulerconfig"
 )
 
@@ -122,6 +124,10 @@ func TestChartSchemaRefusesBadValues(t *testing.T) {
 		{"namespace: {name: Hetsev_System}", "/namespace/name"},
 		{"gpumode: dra", "gpumode"},
 		{"dra: {driver: amd}", "/dra/driver"},
+		{"scaler: {policy: {solver: ilp}}", "/scaler/policy/solver"},
+		{"scaler: {policy: {flavors: '0.5;1'}}", "/scaler/policy/flavors"},
+		{"scaler: {policy: {maxReplicas: -1}}", "/scaler/policy/maxReplicas"},
+		{"scaler: {policy: {modelThresholds: 'yes'}}", "/scaler/policy/modelThresholds"},
 		{"dra: {driver: hami, claimRequests: {memory: 1Gi}}", "memory"},
 		{"dra: {driver: hami, claimRequests: {cores: lots}}", "/dra/claimRequests/cores"},
 		{"scheduler: {nodeselector: {a: b}}", "nodeselector"},
@@ -565,6 +571,52 @@ func TestChartDRADriverValues(t *testing.T) {
 			if !reflect.DeepEqual(got, c.args) {
 				t.Errorf("%s: %s's DRA driver flags %v, want %v", c.name, d, got, c.args)
 			}
+		}
+	}
+}
+
+// scaler.policy reaches hetsev-scaler as its flags, each only when it
+// differs from the flag's default, and hetsev-scaler parses and accepts
+// them.
+func TestChartScalerPolicyValues(t *testing.T) {
+	for _, c := range []struct {
+		policy map[string]any
+		want   []string
+	}{
+		{nil, nil},
+		{map[string]any{"solver": "heuristic", "sloCheck": "model", "modelThresholds": true, "seasonalForecast": true,
+			"flavors": "0.1,0.25,0.5,1", "replacement": true, "consolidation": true, "maxReplicas": 40},
+			[]string{"--solver=heuristic", "--slo-check=model", "--model-thresholds", "--seasonal-forecast", "--flavors=0.1,0.25,0.5,1", "--replacement", "--consolidation", "--max-replicas=40"}},
+	} {
+		values := map[string]any{}
+		if c.policy != nil {
+			values["scaler"] = map[string]any{"policy": c.policy}
+		}
+		var args []string
+		for _, o := range render(t, values) {
+			if o.GetKind() == "Deployment" && o.GetName() == "hetsev-scaler" {
+				args = toStrings(containers(t, o)[0]["args"])
+			}
+		}
+		var got []string
+		for _, a := range args {
+			for _, f := range []string{"--solver", "--slo-check", "--model-thresholds", "--seasonal-forecast", "--flavors", "--replacement", "--consolidation", "--max-replicas"} {
+				if a == f || strings.HasPrefix(a, f+"=") {
+					got = append(got, a)
+				}
+			}
+		}
+		if !reflect.DeepEqual(got, c.want) {
+			t.Errorf("policy %v: scaler flags %v, want %v", c.policy, got, c.want)
+		}
+		o := scaler.NewOptions()
+		fs := flag.NewFlagSet("hetsev-scaler", flag.ContinueOnError)
+		o.AddFlags(fs)
+		if err := fs.Parse(got); err != nil {
+			t.Errorf("policy %v: hetsev-scaler refuses %v: %v", c.policy, got, err)
+		}
+		if c.policy != nil && (!o.Defaults.ModelThresholds || !o.Defaults.SeasonalForecast || o.Defaults.Flavors.String() != "0.1,0.25,0.5,1" || o.Defaults.ReplicaCeiling != 40) {
+			t.Errorf("policy %v: hetsev-scaler's defaults %+v", c.policy, o.Defaults)
 		}
 	}
 }

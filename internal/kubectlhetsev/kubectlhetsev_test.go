@@ -470,7 +470,7 @@ func TestGPUsDRAShowsOnlyWhatTheSchedulerMayAllocate(t *testing.T) {
 	slice := dradriver.Slice("dra-0", t4, 3)
 	slice.Spec.Devices[1].Taints = []resourcev1.DeviceTaint{{Key: "gpu.nvidia.com/unhealthy", Value: "xid-79", Effect: resourcev1.DeviceTaintEffectNoSchedule}}
 	class := shippedDeviceClass(t)
-	class.Spec.Selectors = append(class.Spec.Selectors, resourcev1.DeviceSelector{CEL: &resourcev1.CELDeviceSelector{Expression: `device.attributes["gpu.nvidia.com"].index != 2`}})
+	class.Spec.Selectors = append(class.Spec.Selectors, resourcev1.DeviceSelector{CEL: &resourcev1.CELDeviceSelector{Expression: `device.attributes["gpu.nvidia.com"].uuid != "` + dradriver.UUID("dra-0", 2) + `"`}})
 	node := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "dra-0"}}
 	out, errOut, code := runWith(newFake(nil, node, slice, class), "gpus", "-o", "json")
 	if code != 0 {
