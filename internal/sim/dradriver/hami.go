@@ -2,13 +2,10 @@ package dradriver
 
 import (
 	"fmt"
-	"strconv"
 
 	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
 	"github.com/hetsev/hetsev/pkg/catalog"
 	"github.com/hetsev/hetsev/pkg/dra"
 )
@@ -37,32 +34,9 @@ func ProfileSlice(profile, node string, t catalog.GPUType, count int) (*resource
 // requests from 1 MiB to all of it in steps of 1 MiB). Like Slice it
 // publishes the catalog's memory, and only the attributes hetsev reads.
 func HAMiSlice(node string, t catalog.GPUType, count int) *resourcev1.ResourceSlice {
-	product := ProductName(t)
-	s := &resourcev1.ResourceSlice{
-		ObjectMeta: metav1.ObjectMeta{Name: node + "-" + dra.DriverHAMi},
-		Spec: resourcev1.ResourceSliceSpec{Driver: dra.DriverHAMi, NodeName: &node,
-			Pool: resourcev1.ResourcePool{Name: node, Generation: 1, ResourceSliceCount: 1}},
-	}
-	for i := range count {
-		mi, all := resource.MustParse("1Mi"), *resource.NewQuantity(t.MemoryMiB<<20, resource.BinarySI)
-		maxMem := all.DeepCopy()
-		cores, zero, one := resource.MustParse("100"), resource.MustParse("0"), resource.MustParse("1")
-		maxCores := cores.DeepCopy()
-		shared := true
-		uuid, typ := UUID(node, i), dra.TypeHAMiGPU
-		s.Spec.Devices = append(s.Spec.Devices, resourcev1.Device{
-			Name: "hami-gpu-" + strconv.Itoa(i), AllowMultipleAllocations: &shared,
-			Attributes: map[resourcev1.QualifiedName]resourcev1.DeviceAttribute{
-				dra.AttributeProductName: {StringValue: &product},
-				dra.AttributeUUID:        {StringValue: &uuid}, dra.AttributeType: {StringValue: &typ},
-			},
-			Capacity: map[resourcev1.QualifiedName]resourcev1.DeviceCapacity{
-				"cores": {Value: cores,
-					RequestPolicy: &resourcev1.CapacityRequestPolicy{Default: &cores, ValidRange: &resourcev1.CapacityRequestPolicyRange{Min: &zero, Max: &maxCores, Step: &one}}},
-				v1alpha1.DRAMemoryCapacity: {Value: all,
-					RequestPolicy: &resourcev1.CapacityRequestPolicy{Default: &all, ValidRange: &resourcev1.CapacityRequestPolicyRange{Min: &mi, Max: &maxMem, Step: &mi}}},
-			},
-		})
-	}
-	return s
+	return standIn(dra.DriverHAMi, "hami-gpu-", dra.TypeHAMiGPU, node, t, count, func() map[resourcev1.QualifiedName]resourcev1.DeviceCapacity {
+		return map[resourcev1.QualifiedName]resourcev1.DeviceCapacity{
+			"cores": wholeByDefault(resource.MustParse("100"), resource.MustParse("0"), resource.MustParse("1")),
+		}
+	})
 }

@@ -7,6 +7,7 @@
 package dradriver
 
 import (
+	"maps"
 	"strconv"
 	"strings"
 
@@ -40,30 +41,47 @@ func ProductName(t catalog.GPUType) string { return strings.ReplaceAll(t.Product
 // (a T4's 16384 MiB, not 15360): the catalog has no NVML sizes for every
 // type, and both GPU modes must account the same GPUs.
 func Slice(node string, t catalog.GPUType, count int) *resourcev1.ResourceSlice {
+	return standIn(v1alpha1.DRADriver, "gpu-", dra.TypeGPU, node, t, count, nil)
+}
+
+// standIn is the slice of driver for node's count GPUs of type t, named
+// prefix0.., with productName, uuid and type typ, shareable, with the
+// whole-GPU memory capacity of consumable mode and the extra capacities
+// (each built per device, so that no two share a quantity).
+func standIn(driver, prefix, typ, node string, t catalog.GPUType, count int, extra func() map[resourcev1.QualifiedName]resourcev1.DeviceCapacity) *resourcev1.ResourceSlice {
 	product := ProductName(t)
 	s := &resourcev1.ResourceSlice{
-		ObjectMeta: metav1.ObjectMeta{Name: node + "-" + v1alpha1.DRADriver},
-		Spec: resourcev1.ResourceSliceSpec{Driver: v1alpha1.DRADriver, NodeName: &node,
+		ObjectMeta: metav1.ObjectMeta{Name: node + "-" + driver},
+		Spec: resourcev1.ResourceSliceSpec{Driver: driver, NodeName: &node,
 			Pool: resourcev1.ResourcePool{Name: node, Generation: 1, ResourceSliceCount: 1}},
 	}
 	for i := range count {
-		mi, all := resource.MustParse("1Mi"), *resource.NewQuantity(t.MemoryMiB<<20, resource.BinarySI)
-		maxReq := all.DeepCopy()
+		capacity := map[resourcev1.QualifiedName]resourcev1.DeviceCapacity{
+			v1alpha1.DRAMemoryCapacity: wholeByDefault(*resource.NewQuantity(t.MemoryMiB<<20, resource.BinarySI), resource.MustParse("1Mi"), resource.MustParse("1Mi")),
+		}
+		if extra != nil {
+			maps.Copy(capacity, extra())
+		}
 		shared := true
-		uuid, typ := UUID(node, i), "gpu"
+		uuid, kind := UUID(node, i), typ
 		s.Spec.Devices = append(s.Spec.Devices, resourcev1.Device{
-			Name: "gpu-" + strconv.Itoa(i), AllowMultipleAllocations: &shared,
+			Name: prefix + strconv.Itoa(i), AllowMultipleAllocations: &shared,
 			Attributes: map[resourcev1.QualifiedName]resourcev1.DeviceAttribute{
 				dra.AttributeProductName: {StringValue: &product},
-				dra.AttributeUUID:        {StringValue: &uuid}, "type": {StringValue: &typ},
+				dra.AttributeUUID:        {StringValue: &uuid}, dra.AttributeType: {StringValue: &kind},
 			},
-			Capacity: map[resourcev1.QualifiedName]resourcev1.DeviceCapacity{
-				v1alpha1.DRAMemoryCapacity: {Value: all,
-					RequestPolicy: &resourcev1.CapacityRequestPolicy{Default: &all, ValidRange: &resourcev1.CapacityRequestPolicyRange{Min: &mi, Max: &maxReq, Step: &mi}}},
-			},
+			Capacity: capacity,
 		})
 	}
 	return s
+}
+
+// wholeByDefault is a capacity of value that a claim asking for none takes
+// whole, and that claims request from min to all of it in steps of step.
+func wholeByDefault(value, min, step resource.Quantity) resourcev1.DeviceCapacity {
+	def, maxReq := value.DeepCopy(), value.DeepCopy()
+	return resourcev1.DeviceCapacity{Value: value, RequestPolicy: &resourcev1.CapacityRequestPolicy{
+		Default: &def, ValidRange: &resourcev1.CapacityRequestPolicyRange{Min: &min, Max: &maxReq, Step: &step}}}
 }
 
 // UUID is the simulated UUID of GPU i of node, as the simulated
