@@ -1,9 +1,7 @@
 package integration
 
 import (
-	"bytes"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -12,7 +10,6 @@ import (
 	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/yaml"
 
 	"github.com/hetsev/hetsev/internal/cluster"
 	"github.com/hetsev/hetsev/internal/sim/dradriver"
@@ -29,19 +26,11 @@ import (
 // allowMultipleAllocations, as the consumable modes publish them.
 func driverFixture(t *testing.T, name, node string, shared bool) []*resourceapi.ResourceSlice {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join("..", "..", "pkg", "dra", "testdata", "drivers", name+".yaml"))
+	out, err := dradriver.Fixture(filepath.Join("..", ".."), name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []*resourceapi.ResourceSlice
-	for i, doc := range bytes.Split(raw, []byte("\n---")) {
-		if len(bytes.TrimSpace(doc)) == 0 {
-			continue
-		}
-		s := &resourceapi.ResourceSlice{}
-		if err := yaml.UnmarshalStrict(doc, s); err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
+	for i, s := range out {
 		s.ObjectMeta = metav1.ObjectMeta{Name: fmt.Sprintf("%s-%s-%d", node, name, i)}
 		s.Spec.NodeName, s.Spec.Pool.Name = ptr.To(node), node
 		for k := range s.Spec.Devices {
@@ -49,7 +38,6 @@ func driverFixture(t *testing.T, name, node string, shared bool) []*resourceapi.
 				s.Spec.Devices[k].AllowMultipleAllocations = ptr.To(true)
 			}
 		}
-		out = append(out, s)
 	}
 	return out
 }

@@ -1,16 +1,13 @@
 package dradriver
 
 import (
-	"bytes"
 	"context"
 	"maps"
-	"os"
 	"path/filepath"
 	"slices"
 	"testing"
 
 	resourcev1 "k8s.io/api/resource/v1"
-	"sigs.k8s.io/yaml"
 
 	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
 	"github.com/hetsev/hetsev/pkg/catalog"
@@ -36,14 +33,11 @@ func TestStandInsMatchTheDrivers(t *testing.T) {
 		{dra.ProfileNVIDIA, "nvidia-consumable-memory"},
 		{dra.ProfileHAMi, "hami"},
 	} {
-		raw, err := os.ReadFile(filepath.Join("..", "..", "..", "pkg", "dra", "testdata", "drivers", c.fixture+".yaml"))
+		all, err := Fixture(filepath.Join("..", "..", ".."), c.fixture)
 		if err != nil {
 			t.Fatal(err)
 		}
-		real := &resourcev1.ResourceSlice{}
-		if err := yaml.Unmarshal(bytes.Split(raw, []byte("\n---"))[0], real); err != nil {
-			t.Fatal(err)
-		}
+		real := all[0]
 		ours, err := ProfileSlice(c.profile, *real.Spec.NodeName, t4, len(real.Spec.Devices))
 		if err != nil {
 			t.Fatal(err)
@@ -103,14 +97,11 @@ func TestShippedDeviceClassSelectsFullGPUsOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	read := func(name string) *resourcev1.ResourceSlice {
-		raw, err := os.ReadFile(filepath.Join("..", "..", "..", "pkg", "dra", "testdata", "drivers", name+".yaml"))
+		all, err := Fixture(filepath.Join("..", "..", ".."), name)
 		if err != nil {
 			t.Fatal(err)
 		}
-		s := &resourcev1.ResourceSlice{}
-		if err := yaml.Unmarshal(bytes.Split(raw, []byte("\n---"))[0], s); err != nil {
-			t.Fatal(err)
-		}
+		s := all[0]
 		for i := range s.Spec.Devices {
 			shared := true
 			s.Spec.Devices[i].AllowMultipleAllocations = &shared
