@@ -194,9 +194,10 @@ func (d Driver) WithDefault() Driver {
 }
 
 // AddGoFlags registers the --dra-driver flags on fs, with c's values as
-// defaults: hetsev-scaler's, hetsev-metrics-adapter's and kubectl
-// hetsev's, as hetsev-scheduler's HetsevGPUShare args draDriver,
-// draDriverName, draGPUType and draClaimRequests.
+// defaults: hetsev-scaler's and hetsev-metrics-adapter's, as
+// hetsev-scheduler's HetsevGPUShare args draDriver, draDriverName,
+// draGPUType and draClaimRequests. (kubectl hetsev reads every profile's
+// slices and takes no flag.)
 func (c *DriverConfig) AddGoFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.Profile, "dra-driver", c.Profile, "GPU mode dra: the DRA driver whose GPUs hetsev shares, a profile: "+ProfileNVIDIA+" (NVIDIA's dra-driver-nvidia-gpu, "+v1alpha1.DRADriver+", full GPUs of type "+TypeGPU+") or "+ProfileHAMi+" (HAMi's k8s-dra-driver, "+DriverHAMi+", full GPUs of type "+TypeHAMiGPU+"; claims request cores=0: no compute cap); empty: "+DefaultProfile)
 	fs.StringVar(&c.Name, "dra-driver-name", c.Name, "GPU mode dra: replaces the profile's driver name (the ResourceSlices' spec.driver)")

@@ -87,8 +87,8 @@ type HetsevGPUShareArgs struct {
 	// reads NVIDIA_VISIBLE_DEVICES from it) or "dra" (every hetsev pod
 	// carries a ResourceClaim of DeviceClass shared-gpu.hetsev.io, entry
 	// "gpu" of spec.resourceClaims; the plugin allocates it on one GPU's
-	// memory capacity, published by the DRA driver gpu.nvidia.com in
-	// ResourceSlices, and the driver injects the device). In "dra" the
+	// memory capacity, published in ResourceSlices by the DRA driver
+	// draDriver names, and the driver injects the device). In "dra" the
 	// profile must disable the upstream DynamicResources plugin and enable
 	// HetsevGPUShare at preBind.
 	GPUMode string `json:"gpuMode,omitempty"`
