@@ -17,7 +17,7 @@ import (
 // 1.8 under time-slicing, not the estimated 1.18; under MPS 1 + 0.8·γ with
 // ResNet-50's fitted occupancy on both sides.
 func TestCapacityInflationIsFitted(t *testing.T) {
-	s, err := validate(resnet(), defaultCatalog(t), DefaultDefaults)
+	s, err := validate(resnet(), defaultCatalog(t), wholeGPUDefaults())
 	if err != nil {
 		t.Fatal(err)
 	}

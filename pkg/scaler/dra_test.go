@@ -23,7 +23,7 @@ import (
 
 // draDefaults are the scaler's defaults with --gpu-mode=dra.
 func draDefaults() Defaults {
-	d := DefaultDefaults
+	d := wholeGPUDefaults()
 	d.GPUMode = v1alpha1.GPUModeDRA
 	return d
 }

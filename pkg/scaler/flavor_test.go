@@ -20,8 +20,9 @@ import (
 	"github.com/hetsev/hetsev/pkg/heterogeneity"
 )
 
+// flavorDefaults are wholeGPUDefaults with the default flavors.
 func flavorDefaults() Defaults {
-	d := DefaultDefaults
+	d := wholeGPUDefaults()
 	d.Flavors = heterogeneity.DefaultFlavors
 	return d
 }
@@ -237,7 +238,7 @@ func TestFlavorsOffRetiresLightDeployments(t *testing.T) {
 	if err := c.Update(ctx, ld); err != nil {
 		t.Fatal(err)
 	}
-	r.Defaults = Defaults{}
+	r.Defaults = wholeGPUDefaults()
 	*now = now.Add(time.Hour)
 	for range 2 { // the second reconcile deletes what the first scaled to zero
 		if _, err := r.Reconcile(ctx, req); err != nil {

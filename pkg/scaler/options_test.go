@@ -58,6 +58,12 @@ func TestOptionsFlagsAndValidate(t *testing.T) {
 }
 
 func TestFlavorsFlag(t *testing.T) {
+	if got := serviceWithFlags(t); columnsOf(got) != "T4 T4-busy0.25 T4-busy0.5 V100-32GB V100-32GB-busy0.1 V100-32GB-busy0.25 V100-32GB-busy0.5" {
+		t.Errorf("no flags: columns %s, want the default flavors of both types", columnsOf(got))
+	}
+	if got := serviceWithFlags(t, "--flavors=1"); columnsOf(got) != "T4 V100-32GB" {
+		t.Errorf("--flavors=1: columns %s, want whole GPUs only", columnsOf(got))
+	}
 	o := NewOptions()
 	fs := flag.NewFlagSet("hetsev-scaler", flag.ContinueOnError)
 	o.AddFlags(fs)
@@ -76,13 +82,13 @@ func TestFlavorsFlag(t *testing.T) {
 	}
 }
 
-// --seasonal-forecast reaches the policy every ModelService resolves to;
-// without it the forecast is off.
+// --seasonal-forecast reaches the policy every ModelService resolves to:
+// on by default, off with --seasonal-forecast=false.
 func TestSeasonalForecastFlag(t *testing.T) {
 	for _, on := range []bool{false, true} {
 		var args []string
-		if on {
-			args = []string{"--seasonal-forecast"}
+		if !on {
+			args = []string{"--seasonal-forecast=false"}
 		}
 		if s := serviceWithFlags(t, args...); s.policy.SeasonalForecast != on {
 			t.Errorf("flags %v: policy SeasonalForecast %v, want %v", args, s.policy.SeasonalForecast, on)
@@ -106,13 +112,13 @@ func serviceWithFlags(t *testing.T, args ...string) *service {
 	return s
 }
 
-// TestModelThresholdsFlag: --model-thresholds gives a ModelService without
-// a saturation threshold the model's; without it, the default 0.8.
+// TestModelThresholdsFlag: by default a ModelService without a saturation
+// threshold gets the model's; with --model-thresholds=false, 0.8.
 func TestModelThresholdsFlag(t *testing.T) {
 	for _, on := range []bool{false, true} {
 		var args []string
-		if on {
-			args = []string{"--model-thresholds"}
+		if !on {
+			args = []string{"--model-thresholds=false"}
 		}
 		s := serviceWithFlags(t, args...)
 		want := 0.8

@@ -41,7 +41,7 @@ func newFakeReconciler(t *testing.T, ms *v1alpha1.ModelService, now *time.Time) 
 	c := fake.NewClientBuilder().WithScheme(Scheme()).WithObjects(ms).WithStatusSubresource(&v1alpha1.ModelService{}).Build()
 	return &Reconciler{
 		Client: c, Metrics: noMetrics{}, Catalog: defaultCatalog(t), Recorder: record.NewFakeRecorder(100),
-		Now: func() time.Time { return *now },
+		Now: func() time.Time { return *now }, Defaults: wholeGPUDefaults(),
 	}, c
 }
 

@@ -65,7 +65,7 @@ func newRoutingFixture(t *testing.T, ms *v1alpha1.ModelService, objs ...client.O
 	}
 	f.r = &Reconciler{
 		Client: cached, APIReader: api, Metrics: noMetrics{}, Catalog: defaultCatalog(t), Recorder: f.rec,
-		Now: func() time.Time { return f.now }, TrafficSplit: true,
+		Now: func() time.Time { return f.now }, TrafficSplit: true, Defaults: wholeGPUDefaults(),
 	}
 	return f
 }

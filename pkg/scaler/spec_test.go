@@ -40,7 +40,7 @@ func resnet() *v1alpha1.ModelService {
 }
 
 func TestValidateAppliesDefaultsAndCatalogPrices(t *testing.T) {
-	s, err := validate(resnet(), defaultCatalog(t), DefaultDefaults)
+	s, err := validate(resnet(), defaultCatalog(t), wholeGPUDefaults())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +75,7 @@ func TestValidateNamesTheBadField(t *testing.T) {
 	for want, mutate := range cases {
 		ms := resnet()
 		mutate(ms)
-		_, err := validate(ms, defaultCatalog(t), DefaultDefaults)
+		_, err := validate(ms, defaultCatalog(t), wholeGPUDefaults())
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: err = %v", want, err)
 		}
@@ -83,7 +83,7 @@ func TestValidateNamesTheBadField(t *testing.T) {
 }
 
 func TestDesiredDeploymentPinsTypeAndGPU(t *testing.T) {
-	s, err := validate(resnet(), defaultCatalog(t), DefaultDefaults)
+	s, err := validate(resnet(), defaultCatalog(t), wholeGPUDefaults())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,7 +117,7 @@ func TestDesiredDeploymentPinsTypeAndGPU(t *testing.T) {
 func TestDesiredDeploymentReplacesLiteralVisibleDevices(t *testing.T) {
 	ms := resnet()
 	ms.Spec.Template.Spec.Containers[0].Env = []v1.EnvVar{{Name: "A", Value: "1"}, {Name: "NVIDIA_VISIBLE_DEVICES", Value: "all"}}
-	s, err := validate(ms, defaultCatalog(t), DefaultDefaults)
+	s, err := validate(ms, defaultCatalog(t), wholeGPUDefaults())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +136,7 @@ func TestDesiredDeploymentGivesEveryContainerItsGPU(t *testing.T) {
 	ms := resnet()
 	always := v1.ContainerRestartPolicyAlways
 	ms.Spec.Template.Spec.InitContainers = []v1.Container{{Name: "fetch-model", Image: "x"}, {Name: "proxy", Image: "y", RestartPolicy: &always}}
-	s, err := validate(ms, defaultCatalog(t), DefaultDefaults)
+	s, err := validate(ms, defaultCatalog(t), wholeGPUDefaults())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,12 +151,12 @@ func TestDesiredDeploymentGivesEveryContainerItsGPU(t *testing.T) {
 	}
 	own := "nvidia-legacy"
 	ms.Spec.Template.Spec.RuntimeClassName = &own
-	s, _ = validate(ms, defaultCatalog(t), DefaultDefaults)
+	s, _ = validate(ms, defaultCatalog(t), wholeGPUDefaults())
 	if rc := desiredDeployment(s, s.types[0], 1).Spec.Template.Spec.RuntimeClassName; *rc != own {
 		t.Errorf("the template's runtime class %q became %q", own, *rc)
 	}
 	ms.Spec.Template.Spec.RuntimeClassName = nil
-	none := DefaultDefaults
+	none := wholeGPUDefaults()
 	none.RuntimeClassName = ""
 	s, _ = validate(ms, defaultCatalog(t), none)
 	if rc := desiredDeployment(s, s.types[0], 1).Spec.Template.Spec.RuntimeClassName; rc != nil {
@@ -216,7 +216,7 @@ func TestFreeSlots(t *testing.T) {
 }
 
 func TestTemplateHashFollowsSpec(t *testing.T) {
-	s, err := validate(resnet(), defaultCatalog(t), DefaultDefaults)
+	s, err := validate(resnet(), defaultCatalog(t), wholeGPUDefaults())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -227,25 +227,25 @@ func TestTemplateHashFollowsSpec(t *testing.T) {
 	}
 	ms := resnet()
 	ms.Spec.Template.Spec.Containers[0].Image = "triton:new"
-	s2, _ := validate(ms, defaultCatalog(t), DefaultDefaults)
+	s2, _ := validate(ms, defaultCatalog(t), wholeGPUDefaults())
 	if h3, _ := templateHash(desiredDeployment(s2, s2.types[0], 1)); h3 == h1 {
 		t.Error("a new image did not change the template hash")
 	}
 }
 
 func TestSolverChoice(t *testing.T) {
-	s, err := validate(resnet(), defaultCatalog(t), DefaultDefaults)
+	s, err := validate(resnet(), defaultCatalog(t), wholeGPUDefaults())
 	if err != nil || s.policy.Solver != heterogeneity.SolverExact || s.policy.SLOCheck != heterogeneity.SLOCheckPaper {
 		t.Fatalf("defaults: %+v %v", s.policy, err)
 	}
 	ms := resnet()
 	ms.Spec.Scaling.Solver = "heuristic"
-	s, err = validate(ms, defaultCatalog(t), DefaultDefaults)
+	s, err = validate(ms, defaultCatalog(t), wholeGPUDefaults())
 	if err != nil || s.policy.Solver != heterogeneity.SolverHeuristic {
 		t.Fatalf("spec.scaling.solver=heuristic: %+v %v", s.policy, err)
 	}
 	ms.Spec.Scaling.Solver = "simplex"
-	if _, err := validate(ms, defaultCatalog(t), DefaultDefaults); err == nil {
+	if _, err := validate(ms, defaultCatalog(t), wholeGPUDefaults()); err == nil {
 		t.Error("unknown solver accepted")
 	}
 }
@@ -255,7 +255,7 @@ func TestSolverChoice(t *testing.T) {
 // threshold the latency model gives its GPU types at SL_min; one that
 // sets it keeps its own; without the option the default stays.
 func TestModelThresholdsReplaceTheDefaultOnly(t *testing.T) {
-	d := DefaultDefaults
+	d := wholeGPUDefaults()
 	d.ModelThresholds = true
 	s, err := validate(resnet(), defaultCatalog(t), d)
 	if err != nil {
@@ -270,7 +270,7 @@ func TestModelThresholdsReplaceTheDefaultOnly(t *testing.T) {
 	if s, err := validate(own, defaultCatalog(t), d); err != nil || s.policy.SaturationThreshold != 0.6 {
 		t.Errorf("spec.scaling.saturationThreshold 0.6: got %v (%v), want 0.6 kept", s.policy.SaturationThreshold, err)
 	}
-	if s, err := validate(resnet(), defaultCatalog(t), DefaultDefaults); err != nil || s.policy.SaturationThreshold != v1alpha1.DefaultSaturationThreshold {
+	if s, err := validate(resnet(), defaultCatalog(t), wholeGPUDefaults()); err != nil || s.policy.SaturationThreshold != v1alpha1.DefaultSaturationThreshold {
 		t.Errorf("without ModelThresholds: got %v (%v), want the default", s.policy.SaturationThreshold, err)
 	}
 }
@@ -279,7 +279,7 @@ func TestModelThresholdsReplaceTheDefaultOnly(t *testing.T) {
 // admits (below the default 0.8) but at or above the derived threshold
 // leaves the service at the default threshold rather than invalid.
 func TestModelThresholdBelowHysteresisKeepsTheDefault(t *testing.T) {
-	d := DefaultDefaults
+	d := wholeGPUDefaults()
 	d.ModelThresholds = true
 	ms := resnet()
 	// One T4 profile of unbatched 50 ms requests: the latency model meets
@@ -312,7 +312,7 @@ func TestModelThresholdBelowHysteresisKeepsTheDefault(t *testing.T) {
 // measured 5 s against 15 s at equal or lower cost or excess missed
 // requests on every replay.
 func TestDefaultIntervalFiveSeconds(t *testing.T) {
-	s, err := validate(resnet(), defaultCatalog(t), DefaultDefaults)
+	s, err := validate(resnet(), defaultCatalog(t), wholeGPUDefaults())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -327,7 +327,7 @@ func TestDefaultIntervalFiveSeconds(t *testing.T) {
 func TestValidateIntervalAtLeastTheMinimum(t *testing.T) {
 	ms := resnet()
 	ms.Spec.Scaling.IntervalSeconds = 1e-10
-	s, err := validate(ms, defaultCatalog(t), DefaultDefaults)
+	s, err := validate(ms, defaultCatalog(t), wholeGPUDefaults())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -353,7 +353,7 @@ func TestReplicaCeiling(t *testing.T) {
 	} {
 		ms := resnet()
 		ms.Spec.Scaling.MaxReplicas, ms.Spec.Scaling.MinReplicas = c.maxReplicas, c.minReplicas
-		d := DefaultDefaults
+		d := wholeGPUDefaults()
 		d.ReplicaCeiling = c.ceiling
 		s, err := validate(ms, defaultCatalog(t), d)
 		if err != nil {
