@@ -19,6 +19,7 @@ import (
 
 	"github.com/hetsev/hetsev/internal/cluster"
 	"github.com/hetsev/hetsev/pkg/dra"
+	"github.com/hetsev/hetsev/pkg/heterogeneity"
 	"github.com/hetsev/hetsev/pkg/scaler"
 	"github.com/hetsev/hetsev/pkg/schedulerconfig"
 )
@@ -576,17 +577,24 @@ func TestChartDRADriverValues(t *testing.T) {
 }
 
 // scaler.policy reaches hetsev-scaler as its flags, each only when it
-// differs from the flag's default, and hetsev-scaler parses and accepts
-// them.
+// differs from the flag's default, and hetsev-scaler parses them into the
+// policy the values name: the chart's defaults are hetsev-scaler's.
 func TestChartScalerPolicyValues(t *testing.T) {
+	all := scaler.DefaultDefaults
+	all.Solver, all.SLOCheck, all.Replacement, all.Consolidation, all.ReplicaCeiling = "heuristic", "model", true, true, 40
+	none := scaler.DefaultDefaults
+	none.ModelThresholds, none.SeasonalForecast, none.Flavors = false, false, heterogeneity.Flavors{1}
 	for _, c := range []struct {
 		policy map[string]any
 		want   []string
+		parsed scaler.Defaults
 	}{
-		{nil, nil},
+		{nil, nil, scaler.DefaultDefaults},
 		{map[string]any{"solver": "heuristic", "sloCheck": "model", "modelThresholds": true, "seasonalForecast": true,
 			"flavors": "0.1,0.25,0.5,1", "replacement": true, "consolidation": true, "maxReplicas": 40},
-			[]string{"--solver=heuristic", "--slo-check=model", "--model-thresholds", "--seasonal-forecast", "--flavors=0.1,0.25,0.5,1", "--replacement", "--consolidation", "--max-replicas=40"}},
+			[]string{"--solver=heuristic", "--slo-check=model", "--replacement", "--consolidation", "--max-replicas=40"}, all},
+		{map[string]any{"modelThresholds": false, "seasonalForecast": false, "flavors": "1"},
+			[]string{"--model-thresholds=false", "--seasonal-forecast=false", "--flavors=1"}, none},
 	} {
 		values := map[string]any{}
 		if c.policy != nil {
@@ -615,8 +623,8 @@ func TestChartScalerPolicyValues(t *testing.T) {
 		if err := fs.Parse(got); err != nil {
 			t.Errorf("policy %v: hetsev-scaler refuses %v: %v", c.policy, got, err)
 		}
-		if c.policy != nil && (!o.Defaults.ModelThresholds || !o.Defaults.SeasonalForecast || o.Defaults.Flavors.String() != "0.1,0.25,0.5,1" || o.Defaults.ReplicaCeiling != 40) {
-			t.Errorf("policy %v: hetsev-scaler's defaults %+v", c.policy, o.Defaults)
+		if !reflect.DeepEqual(o.Defaults, c.parsed) {
+			t.Errorf("policy %v: hetsev-scaler's defaults %+v, want %+v", c.policy, o.Defaults, c.parsed)
 		}
 	}
 }
