@@ -55,14 +55,16 @@ demo: build
 # ships (its defaults), five arrival seeds, the headline again with each
 # co-location slowdown's excess over 1 at 1.25x and 1.5x what the model the
 # decisions read predicts (--interference-truth), a table per trace,
-# evaluation/evaluation.json, PNGs and RESULT lines. The non-default
-# scaler flags below (--seasonal-forecast, --model-thresholds, --flavors)
-# add a labelled hetsev-exact+flags row and view, never the headline.
+# evaluation/evaluation.json, PNGs and RESULT lines. hetsev's policies
+# replay with hetsev-scaler's defaults (model thresholds, the seasonal
+# forecast, the instance flavors); its non-default flags (--replacement,
+# --consolidation) add a labelled hetsev-exact+flags row, never the
+# headline.
 # EVALUATE_ARGS passes flags, e.g. --seeds=1 --replays=azure-code for a
 # quick iteration, or the what-if mode's --trace.
 EVALUATE_ARGS ?=
 evaluate:
-	$(GO) run ./cmd/evaluate --out evaluation --seeds 5 --interference-truth 1.25,1.5 --seasonal --model-thresholds --flavors 0.1,0.25,0.5,1 $(EVALUATE_ARGS)
+	$(GO) run ./cmd/evaluate --out evaluation --seeds 5 --interference-truth 1.25,1.5 $(EVALUATE_ARGS)
 
 # The co-location model (pkg/interference) against a measurement file of
 # data/measurements/gpu-colocation-h100: predicted against measured latency

@@ -131,7 +131,9 @@ type ServiceSummary struct {
 	MaxReplicas   int32   `json:"max_replicas"`
 }
 
-// ReplicaSample is the desired replicas per GPU type at one time.
+// ReplicaSample is the desired replicas per GPU type at one time; a light
+// flavor's replicas are a column of their own, keyed by its Deployment's
+// GPU-type label (e.g. t4-busy0.25).
 type ReplicaSample struct {
 	TraceSeconds float64                     `json:"trace_seconds"`
 	ByType       map[string]int32            `json:"by_gpu_type"`
@@ -453,13 +455,26 @@ func replicaSample(ctx context.Context, cp *cluster.ControlPlane, services []Dem
 	rs := ReplicaSample{TraceSeconds: t, ByType: map[string]int32{}, ByService: map[string]map[string]int32{}}
 	for _, s := range services {
 		rs.ByService[s.Name] = map[string]int32{}
+		column := map[string]string{} // Deployment name -> GPU type
 		for _, g := range cat.Types {
-			d, err := cp.Client.AppsV1().Deployments("default").Get(ctx, scaler.DeploymentName(s.Name, g.Name), metav1.GetOptions{})
-			if err != nil || d.Spec.Replicas == nil {
+			column[scaler.DeploymentName(s.Name, g.Name)] = g.Name
+		}
+		list, err := cp.Client.AppsV1().Deployments("default").List(ctx, metav1.ListOptions{LabelSelector: v1alpha1.LabelModelService + "=" + s.Name})
+		if err != nil {
+			continue
+		}
+		for _, d := range list.Items {
+			if d.Spec.Replicas == nil {
 				continue
 			}
-			rs.ByService[s.Name][g.Name] = *d.Spec.Replicas
-			rs.ByType[g.Name] += *d.Spec.Replicas
+			// A light flavor's Deployment is its own column, named by
+			// its label (e.g. t4-busy0.25).
+			c, ok := column[d.Name]
+			if !ok {
+				c = d.Labels[v1alpha1.LabelGPUType]
+			}
+			rs.ByService[s.Name][c] = *d.Spec.Replicas
+			rs.ByType[c] += *d.Spec.Replicas
 		}
 	}
 	return rs

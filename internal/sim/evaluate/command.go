@@ -15,6 +15,7 @@ import (
 	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
 	"github.com/hetsev/hetsev/pkg/heterogeneity"
 	"github.com/hetsev/hetsev/pkg/interference"
+	"github.com/hetsev/hetsev/pkg/scaler"
 )
 
 // Options are `make evaluate`'s flags: the replays of the three shipped
@@ -43,9 +44,9 @@ type Options struct {
 	// GPUMode is the simulated cluster's GPU accounting: annotations or
 	// dra (Config.GPUMode).
 	GPUMode string
-	// Flavors are instance flavors, comma-separated busy shares
-	// (Config.Flavors; "": whole GPUs only), a non-default flag as
-	// Seasonal.
+	// Flavors are the hetsev policies' instance flavors, comma-separated
+	// busy shares (Config.Flavors; "" or "1": whole GPUs only), by default
+	// hetsev-scaler's.
 	Flavors string
 
 	// SweepThresholds and SweepPolicies are the Pareto sweep (pareto.go):
@@ -62,13 +63,15 @@ type Options struct {
 	// Ablation reruns every replay with hetsev-exact and each of its rules
 	// off in turn (ablation.go).
 	Ablation bool
-	// Seasonal, Replacement, Consolidation, ModelThresholds and Flavors
-	// are hetsev-scaler's non-default flags: any of them set adds
-	// hetsev-exact+flags (PolicyExactFlags), hetsev-exact with them, as a
-	// labelled row and view; hetsev-exact and hetsev-heuristic run
-	// hetsev-scaler's defaults.
+	// Seasonal, ModelThresholds and Flavors are the rules hetsev-scaler
+	// ships on (scaler.DefaultDefaults), and by default the hetsev
+	// policies replay with them: hetsev is scored as installed.
+	// Replacement and Consolidation are hetsev-scaler's non-default
+	// flags: either set adds hetsev-exact+flags (PolicyExactFlags),
+	// hetsev-exact with them, as a labelled row and view, never the
+	// headline.
 	//
-	// Seasonal turns the seasonal forecast on (Knobs.SeasonalForecast).
+	// Seasonal is the seasonal forecast (Knobs.SeasonalForecast).
 	Seasonal bool
 	// Replacement turns the hetsev policies' make-before-break
 	// replacement on (Knobs.Replacement).
@@ -109,6 +112,8 @@ func DefaultOptions() Options {
 		Preparation:     Preparation{SmoothWindow: 120, SmoothStep: 15},
 		SweepThresholds: "0.6,0.7,0.8,0.9", SweepPolicies: strings.Join(DefaultSweepPolicies, ","),
 		TuneTargets: "0.5,0.8,0.97", TuneSteps: DefaultTuning().Steps, TunePolicies: strings.Join(TunedPeers, ","),
+		Seasonal: scaler.DefaultDefaults.SeasonalForecast, ModelThresholds: scaler.DefaultDefaults.ModelThresholds,
+		Flavors: scaler.DefaultDefaults.Flavors.String(),
 	}
 }
 
@@ -141,18 +146,18 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.Float64Var(&o.AzurePeak, "azure-peak", o.AzurePeak, "peak arrival rate the Azure code trace is scaled to, requests/s")
 	fs.StringVar(&o.GPUSharing, "gpu-sharing", o.GPUSharing, "how co-located instances share a simulated GPU: time-slicing (CUDA's default) or mps (the fitted co-location model's modes)")
 	fs.StringVar(&o.GPUMode, "gpu-mode", o.GPUMode, "how the simulated cluster accounts GPU shares, as hetsev-scheduler's gpuMode: annotations (each instance's declared GPU memory on its GPU) or dra (a ResourceSlice per node with each GPU's memory capacity and an allocated ResourceClaim per instance, counted by pkg/dra as the scheduler and scaler do in DRA mode)")
-	fs.StringVar(&o.Flavors, "flavors", o.Flavors, "instance flavors of the labelled hetsev-exact+flags row (hetsev-exact and hetsev-heuristic run hetsev-scaler's default, whole GPUs), as hetsev-scaler's --flavors: busy shares in (0, 1], comma-separated and ascending (e.g. 0.1,0.25,0.5,1); each GPU type is offered in each, a light flavor f counted at f x T_i requests/s (a batch taking L_i / f, offered where 3 L_i / f <= RT_max, at the profile's batch or a measured smaller one) for f times the GPU's price; empty or 1: whole GPUs only")
+	fs.StringVar(&o.Flavors, "flavors", o.Flavors, "instance flavors of hetsev-exact and hetsev-heuristic, as hetsev-scaler's --flavors and by default its default: busy shares in (0, 1], comma-separated and ascending (e.g. 0.1,0.25,0.5,1); each GPU type is offered in each, a light flavor f counted at f x T_i requests/s (a batch taking L_i / f, offered where 3 L_i / f <= RT_max, at the profile's batch or a measured smaller one) for f times the GPU's price; 1 (or empty): whole GPUs only")
 	fs.StringVar(&o.InterferenceModel, "interference-model", o.InterferenceModel, "co-location model file (YAML/JSON, pkg/interference ColocationFile; default: the model fitted to the H100 measurements)")
 	fs.StringVar(&o.Trace, "trace", o.Trace, "what-if mode: a trace file, per-second counts or one timestamp per request (RFC 3339 or the Azure traces' format)")
 	fs.StringVar(&o.FunctionsFile, "functions", o.FunctionsFile, "what-if mode: a per-function, per-minute trace, one service per function by the AzureFunctions replay's rules (models, SLOs, scale, cluster); CSV with a header naming its columns in any order: HashFunction (required), HashOwner, HashApp, Trigger (optional; absent: every function's trigger is \"others\", the model's base RT_max and SL_min 0.98) and consecutive minute columns N or minute_N (the Azure Functions trace's format is HashOwner,HashApp,HashFunction,Trigger,<minute>,...)")
 	fs.StringVar(&o.Fleet, "fleet", o.Fleet, "what-if mode: the cluster as TYPE=COUNT,..., COUNT GPUs of each catalog GPU type TYPE (e.g. T4=8,V100-32GB=4) in servers of 2 GPUs, 40 CPUs and 62 GiB (one of 1 GPU for an odd COUNT), in place of --nodes-per-type servers of each type (--trace) or the cluster that holds every function's peak in the history (--functions)")
 	fs.IntVar(&o.Functions.Services, "function-services", o.Functions.Services, "services of the Azure Functions replay and --functions: the busiest this many functions (0: 64)")
 	fs.StringVar(&o.SweepThresholds, "sweep-thresholds", o.SweepThresholds, "the Pareto sweep: saturation thresholds every swept policy is replayed at, comma-separated, each in (0, 1] (empty: no sweep)")
-	fs.BoolVar(&o.Ablation, "ablation", o.Ablation, "rerun every replay with hetsev-exact and one change at a time (a 0.1 scale-in hysteresis, no stabilized scale-in, no launch-time forecast, no scale-in cool-down, decisions every 15 s instead of hetsev-scaler's default 5 s, a 60 s forecast span, and each of hetsev-scaler's non-default rules turned on: the seasonal forecast, model thresholds, replacement, consolidation and the instance flavors), and print its cost and excess missed requests per variant")
+	fs.BoolVar(&o.Ablation, "ablation", o.Ablation, "rerun every replay with hetsev-exact and one change at a time (a 0.1 scale-in hysteresis, no stabilized scale-in, no launch-time forecast, no scale-in cool-down, decisions every 15 s instead of hetsev-scaler's default 5 s, a 60 s forecast span, and each of the seasonal forecast, model thresholds, replacement, consolidation and the instance flavors turned off where the replay has it and on where it does not), and print its cost and excess missed requests per variant")
 	fs.BoolVar(&o.Consolidation, "consolidation", o.Consolidation, "turn consolidation on in the labelled hetsev-exact+flags row (pkg/heterogeneity replace.go: an instance alone on its GPU that the scheduler admits on a GPU in use moves there, the old removed once the new one is past its launch time)")
 	fs.BoolVar(&o.Replacement, "replacement", o.Replacement, "turn make-before-break replacement on in the labelled hetsev-exact+flags row (pkg/heterogeneity replace.go: instances moved to a cheaper GPU type or flavor with at least their capacity, the old removed once the new are past their launch time)")
-	fs.BoolVar(&o.ModelThresholds, "model-thresholds", o.ModelThresholds, "give the labelled hetsev-exact+flags row the saturation threshold hetsev-scaler derives from the SLO latency model at SL_min (its --model-thresholds) in place of each service's own, which the peers keep")
-	fs.BoolVar(&o.Seasonal, "seasonal", o.Seasonal, "turn the seasonal forecast on in the labelled hetsev-exact+flags row (pkg/heterogeneity seasonal.go: a period of 5 to 60 min detected in each service's own per-minute arrival rate provisions for a recurring burst before it starts)")
+	fs.BoolVar(&o.ModelThresholds, "model-thresholds", o.ModelThresholds, "give hetsev-exact and hetsev-heuristic the saturation threshold hetsev-scaler derives from the SLO latency model at SL_min (its --model-thresholds, on by default as there) in place of each service's own, which the peers keep; =false: the service's own")
+	fs.BoolVar(&o.Seasonal, "seasonal", o.Seasonal, "the seasonal forecast of hetsev-exact and hetsev-heuristic (hetsev-scaler's --seasonal-forecast, on by default as there; pkg/heterogeneity seasonal.go: a period of 5 to 60 min detected in each service's own per-minute arrival rate provisions for a recurring burst before it starts); =false: none")
 	fs.StringVar(&o.SweepPolicies, "sweep-policies", o.SweepPolicies, "the policies of the Pareto sweep (those also in --policies)")
 	fs.StringVar(&o.TuneTargets, "tune-targets", o.TuneTargets, "each peer's search for its best setting: LOW,ANCHOR,HIGH, the range of targets (shares of an instance's throughput) searched and the first tried, 0 < LOW <= ANCHOR <= HIGH <= 1")
 	fs.IntVar(&o.TuneSteps, "tune-steps", o.TuneSteps, "bisection steps of each peer's target search after the anchor and the end of the range it points to, 0 to 8")
@@ -320,17 +325,23 @@ func (o Options) tuning() (Tuning, error) {
 	return t, t.Validate()
 }
 
-// withFlags is c with o's non-default hetsev-scaler flags set, replaying
-// hetsev-exact alone; nil when o sets none.
-func (o Options) withFlags(c Config, flavors heterogeneity.Flavors) *Config {
-	if !o.Seasonal && !o.ModelThresholds && !o.Replacement && !o.Consolidation && !flavors.HasLight() {
-		return nil
-	}
+// withShipped is c with the rules o gives the hetsev policies, by default
+// those hetsev-scaler ships on.
+func (o Options) withShipped(c Config, flavors heterogeneity.Flavors) Config {
 	c.Knobs.SeasonalForecast = o.Seasonal
-	c.Knobs.Replacement = o.Replacement
-	c.Knobs.Consolidation = o.Consolidation
 	c.Knobs.ModelThresholds = o.ModelThresholds
 	c.Flavors = flavors
+	return c
+}
+
+// withFlags is c with o's non-default hetsev-scaler flags set, replaying
+// hetsev-exact alone; nil when o sets none.
+func (o Options) withFlags(c Config) *Config {
+	if !o.Replacement && !o.Consolidation {
+		return nil
+	}
+	c.Knobs.Replacement = o.Replacement
+	c.Knobs.Consolidation = o.Consolidation
 	c.Policies = []string{PolicyExact}
 	return &c
 }
@@ -418,10 +429,11 @@ func Run(o Options, w io.Writer) error {
 		c.Seed = o.Seed
 		c.Colocation, c.GPUSharing = model, mode
 		c.GPUMode = o.GPUMode
+		c = o.withShipped(c, flavors)
 		// The flags row replays beside the policies: it is the longest
 		// single replay, and the policies leave a core idle at their end.
 		var flagsRun chan flagsResult
-		if flags := o.withFlags(c, flavors); flags != nil {
+		if flags := o.withFlags(c); flags != nil {
 			flagsRun = make(chan flagsResult, 1)
 			go func() {
 				rf, err := Evaluate(*flags)
@@ -490,7 +502,7 @@ func Run(o Options, w io.Writer) error {
 			}
 		}
 		if o.Ablation {
-			if r.Ablation, err = ablation(c, r, ablationVariants(false, false, false, false, false)); err != nil {
+			if r.Ablation, err = ablation(c, r, ablationVariants(c.Knobs.SeasonalForecast, c.Knobs.ModelThresholds, c.Knobs.Replacement, c.Knobs.Consolidation, c.Flavors.HasLight())); err != nil {
 				return err
 			}
 			PrintAblation(w, r)

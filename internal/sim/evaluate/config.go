@@ -150,12 +150,14 @@ type Knobs struct {
 	// SeasonalForecast sets Policy.SeasonalForecast on the hetsev
 	// policies (pkg/heterogeneity seasonal.go: capacity for a burst that
 	// recurs with a period in the service's own history, before it
-	// starts); false leaves it at the scaler's default (off).
+	// starts); hetsev-scaler's default is on (scaler.DefaultDefaults),
+	// and `make evaluate` replays with it.
 	SeasonalForecast bool
 	// ModelThresholds gives the hetsev policies the saturation thresholds
 	// hetsev-scaler derives from the SLO latency model at SL_min
 	// (scaler.Defaults.ModelThresholds) in place of the services' own;
-	// the peers keep the services' thresholds.
+	// the peers keep the services' thresholds. On by default in
+	// hetsev-scaler, and in `make evaluate`.
 	ModelThresholds bool
 	// Replacement sets Policy.Replacement on the hetsev policies
 	// (pkg/heterogeneity replace.go: make-before-break replacement of
