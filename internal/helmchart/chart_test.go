@@ -628,3 +628,75 @@ func TestChartScalerPolicyValues(t *testing.T) {
 		}
 	}
 }
+
+// admissionPolicy: off renders neither the policy nor its binding;
+// selectors scope the binding beside its two exemptions; the runtime
+// classes become the policy's nvidiaRuntimeClasses; the schema refuses a
+// runtime class that is no object name and an unknown selector operator.
+func TestChartAdmissionPolicyValues(t *testing.T) {
+	kinds := func(values map[string]any) map[string]*unstructured.Unstructured {
+		out := map[string]*unstructured.Unstructured{}
+		for _, o := range render(t, values) {
+			if strings.HasPrefix(o.GetKind(), "ValidatingAdmissionPolicy") {
+				out[o.GetKind()] = o
+			}
+		}
+		return out
+	}
+	if got := kinds(nil); len(got) != 2 {
+		t.Fatalf("defaults: %d policy objects, want the policy and its binding", len(got))
+	}
+	if got := kinds(map[string]any{"admissionPolicy": map[string]any{"enabled": false}}); len(got) != 0 {
+		t.Errorf("enabled false: %v rendered", got)
+	}
+	var v map[string]any
+	if err := yaml.Unmarshal([]byte(`admissionPolicy:
+  namespaceSelector: {matchLabels: {tenant: gpu}, matchExpressions: [{key: team, operator: In, values: [a, b]}]}
+  objectSelector: {matchLabels: {app: inference}}
+  nvidiaRuntimeClasses: [nvidia, nvidia-cdi]
+`), &v); err != nil {
+		t.Fatal(err)
+	}
+	got := kinds(v)
+	b := got["ValidatingAdmissionPolicyBinding"]
+	ns, _, _ := unstructured.NestedMap(b.Object, "spec", "matchResources", "namespaceSelector")
+	exprs := fmt.Sprint(ns["matchExpressions"])
+	if !strings.Contains(exprs, "kube-system") || !strings.Contains(exprs, "exempt") || !strings.Contains(exprs, "key:team") || fmt.Sprint(ns["matchLabels"]) != "map[tenant:gpu]" {
+		t.Errorf("namespaceSelector %v, want the exemptions, team In [a b] and tenant=gpu", ns)
+	}
+	if obj, _, _ := unstructured.NestedMap(b.Object, "spec", "matchResources", "objectSelector"); fmt.Sprint(obj) != "map[matchLabels:map[app:inference]]" {
+		t.Errorf("objectSelector %v", obj)
+	}
+	vars, _, _ := unstructured.NestedSlice(got["ValidatingAdmissionPolicy"].Object, "spec", "variables")
+	found := false
+	for _, x := range vars {
+		m := x.(map[string]any)
+		if m["name"] == "nvidiaRuntimeClasses" {
+			found = true
+			if m["expression"] != "['nvidia', 'nvidia-cdi']" {
+				t.Errorf("nvidiaRuntimeClasses = %v", m["expression"])
+			}
+		}
+	}
+	if !found {
+		t.Error("no variable nvidiaRuntimeClasses")
+	}
+	ch, err := Load(chartDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ values, want string }{
+		{"admissionPolicy: {nvidiaRuntimeClasses: [\"nvidia'] || true || ['\"]}", "/admissionPolicy/nvidiaRuntimeClasses/0"},
+		{"admissionPolicy: {nvidiaRuntimeClasses: []}", "/admissionPolicy/nvidiaRuntimeClasses"},
+		{"admissionPolicy: {namespaceSelector: {matchExpressions: [{key: a, operator: Maybe}]}}", "/admissionPolicy/namespaceSelector/matchExpressions/0/operator"},
+		{"admissionPolicy: {enabled: 'no'}", "/admissionPolicy/enabled"},
+	} {
+		var v map[string]any
+		if err := yaml.Unmarshal([]byte(c.values), &v); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Render(ch, v); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want an error naming %s", c.values, err, c.want)
+		}
+	}
+}
