@@ -25,6 +25,7 @@ var exportedMetrics = map[string]string{
 	"hetsev_scaler_saturation":                              "scaler",
 	"hetsev_scaler_arrival_rate_requests_per_second":        "scaler",
 	"hetsev_scaler_replicas":                                "scaler",
+	"hetsev_scaler_cost_usd_per_hour":                       "scaler",
 	"hetsev_scaler_latency_p98_ms":                          "scaler",
 	"hetsev_scaler_slo_response_time_ms":                    "scaler",
 	"hetsev_scaler_slo_attainment":                          "scaler",

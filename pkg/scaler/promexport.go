@@ -24,6 +24,16 @@ var (
 		Name: "hetsev_scaler_replicas",
 		Help: "Desired replicas per ModelService and GPU type.",
 	}, []string{"namespace", "modelservice", "gpu_type"})
+	// costGauge is what each ModelService's desired replicas cost per
+	// hour, per GPU type (a light flavor is a column of its own), at the
+	// price the decision plans with: the spec's or the catalog's USD/h
+	// per GPU, a light flavor f at f times it. The cluster bills a GPU
+	// whole while it hosts anything, so the sum over ModelServices is a
+	// lower bound of the GPU bill, not the bill.
+	costGauge = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "hetsev_scaler_cost_usd_per_hour",
+		Help: "Price of each ModelService's desired replicas per GPU type, USD/h (a light flavor at its busy share of the GPU's price).",
+	}, []string{"namespace", "modelservice", "gpu_type"})
 	// latencyP98Gauge and sloResponseTimeGauge let Prometheus compare a
 	// ModelService's measured latency with its SLO: the p98 latency the
 	// adapter gave at the last decision (the highest over its Deployments;
@@ -109,12 +119,12 @@ func dropLatencySeries(namespace, name string) {
 // deleteMetrics drops the series of ModelService namespace/name.
 func deleteMetrics(namespace, name string) {
 	ms := prometheus.Labels{"namespace": namespace, "modelservice": name}
-	for _, v := range []interface{ DeletePartialMatch(prometheus.Labels) int }{decisionsTotal, replacementsTotal, statusWritesTotal, saturationGauge, arrivalRateGauge, replicasGauge, latencyP98Gauge, sloResponseTimeGauge, sloAttainmentGauge, sloServiceLevelGauge} {
+	for _, v := range []interface{ DeletePartialMatch(prometheus.Labels) int }{decisionsTotal, replacementsTotal, statusWritesTotal, saturationGauge, arrivalRateGauge, replicasGauge, costGauge, latencyP98Gauge, sloResponseTimeGauge, sloAttainmentGauge, sloServiceLevelGauge} {
 		v.DeletePartialMatch(ms)
 	}
 }
 
 // Register adds the scaler's metrics to reg.
 func Register(reg prometheus.Registerer) {
-	reg.MustRegister(decisionsTotal, replacementsTotal, statusWritesTotal, saturationGauge, arrivalRateGauge, replicasGauge, latencyP98Gauge, sloResponseTimeGauge, sloAttainmentGauge, sloServiceLevelGauge, decisionSeconds, solverSeconds)
+	reg.MustRegister(decisionsTotal, replacementsTotal, statusWritesTotal, saturationGauge, arrivalRateGauge, replicasGauge, costGauge, latencyP98Gauge, sloResponseTimeGauge, sloAttainmentGauge, sloServiceLevelGauge, decisionSeconds, solverSeconds)
 }

@@ -370,10 +370,12 @@ func (r *Reconciler) decide(ctx context.Context, ms *v1alpha1.ModelService, st *
 	status.TotalReplicas = 0
 	// Series of removed GPU types go with the rest.
 	replicasGauge.DeletePartialMatch(prometheus.Labels{"namespace": ms.Namespace, "modelservice": ms.Name})
+	costGauge.DeletePartialMatch(prometheus.Labels{"namespace": ms.Namespace, "modelservice": ms.Name})
 	for i, p := range svc.types {
 		status.Replicas[p.column()] = replicasOf(deps[i])
 		status.TotalReplicas += replicasOf(deps[i])
 		replicasGauge.WithLabelValues(ms.Namespace, ms.Name, p.column()).Set(float64(replicasOf(deps[i])))
+		costGauge.WithLabelValues(ms.Namespace, ms.Name, p.column()).Set(float64(replicasOf(deps[i])) * p.price)
 	}
 	measured := metav1.NewTime(now)
 	status.MeasuredAt = &measured
