@@ -240,7 +240,7 @@ func TestChartRendersEveryValue(t *testing.T) {
 				t.Errorf("%s: no %s in\n%s", name, a, args)
 			}
 		}
-		if !strings.HasPrefix(c["image"].(string), "registry.example.com/hetsev/") || c["imagePullPolicy"] != "Always" {
+		if !strings.HasPrefix(c["image"].(string), "registry.internal:5000/hetsev/") || c["imagePullPolicy"] != "Always" {
 			t.Errorf("%s: image %v %v", name, c["image"], c["imagePullPolicy"])
 		}
 		spec := nested(t, d, "spec", "template", "spec")

@@ -63,13 +63,30 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end -}}
 
 {{/*
-hetsev.image: repository:tag of a program; the tag defaults to
-v<appVersion>, the tag the repository's images get (Makefile: v$(VERSION)).
+hetsev.image: repository:tag of a program, or repository@digest when
+image.digest is set; the tag defaults to v<appVersion>, the tag the
+repository's images get (Makefile: v$(VERSION)). global.imageRegistry
+replaces the repository's registry (its first element when that names a
+host: it has a dot or a port, or is localhost), so one mirror serves every
+image.
 Call with (dict "image" .Values.scaler.image "root" $).
 */}}
 {{- define "hetsev.image" -}}
+{{- $repo := .image.repository -}}
+{{- with .root.Values.global.imageRegistry -}}
+{{- $parts := splitList "/" $repo -}}
+{{- $first := first $parts -}}
+{{- if and (gt (len $parts) 1) (or (contains "." $first) (contains ":" $first) (eq $first "localhost")) -}}
+{{- $parts = rest $parts -}}
+{{- end -}}
+{{- $repo = printf "%s/%s" (trimSuffix "/" .) (join "/" $parts) -}}
+{{- end -}}
+{{- if .image.digest -}}
+{{- printf "%s@%s" $repo .image.digest -}}
+{{- else -}}
 {{- $tag := .image.tag | default (printf "v%s" .root.Chart.AppVersion) -}}
-{{- printf "%s:%s" .image.repository $tag -}}
+{{- printf "%s:%s" $repo $tag -}}
+{{- end -}}
 {{- end -}}
 
 {{/*
@@ -193,6 +210,10 @@ affinity:
 {{- end }}
 {{- with .p.tolerations }}
 tolerations:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .p.topologySpreadConstraints }}
+topologySpreadConstraints:
   {{- toYaml . | nindent 2 }}
 {{- end }}
 {{- with .root.Values.imagePullSecrets }}
