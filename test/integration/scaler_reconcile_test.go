@@ -313,17 +313,17 @@ func TestScalerCoolDownSurvivesFailover(t *testing.T) {
 	t4 := scaler.DeploymentName(ms.Name, "T4")
 	first := b.reconciler(record.NewFakeRecorder(100))
 	b.reconcile(t, first, ms.Name) // min replicas: one T4
-	b.metrics.set(t4, 1000)        // 1000 / (363 * 0.8): four T4
+	b.metrics.set(t4, 1200)        // 1200 / (363 * 0.96, ResNet-50's threshold from the SLO model): four T4
 	b.now = b.now.Add(15 * time.Second)
 	b.reconcile(t, first, ms.Name)
 	scaledOut := b.replicas(t, t4)
 	if scaledOut < 4 {
-		t.Fatalf("%d T4 replicas for 1000 requests/s, want at least 4", scaledOut)
+		t.Fatalf("%d T4 replicas for 1200 requests/s, want at least 4", scaledOut)
 	}
 	scaleOutAt := b.now
 	// The API server accepts the rate history the new leader restores.
-	if rh := b.get(t, ms.Name).Status.RateHistory; rh == nil || len(rh.Rates) == 0 || rh.Rates[len(rh.Rates)-1].RPS != "1000" {
-		t.Fatalf("status.rateHistory %+v, want the rates ending with 1000 requests/s", rh)
+	if rh := b.get(t, ms.Name).Status.RateHistory; rh == nil || len(rh.Rates) == 0 || rh.Rates[len(rh.Rates)-1].RPS != "1200" {
+		t.Fatalf("status.rateHistory %+v, want the rates ending with 1200 requests/s", rh)
 	}
 
 	// The first leader goes away; the load drops; a new leader decides at

@@ -18,8 +18,12 @@ import (
 const factor = 30.0 // trace seconds per wall second
 
 // knobs in trace seconds: decide every 15 s, scale out at once, scale in
-// at most every 30 s and not within 300 s of a scale-out.
-var knobs = modelservice.Knobs{IntervalSeconds: 15, ScaleOutPeriodSeconds: 0, ScaleInIntervalSeconds: 30, ScaleInCoolDownSeconds: 300, MinReplicas: 1}
+// at most every 30 s and not within 300 s of a scale-out, at the hand-set
+// saturation threshold 0.8 the tests' arithmetic uses. (In this
+// time-compressed stack the adapter's rate lags a step and undershoots it,
+// 1,365 of 1,500 requests/s: the 4 % that ResNet-50's threshold from the
+// SLO model, 0.96, leaves is too little for that.)
+var knobs = modelservice.Knobs{SaturationThreshold: 0.8, IntervalSeconds: 15, ScaleOutPeriodSeconds: 0, ScaleInIntervalSeconds: 30, ScaleInCoolDownSeconds: 300, MinReplicas: 1}
 
 // TestScalerFollowsLoadStep replays 100 -> 1500 -> 100 requests/s against
 // ResNet-50 through the whole stack (simulated servers, metrics adapter
