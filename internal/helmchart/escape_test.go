@@ -121,3 +121,30 @@ image: {digest: "sha256:` + "0123456789abcdef0123456789abcdef0123456789abcdef012
 		}
 	}
 }
+
+// A PodDisruptionBudget is rendered for a program with more than one
+// replica: by default the scaler's (its webhook fails closed), and the
+// scheduler's once it runs two; never for one replica, where a budget
+// either blocks every drain or allows anything.
+func TestChartPodDisruptionBudgetsFollowReplicas(t *testing.T) {
+	pdbs := func(values map[string]any) []string {
+		var out []string
+		for _, o := range render(t, values) {
+			if o.GetKind() == "PodDisruptionBudget" {
+				out = append(out, o.GetName())
+			}
+		}
+		return out
+	}
+	if got := fmt.Sprint(pdbs(nil)); got != "[hetsev-scaler]" {
+		t.Errorf("defaults: PodDisruptionBudgets %s, want the scaler's only", got)
+	}
+	two := map[string]any{"scheduler": map[string]any{"replicas": 2}, "scaler": map[string]any{"replicas": 1}}
+	if got := fmt.Sprint(pdbs(two)); got != "[hetsev-scheduler]" {
+		t.Errorf("scheduler 2 replicas, scaler 1: PodDisruptionBudgets %s, want the scheduler's only", got)
+	}
+	off := map[string]any{"scaler": map[string]any{"podDisruptionBudget": map[string]any{"enabled": false}}}
+	if got := pdbs(off); len(got) != 0 {
+		t.Errorf("scaler's budget off: %v rendered", got)
+	}
+}
