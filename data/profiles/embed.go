@@ -1,8 +1,8 @@
 // Package profiles embeds the measured inputs the production programs ship
 // with: GPU types and prices, model profiles and per-instance resource
 // estimates. Provenance for every file is in data/README.md; programs read
-// them through pkg/heterogeneity so that nothing depends on ../shared at run
-// time. Request traces live in data/traces, for the simulation only.
+// them through pkg/heterogeneity so that nothing depends on files outside
+// the binary at run time. Request traces live in data/traces, for the simulation only.
 package profiles
 
 import (
