@@ -81,6 +81,8 @@ func writeMSScaling(w io.Writer, x *ModelServiceExplanation) {
 	}
 	fmt.Fprintf(w, "  p98 latency:   %s ms\n", orDash(x.Status.LatencyP98Ms))
 	fmt.Fprintf(w, "  replicas:      %d in all\n", x.Status.TotalReplicas)
+	// The planned prices: a GPU is billed whole while it hosts anything.
+	fmt.Fprintf(w, "  cost:          %s USD/h at the prices the scaler plans with\n", orDash(x.Status.CostUSDPerHour))
 	for _, t := range sortedKeys(x.Status.Replicas) {
 		weight := "-"
 		if v, ok := x.Status.TrafficWeights[t]; ok {

@@ -386,7 +386,7 @@ func TestExplainModelService(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "resnet", Namespace: "default", UID: "ms-uid"},
 		Spec:       v1alpha1.ModelServiceSpec{SLO: v1alpha1.SLO{ResponseTimeMs: 400, ServiceLevel: 0.999}},
 		Status: v1alpha1.ModelServiceStatus{
-			Replicas: map[string]int32{"T4": 3, "V100-32GB": 1}, TotalReplicas: 4,
+			Replicas: map[string]int32{"T4": 3, "V100-32GB": 1}, TotalReplicas: 4, CostUSDPerHour: "5.4795",
 			ArrivalRate: "412.5", Saturation: "0.91",
 			Attainment: "0.9912", LatencyPercentile: "p99.9", LatencyAtServiceLevelMs: "388.0",
 			TrafficWeights: map[string]int32{"T4": 60, "V100-32GB": 40},
@@ -413,7 +413,7 @@ func TestExplainModelService(t *testing.T) {
 	for _, want := range []string{
 		"arrival rate:  412.5 requests/s", "saturation:    0.91",
 		"SLO:           0.999 of requests within 400 ms", "attainment:    0.9912", "p99.9 latency: 388.0 ms",
-		"T4                   3 replicas, traffic 60%",
+		"T4                   3 replicas, traffic 60%", "cost:          5.4795 USD/h",
 		"action:  ScaleOut", "delta:   T4 +2", "reason:  saturation 0.91 above 0.8",
 		"Ready=True  Serving: 4 replicas",
 		"objective: 0.63 USD/h", "rejected:  V100-32GB +1, objective 3.90 USD/h: V100-32GB costs 3.8x per request",

@@ -53,6 +53,9 @@ func TestCostGaugeIsReplicasAtPlannedPrice(t *testing.T) {
 			t.Errorf("%s: cost %.4f USD/h, want %d replicas x %.4f = %.4f", col, got, n, p, want)
 		}
 	}
+	if want := "1.7095"; ms.Status.CostUSDPerHour != want { // 3 x 0.526 + 0.1315
+		t.Errorf("status.costUSDPerHour %q, want %s", ms.Status.CostUSDPerHour, want)
+	}
 	if ms.Status.Replicas["T4"] != 3 || ms.Status.Replicas["T4-busy0.25"] != 1 {
 		t.Errorf("replicas %v, want the 3 T4s and the T4-busy0.25 held", ms.Status.Replicas)
 	}

@@ -371,12 +371,15 @@ func (r *Reconciler) decide(ctx context.Context, ms *v1alpha1.ModelService, st *
 	// Series of removed GPU types go with the rest.
 	replicasGauge.DeletePartialMatch(prometheus.Labels{"namespace": ms.Namespace, "modelservice": ms.Name})
 	costGauge.DeletePartialMatch(prometheus.Labels{"namespace": ms.Namespace, "modelservice": ms.Name})
+	cost := 0.0
 	for i, p := range svc.types {
 		status.Replicas[p.column()] = replicasOf(deps[i])
 		status.TotalReplicas += replicasOf(deps[i])
 		replicasGauge.WithLabelValues(ms.Namespace, ms.Name, p.column()).Set(float64(replicasOf(deps[i])))
 		costGauge.WithLabelValues(ms.Namespace, ms.Name, p.column()).Set(float64(replicasOf(deps[i])) * p.price)
+		cost += float64(replicasOf(deps[i])) * p.price
 	}
+	status.CostUSDPerHour = strconv.FormatFloat(cost, 'f', 4, 64)
 	measured := metav1.NewTime(now)
 	status.MeasuredAt = &measured
 	status.ArrivalRate = strconv.FormatFloat(w, 'f', 2, 64)

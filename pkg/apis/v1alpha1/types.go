@@ -360,6 +360,15 @@ type ModelServiceStatus struct {
 	//
 	// +kubebuilder:validation:Minimum=0
 	TotalReplicas int32 `json:"totalReplicas,omitempty"`
+	// CostUSDPerHour is what the desired replicas cost per hour, USD/h as a
+	// decimal string, at the prices the decision plans with: each GPU
+	// type's (spec.profiles[].priceUSDPerHour or the scaler's catalog), a
+	// light flavor f at f times it. A GPU is billed whole while it hosts
+	// anything, so this is a lower bound of the GPU bill. The gauge
+	// hetsev_scaler_cost_usd_per_hour has it per GPU type.
+	//
+	// +kubebuilder:validation:Pattern=`^[0-9]+(\.[0-9]+)?$`
+	CostUSDPerHour string `json:"costUSDPerHour,omitempty"`
 	// Selector matches the pods of every GPU type of the ModelService
 	// (hetsev.io/modelservice=<name>): the scale subresource's selector.
 	Selector string `json:"selector,omitempty"`
