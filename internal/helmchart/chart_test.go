@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	chart "helm.sh/helm/v4/pkg/chart/v2"
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -39,6 +40,22 @@ func render(t *testing.T, values map[string]any) []*unstructured.Unstructured {
 		t.Fatalf("rendering: %v", err)
 	}
 	return objs
+}
+
+// refused checks that the chart refuses values (YAML) with an error that
+// names want, the field's path.
+func refused(t *testing.T, ch *chart.Chart, values, want string) {
+	t.Helper()
+	var v map[string]any
+	if err := yaml.Unmarshal([]byte(values), &v); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Render(ch, v)
+	if err == nil {
+		t.Errorf("%s: accepted", values)
+	} else if !strings.Contains(err.Error(), want) {
+		t.Errorf("%s: error does not name %s: %v", values, want, err)
+	}
 }
 
 // allValues is ci/all-values.yaml: every documented value set.
@@ -133,18 +150,7 @@ func TestChartSchemaRefusesBadValues(t *testing.T) {
 		{"dra: {driver: hami, claimRequests: {cores: lots}}", "/dra/claimRequests/cores"},
 		{"scheduler: {nodeselector: {a: b}}", "nodeselector"},
 	} {
-		var v map[string]any
-		if err := yaml.Unmarshal([]byte(c.values), &v); err != nil {
-			t.Fatal(err)
-		}
-		_, err := Render(ch, v)
-		if err == nil {
-			t.Errorf("%s: accepted", c.values)
-			continue
-		}
-		if !strings.Contains(err.Error(), c.want) {
-			t.Errorf("%s: error does not name %s: %v", c.values, c.want, err)
-		}
+		refused(t, ch, c.values, c.want)
 	}
 	// The documented values themselves are accepted.
 	if _, err := Render(ch, allValues(t)); err != nil {
@@ -691,12 +697,6 @@ func TestChartAdmissionPolicyValues(t *testing.T) {
 		{"admissionPolicy: {namespaceSelector: {matchExpressions: [{key: a, operator: Maybe}]}}", "/admissionPolicy/namespaceSelector/matchExpressions/0/operator"},
 		{"admissionPolicy: {enabled: 'no'}", "/admissionPolicy/enabled"},
 	} {
-		var v map[string]any
-		if err := yaml.Unmarshal([]byte(c.values), &v); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := Render(ch, v); err == nil || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("%s: %v, want an error naming %s", c.values, err, c.want)
-		}
+		refused(t, ch, c.values, c.want)
 	}
 }

@@ -112,13 +112,7 @@ image: {digest: "sha256:` + "0123456789abcdef0123456789abcdef0123456789abcdef012
 		{"scaler: {serviceAccount: {name: other}}", "/scaler/serviceAccount"},
 		{"global: {imageRegistry: 'https://r.example.com'}", "/global/imageRegistry"},
 	} {
-		var v map[string]any
-		if err := yaml.Unmarshal([]byte(c.values), &v); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := Render(ch, v); err == nil || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("%s: %v, want an error naming %s", c.values, err, c.want)
-		}
+		refused(t, ch, c.values, c.want)
 	}
 }
 
