@@ -127,12 +127,14 @@ func withRate(obs Observation, w float64) Observation {
 
 // scaleIn fills act with the scale-in that solver computes for the current
 // rate f.w, stabilized by the highest rate of the window (burst.go, rule
-// 2: stabilize) unless Policy.DisableStabilizedScaleIn; or None with the
+// 2: stabilize) unless Policy.DisableStabilizedScaleIn, or, where the
+// learned headroom hr releases the brakes (headroom.go), for
+// max(f.w, W (1 + h)) with neither stabilization nor cool-down; or None with the
 // reason none is due: an arrival rate that is only a lower bound
 // (Observation.ArrivalRateIsLowerBound), the cool-down after a scale-out,
 // the interval since the last scale-in, MinReplicas, or no instance that
 // may go.
-func (a *Autoscaler) scaleIn(solver Solver, obs Observation, f forecast, act Action) Action {
+func (a *Autoscaler) scaleIn(solver Solver, obs Observation, f forecast, hr headroom, act Action) Action {
 	p := a.Policy
 	within := fmt.Sprintf("saturation %.2f within threshold %.2f", act.Saturation, p.SaturationThreshold)
 	if f.rising() {
@@ -143,9 +145,22 @@ func (a *Autoscaler) scaleIn(solver Solver, obs Observation, f forecast, act Act
 			act.Saturation, p.SaturationThreshold, obs.ArrivalRate)
 		return act
 	}
-	if !a.lastScaleOut.IsZero() {
+	// The learned headroom (headroom.go) releases the cool-down and the
+	// stabilization when the window's peak keeps more than the service's
+	// own rises need.
+	win := p.stabilizationWindow()
+	peak := a.rates.peak(win)
+	released := hr.releases(obs.ArrivalRate, peak)
+	held := "" // why the learned headroom left the brakes on, said where one holds
+	if released {
+		within += fmt.Sprintf("; %s, below the %v peak %.4g: cool-down and stabilization released",
+			hr.describe(obs.ArrivalRate), win, peak)
+	} else if hr.note != "" {
+		held = " (" + hr.note + ")"
+	}
+	if !a.lastScaleOut.IsZero() && !released {
 		if since := obs.Now.Sub(a.lastScaleOut); since < p.ScaleInCoolDown {
-			act.Reason = fmt.Sprintf("%s; scale-in cool-down: %v since last scale-out, %v required", within, since, p.ScaleInCoolDown)
+			act.Reason = fmt.Sprintf("%s; scale-in cool-down: %v since last scale-out, %v required%s", within, since, p.ScaleInCoolDown, held)
 			return act
 		}
 	}
@@ -161,10 +176,14 @@ func (a *Autoscaler) scaleIn(solver Solver, obs Observation, f forecast, act Act
 	}
 
 	req := Request{Observation: withRate(obs, f.w), Policy: p, Reason: within}
+	if released {
+		req.Observation = withRate(obs, max(f.w, obs.ArrivalRate*(1+hr.h)))
+	}
 	amount := solver.ScaleIn(req)
-	if win := p.stabilizationWindow(); !p.DisableStabilizedScaleIn {
-		if peak := a.rates.peak(win); peak > f.w && !isZero(amount.Delta) {
+	if !p.DisableStabilizedScaleIn && !released {
+		if peak > f.w && !isZero(amount.Delta) {
 			amount = stabilize(solver, req, amount, peak, win)
+			amount.Reason += held
 		}
 	}
 	act.Reason = amount.Reason
