@@ -20,9 +20,19 @@ func MonitoringValues() map[string]any {
 	}}
 }
 
+// ExternalMetrics are the series the chart's alerts read that no hetsev
+// program serves, by the server that does: Prometheus' own up of each
+// scrape target and kube-apiserver's admission and aggregation metrics.
+// MetricNames leaves them out.
+var ExternalMetrics = map[string]string{
+	"up": "Prometheus (a scrape target's health)",
+	"apiserver_admission_webhook_rejection_count": "kube-apiserver (admission webhooks)",
+	"aggregator_unavailable_apiservice":           "kube-apiserver (kube-aggregator)",
+}
+
 // MetricNames are the metric names the rendered objs use: those in the
 // expressions of PrometheusRules (minus the series their own recording
-// rules write) and in the targets and template variables of the Grafana
+// rules write and ExternalMetrics) and in the targets and template variables of the Grafana
 // dashboards in ConfigMaps labelled grafana_dashboard. Histogram series
 // keep their suffix (_bucket). Sorted, without duplicates; an error names
 // the object whose expression or JSON cannot be read.
@@ -69,7 +79,7 @@ func MetricNames(objs []*unstructured.Unstructured) ([]string, error) {
 	}
 	var out []string
 	for n := range used {
-		if !recorded[n] {
+		if _, external := ExternalMetrics[n]; !recorded[n] && !external {
 			out = append(out, n)
 		}
 	}

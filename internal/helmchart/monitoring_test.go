@@ -41,6 +41,7 @@ var exportedMetrics = map[string]string{
 	"hetsev_metrics_adapter_series_ignored_total":           "metrics-adapter",
 	"hetsev_metrics_adapter_scrape_targets":                 "metrics-adapter",
 	"hetsev_metrics_adapter_scrape_duration_seconds_bucket": "metrics-adapter",
+	"hetsev_serving_certificate_expiry_timestamp_seconds":   "metrics-adapter, scaler",
 }
 
 // Every metric the PrometheusRule's expressions and the dashboard's
@@ -174,5 +175,63 @@ func TestChartRendersMonitoring(t *testing.T) {
 		if strings.HasPrefix(o.GetAPIVersion(), "monitoring.coreos.com/") || strings.HasPrefix(o.GetName(), "hetsev-metrics-reader") || o.GetName() == "hetsev-grafana-dashboard" {
 			t.Errorf("%s rendered with the default values", id(o))
 		}
+	}
+}
+
+// The availability alerts are there, each reading the series its server
+// exports: one HetsevComponentDown per program on the PodMonitors' jobs,
+// the webhook's and the APIService's from kube-apiserver, the certificate
+// expiry from the programs. Without PodMonitors (whose job names the
+// alert selects) or without the APIService, theirs are left out.
+func TestAvailabilityAlerts(t *testing.T) {
+	exprs := func(values map[string]any) map[string][]string {
+		t.Helper()
+		out := map[string][]string{}
+		for _, o := range render(t, values) {
+			if o.GetKind() != "PrometheusRule" {
+				continue
+			}
+			groups, _, _ := unstructured.NestedSlice(o.Object, "spec", "groups")
+			for _, g := range groups {
+				rules, _, _ := unstructured.NestedSlice(g.(map[string]any), "rules")
+				for _, r := range rules {
+					rm := r.(map[string]any)
+					if a, ok := rm["alert"].(string); ok {
+						out[a] = append(out[a], rm["expr"].(string))
+					}
+				}
+			}
+		}
+		return out
+	}
+	all := exprs(MonitoringValues())
+	down := all["HetsevComponentDown"]
+	if len(down) != 3 {
+		t.Fatalf("HetsevComponentDown: %d rules, want one per program: %v", len(down), down)
+	}
+	for i, p := range []string{"hetsev-scheduler", "hetsev-scaler", "hetsev-metrics-adapter"} {
+		if want := `absent(up{job="hetsev-system/` + p + `"} == 1)`; down[i] != want {
+			t.Errorf("HetsevComponentDown %d: %q, want %q", i, down[i], want)
+		}
+	}
+	for alert, metric := range map[string]string{"HetsevWebhookFailing": "apiserver_admission_webhook_rejection_count",
+		"HetsevAPIServiceUnavailable":         "aggregator_unavailable_apiservice",
+		"HetsevServingCertificateExpiresSoon": "hetsev_serving_certificate_expiry_timestamp_seconds"} {
+		if e := all[alert]; len(e) != 1 || !slices.Contains(PromQLMetricNames(e[0]), metric) {
+			t.Errorf("%s: %v, want one rule on %s", alert, e, metric)
+		}
+	}
+	if !strings.Contains(all["HetsevWebhookFailing"][0], `name="scheduler-selection.hetsev.io"`) {
+		t.Errorf("HetsevWebhookFailing does not select the chart's webhook: %s", all["HetsevWebhookFailing"][0])
+	}
+	v := MonitoringValues()
+	v["monitoring"].(map[string]any)["podMonitors"] = map[string]any{"enabled": false}
+	v["metricsAdapter"] = map[string]any{"apiService": map[string]any{"enabled": false}}
+	some := exprs(v)
+	if len(some["HetsevComponentDown"]) != 0 || len(some["HetsevAPIServiceUnavailable"]) != 0 {
+		t.Errorf("without PodMonitors and the APIService: %v, want neither HetsevComponentDown nor HetsevAPIServiceUnavailable", some)
+	}
+	if len(some["HetsevWebhookFailing"]) != 1 {
+		t.Errorf("without PodMonitors: HetsevWebhookFailing missing")
 	}
 }

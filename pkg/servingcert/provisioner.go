@@ -25,7 +25,21 @@ type Provisioner struct {
 	Inject func(ctx context.Context, caBundle []byte) error
 	// Dir receives CertName and KeyName (tls.crt, tls.key by default).
 	Dir, CertName, KeyName string
+	// Expiry, when set, is told the serving certificate's NotAfter after
+	// every Sync that wrote or kept one: the caller exports it as
+	// ExpiryMetricName, so that an alert fires when renewals keep failing.
+	Expiry func(notAfter time.Time)
 }
+
+// ExpiryMetricName is the gauge, in seconds since the epoch, of the
+// NotAfter of the serving certificate a program keeps with a Provisioner,
+// labelled component (Options.Component). hetsev-scaler (its webhook) and
+// hetsev-metrics-adapter export it; the chart's
+// HetsevServingCertificateExpiresSoon alert reads it.
+const ExpiryMetricName = "hetsev_serving_certificate_expiry_timestamp_seconds"
+
+// ExpiryMetricHelp is ExpiryMetricName's help text.
+const ExpiryMetricHelp = "NotAfter of the serving certificate this program keeps, in seconds since the epoch, by component."
 
 // Sync brings the Secret up to date (creating or renewing the certificate
 // when due), then the caBundle, then the files, in that order: a replica
@@ -43,7 +57,13 @@ func (p *Provisioner) Sync(ctx context.Context) error {
 			klog.ErrorS(err, "injecting the CA bundle", "component", p.Cert.Component)
 		}
 	}
-	return p.write(sc.crt, sc.key)
+	if err := p.write(sc.crt, sc.key); err != nil {
+		return err
+	}
+	if certs := parseCerts(sc.crt); p.Expiry != nil && len(certs) > 0 {
+		p.Expiry(certs[0].NotAfter)
+	}
+	return nil
 }
 
 // Run calls Sync every interval until ctx ends, logging failures: a

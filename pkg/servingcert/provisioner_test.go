@@ -65,3 +65,28 @@ func TestProvisionerSyncsSecretBundleAndFiles(t *testing.T) {
 		t.Error("a due certificate was kept")
 	}
 }
+
+// TestProvisionerReportsExpiry: Sync tells Expiry the NotAfter of the
+// certificate it wrote, about MaxAge from now, and of the renewed one
+// after a renewal.
+func TestProvisionerReportsExpiry(t *testing.T) {
+	ctx := context.Background()
+	var got []time.Time
+	p := &Provisioner{Client: fake.NewClientset(), Dir: t.TempDir(), CertName: "tls.crt", KeyName: "tls.key",
+		Expiry: func(notAfter time.Time) { got = append(got, notAfter) },
+		Cert:   Options{Namespace: "ns", SecretName: "tls", Hosts: []string{"127.0.0.1"}, MaxAge: time.Hour, RenewBefore: time.Minute}}
+	before := time.Now()
+	if err := p.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0].Before(before.Add(time.Hour-time.Minute)) || got[0].After(time.Now().Add(time.Hour+time.Minute)) {
+		t.Fatalf("Expiry after the first Sync: %v, want one NotAfter about an hour from %v", got, before)
+	}
+	p.Cert.MaxAge, p.Cert.RenewBefore = 3*time.Hour, 2*time.Hour // due: renewed for 3 h
+	if err := p.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || !got[1].After(got[0].Add(time.Hour)) {
+		t.Errorf("Expiry after a renewal: %v, want a second NotAfter about 3 h from now", got)
+	}
+}

@@ -174,7 +174,11 @@ func (o *Options) AddToManager(mgr manager.Manager, kube kubernetes.Interface) e
 	}
 	if o.SelfSigned {
 		srv.certs = &servingcert.Provisioner{Client: kube, Dir: o.CertDir, CertName: certName, KeyName: keyName,
-			Cert: servingcert.Options{Component: "webhook", Namespace: o.Namespace, SecretName: o.Secret, Hosts: o.hosts(), MaxAge: o.CertValidity, RenewBefore: o.CertRenewBefore}}
+			Cert: servingcert.Options{Component: "webhook", Namespace: o.Namespace, SecretName: o.Secret, Hosts: o.hosts(), MaxAge: o.CertValidity, RenewBefore: o.CertRenewBefore},
+			Expiry: func(notAfter time.Time) {
+				certificateExpiry.WithLabelValues("webhook").Set(float64(notAfter.Unix()))
+			}}
+		registerMetrics()
 		if o.Configuration != "" {
 			srv.certs.Inject = func(ctx context.Context, caBundle []byte) error {
 				return InjectCABundle(ctx, kube, o.Configuration, caBundle)

@@ -18,6 +18,7 @@ import (
 	"k8s.io/klog/v2"
 	aggregator "k8s.io/kube-aggregator/pkg/client/clientset_generated/clientset"
 
+	"github.com/hetsev/hetsev/pkg/adapter/internal/selfmetrics"
 	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
 	"github.com/hetsev/hetsev/pkg/servingcert"
 )
@@ -130,6 +131,9 @@ func (c *CertOptions) provisioner(cfg *rest.Config, dir string) (*servingcert.Pr
 			MaxAge: c.Validity, RenewBefore: c.RenewBefore},
 		Inject: func(ctx context.Context, caBundle []byte) error {
 			return injectAPIServices(ctx, ag, c.APIServices, caBundle)
+		},
+		Expiry: func(notAfter time.Time) {
+			selfmetrics.CertificateExpiry.WithLabelValues("metrics-adapter").Set(float64(notAfter.Unix()))
 		},
 	}, nil
 }

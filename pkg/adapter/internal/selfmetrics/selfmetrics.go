@@ -8,6 +8,8 @@ import (
 
 	"k8s.io/component-base/metrics"
 	"k8s.io/component-base/metrics/legacyregistry"
+
+	"github.com/hetsev/hetsev/pkg/servingcert"
 )
 
 // Results of one scrape, the values of the result label of
@@ -109,6 +111,15 @@ var (
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"resource", "metric"})
 
+	// CertificateExpiry is servingcert.ExpiryMetricName: the NotAfter of
+	// the self-signed serving certificate (--cert-self-signed), by
+	// component; absent when the certificate comes from files.
+	CertificateExpiry = metrics.NewGaugeVec(&metrics.GaugeOpts{
+		Name:           servingcert.ExpiryMetricName,
+		Help:           servingcert.ExpiryMetricHelp,
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"component"})
+
 	registerOnce sync.Once
 )
 
@@ -128,11 +139,12 @@ func Ignore(series, reason string) {
 //	hetsev_metrics_adapter_prometheus_queries_total{query,result} counter
 //	hetsev_metrics_adapter_prometheus_query_duration_seconds{query} histogram
 //	hetsev_metrics_adapter_partial_data_total{resource,metric}    counter
+//	hetsev_serving_certificate_expiry_timestamp_seconds{component} gauge
 //
 // Component-base metrics record nothing until registered. Safe to call more
 // than once.
 func Register() {
 	registerOnce.Do(func() {
-		legacyregistry.MustRegister(ScrapesTotal, SeriesIgnoredTotal, ScrapeDuration, ScrapeTargets, PrometheusQueriesTotal, PrometheusQueryDuration, PartialDataTotal)
+		legacyregistry.MustRegister(ScrapesTotal, SeriesIgnoredTotal, ScrapeDuration, ScrapeTargets, PrometheusQueriesTotal, PrometheusQueryDuration, PartialDataTotal, CertificateExpiry)
 	})
 }
