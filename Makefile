@@ -31,7 +31,7 @@ build:
 	@# The kubectl plugin (`kubectl hetsev`): copy it onto PATH.
 	$(GO) build -ldflags "$(VERSION_LDFLAGS)" -o $(BIN)/kubectl-hetsev ./cmd/kubectl-hetsev
 	$(GO) build -o $(BIN)/kwok sigs.k8s.io/kwok/cmd/kwok
-	@# kubectl for the README's install guide, run by test/integration;
+	@# kubectl for the install guide (docs/install.md), run by test/integration;
 	@# its version is the k8s.io/kubernetes module's (kubectl version).
 	$(GO) build -ldflags "-X k8s.io/component-base/version.gitVersion=$$($(GO) list -m -f '{{.Version}}' k8s.io/kubernetes)" -o $(BIN)/kubectl k8s.io/kubernetes/cmd/kubectl
 	@# Istio's own CRDs, from the istio.io/api module the scaler is built with,

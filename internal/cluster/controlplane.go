@@ -53,7 +53,7 @@ type Options struct {
 // resource-claim controller creates pods' ResourceClaims from their
 // templates and frees (deallocates or deletes) those of deleted pods (GPU
 // mode dra), and the namespace controller empties and removes deleted
-// namespaces (the README's Uninstall deletes hetsev-system and waits), and
+// namespaces (the install guide's Uninstall deletes hetsev-system and waits), and
 // the ClusterRole aggregation controller adds the rules of ClusterRoles
 // labelled aggregate-to-view/edit/admin (manifests/user-roles.yaml) to the
 // built-in view, edit and admin.

@@ -27,7 +27,7 @@ import (
 	"github.com/hetsev/hetsev/pkg/apis/v1alpha1"
 )
 
-// The README's install guide is the part from "## Install" up to the first
+// The install guide (docs/install.md) is the part from "## Install" up to the first
 // level-2 heading after "## Uninstall" (Install, its subsections, Upgrade,
 // Uninstall). Each command block in it (a fence tagged sh, bash, shell,
 // console or untagged) carries a marker comment on the line before its
@@ -49,7 +49,7 @@ const (
 
 // installBlock is one command block of the install guide.
 type installBlock struct {
-	Line    int    // README line of the opening fence, from 1
+	Line    int    // docs/install.md line of the opening fence, from 1
 	Section string // the heading the block sits under
 	Action  string // "run", "skip" or "stand-in"
 	StandIn string // the stand-in's name, for Action "stand-in"
@@ -69,7 +69,7 @@ func commandFence(info string) bool {
 var markerRE = regexp.MustCompile(`^<!--\s*install-test:\s*(.*?)\s*-->$`)
 
 // parseInstallGuide returns the install guide's command blocks in order and
-// one error per block whose marker is missing or malformed ("README.md:NN:
+// one error per block whose marker is missing or malformed ("docs/install.md:NN:
 // ..."). It is an error too when the guide's headings are not found.
 func parseInstallGuide(readme string) ([]installBlock, []error) {
 	var blocks []installBlock
@@ -120,7 +120,7 @@ func parseInstallGuide(readme string) ([]installBlock, []error) {
 			} else {
 				b := installBlock{Line: n, Section: section}
 				if err := parseMarker(prev, &b); err != nil {
-					errs = append(errs, fmt.Errorf("README.md:%d: command block under %q: %w", n, section, err))
+					errs = append(errs, fmt.Errorf("docs/install.md:%d: command block under %q: %w", n, section, err))
 				}
 				fence = &b
 			}
@@ -130,10 +130,10 @@ func parseInstallGuide(readme string) ([]installBlock, []error) {
 		}
 	}
 	if fence != nil {
-		errs = append(errs, fmt.Errorf("README.md:%d: command block is not closed", fence.Line))
+		errs = append(errs, fmt.Errorf("docs/install.md:%d: command block is not closed", fence.Line))
 	}
 	if !in || !seenLast {
-		errs = append(errs, fmt.Errorf("README.md: no %q through %q section", installGuideStart, installGuideLast))
+		errs = append(errs, fmt.Errorf("docs/install.md: no %q through %q section", installGuideStart, installGuideLast))
 	}
 	return blocks, errs
 }
@@ -223,7 +223,7 @@ var installStandIns = map[string]func(t *testing.T, e *installEnv){
 	},
 }
 
-// nodePlaceholder is the README's name for the node a user labels and
+// nodePlaceholder is the install guide's name for the node a user labels and
 // taints; the test substitutes the name of a node it created.
 var nodePlaceholder = regexp.MustCompile(`\bNODE\b`)
 
@@ -245,15 +245,15 @@ func runInstallBlock(ctx context.Context, e *installEnv, home, script string) (s
 	return string(out), err
 }
 
-// The README's install guide works as written against the local control
+// The install guide (docs/install.md) works as written against the local control
 // plane: every command block runs (or is marked skip or stand-in, with a
-// reason), in order, on a node the test created (NODE in the README), and
+// reason), in order, on a node the test created (NODE in the guide), and
 // afterwards the node is in the GPU pool, the CRD is established, the
 // APIService is Available, the webhook has a caBundle and the GPU
 // Operator's namespace is exempt; the Uninstall block then removes every
 // object of manifests/ and a user's ModelService.
 func TestInstallGuide(t *testing.T) {
-	raw, err := os.ReadFile(filepath.Join(cluster.RepoRoot(), "README.md"))
+	raw, err := os.ReadFile(filepath.Join(cluster.RepoRoot(), "docs", "install.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -298,23 +298,23 @@ func TestInstallGuide(t *testing.T) {
 		}
 	}
 	if uninstall < 0 {
-		t.Fatal("README.md: no command block under Uninstall")
+		t.Fatal("docs/install.md: no command block under Uninstall")
 	}
 	runBlocks := func(bs []installBlock) {
 		t.Helper()
 		for _, b := range bs {
 			switch b.Action {
 			case "skip":
-				t.Logf("README.md:%d (%s): skipped: %s", b.Line, b.Section, b.Reason)
+				t.Logf("docs/install.md:%d (%s): skipped: %s", b.Line, b.Section, b.Reason)
 			case "stand-in":
-				t.Logf("README.md:%d (%s): stand-in %q: %s", b.Line, b.Section, b.StandIn, b.Reason)
+				t.Logf("docs/install.md:%d (%s): stand-in %q: %s", b.Line, b.Section, b.StandIn, b.Reason)
 				installStandIns[b.StandIn](t, e)
 			case "run":
 				out, err := runInstallBlock(ctx, e, home, b.Script)
 				if err != nil {
-					t.Fatalf("README.md:%d (%s): %v\n%s", b.Line, b.Section, err, out)
+					t.Fatalf("docs/install.md:%d (%s): %v\n%s", b.Line, b.Section, err, out)
 				}
-				t.Logf("README.md:%d (%s): ran\n%s", b.Line, b.Section, out)
+				t.Logf("docs/install.md:%d (%s): ran\n%s", b.Line, b.Section, out)
 			}
 		}
 	}
