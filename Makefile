@@ -34,6 +34,9 @@ build:
 	@# kubectl for the install guide (docs/install.md), run by test/integration;
 	@# its version is the k8s.io/kubernetes module's (kubectl version).
 	$(GO) build -ldflags "-X k8s.io/component-base/version.gitVersion=$$($(GO) list -m -f '{{.Version}}' k8s.io/kubernetes)" -o $(BIN)/kubectl k8s.io/kubernetes/cmd/kubectl
+	@# The helm CLI of the helm.sh/helm/v4 module the chart tests render
+	@# with, for test/integration's install, upgrade, rollback and uninstall.
+	$(GO) build -o $(BIN)/helm helm.sh/helm/v4/cmd/helm
 	@# Istio's own CRDs, from the istio.io/api module the scaler is built with,
 	@# installed on the local API server by the demo and the tests.
 	cp -f "$$($(GO) list -m -f '{{.Dir}}' istio.io/api)/kubernetes/customresourcedefinitions.gen.yaml" $(BIN)/istio-crds.yaml

@@ -45,6 +45,23 @@ declare -A CRD_FILES=(
 	[hetsev.io_modelservices.yaml]=crd-modelservice.yaml
 )
 
+# chart_crd prints the CRD file $1 as a chart template: inside
+# {{- if .Values.crds.install }}, with Helm's keep policy among its
+# annotations when crds.keep.
+chart_crd() {
+	echo '{{- if .Values.crds.install }}'
+	awk '
+		{ print }
+		/^  annotations:$/ && !done {
+			getline; print
+			print "    {{- if .Values.crds.keep }}"
+			print "    helm.sh/resource-policy: keep"
+			print "    {{- end }}"
+			done = 1
+		}' "$1"
+	echo '{{- end }}'
+}
+
 gen_crd() {
 	local tmp f name
 	tmp=$(mktemp -d)
@@ -72,9 +89,11 @@ gen_crd() {
 			echo "# and run \`make generate\`."
 			cat "$f"
 		} >"manifests/$name"
-		# The Helm chart installs the same file from its crds/ (Helm reads
-		# nothing outside the chart); internal/helmchart's tests compare them.
-		cp "manifests/$name" "charts/hetsev/crds/$name"
+		# The Helm chart installs the same CRD from a template (Helm reads
+		# nothing outside the chart; its crds/ would never be upgraded):
+		# rendered when crds.install, kept by `helm uninstall` when
+		# crds.keep. internal/helmchart's tests compare it with manifests/.
+		chart_crd "manifests/$name" >"charts/hetsev/templates/crds/$name"
 	done
 	rm -rf "$tmp"
 }

@@ -440,6 +440,10 @@ func jsonCopy(t *testing.T, o *unstructured.Unstructured) *unstructured.Unstruct
 }
 
 func stripHelm(obj map[string]any, fields ...string) {
+	if a, ok, _ := unstructured.NestedStringMap(obj, append(fields, "annotations")...); ok {
+		delete(a, "helm.sh/resource-policy") // the CRD's crds.keep
+		setOrDelete(obj, a, append(fields, "annotations")...)
+	}
 	l, ok, _ := unstructured.NestedStringMap(obj, append(fields, "labels")...)
 	if !ok {
 		return
