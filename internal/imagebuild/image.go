@@ -152,7 +152,7 @@ type Options struct {
 	// empty.
 	Platforms []string
 	// CABundle is the file the CA bundle is read from, for programs with
-	// CACerts; the build machine's CABundle when empty.
+	// CACerts; NSSBundle, pinned by go.mod, when empty.
 	CABundle string
 	// WorkDir holds the binaries while they are built; a temporary
 	// directory when empty.
@@ -168,13 +168,12 @@ func BuildIndex(ctx context.Context, p Program, o Options) (v1.ImageIndex, error
 	}
 	var ca []byte
 	if p.CACerts {
-		path := o.CABundle
-		if path == "" {
-			path = CABundle
-		}
-		var err error
-		if ca, err = os.ReadFile(path); err != nil {
-			return nil, fmt.Errorf("%s needs the build machine's CA bundle: %w", p.Name, err)
+		ca = NSSBundle()
+		if o.CABundle != "" {
+			var err error
+			if ca, err = os.ReadFile(o.CABundle); err != nil {
+				return nil, fmt.Errorf("%s: the CA bundle: %w", p.Name, err)
+			}
 		}
 	}
 	work := o.WorkDir

@@ -5,7 +5,9 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"crypto/x509"
 	"debug/elf"
+	"encoding/pem"
 	"io"
 	"os"
 	"os/exec"
@@ -302,5 +304,33 @@ func TestNewLayerRefusesBadEntries(t *testing.T) {
 		if _, err := NewLayer(entries, created); err == nil {
 			t.Errorf("%s: no error", name)
 		}
+	}
+}
+
+// The images' default CA bundle is the pinned NSS trust store, not the
+// build machine's: over a hundred roots, every one a CA certificate that
+// parses, and the same bytes on every call.
+func TestNSSBundle(t *testing.T) {
+	b := NSSBundle()
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(b) {
+		t.Fatal("NSSBundle does not parse as PEM certificates")
+	}
+	n := 0
+	for rest := b; ; n++ {
+		var blk *pem.Block
+		if blk, rest = pem.Decode(rest); blk == nil {
+			break
+		}
+		c, err := x509.ParseCertificate(blk.Bytes)
+		if err != nil || !c.IsCA {
+			t.Fatalf("certificate %d: %v, CA %v", n, err, err == nil && c.IsCA)
+		}
+	}
+	if n < 100 {
+		t.Errorf("NSSBundle holds %d roots, want the NSS store's 100 or more", n)
+	}
+	if !bytes.Equal(b, NSSBundle()) {
+		t.Error("NSSBundle differs between calls")
 	}
 }

@@ -67,7 +67,7 @@ const (
 	// BinDir is where the binary lies in the image; the Entrypoint is
 	// BinDir/<name>.
 	BinDir = "/usr/local/bin"
-	// CABundle is the CA bundle's path, on the build machine and in the
-	// image (where Go's crypto/x509 looks first on Linux).
+	// CABundle is the CA bundle's path in the image (where Go's
+	// crypto/x509 looks first on Linux).
 	CABundle = "/etc/ssl/certs/ca-certificates.crt"
 )
