@@ -81,7 +81,8 @@ func copyChart(t *testing.T) string {
 }
 
 // The chart's lifecycle with the real helm CLI on a Kubernetes 1.36 API
-// server: lint and template against the schema; install; an upgrade with
+// server: lint and template against the schema; install beside
+// prometheus-adapter's APIService, which it leaves alone; an upgrade with
 // a changed CRD (a printer column renamed) applies the change, which Helm
 // never does for a chart's crds/; rollback restores it; uninstall removes
 // every object of the release but the CRD, which crds.keep keeps with the
@@ -117,7 +118,48 @@ func TestHelmCLILifecycle(t *testing.T) {
 		return strings.Join(names, ","), crd.Annotations
 	}
 
-	h.run(ctx, "install", "hetsev", chart)
+	// prometheus-adapter's APIService, registered before hetsev: the
+	// chart leaves it alone (and says so) rather than failing or taking
+	// custom metrics over.
+	foreign := filepath.Join(t.TempDir(), "apiservice.yaml")
+	if err := os.WriteFile(foreign, []byte(`apiVersion: apiregistration.k8s.io/v1
+kind: APIService
+metadata:
+  name: v1beta1.custom.metrics.k8s.io
+spec:
+  group: custom.metrics.k8s.io
+  version: v1beta1
+  service: {name: prometheus-adapter, namespace: monitoring}
+  groupPriorityMinimum: 100
+  versionPriority: 100
+  insecureSkipTLSVerify: true
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	kubectl := func(args ...string) string {
+		t.Helper()
+		out, err := exec.CommandContext(ctx, filepath.Join(cluster.BinDir(), "kubectl"), append([]string{"--kubeconfig", cp.Kubeconfig}, args...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return string(out)
+	}
+	kubectl("apply", "-f", foreign)
+
+	notes := h.run(ctx, "install", "hetsev", chart)
+	if !strings.Contains(notes, "APIService v1beta1.custom.metrics.k8s.io belongs to another server (monitoring/prometheus-adapter") {
+		t.Errorf("install NOTES do not say the chart left prometheus-adapter's APIService alone:\n%s", notes)
+	}
+	foreignService := func() string {
+		t.Helper()
+		return kubectl("get", "apiservice", "v1beta1.custom.metrics.k8s.io", "-o", "jsonpath={.spec.service.namespace}/{.spec.service.name}")
+	}
+	if got := foreignService(); got != "monitoring/prometheus-adapter" {
+		t.Errorf("after install: APIService v1beta1.custom.metrics.k8s.io points at %q, want prometheus-adapter's, untouched", got)
+	}
+	if got := kubectl("get", "apiservice", "v1beta2.custom.metrics.k8s.io", "-o", "jsonpath={.spec.service.name}"); got != "hetsev-metrics-adapter" {
+		t.Errorf("after install: APIService v1beta2.custom.metrics.k8s.io points at %q, want hetsev-metrics-adapter", got)
+	}
 	cols, ann := crdColumn()
 	if !strings.Contains(cols, "Saturation") || ann["helm.sh/resource-policy"] != "keep" {
 		t.Fatalf("after install: CRD columns %s, annotations %v; want Saturation and Helm's keep policy", cols, ann)
@@ -150,6 +192,13 @@ func TestHelmCLILifecycle(t *testing.T) {
 	if out := h.run(ctx, "history", "hetsev"); strings.Count(out, "\n") < 4 {
 		t.Errorf("helm history: want three revisions:\n%s", out)
 	}
+
+	if got := foreignService(); got != "monitoring/prometheus-adapter" {
+		t.Errorf("after upgrade and rollback: prometheus-adapter's APIService points at %q, want it untouched", got)
+	}
+	// No prometheus-adapter serves it here: while it is unavailable, the
+	// namespace controller cannot finish deleting hetsev-system.
+	kubectl("delete", "-f", foreign)
 
 	manifest := h.run(ctx, "get", "manifest", "hetsev")
 	h.run(ctx, "uninstall", "hetsev", "--wait", "--timeout", "3m")

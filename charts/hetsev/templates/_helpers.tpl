@@ -233,3 +233,18 @@ annotations:
   cert-manager.io/inject-ca-from: {{ include "hetsev.namespace" .root }}/{{ .cert }}
 {{- end }}
 {{- end -}}
+
+{{/*
+hetsev.foreignAPIService: non-empty when the cluster already has APIService
+<version>.custom.metrics.k8s.io and another owner keeps it (no Helm release
+annotation of this release: prometheus-adapter, or an install by kubectl):
+the chart then leaves it alone instead of failing the install or taking
+custom metrics over. Call with (dict "version" "v1beta1" "root" $). lookup
+finds nothing under helm template, which renders both.
+*/}}
+{{- define "hetsev.foreignAPIService" -}}
+{{- $a := lookup "apiregistration.k8s.io/v1" "APIService" "" (printf "%s.custom.metrics.k8s.io" .version) -}}
+{{- if and $a (ne (dig "metadata" "annotations" "meta.helm.sh/release-name" "" $a) .root.Release.Name) -}}
+{{- dig "spec" "service" "namespace" "" $a }}/{{ dig "spec" "service" "name" "" $a -}}
+{{- end -}}
+{{- end -}}
