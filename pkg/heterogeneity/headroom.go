@@ -1,6 +1,7 @@
 package heterogeneity
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -31,8 +32,10 @@ import (
 // max(x_{k+1..k+m}) / x_k - 1 (0 when the rate does not rise; +Inf for a
 // rise from a minute at zero: a burst from idle no headroom covers). The
 // learned headroom h is the SL_min quantile of those rises (98 % by
-// default, the share of requests the SLO asks for): in that share of the
-// service's minutes, the rate stayed within W (1 + h) for a scale-out's
+// default), each weighted by the rate it rose to, max(x_{k+1..k+m}): the
+// SLO counts requests, not minutes, and a burst in 1 % of the minutes can
+// carry a third of the requests. In windows that carried SL_min of the
+// service's requests, the rate stayed within W (1 + h) for a scale-out's
 // time.
 //
 // The rule. With at least headroomMinRises rises and h finite, a scale-in
@@ -82,7 +85,7 @@ func (h *seasonalHistory) learnedHeadroomOf(obs Observation, p Policy) headroom 
 		out.note = fmt.Sprintf("learned headroom: none, %d rises over %v in the history, %d needed: brakes held", len(rises), out.horizon, headroomMinRises)
 		return out
 	}
-	out.h = quantile(rises, p.serviceLevel())
+	out.h = weightedQuantile(rises, p.serviceLevel())
 	if math.IsInf(out.h, 1) {
 		out.note = fmt.Sprintf("learned headroom: none, the history's rises over %v include bursts from zero: brakes held", out.horizon)
 		return out
@@ -91,10 +94,17 @@ func (h *seasonalHistory) learnedHeadroomOf(obs Observation, p Policy) headroom 
 	return out
 }
 
+// rise is one minute's rise over the horizon after it, weighted by the
+// rate it rose to (requests/s).
+type rise struct {
+	r, weight float64
+}
+
 // risesOver is the rise of each minute of x over the m minutes after it
-// (see the rule above); minutes without an observation are skipped.
-func risesOver(x []float64, m int) []float64 {
-	var out []float64
+// (see the rule above), weighted by the highest rate of those minutes;
+// minutes without an observation are skipped.
+func risesOver(x []float64, m int) []rise {
+	var out []rise
 	for k := 0; k+m < len(x); k++ {
 		base := x[k]
 		if math.IsNaN(base) {
@@ -109,22 +119,37 @@ func risesOver(x []float64, m int) []float64 {
 		switch {
 		case !seen:
 		case base > 0:
-			out = append(out, max(0, peak/base-1))
+			out = append(out, rise{max(0, peak/base-1), peak})
 		case peak > 0:
-			out = append(out, math.Inf(1))
+			out = append(out, rise{math.Inf(1), peak})
 		default:
-			out = append(out, 0)
+			out = append(out, rise{0, 0})
 		}
 	}
 	return out
 }
 
-// quantile is the q quantile of xs (the smallest value at or above a
-// share q of them); xs is sorted in place and not empty.
-func quantile(xs []float64, q float64) float64 {
-	slices.Sort(xs)
-	i := int(math.Ceil(q*float64(len(xs)))) - 1
-	return xs[min(max(i, 0), len(xs)-1)]
+// weightedQuantile is the q quantile of rises by weight: the smallest rise
+// at or above which lies a share q of the total weight; 0 when no rise
+// has weight (the rate was zero throughout). rises is sorted in place and
+// not empty.
+func weightedQuantile(rises []rise, q float64) float64 {
+	slices.SortFunc(rises, func(a, b rise) int { return cmp.Compare(a.r, b.r) })
+	var total float64
+	for _, x := range rises {
+		total += x.weight
+	}
+	if total <= 0 {
+		return 0
+	}
+	var cum float64
+	for _, x := range rises {
+		cum += x.weight
+		if cum >= q*total {
+			return x.r
+		}
+	}
+	return rises[len(rises)-1].r
 }
 
 // releases reports whether the learned headroom releases the brakes of a

@@ -13,24 +13,38 @@ func TestRisesOver(t *testing.T) {
 	// Minute 1's next minute has no observation; minute 2 has none itself;
 	// minute 4 rises from zero.
 	got := risesOver([]float64{10, 11, nan, 12, 0, 5}, 1)
-	want := []float64{0.1, 0, math.Inf(1)}
+	want := []rise{{0.1, 11}, {0, 0}, {math.Inf(1), 5}}
 	if len(got) != len(want) {
 		t.Fatalf("risesOver = %v, want %v", got, want)
 	}
 	for i := range want {
-		if !near(got[i], want[i]) {
+		if !near(got[i].r, want[i].r) || got[i].weight != want[i].weight {
 			t.Errorf("rise %d = %v, want %v (all: %v)", i, got[i], want[i], got)
 		}
 	}
 	// Over two minutes the highest of the next two counts.
-	if got := risesOver([]float64{10, 9, 15, 15}, 2); len(got) != 2 || !near(got[0], 0.5) || !near(got[1], 15.0/9-1) {
-		t.Errorf("risesOver(m=2) = %v, want [0.5 0.667]", got)
+	if got := risesOver([]float64{10, 9, 15, 15}, 2); len(got) != 2 || !near(got[0].r, 0.5) || !near(got[1].r, 15.0/9-1) {
+		t.Errorf("risesOver(m=2) = %v, want rises 0.5 and 0.667", got)
 	}
-	if q := quantile([]float64{5, 1, 3, 2, 4}, 0.98); q != 5 {
-		t.Errorf("quantile 0.98 of 1..5 = %v, want 5 (the highest of fewer than 50)", q)
+}
+
+// The quantile counts requests, not minutes: 99 minutes rising 1 % at 10
+// requests/s and one rising 9x to 1,000 requests/s. By minutes the 98 %
+// quantile is 1 %; by the requests the rises carry (1,000 of 1,990) it is
+// the burst's 900 %.
+func TestWeightedQuantile(t *testing.T) {
+	rises := []rise{{9, 1000}}
+	for range 99 {
+		rises = append(rises, rise{0.01, 10})
 	}
-	if q := quantile([]float64{5, 1, 3, 2, 4}, 0.5); q != 3 {
-		t.Errorf("quantile 0.5 of 1..5 = %v, want 3", q)
+	if q := weightedQuantile(rises, 0.98); q != 9 {
+		t.Errorf("weighted 0.98 quantile = %v, want the burst's rise 9", q)
+	}
+	if q := weightedQuantile(rises, 0.4); q != 0.01 {
+		t.Errorf("weighted 0.4 quantile = %v, want 0.01", q)
+	}
+	if q := weightedQuantile([]rise{{0, 0}, {0, 0}}, 0.98); q != 0 {
+		t.Errorf("no weight: %v, want 0", q)
 	}
 }
 
@@ -66,12 +80,13 @@ func firstScaleInAfter(ds []seasonalDecision, sec int) (seasonalDecision, bool) 
 	return seasonalDecision{}, false
 }
 
-// TestLearnedHeadroomReleasesBrakes: 120 minutes at 200 requests/s (rises
+// TestLearnedHeadroomReleasesBrakes: 170 minutes at 200 requests/s (rises
 // of at most 2 % over the 2-minute horizon: 30 s scale-out period, 40 s
 // launch, 15 s decisions), then 300 requests/s for three minutes: 6 T4
-// (300 / 0.8 / 69.3 = 5.4). The step is two of the 122 rises by then,
-// above the 98 % quantile. When the rate falls back to 200 at 123 min
-// (7,380 s), the 5-minute window's peak is 300, far above 200 x 1.02:
+// (300 / 0.8 / 69.3 = 5.4). The step is two of the 172 rises by then,
+// weighing 600 of about 34,000 requests/s: above the 98 % quantile. When
+// the rate falls back to 200 at 173 min (10,380 s), the 5-minute window's
+// peak is 300, far above 200 x 1.02:
 // the learned headroom releases the cool-down and the stabilization, and
 // the service scales in to 4 T4 (204 / 0.8 / 69.3 = 3.7) at the first
 // decision that sees the fall, well within the cool-down of the last
@@ -85,17 +100,17 @@ func TestLearnedHeadroomReleasesBrakes(t *testing.T) {
 			p.DisableLearnedHeadroom = off
 		})
 	}
-	rate := stepAfterHistory(200, 120, false)
-	ds := replaySeasonal(policy(false), rate, 123*60+120)
+	rate := stepAfterHistory(200, 170, false)
+	ds := replaySeasonal(policy(false), rate, 173*60+120)
 	var lastOut int
 	for _, d := range ds {
 		if d.act.Kind == ActionScaleOut {
 			lastOut = d.sec
 		}
 	}
-	d, ok := firstScaleInAfter(ds, 123*60)
-	if !ok || d.sec > 123*60+30 || d.sec-lastOut >= 300 {
-		t.Fatalf("learned headroom: first scale-in after the fall at %d s (last scale-out %d s, found %v), want within 30 s of 7380 s and of the cool-down",
+	d, ok := firstScaleInAfter(ds, 173*60)
+	if !ok || d.sec > 173*60+30 || d.sec-lastOut >= 300 {
+		t.Fatalf("learned headroom: first scale-in after the fall at %d s (last scale-out %d s, found %v), want within 30 s of 10380 s and of the cool-down",
 			d.sec, lastOut, ok)
 	}
 	if d.running+d.act.Delta[0] != 4 {
@@ -105,8 +120,8 @@ func TestLearnedHeadroomReleasesBrakes(t *testing.T) {
 		t.Errorf("reason %q, want it to say the learned headroom released the brakes", d.act.Reason)
 	}
 
-	off := replaySeasonal(policy(true), rate, 123*60+120)
-	if d, ok := firstScaleInAfter(off, 123*60); ok && d.sec-lastOut < 300 {
+	off := replaySeasonal(policy(true), rate, 173*60+120)
+	if d, ok := firstScaleInAfter(off, 173*60); ok && d.sec-lastOut < 300 {
 		t.Errorf("rule off: scale-in at %d s, %d s after the last scale-out, want the 5-minute cool-down to hold it: %s", d.sec, d.sec-lastOut, d.act.Reason)
 	}
 }

@@ -147,21 +147,22 @@ func (a *Autoscaler) scaleIn(solver Solver, obs Observation, f forecast, hr head
 	}
 	// The learned headroom (headroom.go) releases the cool-down and the
 	// stabilization when the window's peak keeps more than the service's
-	// own rises need.
+	// own rises need; it never holds more than they would.
 	win := p.stabilizationWindow()
 	peak := a.rates.peak(win)
 	released := hr.releases(obs.ArrivalRate, peak)
 	held := "" // why the learned headroom left the brakes on, said where one holds
-	if released {
-		within += fmt.Sprintf("; %s, below the %v peak %.4g: cool-down and stabilization released",
-			hr.describe(obs.ArrivalRate), win, peak)
-	} else if hr.note != "" {
+	if !released && hr.note != "" {
 		held = " (" + hr.note + ")"
 	}
-	if !a.lastScaleOut.IsZero() && !released {
+	coolingDown := false
+	if !a.lastScaleOut.IsZero() {
 		if since := obs.Now.Sub(a.lastScaleOut); since < p.ScaleInCoolDown {
-			act.Reason = fmt.Sprintf("%s; scale-in cool-down: %v since last scale-out, %v required%s", within, since, p.ScaleInCoolDown, held)
-			return act
+			if !released {
+				act.Reason = fmt.Sprintf("%s; scale-in cool-down: %v since last scale-out, %v required%s", within, since, p.ScaleInCoolDown, held)
+				return act
+			}
+			coolingDown = true
 		}
 	}
 	if !a.lastScaleIn.IsZero() {
@@ -176,14 +177,22 @@ func (a *Autoscaler) scaleIn(solver Solver, obs Observation, f forecast, hr head
 	}
 
 	req := Request{Observation: withRate(obs, f.w), Policy: p, Reason: within}
-	if released {
-		req.Observation = withRate(obs, max(f.w, obs.ArrivalRate*(1+hr.h)))
-	}
 	amount := solver.ScaleIn(req)
-	if !p.DisableStabilizedScaleIn && !released {
-		if peak > f.w && !isZero(amount.Delta) {
-			amount = stabilize(solver, req, amount, peak, win)
-			amount.Reason += held
+	if !p.DisableStabilizedScaleIn && peak > f.w && !isZero(amount.Delta) {
+		amount = stabilize(solver, req, amount, peak, win)
+		amount.Reason += held
+	}
+	if released {
+		// The removal that leaves capacity for W (1 + h), unless the
+		// brakes (outside the cool-down) would remove more.
+		bar := max(f.w, obs.ArrivalRate*(1+hr.h))
+		lr := req
+		lr.Observation = withRate(obs, bar)
+		lr.Reason = fmt.Sprintf("%s; %s, below the %v peak %.4g: cool-down and stabilization released",
+			within, hr.describe(obs.ArrivalRate), win, peak)
+		learned := solver.ScaleIn(lr)
+		if coolingDown || Capacity(obs.Types, learned.Delta) < Capacity(obs.Types, amount.Delta) {
+			amount = learned
 		}
 	}
 	act.Reason = amount.Reason
