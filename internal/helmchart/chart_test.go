@@ -233,9 +233,12 @@ func TestChartRendersEveryValue(t *testing.T) {
 	for name, want := range map[string][]string{
 		"hetsev-scaler": append([]string{"--metrics-backend=prometheus", "--webhook-self-signed=false",
 			"--webhook-cert-dir=/var/run/webhook-cert", "--gpu-catalog=/etc/hetsev-catalog/gpu_catalog.csv",
-			"--leader-elect-namespace=gpu-serving", "--webhook-cert-hosts=hetsev-webhook.gpu-serving.svc", "--v=3"}, prom...),
+			"--leader-elect-namespace=gpu-serving", "--webhook-cert-hosts=hetsev-webhook.gpu-serving.svc", "--v=3",
+			"--gpu-runtime-class=nvidia-cdi", "--traffic-split=false", "--namespace=ml-serving", "--cluster-domain=cluster.example",
+			"--decision-history=25"}, prom...),
 		"hetsev-metrics-adapter": append([]string{"--backend=prometheus", "--tls-cert-file=/var/run/serving-cert/tls.crt",
-			"--scrape-interval=10s", "--rate-window=2m"}, prom...),
+			"--scrape-interval=10s", "--rate-window=2m", "--prometheus-namespace-label=kubernetes_namespace",
+			"--prometheus-pod-label=kubernetes_pod_name", "--prometheus-node-label=node"}, prom...),
 		"hetsev-scheduler": {"--v=4"},
 	} {
 		d := get("apps/Deployment gpu-serving/" + name)
@@ -691,6 +694,14 @@ func TestChartAdmissionPolicyValues(t *testing.T) {
 	if !found {
 		t.Error("no variable nvidiaRuntimeClasses")
 	}
+	// The scaler's runtime class joins them: its pods run NVIDIA's runtime.
+	v["scaler"] = map[string]any{"gpuRuntimeClass": "nvidia-legacy"}
+	vars, _, _ = unstructured.NestedSlice(kinds(v)["ValidatingAdmissionPolicy"].Object, "spec", "variables")
+	for _, x := range vars {
+		if m := x.(map[string]any); m["name"] == "nvidiaRuntimeClasses" && m["expression"] != "['nvidia', 'nvidia-cdi', 'nvidia-legacy']" {
+			t.Errorf("with scaler.gpuRuntimeClass nvidia-legacy: nvidiaRuntimeClasses = %v", m["expression"])
+		}
+	}
 	ch, err := Load(chartDir())
 	if err != nil {
 		t.Fatal(err)
@@ -700,6 +711,9 @@ func TestChartAdmissionPolicyValues(t *testing.T) {
 		{"admissionPolicy: {nvidiaRuntimeClasses: []}", "/admissionPolicy/nvidiaRuntimeClasses"},
 		{"admissionPolicy: {namespaceSelector: {matchExpressions: [{key: a, operator: Maybe}]}}", "/admissionPolicy/namespaceSelector/matchExpressions/0/operator"},
 		{"admissionPolicy: {enabled: 'no'}", "/admissionPolicy/enabled"},
+		{"scaler: {gpuRuntimeClass: 'Nvidia CDI'}", "/scaler/gpuRuntimeClass"},
+		{"scaler: {decisionHistory: 101}", "/scaler/decisionHistory"},
+		{"metrics: {prometheus: {labels: {pod: 'pod-name'}}}", "/metrics/prometheus/labels/pod"},
 	} {
 		refused(t, ch, c.values, c.want)
 	}

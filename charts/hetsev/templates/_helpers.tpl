@@ -248,3 +248,18 @@ finds nothing under helm template, which renders both.
 {{- dig "spec" "service" "namespace" "" $a }}/{{ dig "spec" "service" "name" "" $a -}}
 {{- end -}}
 {{- end -}}
+
+{{/*
+hetsev.nvidiaRuntimeClasses: admissionPolicy.nvidiaRuntimeClasses with
+scaler.gpuRuntimeClass added when it is not among them, as a JSON array:
+the class hetsev gives GPU pods runs NVIDIA's runtime.
+*/}}
+{{- define "hetsev.nvidiaRuntimeClasses" -}}
+{{- $c := .Values.admissionPolicy.nvidiaRuntimeClasses -}}
+{{- with .Values.scaler.gpuRuntimeClass -}}
+{{- if not (has . $c) -}}
+{{- $c = append $c . -}}
+{{- end -}}
+{{- end -}}
+{{- toJson $c -}}
+{{- end -}}
