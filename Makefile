@@ -18,7 +18,7 @@ VERSION_LDFLAGS := -X github.com/hetsev/hetsev/pkg/version.Version=$(VERSION)
 # Every timestamp in the images: the last commit's time (0 outside git).
 SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
 
-.PHONY: all build demo evaluate test unit integration prometheus bench-scaler bench-scheduler bench-adapter fuzz kind-e2e images push vet generate verify clean interference-check serving-check interference-fit e2e-binaries e2e e2e-clean
+.PHONY: all build demo evaluate test unit integration prometheus bench-scaler bench-scheduler bench-adapter fuzz kind-e2e images push release vet generate verify clean interference-check serving-check interference-fit e2e-binaries e2e e2e-clean
 
 all: build
 
@@ -159,6 +159,14 @@ push:
 	@if [ -z "$(REGISTRY)" ]; then echo "make push: set REGISTRY, e.g. make push REGISTRY=registry.example.com/hetsev" >&2; exit 2; fi
 	$(MAKE) images
 	$(GO) run ./hack/images --version $(VERSION) --out images --push $(REGISTRY)
+
+# A release under _output/release/v$(cat VERSION): images with an SPDX SBOM
+# each, the chart (.tgz), the manifests as one file per GPU mode, release
+# notes and SHA256SUMS, every one of the VERSION file's version
+# (hack/release.sh); REGISTRY=... also pushes the images and the chart
+# (oci://REGISTRY/charts).
+release: build
+	GO=$(GO) BIN=$(BIN) REGISTRY=$(REGISTRY) hack/release.sh
 
 # What each real node of the coming `make e2e` runs, built at pinned
 # versions into bin/ (hack/e2e/build-node.sh): kubelet (k8s.io/kubernetes

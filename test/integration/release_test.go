@@ -1,0 +1,107 @@
+package integration
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/hetsev/hetsev/internal/cluster"
+)
+
+// make release (hack/release.sh, without the images, whose build takes
+// half an hour) writes the chart, the manifests of both GPU modes, an SPDX
+// SBOM per program, release notes and SHA256SUMS, every one of the VERSION
+// file's version: the packaged chart's version and appVersion, every image
+// the manifests and the rendered chart name, the SBOMs' names.
+func TestReleaseArtifactsOneVersion(t *testing.T) {
+	root := cluster.RepoRoot()
+	raw, err := os.ReadFile(filepath.Join(root, "VERSION"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	version := strings.TrimSpace(string(raw))
+	dir := t.TempDir()
+	cmd := exec.Command(filepath.Join(root, "hack", "release.sh"))
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "RELEASE_DIR="+dir, "RELEASE_IMAGES=0", "RELEASE_ALLOW_DIRTY=1", "BIN="+cluster.BinDir(), "REGISTRY=")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("hack/release.sh: %v\n%s", err, out)
+	}
+	out := filepath.Join(dir, "v"+version)
+	want := []string{"RELEASE-NOTES.md", "SHA256SUMS", "hetsev-" + version + ".tgz", "hetsev-" + version + ".yaml", "hetsev-dra-" + version + ".yaml",
+		"hetsev-scheduler-" + version + ".spdx.json", "hetsev-metrics-adapter-" + version + ".spdx.json", "hetsev-scaler-" + version + ".spdx.json"}
+	for _, f := range want {
+		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
+			t.Errorf("release file %s: %v", f, err)
+		}
+	}
+	sums := exec.Command("sha256sum", "-c", "SHA256SUMS")
+	sums.Dir = out
+	if b, err := sums.CombinedOutput(); err != nil || strings.Count(string(b), ": OK") != len(want)-1 {
+		t.Errorf("sha256sum -c SHA256SUMS: %v, want %d files OK:\n%s", err, len(want)-1, b)
+	}
+
+	helm := filepath.Join(cluster.BinDir(), "helm")
+	tgz := filepath.Join(out, "hetsev-"+version+".tgz")
+	meta, err := exec.Command(helm, "show", "chart", tgz).Output()
+	if err != nil {
+		t.Fatalf("helm show chart: %v", err)
+	}
+	for _, w := range []string{"version: " + version, "appVersion: " + version} {
+		if !strings.Contains(string(meta), w+"\n") {
+			t.Errorf("packaged chart: no %q in\n%s", w, meta)
+		}
+	}
+	rendered, err := exec.Command(helm, "template", "hetsev", tgz).Output()
+	if err != nil {
+		t.Fatalf("helm template the packaged chart: %v", err)
+	}
+	image := regexp.MustCompile(`(?m)^\s+image: "?([^"\s]+)"?`)
+	for name, text := range map[string]string{"the packaged chart": string(rendered), "hetsev-" + version + ".yaml": read(t, out, "hetsev-"+version+".yaml"),
+		"hetsev-dra-" + version + ".yaml": read(t, out, "hetsev-dra-"+version+".yaml")} {
+		images := image.FindAllStringSubmatch(text, -1)
+		if len(images) < 3 {
+			t.Errorf("%s names %d images, want the three programs'", name, len(images))
+		}
+		for _, m := range images {
+			if !strings.HasSuffix(m[1], ":v"+version) {
+				t.Errorf("%s: image %s, want tag v%s", name, m[1], version)
+			}
+		}
+	}
+	var sbom struct {
+		SPDXVersion string `json:"spdxVersion"`
+		Packages    []struct {
+			Name        string `json:"name"`
+			VersionInfo string `json:"versionInfo"`
+		} `json:"packages"`
+	}
+	if err := json.Unmarshal([]byte(read(t, out, "hetsev-metrics-adapter-"+version+".spdx.json")), &sbom); err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]string{}
+	for _, p := range sbom.Packages {
+		names[p.Name] = p.VersionInfo
+	}
+	if sbom.SPDXVersion != "SPDX-2.3" || names["hetsev-metrics-adapter"] != version || names["k8s.io/client-go"] == "" ||
+		names["golang.org/x/crypto/x509roots/fallback"] == "" {
+		t.Errorf("metrics adapter SBOM: %s with %d packages (program %q, client-go %q, CA bundle module %q)", sbom.SPDXVersion, len(sbom.Packages),
+			names["hetsev-metrics-adapter"], names["k8s.io/client-go"], names["golang.org/x/crypto/x509roots/fallback"])
+	}
+	if notes := read(t, out, "RELEASE-NOTES.md"); !strings.Contains(notes, "# hetsev v"+version) || !strings.Contains(notes, "ghcr.io/hetsev/hetsev-scaler:v"+version) {
+		t.Errorf("RELEASE-NOTES.md does not name the version and the images:\n%s", notes)
+	}
+}
+
+func read(t *testing.T, dir, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
