@@ -160,13 +160,6 @@ func (a *Autoscaler) Commit(act Action) {
 // single removal is kept as it is. Policy.DisableForecast makes W_f the
 // measured W; Policy.DisableStabilizedScaleIn skips rule 2.
 //
-// The learned headroom (headroom.go) releases both brakes, the cool-down
-// and rule 2, when the service's own per-minute history shows that its
-// rate rose by at most h over a scale-out's time in SL_min of its minutes
-// and W (1 + h) is below the window's peak: the removal is then the
-// solver's at max(W_f, W (1 + h)). Policy.DisableLearnedHeadroom turns
-// it off.
-//
 // With Policy.SeasonalForecast, W_f is raised to the seasonal forecast
 // (seasonal.go) when the service's own per-minute history shows a period
 // and the rate at this phase of its last two periods was higher: the
@@ -226,7 +219,6 @@ func (a *Autoscaler) Propose(obs Observation) Action {
 	// The seasonal forecast (seasonal.go) only ever raises W_f.
 	season := a.seasonal.seasonalForecastOf(obs, a.Policy)
 	f, raised := season.raise(f)
-	hr := a.seasonal.learnedHeadroomOf(obs, a.Policy)
 	trigger, wait := a.scaleOutTrigger(obs, f)
 	switch {
 	case wait == "" && trigger != "":
@@ -236,7 +228,7 @@ func (a *Autoscaler) Propose(obs Observation) Action {
 	case wait != "":
 		act.Reason = wait
 	default:
-		act = a.startReplacement(obs, f, a.scaleIn(solver, obs, f, hr, act))
+		act = a.startReplacement(obs, f, a.scaleIn(solver, obs, f, act))
 	}
 	if act.Replacement == nil && a.replacing != nil {
 		// A scale-out during a replacement: it stays in flight.

@@ -17,7 +17,7 @@ type History struct {
 	MinutesFrom time.Time
 	// MinutePeaks is the highest rate of each minute from MinutesFrom,
 	// requests/s; NaN for a minute without an observation. Empty unless
-	// Policy.SeasonalForecast or the learned headroom is on.
+	// Policy.SeasonalForecast is on.
 	MinutePeaks []float64
 }
 
@@ -64,7 +64,7 @@ func (a *Autoscaler) History() History {
 			h.Rates = h.Rates[len(h.Rates)-MaxHistoryRates:]
 		}
 	}
-	if (a.Policy.SeasonalForecast || !a.Policy.DisableLearnedHeadroom) && len(a.seasonal.minutes) > 0 {
+	if a.Policy.SeasonalForecast && len(a.seasonal.minutes) > 0 {
 		h.MinutesFrom = a.seasonal.origin
 		h.MinutePeaks = append([]float64(nil), a.seasonal.minutes...)
 	}

@@ -50,11 +50,6 @@ type Policy struct {
 	// removes what the solver computes on the current rate alone, as in
 	// HetSev 4.1. The zero value (false) keeps the rule.
 	DisableStabilizedScaleIn bool
-	// DisableLearnedHeadroom turns the learned headroom (headroom.go) off:
-	// the cool-down and the stabilization window hold every scale-in they
-	// cover. The zero value (false) lets a service whose own history shows
-	// small rises scale in on that history instead.
-	DisableLearnedHeadroom bool
 	// DisableForecast turns rule 1 of burst.go (the launch-time forecast)
 	// off: the scale-out trigger and amount and the scale-in use the
 	// measured W, as in HetSev 4.1. The zero value (false) keeps the

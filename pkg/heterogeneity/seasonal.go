@@ -312,8 +312,7 @@ func (s seasonal) annotate(act Action, raised bool) Action {
 }
 
 // RecordRate records the arrival rate w, requests/s, observed at t into
-// the per-minute history only (the seasonal forecast and the learned
-// headroom, headroom.go, read it; the rules of burst.go do not): for a
+// the history of the seasonal forecast only (no other rule sees it): for a
 // caller that knows the service's rates from before this Autoscaler
 // existed (a metrics backend's range query, a replay's history) and
 // records them, oldest first, before its first decision. A rate that is

@@ -127,14 +127,12 @@ func withRate(obs Observation, w float64) Observation {
 
 // scaleIn fills act with the scale-in that solver computes for the current
 // rate f.w, stabilized by the highest rate of the window (burst.go, rule
-// 2: stabilize) unless Policy.DisableStabilizedScaleIn, or, where the
-// learned headroom hr releases the brakes (headroom.go), for
-// max(f.w, W (1 + h)) with neither stabilization nor cool-down; or None with the
+// 2: stabilize) unless Policy.DisableStabilizedScaleIn; or None with the
 // reason none is due: an arrival rate that is only a lower bound
 // (Observation.ArrivalRateIsLowerBound), the cool-down after a scale-out,
 // the interval since the last scale-in, MinReplicas, or no instance that
 // may go.
-func (a *Autoscaler) scaleIn(solver Solver, obs Observation, f forecast, hr headroom, act Action) Action {
+func (a *Autoscaler) scaleIn(solver Solver, obs Observation, f forecast, act Action) Action {
 	p := a.Policy
 	within := fmt.Sprintf("saturation %.2f within threshold %.2f", act.Saturation, p.SaturationThreshold)
 	if f.rising() {
@@ -145,24 +143,10 @@ func (a *Autoscaler) scaleIn(solver Solver, obs Observation, f forecast, hr head
 			act.Saturation, p.SaturationThreshold, obs.ArrivalRate)
 		return act
 	}
-	// The learned headroom (headroom.go) releases the cool-down and the
-	// stabilization when the window's peak keeps more than the service's
-	// own rises need; it never holds more than they would.
-	win := p.stabilizationWindow()
-	peak := a.rates.peak(win)
-	released := hr.releases(obs.ArrivalRate, peak)
-	held := "" // why the learned headroom left the brakes on, said where one holds
-	if !released && hr.note != "" {
-		held = " (" + hr.note + ")"
-	}
-	coolingDown := false
 	if !a.lastScaleOut.IsZero() {
 		if since := obs.Now.Sub(a.lastScaleOut); since < p.ScaleInCoolDown {
-			if !released {
-				act.Reason = fmt.Sprintf("%s; scale-in cool-down: %v since last scale-out, %v required%s", within, since, p.ScaleInCoolDown, held)
-				return act
-			}
-			coolingDown = true
+			act.Reason = fmt.Sprintf("%s; scale-in cool-down: %v since last scale-out, %v required", within, since, p.ScaleInCoolDown)
+			return act
 		}
 	}
 	if !a.lastScaleIn.IsZero() {
@@ -178,21 +162,9 @@ func (a *Autoscaler) scaleIn(solver Solver, obs Observation, f forecast, hr head
 
 	req := Request{Observation: withRate(obs, f.w), Policy: p, Reason: within}
 	amount := solver.ScaleIn(req)
-	if !p.DisableStabilizedScaleIn && peak > f.w && !isZero(amount.Delta) {
-		amount = stabilize(solver, req, amount, peak, win)
-		amount.Reason += held
-	}
-	if released {
-		// The removal that leaves capacity for W (1 + h), unless the
-		// brakes (outside the cool-down) would remove more.
-		bar := max(f.w, obs.ArrivalRate*(1+hr.h))
-		lr := req
-		lr.Observation = withRate(obs, bar)
-		lr.Reason = fmt.Sprintf("%s; %s, below the %v peak %.4g: cool-down and stabilization released",
-			within, hr.describe(obs.ArrivalRate), win, peak)
-		learned := solver.ScaleIn(lr)
-		if coolingDown || Capacity(obs.Types, learned.Delta) < Capacity(obs.Types, amount.Delta) {
-			amount = learned
+	if win := p.stabilizationWindow(); !p.DisableStabilizedScaleIn {
+		if peak := a.rates.peak(win); peak > f.w && !isZero(amount.Delta) {
+			amount = stabilize(solver, req, amount, peak, win)
 		}
 	}
 	act.Reason = amount.Reason

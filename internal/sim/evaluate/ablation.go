@@ -40,10 +40,6 @@ const (
 	// AblationNoCoolDown sets Knobs.NoScaleInCoolDown: a scale-in may
 	// follow a scale-out at once (the stabilization window stays).
 	AblationNoCoolDown = "no-cool-down"
-	// AblationNoLearnedHeadroom sets Knobs.NoLearnedHeadroom: the brakes
-	// hold every scale-in, also where the service's history shows its
-	// rises are smaller than their reserve.
-	AblationNoLearnedHeadroom = "no-learned-headroom"
 	// AblationInterval15s sets Knobs.ScalerInterval to 15 s:
 	// hetsev-scaler decides a third as often as at its default 5 s, on
 	// the same rate window (the HPA's sync period, Knobs.Interval, is
@@ -92,7 +88,7 @@ const (
 )
 
 // AblationVariants are the ablation's variants.
-var AblationVariants = []string{AblationBaseline, AblationHysteresis, AblationNoStabilizedScaleIn, AblationNoForecast, AblationNoCoolDown, AblationNoLearnedHeadroom, AblationInterval15s, AblationForecastSpan60s, AblationSeasonalForecast, AblationModelThresholds, AblationReplacement, AblationConsolidation}
+var AblationVariants = []string{AblationBaseline, AblationHysteresis, AblationNoStabilizedScaleIn, AblationNoForecast, AblationNoCoolDown, AblationInterval15s, AblationForecastSpan60s, AblationSeasonalForecast, AblationModelThresholds, AblationReplacement, AblationConsolidation}
 
 // ablationVariants are AblationVariants for a baseline with or without
 // the seasonal forecast, model-derived thresholds, replacement,
@@ -149,8 +145,6 @@ func ablatedKnobs(k Knobs, variant string) (Knobs, error) {
 		k.NoForecast = true
 	case AblationNoCoolDown:
 		k.NoScaleInCoolDown = true
-	case AblationNoLearnedHeadroom:
-		k.NoLearnedHeadroom = true
 	case AblationInterval15s:
 		k.ScalerInterval = 15 * time.Second
 	case AblationForecastSpan60s:

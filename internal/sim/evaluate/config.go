@@ -147,10 +147,6 @@ type Knobs struct {
 	NoStabilizedScaleIn bool
 	NoScaleInCoolDown   bool
 	ForecastSpan        time.Duration
-	// NoLearnedHeadroom sets Policy.DisableLearnedHeadroom
-	// (pkg/heterogeneity headroom.go): the cool-down and the
-	// stabilization hold every scale-in, whatever the service's history.
-	NoLearnedHeadroom bool
 	// SeasonalForecast sets Policy.SeasonalForecast on the hetsev
 	// policies (pkg/heterogeneity seasonal.go: capacity for a burst that
 	// recurs with a period in the service's own history, before it
@@ -184,9 +180,6 @@ func (k Knobs) ablate(p *heterogeneity.Policy) {
 	}
 	if k.NoStabilizedScaleIn {
 		p.DisableStabilizedScaleIn = true
-	}
-	if k.NoLearnedHeadroom {
-		p.DisableLearnedHeadroom = true
 	}
 	if k.ForecastSpan != 0 {
 		p.ForecastSpan = k.ForecastSpan

@@ -442,7 +442,7 @@ func newHetsevPolicy(cfg *Config, solver string, weight float64) (*hetsevPolicy,
 		p.every = max(1, int(pol.DecisionInterval/time.Second))
 		cfg.Knobs.ablate(&pol)
 		a := heterogeneity.NewAutoscaler(pol)
-		if pol.SeasonalForecast || !pol.DisableLearnedHeadroom {
+		if pol.SeasonalForecast {
 			recordHistory(a, cfg, s)
 		}
 		p.as = append(p.as, a)

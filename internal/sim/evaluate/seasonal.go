@@ -8,13 +8,12 @@ import (
 
 // recordHistory gives a hetsev autoscaler of service s the arrival rates
 // of the service's history (Service.History, the seconds before the
-// replayed window) for its seasonal forecast and learned headroom, as the
-// scaler would have
+// replayed window) for its seasonal forecast, as the scaler would have
 // measured them had it been running: every decision interval of its
 // policy (Policy.DecisionInterval, hetsev-scaler's interval, whole
 // seconds), the mean rate of the last Knobs.RateWindow. A scaler that runs all along has them; an
 // autoscaler created at the window's start would need two periods of the
-// window to detect a period. Only the per-minute history reads them
+// window to detect a period. Only the seasonal forecast reads them
 // (Autoscaler.RecordRate), and only the past: the window's rates are
 // never seen in advance.
 func recordHistory(a *heterogeneity.Autoscaler, c *Config, s Service) {
