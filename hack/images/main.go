@@ -27,9 +27,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
-	"time"
 
 	"github.com/hetsev/hetsev/internal/imagebuild"
 )
@@ -73,7 +71,7 @@ func run(ctx context.Context, version, out, platforms, programs, registry, push,
 		}
 		return pushAll(ctx, progs, version, out, push)
 	}
-	created, err := parseEpoch(epoch)
+	created, err := imagebuild.ParseSourceDateEpoch(epoch)
 	if err != nil {
 		return err
 	}
@@ -148,16 +146,4 @@ func selectPrograms(list string) ([]imagebuild.Program, error) {
 		}
 	}
 	return out, nil
-}
-
-// parseEpoch reads SOURCE_DATE_EPOCH (https://reproducible-builds.org/specs/source-date-epoch/).
-func parseEpoch(s string) (time.Time, error) {
-	if s == "" {
-		return time.Unix(0, 0).UTC(), nil
-	}
-	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || n < 0 {
-		return time.Time{}, fmt.Errorf("SOURCE_DATE_EPOCH %q: want a non-negative integer of seconds", s)
-	}
-	return time.Unix(n, 0).UTC(), nil
 }

@@ -21,7 +21,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -43,14 +42,11 @@ func run(version, out, epoch string) error {
 	if version == "" {
 		return fmt.Errorf("--version is required")
 	}
-	secs := int64(0)
-	if epoch != "" {
-		var err error
-		if secs, err = strconv.ParseInt(epoch, 10, 64); err != nil {
-			return fmt.Errorf("--source-date-epoch %q: %w", epoch, err)
-		}
+	t, err := imagebuild.ParseSourceDateEpoch(epoch)
+	if err != nil {
+		return err
 	}
-	created := time.Unix(secs, 0).UTC().Format(time.RFC3339)
+	created := t.Format(time.RFC3339)
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return err
 	}

@@ -25,10 +25,11 @@ type Provisioner struct {
 	Inject func(ctx context.Context, caBundle []byte) error
 	// Dir receives CertName and KeyName (tls.crt, tls.key by default).
 	Dir, CertName, KeyName string
-	// Expiry, when set, is told the serving certificate's NotAfter after
-	// every Sync that wrote or kept one: the caller exports it as
-	// ExpiryMetricName, so that an alert fires when renewals keep failing.
-	Expiry func(notAfter time.Time)
+	// Expiry, when set, is told Cert.Component and the serving
+	// certificate's NotAfter after every Sync that wrote or kept one: the
+	// caller exports it as ExpiryMetricName, so that an alert fires when
+	// renewals keep failing.
+	Expiry func(component string, notAfter time.Time)
 }
 
 // ExpiryMetricName is the gauge, in seconds since the epoch, of the
@@ -61,7 +62,7 @@ func (p *Provisioner) Sync(ctx context.Context) error {
 		return err
 	}
 	if certs := parseCerts(sc.crt); p.Expiry != nil && len(certs) > 0 {
-		p.Expiry(certs[0].NotAfter)
+		p.Expiry(p.Cert.Component, certs[0].NotAfter)
 	}
 	return nil
 }

@@ -73,7 +73,7 @@ func TestProvisionerReportsExpiry(t *testing.T) {
 	ctx := context.Background()
 	var got []time.Time
 	p := &Provisioner{Client: fake.NewClientset(), Dir: t.TempDir(), CertName: "tls.crt", KeyName: "tls.key",
-		Expiry: func(notAfter time.Time) { got = append(got, notAfter) },
+		Expiry: func(_ string, notAfter time.Time) { got = append(got, notAfter) },
 		Cert:   Options{Namespace: "ns", SecretName: "tls", Hosts: []string{"127.0.0.1"}, MaxAge: time.Hour, RenewBefore: time.Minute}}
 	before := time.Now()
 	if err := p.Sync(ctx); err != nil {

@@ -175,8 +175,8 @@ func (o *Options) AddToManager(mgr manager.Manager, kube kubernetes.Interface) e
 	if o.SelfSigned {
 		srv.certs = &servingcert.Provisioner{Client: kube, Dir: o.CertDir, CertName: certName, KeyName: keyName,
 			Cert: servingcert.Options{Component: "webhook", Namespace: o.Namespace, SecretName: o.Secret, Hosts: o.hosts(), MaxAge: o.CertValidity, RenewBefore: o.CertRenewBefore},
-			Expiry: func(notAfter time.Time) {
-				certificateExpiry.WithLabelValues("webhook").Set(float64(notAfter.Unix()))
+			Expiry: func(component string, notAfter time.Time) {
+				certificateExpiry.WithLabelValues(component).Set(float64(notAfter.Unix()))
 			}}
 		registerMetrics()
 		if o.Configuration != "" {

@@ -138,11 +138,7 @@ spec:
 	}
 	kubectl := func(args ...string) string {
 		t.Helper()
-		out, err := exec.CommandContext(ctx, filepath.Join(cluster.BinDir(), "kubectl"), append([]string{"--kubeconfig", cp.Kubeconfig}, args...)...).CombinedOutput()
-		if err != nil {
-			t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-		return string(out)
+		return runKubectl(ctx, t, cp.Kubeconfig, args...)
 	}
 	kubectl("apply", "-f", foreign)
 
@@ -228,14 +224,9 @@ func checkReleaseGone(ctx context.Context, t *testing.T, cp *cluster.ControlPlan
 	if err := os.WriteFile(file, []byte(manifest), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.CommandContext(ctx, filepath.Join(cluster.BinDir(), "kubectl"), "--kubeconfig", cp.Kubeconfig,
-		"get", "-f", file, "--ignore-not-found", "-o", "name")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("kubectl get -f the release's manifest: %v\n%s", err, out)
-	}
+	out := runKubectl(ctx, t, cp.Kubeconfig, "get", "-f", file, "--ignore-not-found", "-o", "name")
 	var left []string
-	for _, l := range strings.Fields(string(out)) {
+	for _, l := range strings.Fields(out) {
 		if crdKept && l == "customresourcedefinition.apiextensions.k8s.io/modelservices.hetsev.io" {
 			continue
 		}
@@ -248,4 +239,15 @@ func checkReleaseGone(ctx context.Context, t *testing.T, cp *cluster.ControlPlan
 	if crdKept != (err == nil) {
 		t.Errorf("CRD after uninstall: %v, want kept %v", err, crdKept)
 	}
+}
+
+// runKubectl runs bin/kubectl against kubeconfig and returns its output; a
+// non-zero exit fails the test with it.
+func runKubectl(ctx context.Context, t *testing.T, kubeconfig string, args ...string) string {
+	t.Helper()
+	out, err := exec.CommandContext(ctx, filepath.Join(cluster.BinDir(), "kubectl"), append([]string{"--kubeconfig", kubeconfig}, args...)...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
 }

@@ -132,8 +132,8 @@ func (c *CertOptions) provisioner(cfg *rest.Config, dir string) (*servingcert.Pr
 		Inject: func(ctx context.Context, caBundle []byte) error {
 			return injectAPIServices(ctx, ag, c.APIServices, caBundle)
 		},
-		Expiry: func(notAfter time.Time) {
-			selfmetrics.CertificateExpiry.WithLabelValues("metrics-adapter").Set(float64(notAfter.Unix()))
+		Expiry: func(component string, notAfter time.Time) {
+			selfmetrics.CertificateExpiry.WithLabelValues(component).Set(float64(notAfter.Unix()))
 		},
 	}, nil
 }
