@@ -97,7 +97,8 @@ func newRootCommand(e *env) *cobra.Command {
   gpus                       who shares which GPU, and how much it slows them
   explain pod NAME           where a pod runs and why, or why it is Pending
   explain modelservice NAME  the scaler's last decision and why
-  what-if                    replay a trace under hetsev (hetsev-evaluate's flags)`,
+  what-if                    replay a trace under hetsev (hetsev-evaluate's flags)
+  profile MODELSERVICE       measure a running model server for the ModelService's profile`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		// Plugins are invoked as `kubectl hetsev ...`.
@@ -105,6 +106,6 @@ func newRootCommand(e *env) *cobra.Command {
 	}
 	root.CompletionOptions.DisableDefaultCmd = true
 	e.flags.AddFlags(root.PersistentFlags())
-	root.AddCommand(newGPUsCommand(e), newExplainCommand(e), newWhatIfCommand(e))
+	root.AddCommand(newGPUsCommand(e), newExplainCommand(e), newWhatIfCommand(e), newProfileCommand(e))
 	return root
 }
