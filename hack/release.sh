@@ -9,6 +9,8 @@
 #   hetsev-<VERSION>.tgz                 the Helm chart (helm package)
 #   hetsev-<VERSION>.yaml                kustomize build manifests/ (annotation mode)
 #   hetsev-dra-<VERSION>.yaml            kustomize build overlays/dra (DRA mode)
+#   kubectl-hetsev_<os>_<arch>.tar.gz    the kubectl plugin per $PLUGIN_PLATFORMS
+#   kubectl-hetsev.krew.yaml             its krew manifest (URLs under $PLUGIN_URL)
 #   RELEASE-NOTES.md                     what is in it, image digests, how to install
 #   SHA256SUMS                           the checksum of every file above
 #
@@ -46,6 +48,56 @@ export SOURCE_DATE_EPOCH=$epoch
 "$BIN/kubectl" kustomize overlays/dra >"$out/hetsev-dra-$version.yaml"
 "$GO" run ./hack/sbom --version "$version" --out "$out" >/dev/null
 
+# kubectl hetsev per platform, a static binary with the licence in a
+# reproducible archive (sorted, owner 0, the commit's time, gzip without a
+# name or time), and the krew manifest that installs it from $PLUGIN_URL.
+plugin_platforms=${PLUGIN_PLATFORMS-linux/amd64 linux/arm64 darwin/amd64 darwin/arm64}
+plugin_url=${PLUGIN_URL:-https://github.com/hetsev/hetsev/releases/download/v$version}
+plugin_tmp=$(mktemp -d)
+trap 'rm -rf "$plugin_tmp"' EXIT
+krew_platforms=""
+for platform in $plugin_platforms; do
+	os=${platform%/*} arch=${platform#*/}
+	dir=$plugin_tmp/${os}_$arch
+	mkdir -p "$dir"
+	# shellcheck disable=SC2086 # PLUGIN_BUILDFLAGS is a list of flags
+	CGO_ENABLED=${PLUGIN_CGO_ENABLED:-0} GOOS=$os GOARCH=$arch "$GO" build ${PLUGIN_BUILDFLAGS--trimpath -buildvcs=false} \
+		-ldflags "-s -w -X github.com/hetsev/hetsev/pkg/version.Version=v$version" -o "$dir/kubectl-hetsev" ./cmd/kubectl-hetsev
+	cp LICENSE "$dir/LICENSE"
+	touch -d "@$epoch" "$dir/kubectl-hetsev" "$dir/LICENSE"
+	archive=kubectl-hetsev_${os}_$arch.tar.gz
+	tar --sort=name --mtime="@$epoch" --owner=0 --group=0 --numeric-owner -C "$dir" -cf - LICENSE kubectl-hetsev | gzip -n -9 >"$out/$archive"
+	krew_platforms+="  - selector:
+      matchLabels:
+        os: $os
+        arch: $arch
+    uri: $plugin_url/$archive
+    sha256: $(sha256sum "$out/$archive" | cut -d' ' -f1)
+    bin: kubectl-hetsev
+"
+done
+if [[ -n $krew_platforms ]]; then
+	cat >"$out/kubectl-hetsev.krew.yaml" <<KREW
+apiVersion: krew.googlecontainers.github.com/v1alpha2
+kind: Plugin
+metadata:
+  name: hetsev
+spec:
+  version: v$version
+  homepage: https://github.com/hetsev/hetsev
+  shortDescription: Inspect hetsev's GPU sharing and scaling; profile model servers
+  description: |
+    kubectl hetsev answers day-two questions about hetsev, the GPU
+    inference scheduler and autoscaler: who shares which GPU and how much
+    it slows them (gpus), where a pod runs and why (explain pod), the
+    scaler's last decision (explain modelservice), what a trace would cost
+    (what-if), and measures a running model server for a ModelService's
+    GPU profile (profile).
+  platforms:
+$krew_platforms
+KREW
+fi
+
 digests=""
 if [[ ${RELEASE_IMAGES:-1} != 0 ]]; then
 	digests=$("$GO" run ./hack/images --version "$version" --out "$out/images")
@@ -69,6 +121,10 @@ notes=$out/RELEASE-NOTES.md
 	for p in hetsev-scheduler hetsev-metrics-adapter hetsev-scaler; do
 		echo "- ghcr.io/hetsev/$p:v$version ($p-$version.spdx.json)"
 	done
+	if [[ -n $krew_platforms ]]; then
+		echo
+		echo "The kubectl plugin, \`kubectl hetsev\`, per platform (kubectl-hetsev_<os>_<arch>.tar.gz): \`kubectl krew install --manifest=kubectl-hetsev.krew.yaml\`."
+	fi
 	if [[ -n $digests ]]; then
 		echo
 		echo "Index digests (make images):"

@@ -1,13 +1,22 @@
 package integration
 
 import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strings"
 	"testing"
+
+	"sigs.k8s.io/yaml"
 
 	"github.com/hetsev/hetsev/internal/cluster"
 )
@@ -27,13 +36,19 @@ func TestReleaseArtifactsOneVersion(t *testing.T) {
 	dir := t.TempDir()
 	cmd := exec.Command(filepath.Join(root, "hack", "release.sh"))
 	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "RELEASE_DIR="+dir, "RELEASE_IMAGES=0", "RELEASE_ALLOW_DIRTY=1", "BIN="+cluster.BinDir(), "REGISTRY=")
+	// The plugin for this machine only, built as make build builds (no
+	// -trimpath, the host's cgo setting) so that its cache serves it: a
+	// cold static -trimpath build takes minutes.
+	platform := runtime.GOOS + "_" + runtime.GOARCH
+	cmd.Env = append(os.Environ(), "RELEASE_DIR="+dir, "RELEASE_IMAGES=0", "RELEASE_ALLOW_DIRTY=1", "BIN="+cluster.BinDir(), "REGISTRY=",
+		"PLUGIN_PLATFORMS="+runtime.GOOS+"/"+runtime.GOARCH, "PLUGIN_BUILDFLAGS=-buildvcs=false", "PLUGIN_CGO_ENABLED="+goEnv(t, "CGO_ENABLED"), "PLUGIN_URL=https://example.invalid/v"+version)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("hack/release.sh: %v\n%s", err, out)
 	}
 	out := filepath.Join(dir, "v"+version)
 	want := []string{"RELEASE-NOTES.md", "SHA256SUMS", "hetsev-" + version + ".tgz", "hetsev-" + version + ".yaml", "hetsev-dra-" + version + ".yaml",
-		"hetsev-scheduler-" + version + ".spdx.json", "hetsev-metrics-adapter-" + version + ".spdx.json", "hetsev-scaler-" + version + ".spdx.json"}
+		"hetsev-scheduler-" + version + ".spdx.json", "hetsev-metrics-adapter-" + version + ".spdx.json", "hetsev-scaler-" + version + ".spdx.json",
+		"kubectl-hetsev_" + platform + ".tar.gz", "kubectl-hetsev.krew.yaml"}
 	for _, f := range want {
 		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
 			t.Errorf("release file %s: %v", f, err)
@@ -92,9 +107,97 @@ func TestReleaseArtifactsOneVersion(t *testing.T) {
 		t.Errorf("metrics adapter SBOM: %s with %d packages (program %q, client-go %q, CA bundle module %q)", sbom.SPDXVersion, len(sbom.Packages),
 			names["hetsev-metrics-adapter"], names["k8s.io/client-go"], names["golang.org/x/crypto/x509roots/fallback"])
 	}
+	checkPlugin(t, out, version, platform)
 	if notes := read(t, out, "RELEASE-NOTES.md"); !strings.Contains(notes, "# hetsev v"+version) || !strings.Contains(notes, "ghcr.io/hetsev/hetsev-scaler:v"+version) {
 		t.Errorf("RELEASE-NOTES.md does not name the version and the images:\n%s", notes)
 	}
+}
+
+// checkPlugin checks the krew manifest names the archive by its URL and
+// checksum, and that the archive holds the licence and a kubectl-hetsev
+// that runs and has the profile command.
+func checkPlugin(t *testing.T, out, version, platform string) {
+	t.Helper()
+	var manifest struct {
+		APIVersion string `json:"apiVersion"`
+		Kind       string `json:"kind"`
+		Metadata   struct {
+			Name string `json:"name"`
+		} `json:"metadata"`
+		Spec struct {
+			Version          string `json:"version"`
+			Homepage         string `json:"homepage"`
+			ShortDescription string `json:"shortDescription"`
+			Description      string `json:"description"`
+			Platforms        []struct {
+				Selector struct {
+					MatchLabels map[string]string `json:"matchLabels"`
+				} `json:"selector"`
+				URI    string `json:"uri"`
+				SHA256 string `json:"sha256"`
+				Bin    string `json:"bin"`
+			} `json:"platforms"`
+		} `json:"spec"`
+	}
+	if err := yaml.UnmarshalStrict([]byte(read(t, out, "kubectl-hetsev.krew.yaml")), &manifest); err != nil {
+		t.Fatalf("kubectl-hetsev.krew.yaml: %v", err)
+	}
+	archive := "kubectl-hetsev_" + platform + ".tar.gz"
+	raw, err := os.ReadFile(filepath.Join(out, archive))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(raw)
+	if manifest.APIVersion != "krew.googlecontainers.github.com/v1alpha2" || manifest.Kind != "Plugin" || manifest.Metadata.Name != "hetsev" || manifest.Spec.Version != "v"+version || len(manifest.Spec.Platforms) != 1 {
+		t.Fatalf("krew manifest %+v: want Plugin hetsev v%s for one platform", manifest, version)
+	}
+	p := manifest.Spec.Platforms[0]
+	if p.URI != "https://example.invalid/v"+version+"/"+archive || p.SHA256 != hex.EncodeToString(sum[:]) || p.Bin != "kubectl-hetsev" ||
+		p.Selector.MatchLabels["os"]+"_"+p.Selector.MatchLabels["arch"] != platform {
+		t.Errorf("krew platform %+v: want %s at its URL with sha256 %x", p, archive, sum)
+	}
+	gz, err := gzip.NewReader(bytes.NewReader(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := tar.NewReader(gz)
+	var names []string
+	bin := filepath.Join(t.TempDir(), "kubectl-hetsev")
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, h.Name)
+		if h.Name == "kubectl-hetsev" {
+			b, err := io.ReadAll(tr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(bin, b, 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if strings.Join(names, " ") != "LICENSE kubectl-hetsev" {
+		t.Fatalf("%s holds %v, want LICENSE and kubectl-hetsev", archive, names)
+	}
+	help, err := exec.Command(bin, "profile", "--help").CombinedOutput()
+	if err != nil || !strings.Contains(string(help), "--gpu-type") {
+		t.Errorf("kubectl-hetsev profile --help from the archive: %v\n%s", err, help)
+	}
+}
+
+func goEnv(t *testing.T, name string) string {
+	t.Helper()
+	b, err := exec.Command("go", "env", name).Output()
+	if err != nil {
+		t.Fatalf("go env %s: %v", name, err)
+	}
+	return strings.TrimSpace(string(b))
 }
 
 func read(t *testing.T, dir, name string) string {
