@@ -15,7 +15,8 @@
 #   SHA256SUMS                           the checksum of every file above
 #
 # With REGISTRY set it also pushes the images to $REGISTRY/<program>:v<VERSION>
-# and the chart to oci://$REGISTRY/charts (helm push). A work tree with
+# and the chart to oci://$REGISTRY/charts (helm push; REGISTRY_PLAIN_HTTP=1
+# for a registry without TLS, such as one on 127.0.0.1). A work tree with
 # changes to tracked files is refused (RELEASE_ALLOW_DIRTY=1 allows it, for
 # tests); RELEASE_IMAGES=0 leaves out the images (about 25 minutes cold on
 # two cores) and their digests. Needs bin/helm and bin/kubectl (make build).
@@ -150,6 +151,6 @@ if [[ -n ${REGISTRY:-} ]]; then
 	if [[ ${RELEASE_IMAGES:-1} != 0 ]]; then
 		"$GO" run ./hack/images --version "$version" --out "$out/images" --push "$REGISTRY"
 	fi
-	"$BIN/helm" push "$out/hetsev-$version.tgz" "oci://$REGISTRY/charts"
+	"$BIN/helm" push ${REGISTRY_PLAIN_HTTP:+--plain-http} "$out/hetsev-$version.tgz" "oci://$REGISTRY/charts"
 fi
 echo "release: v$version in $out"

@@ -8,6 +8,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"io"
+	"log"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,6 +18,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-containerregistry/pkg/registry"
 	"sigs.k8s.io/yaml"
 
 	"github.com/hetsev/hetsev/internal/cluster"
@@ -189,6 +192,58 @@ func checkPlugin(t *testing.T, out, version, platform string) {
 	if err != nil || !strings.Contains(string(help), "--gpu-type") {
 		t.Errorf("kubectl-hetsev profile --help from the archive: %v\n%s", err, help)
 	}
+}
+
+// make release with REGISTRY pushes the chart as an OCI artifact, and
+// helm pulls from the registry the very archive the release wrote and
+// renders it with the release's images. The registry is
+// go-containerregistry's implementation of the OCI distribution API on
+// 127.0.0.1, without TLS; the images are left out (their build takes half
+// an hour), so only the chart makes the round trip.
+func TestReleaseChartThroughRegistry(t *testing.T) {
+	root := cluster.RepoRoot()
+	raw, err := os.ReadFile(filepath.Join(root, "VERSION"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	version := strings.TrimSpace(string(raw))
+	reg := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
+	defer reg.Close()
+	host := strings.TrimPrefix(reg.URL, "http://")
+	dir := t.TempDir()
+	cmd := exec.Command(filepath.Join(root, "hack", "release.sh"))
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "RELEASE_DIR="+dir, "RELEASE_IMAGES=0", "RELEASE_ALLOW_DIRTY=1", "BIN="+cluster.BinDir(),
+		"REGISTRY="+host+"/hetsev", "REGISTRY_PLAIN_HTTP=1", "PLUGIN_PLATFORMS=")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("hack/release.sh: %v\n%s", err, out)
+	}
+	h := helmCLI{t: t, home: t.TempDir()}
+	ref := "oci://" + host + "/hetsev/charts/hetsev"
+	pulled := t.TempDir()
+	helmOffline(t, h, "pull", ref, "--version", version, "--plain-http", "-d", pulled)
+	name := "hetsev-" + version + ".tgz"
+	if got, want := read(t, pulled, name), read(t, filepath.Join(dir, "v"+version), name); got != want {
+		t.Errorf("the chart pulled from %s differs from the release's %s (%d and %d bytes)", ref, name, len(got), len(want))
+	}
+	rendered := helmOffline(t, h, "template", "hetsev", ref, "--version", version, "--plain-http")
+	if want := "ghcr.io/hetsev/hetsev-scaler:v" + version; !strings.Contains(rendered, want) {
+		t.Errorf("the chart rendered from %s does not name %s", ref, want)
+	}
+}
+
+// helmOffline runs bin/helm without a cluster (pull, template) with the
+// CLI's own directories.
+func helmOffline(t *testing.T, h helmCLI, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(filepath.Join(cluster.BinDir(), "helm"), args...)
+	cmd.Env = append(os.Environ(), "HELM_CACHE_HOME="+filepath.Join(h.home, "cache"),
+		"HELM_CONFIG_HOME="+filepath.Join(h.home, "config"), "HELM_DATA_HOME="+filepath.Join(h.home, "data"))
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("helm %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
 }
 
 func goEnv(t *testing.T, name string) string {
