@@ -2,8 +2,6 @@ package kubectlhetsev
 
 import (
 	"context"
-	"net"
-	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -23,19 +21,12 @@ import (
 // request (100 requests/s whatever the batch, as it serves one at a time).
 func profiledServer(t *testing.T) string {
 	t.Helper()
-	s, err := e2emodelserver.New(e2emodelserver.Config{Service: 10 * time.Millisecond, Queue: 4096})
+	url, stop, err := e2emodelserver.StartLocal(e2emodelserver.Config{Service: 10 * time.Millisecond, Queue: 4096})
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.SetReady(true)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &httptest.Server{Listener: ln, Config: &http.Server{Handler: s.Handler()}}
-	srv.Start()
-	t.Cleanup(func() { srv.Close(); s.Close() })
-	return srv.URL
+	t.Cleanup(stop)
+	return url
 }
 
 // TestProfileWritesTheEntry profiles the e2e model server as it would a

@@ -2,8 +2,6 @@ package profiler
 
 import (
 	"context"
-	"net"
-	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -17,19 +15,12 @@ import (
 // each request for service.
 func startModelServer(t *testing.T, service time.Duration) string {
 	t.Helper()
-	s, err := e2emodelserver.New(e2emodelserver.Config{Service: service, Queue: 4096, Model: "resnet50"})
+	url, stop, err := e2emodelserver.StartLocal(e2emodelserver.Config{Service: service, Queue: 4096, Model: "resnet50"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.SetReady(true)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &httptest.Server{Listener: ln, Config: &http.Server{Handler: s.Handler()}}
-	srv.Start()
-	t.Cleanup(func() { srv.Close(); s.Close() })
-	return srv.URL
+	t.Cleanup(stop)
+	return url
 }
 
 // The e2e model server serves one request at a time for its service
