@@ -4,59 +4,73 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/hetsev/hetsev/pkg/heterogeneity/ilp"
 )
 
-// scaleOutTrigger updates the timer of the saturation s_f = W_f / capacity
-// (f: the launch-time forecast) above the threshold and returns what calls
-// for a scale-out now (trigger), or, while the saturation has not yet stayed
-// above the threshold for Policy.ScaleOutPeriod, why the decision waits
-// (wait). Both are empty when no scale-out is due.
-func (a *Autoscaler) scaleOutTrigger(obs Observation, f forecast) (trigger, wait string) {
-	p := a.Policy
-	s := Saturation(f.w, obs.Types)
-	sat := fmt.Sprintf("saturation %.2f", s)
-	if f.rising() {
-		sat = fmt.Sprintf("saturation %.2f at the forecast (%s)", s, f.describe(obs.ArrivalRate))
-	}
-	if s > p.SaturationThreshold {
-		if !a.above {
-			a.above, a.aboveSince = true, obs.Now
-		}
-	} else {
-		a.above, a.aboveSince = false, time.Time{}
-	}
+// Stage 4 of a decision, plan: how many instances of which column the move
+// the guard allows takes, by the policy's solver on W_f (HetSev 4.1's
+// heuristic or the exact solution of its ILP). Its rules, each with its
+// switch and its row in make evaluate's ablation (docs/evaluation.md):
+//
+//   - a scale-out covers the deficit W_f / threshold - sum T_i N_i (and the
+//     shortfall to MinReplicas) with the eligible types (Policy.MeetsSLO,
+//     MaxAdditional > 0) that minimise the objective: SolverHeuristic a
+//     single type that covers it if any, else greedily the cheapest per
+//     request/s; SolverExact the optimum of the ILP restricted to
+//     X_i >= 0. When free resources or MaxReplicas cannot cover it, the
+//     largest reachable capacity is the target and the action is partial;
+//   - light flavors (flavor.go) are offered only while the planned
+//     capacity fits one instance of the largest of them, one each
+//     (lightOnlyWhileQuiet); row "whole GPUs only, no instance flavors";
+//   - a scale-in removes, of SolverHeuristic one instance of the most
+//     expensive type (ties: the lower throughput), of SolverExact the set
+//     that saves the most (the ILP restricted to X_i <= 0), keeping
+//     W_f / capacity <= threshold - ScaleInHysteresis;
+//   - stabilized scale-in (burst.go, rule 2): while the highest W of the
+//     last ScaleInStabilization is above W_f, only what the removal at
+//     that peak also takes; Policy.DisableStabilizedScaleIn, row "no
+//     stabilized scale-in";
+//   - make-before-break replacement and consolidation (replace.go): a
+//     decision that would do nothing may swap instances of one column for
+//     another, or move a lone instance onto a GPU in use;
+//     Policy.Replacement and Policy.Consolidation, rows "+ make-before-break
+//     replacement" and "+ consolidation".
+//
+// Neither solver switches the type of a running instance: an action only
+// adds or only removes; a replacement launches first and removes later.
 
-	var triggers []string
-	if total := totalRunning(obs.Types); total < p.MinReplicas {
-		triggers = append(triggers, fmt.Sprintf("%d running < min replicas %d", total, p.MinReplicas))
-	}
-	if w := obs.ArrivalRate; w > 0 && Capacity(obs.Types, nil) <= 0 {
-		triggers = append(triggers, fmt.Sprintf("no running capacity for %.4g requests/s", w))
-	}
-	if len(triggers) == 0 && a.above {
-		held := obs.Now.Sub(a.aboveSince)
-		if held < p.ScaleOutPeriod {
-			return "", fmt.Sprintf("%s > %.2f for %v of %v: waiting before scaling out",
-				sat, p.SaturationThreshold, held, p.ScaleOutPeriod)
+// plan fills act with the move m planned by solver for obs at forecast f.
+func (a *Autoscaler) plan(solver Solver, obs Observation, f forecast, act Action, m move) Action {
+	switch m.kind {
+	case moveScaleOut:
+		act = a.scaleOut(solver, obs, f, act, m.trigger)
+	case moveReplacement:
+		act = a.continueReplacement(obs, f, act, m.reason)
+	case moveHold:
+		act.Reason = m.reason
+	case moveScaleIn:
+		if m.reason != "" {
+			act.Reason = m.reason
+		} else {
+			act = a.scaleIn(solver, obs, f, act, m.within)
 		}
-		triggers = append(triggers, fmt.Sprintf("%s > %.2f for %v", sat, p.SaturationThreshold, held))
+		act = a.startReplacement(obs, f, act)
 	}
-	return strings.Join(triggers, "; "), ""
+	if act.Replacement == nil && a.replacing != nil {
+		// A scale-out during a replacement: it stays in flight.
+		rp := *a.replacing
+		act.Replacement = &rp
+	}
+	return act
 }
 
 // scaleOut fills act with the scale-out that solver computes for the given
 // trigger and the forecast arrival rate f.w, or with NoFeasibleType when no
-// GPU type passes the SLO check and has room, or None at MaxReplicas.
+// GPU type passes the SLO check and has room.
 func (a *Autoscaler) scaleOut(solver Solver, obs Observation, f forecast, act Action, trigger string) Action {
 	p := a.Policy
 	types := obs.Types
-	if total := totalRunning(types); p.MaxReplicas > 0 && p.MaxReplicas-total <= 0 {
-		act.Reason = fmt.Sprintf("%s, but %d running >= max replicas %d", trigger, total, p.MaxReplicas)
-		return act
-	}
 
 	var meetsRT []int
 	eligible := 0
@@ -127,39 +141,10 @@ func withRate(obs Observation, w float64) Observation {
 
 // scaleIn fills act with the scale-in that solver computes for the current
 // rate f.w, stabilized by the highest rate of the window (burst.go, rule
-// 2: stabilize) unless Policy.DisableStabilizedScaleIn; or None with the
-// reason none is due: an arrival rate that is only a lower bound
-// (Observation.ArrivalRateIsLowerBound), the cool-down after a scale-out,
-// the interval since the last scale-in, MinReplicas, or no instance that
-// may go.
-func (a *Autoscaler) scaleIn(solver Solver, obs Observation, f forecast, act Action) Action {
+// 2: stabilize) unless Policy.DisableStabilizedScaleIn, or None with the
+// solver's reason when no instance may go; within starts the Reason.
+func (a *Autoscaler) scaleIn(solver Solver, obs Observation, f forecast, act Action, within string) Action {
 	p := a.Policy
-	within := fmt.Sprintf("saturation %.2f within threshold %.2f", act.Saturation, p.SaturationThreshold)
-	if f.rising() {
-		within += fmt.Sprintf(" (%s, saturation %.2f)", f.describe(obs.ArrivalRate), Saturation(f.w, obs.Types))
-	}
-	if obs.ArrivalRateIsLowerBound {
-		act.Reason = fmt.Sprintf("saturation >= %.2f within threshold %.2f; the arrival rate %.4g requests/s is only a lower bound: scale-in held",
-			act.Saturation, p.SaturationThreshold, obs.ArrivalRate)
-		return act
-	}
-	if !a.lastScaleOut.IsZero() {
-		if since := obs.Now.Sub(a.lastScaleOut); since < p.ScaleInCoolDown {
-			act.Reason = fmt.Sprintf("%s; scale-in cool-down: %v since last scale-out, %v required", within, since, p.ScaleInCoolDown)
-			return act
-		}
-	}
-	if !a.lastScaleIn.IsZero() {
-		if since := obs.Now.Sub(a.lastScaleIn); since < p.ScaleInInterval {
-			act.Reason = fmt.Sprintf("%s; scale-in interval: %v since last scale-in, %v required", within, since, p.ScaleInInterval)
-			return act
-		}
-	}
-	if total := totalRunning(obs.Types); total-1 < p.MinReplicas {
-		act.Reason = fmt.Sprintf("%s; %d running, at min replicas %d", within, total, p.MinReplicas)
-		return act
-	}
-
 	req := Request{Observation: withRate(obs, f.w), Policy: p, Reason: within}
 	amount := solver.ScaleIn(req)
 	if win := p.stabilizationWindow(); !p.DisableStabilizedScaleIn {
