@@ -718,3 +718,42 @@ func TestChartAdmissionPolicyValues(t *testing.T) {
 		refused(t, ch, c.values, c.want)
 	}
 }
+
+// namespace.name "" puts every namespaced object, and every name that
+// holds the namespace (certificate hosts, the Lease's namespace), in the
+// release's namespace, which the chart does not render.
+func TestChartReleaseNamespace(t *testing.T) {
+	objs := render(t, map[string]any{"namespace": map[string]any{"name": ""}})
+	namespaced := 0
+	for _, o := range objs {
+		// The RoleBindings to the authentication reader live in
+		// kube-system, beside its Role, and the HPA controller's service
+		// account is there.
+		if ns := o.GetNamespace(); ns != "" && ns != "kube-system" {
+			namespaced++
+			if ns != "default" {
+				t.Errorf("%s: namespace %q, want the release's, default", id(o), ns)
+			}
+		}
+		subjects, _, _ := unstructured.NestedSlice(o.Object, "subjects")
+		for _, s := range subjects {
+			if ns, _ := s.(map[string]any)["namespace"].(string); ns != "" && ns != "default" && ns != "kube-system" {
+				t.Errorf("%s: subject in namespace %q, want default", id(o), ns)
+			}
+		}
+		// Helm keeps the release's records in its namespace: the chart
+		// must not own it, or helm uninstall deletes them with it.
+		if o.GetKind() == "Namespace" {
+			t.Errorf("renders Namespace %s, the release's", o.GetName())
+		}
+		if o.GetKind() == "Deployment" {
+			args := strings.Join(toStrings(containers(t, o)[0]["args"]), "\n")
+			if strings.Contains(args, "hetsev-system") {
+				t.Errorf("%s names hetsev-system in its args:\n%s", id(o), args)
+			}
+		}
+	}
+	if namespaced < 10 {
+		t.Errorf("%d namespaced objects, want the programs'", namespaced)
+	}
+}

@@ -52,7 +52,8 @@ func (h helmCLI) try(ctx context.Context, args ...string) (string, error) {
 // copyChart copies the chart to a directory of the test's, so that a test
 // can change it for an upgrade. Chart.yaml's kubeVersion (>=1.36) is
 // dropped: the test's kube-apiserver, a Kubernetes 1.36 library build,
-// reports its git version as v0.0.0-master, which Helm compares.
+// reports its git version as v0.0.0-master, which Helm compares, unless
+// the test binary was linked with make integration's version.
 func copyChart(t *testing.T) string {
 	t.Helper()
 	src := filepath.Join(cluster.RepoRoot(), helmchart.Dir)
@@ -87,7 +88,8 @@ func copyChart(t *testing.T) string {
 // never does for a chart's crds/; rollback restores it; uninstall removes
 // every object of the release but the CRD, which crds.keep keeps with the
 // ModelServices; an install with crds.keep=false and its uninstall then
-// leave nothing behind.
+// leave nothing behind; and an install into the release's namespace,
+// made by helm --create-namespace, works beside Helm's Namespace.
 func TestHelmCLILifecycle(t *testing.T) {
 	cp, ctx := controlPlane(t)
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
@@ -200,25 +202,43 @@ spec:
 	h.run(ctx, "uninstall", "hetsev", "--wait", "--timeout", "3m")
 	cols, _ = crdColumn() // kept: Get fails the test otherwise
 	t.Logf("after uninstall the CRD is kept (crds.keep), columns %s", cols)
-	checkReleaseGone(ctx, t, cp, ext, manifest, true)
+	checkReleaseGone(ctx, t, cp, ext, "hetsev-system", manifest, true)
 
 	h.run(ctx, "install", "hetsev", chart, "--set", "crds.keep=false")
 	manifest = h.run(ctx, "get", "manifest", "hetsev")
 	h.run(ctx, "uninstall", "hetsev", "--wait", "--timeout", "3m")
-	checkReleaseGone(ctx, t, cp, ext, manifest, false)
+	checkReleaseGone(ctx, t, cp, ext, "hetsev-system", manifest, false)
+
+	// In the release's namespace, which helm makes: the chart leaves
+	// Helm's Namespace alone (no conflict over it, now or at the upgrade)
+	// and the programs run there.
+	h.run(ctx, "install", "hetsev", chart, "-n", "team-x", "--create-namespace", "--set", "namespace.name=")
+	h.run(ctx, "upgrade", "hetsev", chart, "-n", "team-x", "--set", "namespace.name=")
+	if _, err := cp.Client.AppsV1().Deployments("team-x").Get(ctx, "hetsev-scaler", metav1.GetOptions{}); err != nil {
+		t.Errorf("installed with -n team-x and namespace.name empty: %v", err)
+	}
+	manifest = h.run(ctx, "get", "manifest", "hetsev", "-n", "team-x")
+	if strings.Contains(manifest, "kind: Namespace") {
+		t.Errorf("the release renders a Namespace beside the one helm --create-namespace made:\n%s", manifest)
+	}
+	h.run(ctx, "uninstall", "hetsev", "-n", "team-x", "--wait", "--timeout", "3m")
+	checkReleaseGone(ctx, t, cp, ext, "", manifest, true)
 }
 
 // checkReleaseGone asserts that every object of a release's manifest is
-// gone once its namespace has terminated (the CRD excepted when crdKept),
-// using kubectl to resolve the manifest's kinds.
-func checkReleaseGone(ctx context.Context, t *testing.T, cp *cluster.ControlPlane, ext apiextclient.Interface, manifest string, crdKept bool) {
+// gone (the CRD excepted when crdKept), once namespace, when the release
+// rendered it, has terminated, using kubectl to resolve the manifest's
+// kinds.
+func checkReleaseGone(ctx context.Context, t *testing.T, cp *cluster.ControlPlane, ext apiextclient.Interface, namespace, manifest string, crdKept bool) {
 	t.Helper()
-	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-		_, err := cp.Client.CoreV1().Namespaces().Get(ctx, "hetsev-system", metav1.GetOptions{})
-		return apierrors.IsNotFound(err), nil
-	})
-	if err != nil {
-		t.Fatalf("namespace hetsev-system not gone after uninstall: %v", err)
+	if namespace != "" {
+		err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+			_, err := cp.Client.CoreV1().Namespaces().Get(ctx, namespace, metav1.GetOptions{})
+			return apierrors.IsNotFound(err), nil
+		})
+		if err != nil {
+			t.Fatalf("namespace %s not gone after uninstall: %v", namespace, err)
+		}
 	}
 	file := filepath.Join(t.TempDir(), "manifest.yaml")
 	if err := os.WriteFile(file, []byte(manifest), 0o644); err != nil {
@@ -235,7 +255,7 @@ func checkReleaseGone(ctx context.Context, t *testing.T, cp *cluster.ControlPlan
 	if len(left) > 0 {
 		t.Errorf("left behind by helm uninstall: %s", strings.Join(left, " "))
 	}
-	_, err = ext.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, "modelservices.hetsev.io", metav1.GetOptions{})
+	_, err := ext.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, "modelservices.hetsev.io", metav1.GetOptions{})
 	if crdKept != (err == nil) {
 		t.Errorf("CRD after uninstall: %v, want kept %v", err, crdKept)
 	}

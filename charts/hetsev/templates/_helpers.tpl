@@ -29,8 +29,30 @@ hetsev.namespace: the programs' namespace (namespace.name).
 {{- end }}
 {{- end }}
 
+{{/*
+hetsev.namespace: where the programs run: namespace.name, or the release's
+namespace (helm install --namespace) when it is empty.
+*/}}
 {{- define "hetsev.namespace" -}}
-{{- .Values.namespace.name -}}
+{{- .Values.namespace.name | default .Release.Namespace -}}
+{{- end -}}
+
+{{/*
+hetsev.foreignNamespace: non-empty when the chart must not render the
+programs' namespace: it is the release's own (Helm keeps its release
+records there, and helm uninstall would delete them with it; helm install
+--create-namespace makes it), or it exists and this release does not own
+it (its operators made it: helm uninstall would delete it). A Namespace
+the release rendered carries its release annotation, so an upgrade keeps
+rendering it and Helm never deletes it. lookup finds nothing under helm
+template.
+*/}}
+{{- define "hetsev.foreignNamespace" -}}
+{{- $ns := include "hetsev.namespace" . -}}
+{{- $n := lookup "v1" "Namespace" "" $ns -}}
+{{- if or (eq $ns .Release.Namespace) (and $n (ne (dig "metadata" "annotations" "meta.helm.sh/release-name" "" $n) .Release.Name)) -}}
+{{- $ns -}}
+{{- end -}}
 {{- end -}}
 
 {{/*
