@@ -100,8 +100,12 @@ test: build unit prometheus integration
 unit:
 	GO=$(GO) hack/go-test.sh -race -count=1 ./pkg/... ./cmd/... ./internal/... ./data/...
 
+# The in-process kube-apiserver reports the k8s.io/kubernetes module's
+# version, as a release build does (a library build says v0.0.0-master,
+# which helm install refuses against the chart's kubeVersion).
 integration:
-	GO=$(GO) hack/go-test.sh -count=1 -p 1 -timeout 20m ./test/...
+	GO=$(GO) hack/go-test.sh -count=1 -p 1 -timeout 20m \
+		-ldflags "-X k8s.io/component-base/version.gitVersion=$$($(GO) list -m -f '{{.Version}}' k8s.io/kubernetes)" ./test/...
 
 # Debian's prometheus package (2.42), for the adapter's Prometheus-backend
 # tests and bench-adapter; installed only when no prometheus is on PATH, and

@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"bytes"
 	"compress/gzip"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -17,8 +18,11 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-containerregistry/pkg/registry"
+	apiextclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
 	"github.com/hetsev/hetsev/internal/cluster"
@@ -194,9 +198,10 @@ func checkPlugin(t *testing.T, out, version, platform string) {
 	}
 }
 
-// make release with REGISTRY pushes the chart as an OCI artifact, and
-// helm pulls from the registry the very archive the release wrote and
-// renders it with the release's images. The registry is
+// make release with REGISTRY pushes the chart as an OCI artifact; helm
+// pulls from the registry the very archive the release wrote, renders it
+// with the release's images, and installs it from there onto the control
+// plane, then uninstalls it. The registry is
 // go-containerregistry's implementation of the OCI distribution API on
 // 127.0.0.1, without TLS; the images are left out (their build takes half
 // an hour), so only the chart makes the round trip.
@@ -218,7 +223,7 @@ func TestReleaseChartThroughRegistry(t *testing.T) {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("hack/release.sh: %v\n%s", err, out)
 	}
-	h := helmCLI{t: t, home: t.TempDir()}
+	h := &helmCLI{t: t, home: t.TempDir()}
 	ref := "oci://" + host + "/hetsev/charts/hetsev"
 	pulled := t.TempDir()
 	helmOffline(t, h, "pull", ref, "--version", version, "--plain-http", "-d", pulled)
@@ -230,11 +235,36 @@ func TestReleaseChartThroughRegistry(t *testing.T) {
 	if want := "ghcr.io/hetsev/hetsev-scaler:v" + version; !strings.Contains(rendered, want) {
 		t.Errorf("the chart rendered from %s does not name %s", ref, want)
 	}
+
+	// The install guide's command, from the registry, onto a Kubernetes
+	// 1.36 API server; then uninstall.
+	cp, ctx := controlPlane(t)
+	ctx, cancel := context.WithTimeout(ctx, 4*time.Minute)
+	defer cancel()
+	if v, err := cp.Client.Discovery().ServerVersion(); err != nil || !strings.HasPrefix(v.GitVersion, "v1.") {
+		t.Fatalf("kube-apiserver version %v (%v): helm install checks the chart's kubeVersion against it; run make integration, whose ldflags give it the module's version", v, err)
+	}
+	h.kubeconfig = cp.Kubeconfig
+	h.run(ctx, "install", "hetsev", ref, "--version", version, "--plain-http")
+	d, err := cp.Client.AppsV1().Deployments("hetsev-system").Get(ctx, "hetsev-scaler", metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("installed from %s: %v", ref, err)
+	}
+	if img := d.Spec.Template.Spec.Containers[0].Image; img != "ghcr.io/hetsev/hetsev-scaler:v"+version {
+		t.Errorf("installed from %s: hetsev-scaler runs %s, want the release's image", ref, img)
+	}
+	manifest := h.run(ctx, "get", "manifest", "hetsev")
+	h.run(ctx, "uninstall", "hetsev", "--wait", "--timeout", "3m")
+	ext, err := apiextclient.NewForConfig(cp.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkReleaseGone(ctx, t, cp, ext, "hetsev-system", manifest, true)
 }
 
 // helmOffline runs bin/helm without a cluster (pull, template) with the
 // CLI's own directories.
-func helmOffline(t *testing.T, h helmCLI, args ...string) string {
+func helmOffline(t *testing.T, h *helmCLI, args ...string) string {
 	t.Helper()
 	cmd := exec.Command(filepath.Join(cluster.BinDir(), "helm"), args...)
 	cmd.Env = append(os.Environ(), "HELM_CACHE_HOME="+filepath.Join(h.home, "cache"),
