@@ -39,17 +39,18 @@ func (e *env) client() (client.Client, error) {
 	return NewClient(cfg)
 }
 
-// namespace is -n/--namespace, else the kubeconfig context's namespace,
-// else "default".
-func (e *env) namespace() (string, error) {
+// namespaced returns the namespace (-n/--namespace, else the kubeconfig
+// context's, else "default") and the API client.
+func (e *env) namespaced() (string, client.Client, error) {
 	ns, _, err := e.flags.ToRawKubeConfigLoader().Namespace()
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	if ns == "" {
 		ns = "default"
 	}
-	return ns, nil
+	c, err := e.client()
+	return ns, c, err
 }
 
 // Scheme holds the types kubectl-hetsev reads: client-go's (nodes, pods,

@@ -49,11 +49,7 @@ func explainCommand[T explanation](e *env, cmd *cobra.Command, explain func(cont
 		if err := checkOutput(*format); err != nil {
 			return err
 		}
-		ns, err := e.namespace()
-		if err != nil {
-			return err
-		}
-		c, err := e.client()
+		ns, c, err := e.namespaced()
 		if err != nil {
 			return err
 		}

@@ -97,11 +97,7 @@ func (e *env) profile(ctx context.Context, name string, f *profileFlags) error {
 	if f.gpuType == "" || f.url == "" {
 		return fmt.Errorf("profile needs --gpu-type and --url")
 	}
-	ns, err := e.namespace()
-	if err != nil {
-		return err
-	}
-	c, err := e.client()
+	ns, c, err := e.namespaced()
 	if err != nil {
 		return err
 	}
