@@ -10,6 +10,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"gonum.org/v1/gonum/stat"
 )
 
 // Options shape a measurement; zero fields take the defaults below.
@@ -285,13 +287,13 @@ func sleepUntil(ctx context.Context, at time.Time) error {
 	}
 }
 
-// quantile is the q-quantile of xs (nearest rank), NaN when empty.
+// quantile is the q-quantile of xs (the empirical distribution's: the
+// nearest rank), NaN when empty.
 func quantile(xs []float64, q float64) float64 {
 	if len(xs) == 0 {
 		return math.NaN()
 	}
 	s := slices.Clone(xs)
 	slices.Sort(s)
-	i := int(math.Ceil(q*float64(len(s)))) - 1
-	return s[min(max(i, 0), len(s)-1)]
+	return stat.Quantile(q, stat.Empirical, s, nil)
 }

@@ -2,6 +2,7 @@ package profiler
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -10,6 +11,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // Protocols a Target speaks.
@@ -97,27 +100,27 @@ func (t *Target) ready(ctx context.Context) error {
 		return nil
 	}
 	var last error
-	for {
+	err := wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 		if err != nil {
-			return err
+			return false, err
 		}
 		resp, err := t.Client.Do(req)
 		if err == nil {
 			_, _ = io.Copy(io.Discard, resp.Body)
 			_ = resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				return nil
+				return true, nil
 			}
 			err = fmt.Errorf("GET %s: %s", u, resp.Status)
 		}
 		last = err
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("target not ready: %w", last)
-		case <-time.After(200 * time.Millisecond):
-		}
+		return false, nil
+	})
+	if err != nil {
+		return fmt.Errorf("target not ready: %w", cmp.Or(last, err))
 	}
+	return nil
 }
 
 // send makes one request and returns nil for a 2xx answer, read to its end.
