@@ -21,7 +21,8 @@ import (
 )
 
 // helmCLI runs bin/helm (the helm.sh/helm/v4 module's CLI, built by make
-// build) against the control plane, with Helm's cache, configuration and
+// build) against the control plane (none while kubeconfig is empty: pull,
+// template), with Helm's cache, configuration and
 // data directories in the test's own, and returns its combined output; a
 // non-zero exit fails the test with it.
 type helmCLI struct {
@@ -40,7 +41,10 @@ func (h helmCLI) run(ctx context.Context, args ...string) string {
 }
 
 func (h helmCLI) try(ctx context.Context, args ...string) (string, error) {
-	cmd := exec.CommandContext(ctx, filepath.Join(cluster.BinDir(), "helm"), append(args, "--kubeconfig", h.kubeconfig)...)
+	if h.kubeconfig != "" {
+		args = append(args, "--kubeconfig", h.kubeconfig)
+	}
+	cmd := exec.CommandContext(ctx, filepath.Join(cluster.BinDir(), "helm"), args...)
 	cmd.Env = append(os.Environ(), "HELM_CACHE_HOME="+filepath.Join(h.home, "cache"),
 		"HELM_CONFIG_HOME="+filepath.Join(h.home, "config"), "HELM_DATA_HOME="+filepath.Join(h.home, "data"))
 	var out bytes.Buffer

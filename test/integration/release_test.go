@@ -34,25 +34,12 @@ import (
 // file's version: the packaged chart's version and appVersion, every image
 // the manifests and the rendered chart name, the SBOMs' names.
 func TestReleaseArtifactsOneVersion(t *testing.T) {
-	root := cluster.RepoRoot()
-	raw, err := os.ReadFile(filepath.Join(root, "VERSION"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	version := strings.TrimSpace(string(raw))
-	dir := t.TempDir()
-	cmd := exec.Command(filepath.Join(root, "hack", "release.sh"))
-	cmd.Dir = root
 	// The plugin for this machine only, built as make build builds (no
 	// -trimpath, the host's cgo setting) so that its cache serves it: a
 	// cold static -trimpath build takes minutes.
 	platform := runtime.GOOS + "_" + runtime.GOARCH
-	cmd.Env = append(os.Environ(), "RELEASE_DIR="+dir, "RELEASE_IMAGES=0", "RELEASE_ALLOW_DIRTY=1", "BIN="+cluster.BinDir(), "REGISTRY=",
-		"PLUGIN_PLATFORMS="+runtime.GOOS+"/"+runtime.GOARCH, "PLUGIN_BUILDFLAGS=-buildvcs=false", "PLUGIN_CGO_ENABLED="+goEnv(t, "CGO_ENABLED"), "PLUGIN_URL=https://example.invalid/v"+version)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("hack/release.sh: %v\n%s", err, out)
-	}
-	out := filepath.Join(dir, "v"+version)
+	version, out := runRelease(t, "REGISTRY=", "PLUGIN_PLATFORMS="+runtime.GOOS+"/"+runtime.GOARCH, "PLUGIN_BUILDFLAGS=-buildvcs=false",
+		"PLUGIN_CGO_ENABLED="+goEnv(t, "CGO_ENABLED"), "PLUGIN_URL=https://example.invalid/v{VERSION}")
 	want := []string{"RELEASE-NOTES.md", "SHA256SUMS", "hetsev-" + version + ".tgz", "hetsev-" + version + ".yaml", "hetsev-dra-" + version + ".yaml",
 		"hetsev-scheduler-" + version + ".spdx.json", "hetsev-metrics-adapter-" + version + ".spdx.json", "hetsev-scaler-" + version + ".spdx.json",
 		"kubectl-hetsev_" + platform + ".tar.gz", "kubectl-hetsev.krew.yaml"}
@@ -206,32 +193,19 @@ func checkPlugin(t *testing.T, out, version, platform string) {
 // 127.0.0.1, without TLS; the images are left out (their build takes half
 // an hour), so only the chart makes the round trip.
 func TestReleaseChartThroughRegistry(t *testing.T) {
-	root := cluster.RepoRoot()
-	raw, err := os.ReadFile(filepath.Join(root, "VERSION"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	version := strings.TrimSpace(string(raw))
 	reg := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
 	defer reg.Close()
 	host := strings.TrimPrefix(reg.URL, "http://")
-	dir := t.TempDir()
-	cmd := exec.Command(filepath.Join(root, "hack", "release.sh"))
-	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "RELEASE_DIR="+dir, "RELEASE_IMAGES=0", "RELEASE_ALLOW_DIRTY=1", "BIN="+cluster.BinDir(),
-		"REGISTRY="+host+"/hetsev", "REGISTRY_PLAIN_HTTP=1", "PLUGIN_PLATFORMS=")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("hack/release.sh: %v\n%s", err, out)
-	}
+	version, out := runRelease(t, "REGISTRY="+host+"/hetsev", "REGISTRY_PLAIN_HTTP=1", "PLUGIN_PLATFORMS=")
 	h := &helmCLI{t: t, home: t.TempDir()}
 	ref := "oci://" + host + "/hetsev/charts/hetsev"
 	pulled := t.TempDir()
-	helmOffline(t, h, "pull", ref, "--version", version, "--plain-http", "-d", pulled)
+	h.run(context.Background(), "pull", ref, "--version", version, "--plain-http", "-d", pulled)
 	name := "hetsev-" + version + ".tgz"
-	if got, want := read(t, pulled, name), read(t, filepath.Join(dir, "v"+version), name); got != want {
+	if got, want := read(t, pulled, name), read(t, out, name); got != want {
 		t.Errorf("the chart pulled from %s differs from the release's %s (%d and %d bytes)", ref, name, len(got), len(want))
 	}
-	rendered := helmOffline(t, h, "template", "hetsev", ref, "--version", version, "--plain-http")
+	rendered := h.run(context.Background(), "template", "hetsev", ref, "--version", version, "--plain-http")
 	if want := "ghcr.io/hetsev/hetsev-scaler:v" + version; !strings.Contains(rendered, want) {
 		t.Errorf("the chart rendered from %s does not name %s", ref, want)
 	}
@@ -262,18 +236,28 @@ func TestReleaseChartThroughRegistry(t *testing.T) {
 	checkReleaseGone(ctx, t, cp, ext, "hetsev-system", manifest, true)
 }
 
-// helmOffline runs bin/helm without a cluster (pull, template) with the
-// CLI's own directories.
-func helmOffline(t *testing.T, h *helmCLI, args ...string) string {
+// runRelease runs hack/release.sh (make release) without the images, into
+// a directory of the test's, with env added ({VERSION} in a value is the
+// VERSION file's), and returns the version and the release's directory.
+func runRelease(t *testing.T, env ...string) (version, dir string) {
 	t.Helper()
-	cmd := exec.Command(filepath.Join(cluster.BinDir(), "helm"), args...)
-	cmd.Env = append(os.Environ(), "HELM_CACHE_HOME="+filepath.Join(h.home, "cache"),
-		"HELM_CONFIG_HOME="+filepath.Join(h.home, "config"), "HELM_DATA_HOME="+filepath.Join(h.home, "data"))
-	out, err := cmd.CombinedOutput()
+	root := cluster.RepoRoot()
+	raw, err := os.ReadFile(filepath.Join(root, "VERSION"))
 	if err != nil {
-		t.Fatalf("helm %s: %v\n%s", strings.Join(args, " "), err, out)
+		t.Fatal(err)
 	}
-	return string(out)
+	version = strings.TrimSpace(string(raw))
+	base := t.TempDir()
+	cmd := exec.Command(filepath.Join(root, "hack", "release.sh"))
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "RELEASE_DIR="+base, "RELEASE_IMAGES=0", "RELEASE_ALLOW_DIRTY=1", "BIN="+cluster.BinDir())
+	for _, e := range env {
+		cmd.Env = append(cmd.Env, strings.ReplaceAll(e, "{VERSION}", version))
+	}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("hack/release.sh: %v\n%s", err, out)
+	}
+	return version, filepath.Join(base, "v"+version)
 }
 
 func goEnv(t *testing.T, name string) string {
