@@ -36,8 +36,8 @@
 //     check;
 //   - the SLO check of constraint (4) ([Policy.MeetsSLO]): the paper's L_i <=
 //     RT_max, or, with Policy.SLOCheck = "model", the SL_min percentile of
-//     the latency model ([LatencyModelOf]: batch formation after FA2,
-//     queueing of batches by Kingman's heavy-traffic approximation and the
+//     the latency model ([LatencyModelOf]: a dynamic batcher's queueing of
+//     batches by Kingman's heavy-traffic approximation and the
 //     co-location inflation of pkg/interference) at the threshold load.
 //
 // The formulation and the heuristic follow HetSev, "Heterogeneity-Aware

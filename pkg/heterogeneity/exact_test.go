@@ -167,33 +167,33 @@ func TestDecideModelSLOCheck(t *testing.T) {
 	runDecisionCases(t, []decisionCase{
 		{
 			// bert-large, W=300, one V100 (208): deficit 167. The paper's
-			// check admits T4 (114.5 ms <= 400): +3 T4 at 2.2092 with either
-			// solver. The model's p98 on T4 is 484.4 ms > 400: only V100,
-			// +1 at 3.9015*1.4 = 5.4621.
+			// check admits T4 (114.5 ms <= 200): +3 T4 at 2.2092 with either
+			// solver. The model's p98 on T4 is 242.0 ms > 200: only V100
+			// (81.7 ms), +1 at 3.9015*1.4 = 5.4621.
 			name:   "paper check, exact",
-			policy: exactPolicy(),
+			policy: exactPolicy(func(p *Policy) { p.RTMaxMs = 200 }),
 			steps: []step{{w: 300, types: ts(bertT4(0, 10), bertV100(1, 10)),
 				kind: ActionScaleOut, delta: []int{3, 0}, objective: 2.2092}},
 		},
 		{
 			name:   "model check, heuristic",
-			policy: testPolicy(func(p *Policy) { p.SLOCheck = SLOCheckModel }),
+			policy: testPolicy(func(p *Policy) { p.SLOCheck = SLOCheckModel; p.RTMaxMs = 200 }),
 			steps: []step{{w: 300, types: ts(bertT4(0, 10), bertV100(1, 10)),
 				kind: ActionScaleOut, delta: []int{0, 1}, objective: 5.4621}},
 		},
 		{
 			name:   "model check, exact",
-			policy: exactPolicy(func(p *Policy) { p.SLOCheck = SLOCheckModel }),
+			policy: exactPolicy(func(p *Policy) { p.SLOCheck = SLOCheckModel; p.RTMaxMs = 200 }),
 			steps: []step{{w: 300, types: ts(bertT4(0, 10), bertV100(1, 10)),
 				kind: ActionScaleOut, delta: []int{0, 1}, objective: 5.4621}},
 		},
 		{
-			// RT_max 150 ms: V100's p98 is 162.4 ms, T4's 484.4 ms.
+			// RT_max 75 ms: V100's p98 is 81.7 ms, T4's 242.0 ms.
 			name:   "model check: no type meets the percentile SLO",
-			policy: exactPolicy(func(p *Policy) { p.SLOCheck = SLOCheckModel; p.RTMaxMs = 150 }),
+			policy: exactPolicy(func(p *Policy) { p.SLOCheck = SLOCheckModel; p.RTMaxMs = 75 }),
 			steps: []step{{w: 300, types: ts(bertT4(0, 10), bertV100(1, 10)),
 				kind: ActionNoFeasibleType, delta: []int{0, 0},
-				reason: "no GPU type meets RT_max 150 ms for 98% of requests at saturation 0.80 (latency model; fastest: V100-32GB 162.4 ms)"}},
+				reason: "no GPU type meets RT_max 75 ms for 98% of requests at saturation 0.80 (latency model; fastest: V100-32GB 81.67 ms)"}},
 		},
 	})
 }

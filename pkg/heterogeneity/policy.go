@@ -95,7 +95,7 @@ type Policy struct {
 	// (the zero value "" means the same) admits a type when its profiled
 	// batch latency L_i <= RTMaxMs, as the paper does; SLOCheckModel admits
 	// it when the ServiceLevel percentile of the response time under the
-	// latency model (LatencyModelOf, package latency: batch formation,
+	// latency model (LatencyModelOf, package latency: a dynamic batcher's
 	// queueing and co-location inflation included) at the per-instance load
 	// of the saturation threshold is <= RTMaxMs (see Policy.SLOLatencyMs).
 	SLOCheck string

@@ -15,7 +15,7 @@ const (
 // ModelThreshold returns the highest saturation threshold θ, a multiple of
 // 0.01 in [MinModelThreshold, MaxModelThreshold], at which one instance of
 // t loaded θ·T_i requests/s answers SL_min of its requests within RT_max
-// by the latency model (LatencyModelOf: batch formation, queueing and
+// by the latency model (LatencyModelOf: a dynamic batcher's queueing and
 // t.LatencyInflation, the same model as the SLOCheckModel check of
 // constraint (4), HetSev 4.1). It returns 0 when the instance misses the
 // SLO even at MinModelThreshold, or when p or t is unusable.

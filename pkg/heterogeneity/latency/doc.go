@@ -5,7 +5,9 @@
 // within RT_max", instead of the idle-GPU batch latency L_i <= RT_max.
 //
 // The percentile adds three terms ([Breakdown]): the wait for a batch to form
-// (an Erlang quantile; FA2's (b-1)/lambda is its mean: FA2, RTAS 2022,
+// (none for a dynamic batcher without a batching delay, which forms a batch
+// while the one before it runs; an Erlang quantile for a server that waits
+// for full batches, whose mean is FA2's (b-1)/lambda: FA2, RTAS 2022,
 // section IV-B, eq. 2), the queueing of formed batches
 // for the GPU (Kingman's heavy-traffic approximation of the GI/G/1 queue,
 // 1961/1962) and the batch latency inflated by co-location (HetSev 3.2, from
