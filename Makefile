@@ -78,9 +78,10 @@ interference-check:
 
 # The simulated model servers with the co-location model, run by the replay
 # engine as the demo and the evaluator run them, against an open-loop file
-# of data/measurements/gpu-serving-h100 (pass it as MEASUREMENTS): p50 and
-# p98 per member, the SharedGPU co-simulation's MAPE for comparison, and
-# the engine's RESULT line.
+# of data/measurements/gpu-serving-h100 (pass it as MEASUREMENTS): the SLO
+# latency model's p98 for the members that ran alone, p50 and p98 per
+# member, the SharedGPU co-simulation's MAPE for comparison, and the
+# engine's RESULT line.
 serving-check:
 	$(GO) run ./cmd/serving-check $(MEASUREMENTS)
 

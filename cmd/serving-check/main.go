@@ -1,5 +1,7 @@
-// serving-check runs hetsev's simulated model servers on an open-loop
-// serving measurement file as the demo and the evaluator run them
+// serving-check prints the SLO latency model's p98 (pkg/heterogeneity/latency)
+// against the measured one for the members of an open-loop serving
+// measurement file that ran alone, then runs hetsev's simulated model
+// servers on the file as the demo and the evaluator run them
 // (internal/sim/replay's Engine driving internal/sim/modelserver Servers):
 // for every member not overloaded, the file's batch latency table, the
 // member's arrival rate and its co-located members on one GPU through

@@ -490,6 +490,7 @@ func RunServingCheck(w io.Writer, path string, col interference.Colocation, opt 
 			return err
 		}
 	}
+	WriteSLOModelReport(w, SLOModelSolo(f))
 	WriteServingReport(w, f, ps, held, cosim, opt)
 	return nil
 }
