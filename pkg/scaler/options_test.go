@@ -123,7 +123,7 @@ func TestModelThresholdsFlag(t *testing.T) {
 		s := serviceWithFlags(t, args...)
 		want := 0.8
 		if on {
-			want = modelThreshold(s.policy, s.types, 8)
+			want = modelThreshold(s.policy, s.types, 8, 0)
 		}
 		if s.policy.SaturationThreshold != want || (on && want == 0.8) {
 			t.Errorf("flags %v: saturation threshold %v, want %v", args, s.policy.SaturationThreshold, want)

@@ -221,13 +221,14 @@ func instanceShare(throughputRPS, latencyMs, threshold, busyShare float64) (shar
 }
 
 // modelThreshold is heterogeneity.ServiceModelThreshold over the GPU
-// types of a service (batch size batchSize) with policy pol, each
-// instance alone on its GPU; 0 when no type meets the SLO at a threshold.
-func modelThreshold(pol heterogeneity.Policy, types []gpuProfile, batchSize int) float64 {
+// types of a service (batch size batchSize, the server's batching delay
+// maxBatchDelayMs in ms) with policy pol, each instance alone on its GPU;
+// 0 when no type meets the SLO at a threshold.
+func modelThreshold(pol heterogeneity.Policy, types []gpuProfile, batchSize int, maxBatchDelayMs float64) float64 {
 	ts := make([]heterogeneity.TypeState, 0, len(types))
 	for _, p := range types {
 		ts = append(ts, heterogeneity.TypeState{GPUType: p.gpuType.Name, ThroughputRPS: p.spec.ThroughputRPS,
-			LatencyMs: p.spec.LatencyMs, BatchSize: batchSize, LatencyInflation: 1})
+			LatencyMs: p.spec.LatencyMs, BatchSize: batchSize, LatencyInflation: 1, MaxBatchDelayMs: maxBatchDelayMs})
 	}
 	return heterogeneity.ServiceModelThreshold(pol, ts)
 }
@@ -262,6 +263,9 @@ func validate(ms *v1alpha1.ModelService, cat catalog.Catalog, d Defaults) (*serv
 	}
 	if s.BatchSize < 1 {
 		return nil, fmt.Errorf("spec.batchSize: must be >= 1, got %d", s.BatchSize)
+	}
+	if !(s.MaxBatchDelayMs >= 0 && s.MaxBatchDelayMs <= 60000) {
+		return nil, fmt.Errorf("spec.maxBatchDelayMs: must be in [0, 60000] ms, got %v", s.MaxBatchDelayMs)
 	}
 	switch s.Protocol {
 	case "", v1alpha1.ProtocolHTTP, v1alpha1.ProtocolGRPC:
@@ -342,7 +346,7 @@ func validate(ms *v1alpha1.ModelService, cat catalog.Catalog, d Defaults) (*serv
 	}
 	derived := false
 	if d.ModelThresholds && sc.SaturationThreshold == 0 {
-		if th := modelThreshold(pol, out.types, s.BatchSize); th > 0 {
+		if th := modelThreshold(pol, out.types, s.BatchSize, s.MaxBatchDelayMs); th > 0 {
 			pol.SaturationThreshold, derived = th, true
 		}
 	}
@@ -537,6 +541,7 @@ func (s *service) typeState(i, running, maxAdditional int, latencyInflation, sha
 		Light:            p.light,
 		BatchSize:        cmp.Or(p.batchSize, s.obj.Spec.BatchSize),
 		LatencyInflation: latencyInflation,
+		MaxBatchDelayMs:  s.obj.Spec.MaxBatchDelayMs,
 	}
 }
 

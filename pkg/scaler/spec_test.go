@@ -261,7 +261,7 @@ func TestModelThresholdsReplaceTheDefaultOnly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := modelThreshold(s.policy, s.types, 8)
+	want := modelThreshold(s.policy, s.types, 8, 0)
 	if want == 0 || want == v1alpha1.DefaultSaturationThreshold || s.policy.SaturationThreshold != want {
 		t.Errorf("derived threshold %v, want the model's %v (not the default %v)", s.policy.SaturationThreshold, want, v1alpha1.DefaultSaturationThreshold)
 	}

@@ -79,6 +79,17 @@ type ModelServiceSpec struct {
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=4096
 	BatchSize int `json:"batchSize"`
+	// MaxBatchDelayMs is how long, in ms, the model server waits for more
+	// requests to join a batch when the GPU is idle (Triton's
+	// max_queue_delay_microseconds / 1000, TorchServe's maxBatchDelay,
+	// KServe's batcher maxLatency). The SLO latency model adds up to this
+	// to a request's response time. 0 (the default, Triton's): the server
+	// runs what waits at once.
+	//
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=60000
+	// +optional
+	MaxBatchDelayMs float64 `json:"maxBatchDelayMs,omitempty"`
 	// Profiles lists the GPU types this model may run on, with their offline
 	// profile; one Deployment is kept per entry and flavor. At most 8: with
 	// at most 8 flavors each (MaxFlavors) a decision's columns stay within
