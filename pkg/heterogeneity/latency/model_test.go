@@ -165,19 +165,44 @@ func quantile(sorted []float64, q float64) float64 {
 	return sorted[int(q*float64(len(sorted)))]
 }
 
+// simCase is a server to simulate: batch size b, full-batch latency l ms,
+// throughput tput requests/s, batching delay maxDelay ms, at loads (shares
+// of tput) and quantiles.
+type simCase struct {
+	b         int
+	l, tput   float64
+	maxDelay  float64
+	loads     []float64
+	quantiles []float64
+}
+
+// checkAgainstSimulation runs sim (150,000 response times in ms at lambda
+// requests/s) for every case and load and requires the model of m(c) to be
+// within [lo, hi] times each simulated quantile.
+func checkAgainstSimulation(t *testing.T, cases []simCase, m func(simCase) Model, sim func(c simCase, lambda float64) []float64, lo, hi float64) {
+	t.Helper()
+	for _, c := range cases {
+		for _, s := range c.loads {
+			lambda := s * c.tput
+			resp := sim(c, lambda)
+			slices.Sort(resp)
+			for _, q := range c.quantiles {
+				want := quantile(resp, q)
+				if got := m(c).Percentile(q, lambda); got < lo*want || got > hi*want {
+					t.Errorf("b=%d L=%v delay=%v load %.2f q=%v: model %.1f ms, simulated %.1f ms", c.b, c.l, c.maxDelay, s, q, got, want)
+				}
+			}
+		}
+	}
+}
+
 // TestModelConservative compares the model with a seeded simulation
 // of the batching server it describes: the model must not fall below the
 // simulated percentile by more than the simulation's noise (3 %), and must
 // not exceed it more than threefold.
 func TestModelConservative(t *testing.T) {
 	rng := rand.New(rand.NewPCG(11, 12))
-	cases := []struct {
-		b         int
-		l, tput   float64
-		maxDelay  float64
-		loads     []float64
-		quantiles []float64
-	}{
+	cases := []simCase{
 		{8, resnetT4Ms, resnetT4RPS, 0, []float64{0.1, 0.3, 0.5, 0.8, 0.9}, []float64{0.95, 0.98, 0.99}},
 		{8, bertT4Ms, bertT4RPS, 0, []float64{0.1, 0.5, 0.8}, []float64{0.98}},
 		{4, 72.19, 55.41, 0, []float64{0.1, 0.5, 0.9}, []float64{0.98}}, // ssd-resnet50 on V100
@@ -189,21 +214,13 @@ func TestModelConservative(t *testing.T) {
 		{8, resnetT4Ms, resnetT4RPS, 100, []float64{0.05, 0.3, 0.8, 0.9}, []float64{0.95, 0.99}},
 		{32, 50, 640, 100, []float64{0.05, 0.5, 0.9}, []float64{0.98}},
 	}
-	for _, c := range cases {
-		m := Model{WaitsForFullBatch: true, BatchSize: c.b, BatchLatencyMs: c.l, MaxBatchDelayMs: c.maxDelay}
-		for _, s := range c.loads {
-			lambda := s * c.tput
-			resp := simulateBatching(rng, lambda, c.b, c.l, c.maxDelay, 150_000)
-			slices.Sort(resp)
-			for _, q := range c.quantiles {
-				sim := quantile(resp, q)
-				got := m.Percentile(q, lambda)
-				if got < 0.97*sim || got > 3*sim {
-					t.Errorf("b=%d L=%v timeout=%v load %.2f q=%v: model %.1f ms, simulated %.1f ms", c.b, c.l, c.maxDelay, s, q, got, sim)
-				}
-			}
-		}
-	}
+	checkAgainstSimulation(t, cases,
+		func(c simCase) Model {
+			return Model{WaitsForFullBatch: true, BatchSize: c.b, BatchLatencyMs: c.l, MaxBatchDelayMs: c.maxDelay}
+		},
+		func(c simCase, lambda float64) []float64 {
+			return simulateBatching(rng, lambda, c.b, c.l, c.maxDelay, 150_000)
+		}, 0.97, 3)
 }
 
 // TestModelDynamicBatcher checks the default server, a dynamic batcher, by
@@ -284,13 +301,7 @@ func simulateDynamic(rng *rand.Rand, lambda float64, b int, lat func(k int) floa
 // threefold.
 func TestModelDynamicConservative(t *testing.T) {
 	rng := rand.New(rand.NewPCG(13, 14))
-	cases := []struct {
-		b         int
-		l, tput   float64
-		maxDelay  float64
-		loads     []float64
-		quantiles []float64
-	}{
+	cases := []simCase{
 		{8, resnetT4Ms, resnetT4RPS, 0, []float64{0.1, 0.3, 0.5, 0.8, 0.9}, []float64{0.95, 0.98, 0.99}},
 		{8, bertT4Ms, bertT4RPS, 0, []float64{0.1, 0.5, 0.8, 0.9}, []float64{0.98}},
 		{4, 106.21, 37.71, 0, []float64{0.1, 0.5, 0.9, 0.95}, []float64{0.98}}, // ssd-resnet50 on T4
@@ -299,25 +310,17 @@ func TestModelDynamicConservative(t *testing.T) {
 		{8, resnetT4Ms, resnetT4RPS, 5, []float64{0.1, 0.5, 0.9}, []float64{0.98}},
 		{8, resnetT4Ms, resnetT4RPS, 50, []float64{0.05, 0.3, 0.8}, []float64{0.95, 0.99}},
 	}
-	for _, c := range cases {
-		m := Model{BatchSize: c.b, BatchLatencyMs: c.l, MaxBatchDelayMs: c.maxDelay}
-		lat := func(k int) float64 {
-			if c.b == 1 {
-				return c.l
-			}
-			return c.l * (0.5 + 0.5*float64(k-1)/float64(c.b-1))
-		}
-		for _, s := range c.loads {
-			lambda := s * c.tput
-			resp := simulateDynamic(rng, lambda, c.b, lat, c.maxDelay, 150_000)
-			slices.Sort(resp)
-			for _, q := range c.quantiles {
-				sim := quantile(resp, q)
-				got := m.Percentile(q, lambda)
-				if got < 0.75*sim || got > 3*sim {
-					t.Errorf("b=%d L=%v delay=%v load %.2f q=%v: model %.1f ms, simulated %.1f ms", c.b, c.l, c.maxDelay, s, q, got, sim)
+	checkAgainstSimulation(t, cases,
+		func(c simCase) Model {
+			return Model{BatchSize: c.b, BatchLatencyMs: c.l, MaxBatchDelayMs: c.maxDelay}
+		},
+		func(c simCase, lambda float64) []float64 {
+			lat := func(k int) float64 {
+				if c.b == 1 {
+					return c.l
 				}
+				return c.l * (0.5 + 0.5*float64(k-1)/float64(c.b-1))
 			}
-		}
-	}
+			return simulateDynamic(rng, lambda, c.b, lat, c.maxDelay, 150_000)
+		}, 0.75, 3)
 }
