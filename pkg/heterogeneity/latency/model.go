@@ -65,11 +65,12 @@ const MaxBatchSize = 1 << 16
 //
 // Why this formula: it is closed-form (the SLO check runs inside every
 // decision) and it is held to measurements. Against the open-loop H100
-// measurement of three servers with dynamic batching
+// measurement of three servers with dynamic batching under time-slicing
 // (data/measurements/gpu-serving-h100: ResNet-50, SSD and BERT-large alone
 // at loads 0.3-0.9) the dynamic batcher's p98 is 0.97-1.19 times the
 // measured one for ResNet-50 and SSD and 1.34-2.15 times for BERT-large,
-// whose one-request batches take a fifth of a full one's time; the
+// whose one-request batches take a fifth of a full one's time (under MPS,
+// where a server alone runs slower than its batch table, 0.67-1.79); the
 // full-batch server's formation wait, added to the queueing it overlaps
 // with, read 1.5-12 times the measured p98 (internal/sim/calibration,
 // TestSLOModelMeetsMeasuredServing). The package tests also compare both
