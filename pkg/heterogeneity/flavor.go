@@ -133,6 +133,18 @@ func ColumnName(gpuType string, f float64, light bool) string {
 	return gpuType + "-busy" + strconv.FormatFloat(f, 'f', -1, 64)
 }
 
+// lightColumnType is the GPU type of column name, the inverse of
+// ColumnName: name without its "-busy" + flavor suffix, or name itself
+// when it has none.
+func lightColumnType(name string) string {
+	if i := strings.LastIndex(name, "-busy"); i > 0 {
+		if _, err := strconv.ParseFloat(name[i+len("-busy"):], 64); err == nil {
+			return name[:i]
+		}
+	}
+	return name
+}
+
 // ExpandFlavors splits GPU type t into one ILP column per flavor, lightest
 // first, the type's own column last:
 //

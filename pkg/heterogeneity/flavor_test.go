@@ -288,3 +288,70 @@ func TestFlavorsAtMostEight(t *testing.T) {
 		t.Errorf("9 flavors: %v, want an error naming at most 8", err)
 	}
 }
+
+// A burst that whole GPUs cannot cover overflows onto light instances:
+// W 600 requests/s planned at 750 with room for one whole T4 (363
+// requests/s) and for three instances of each light flavor, one of them
+// on that empty GPU. The whole T4 is added and the rest (387 requests/s)
+// goes to light instances, at most two per flavor; with the rule off
+// (Policy.DisableLightOverflow) the scale-out stays partial at the whole
+// T4. A deficit the whole GPUs cover takes no light instance, and with no
+// whole GPU free the lights cover all of it.
+func TestLightOverflowCoversWhatWholeGPUsCannot(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		w         float64
+		whole     int // the whole column's MaxAdditional
+		off       bool
+		wantWhole int
+		wantLight bool
+	}{
+		{"overflow", 600, 1, false, 1, true},
+		// 108 requests/s left: three T4-busy0.1 (108.9) would be the
+		// cheapest, but one of their slots is the GPU the whole T4 took.
+		{"slots the whole instance took", 376.8, 1, false, 1, true},
+		{"rule off", 600, 1, true, 1, false},
+		{"whole GPUs cover it", 200, 1, false, 1, false},
+		{"no whole GPU free", 600, 0, false, 0, true},
+	} {
+		for _, solver := range []string{SolverExact, SolverHeuristic} {
+			t.Run(c.name+"/"+solver, func(t *testing.T) {
+				cols := flavorColumns(t)
+				for i := range cols {
+					if cols[i].Light {
+						cols[i].MaxAdditional = 3
+					} else {
+						cols[i].MaxAdditional = c.whole
+					}
+				}
+				p := testPolicy(func(p *Policy) { p.Solver = solver })
+				p.DisableLightOverflow = c.off
+				act := NewAutoscaler(p).Decide(Observation{Now: time.Unix(0, 0), ArrivalRate: c.w, Types: cols})
+				if act.Kind != ActionScaleOut {
+					t.Fatalf("%v (%s), want a scale-out", act.Kind, act.Reason)
+				}
+				whole, lightRPS := 0, 0.0
+				for i, d := range act.Delta {
+					if !cols[i].Light {
+						whole += d
+						continue
+					}
+					lightRPS += float64(d) * cols[i].ThroughputRPS
+					if most := 3 - c.whole; d > most {
+						t.Errorf("+%d %s: more than the %d slots the whole instances left (%s)", d, cols[i].GPUType, most, act.Reason)
+					}
+				}
+				if whole != c.wantWhole || (lightRPS > 0) != c.wantLight {
+					t.Fatalf("+%d whole, %.4g requests/s light (%s); want +%d whole, light %v", whole, lightRPS, act.Reason, c.wantWhole, c.wantLight)
+				}
+				need := c.w / p.SaturationThreshold
+				if c.wantLight && Capacity(cols, act.Delta) < need {
+					t.Errorf("capacity %.4g after %v < %.4g planned (%s)", Capacity(cols, act.Delta), act.Delta, need, act.Reason)
+				}
+				if c.wantLight && !strings.Contains(act.Reason, "light overflow") {
+					t.Errorf("reason %q does not name the light overflow", act.Reason)
+				}
+			})
+		}
+	}
+}

@@ -50,6 +50,10 @@ type Policy struct {
 	// removes what the solver computes on the current rate alone, as in
 	// HetSev 4.1. The zero value (false) keeps the rule.
 	DisableStabilizedScaleIn bool
+	// DisableLightOverflow turns the light overflow off (stage_plan.go,
+	// lightOverflow): a scale-out that whole GPUs cannot cover stays
+	// partial. The zero value (false) keeps the rule.
+	DisableLightOverflow bool
 	// DisableForecast turns rule 1 of burst.go (the launch-time forecast)
 	// off: the scale-out trigger and amount and the scale-in use the
 	// measured W, as in HetSev 4.1. The zero value (false) keeps the

@@ -23,6 +23,8 @@ import (
 //   - light flavors (flavor.go) are offered only while the planned
 //     capacity fits one instance of the largest of them, one each
 //     (lightOnlyWhileQuiet); row "whole GPUs only, no instance flavors";
+//   - what whole GPUs cannot cover goes to light instances on the GPUs
+//     that have room (lightOverflow); row "no light overflow";
 //   - a scale-in removes, of SolverHeuristic one instance of the most
 //     expensive type (ties: the lower throughput), of SolverExact the set
 //     that saves the most (the ILP restricted to X_i <= 0), keeping
@@ -114,8 +116,10 @@ func (a *Autoscaler) scaleOut(solver Solver, obs Observation, f forecast, act Ac
 		return act
 	}
 
-	obs, trigger = lightOnlyWhileQuiet(obs, f.w/p.SaturationThreshold, trigger)
-	amount := solver.ScaleOut(Request{Observation: withRate(obs, f.w), Policy: p, Reason: trigger})
+	offered, reason := lightOnlyWhileQuiet(obs, f.w/p.SaturationThreshold, trigger)
+	amount := solver.ScaleOut(Request{Observation: withRate(offered, f.w), Policy: p, Reason: reason})
+	amount = lightOverflow(solver, obs, offered, f.w, p, amount)
+	obs = offered
 	act.Reason = amount.Reason
 	if isZero(amount.Delta) {
 		return act
@@ -205,4 +209,74 @@ func lightOnlyWhileQuiet(obs Observation, need float64, reason string) (Observat
 	}
 	obs.Types = types
 	return obs, fmt.Sprintf("%s; light flavors not offered (%.4g requests/s planned > %.4g of the largest light instance)", reason, need, largest)
+}
+
+// lightOverflow completes a scale-out that lightOnlyWhileQuiet held to
+// whole GPUs (or to one light instance per flavor) and that left part of
+// the deficit uncovered because no free GPU fits more: the rest is planned
+// on the light columns of obs without that limit, on top of amount, and
+// the reason says so. A deficit left uncovered is requests lost for
+// certain until capacity frees up, while a light instance on a GPU in use
+// costs its share of a GPU that is billed anyway: in a full fleet a
+// service bursting from idle finds no empty GPU but room on many shared
+// ones. The light columns' slots that the whole instances just took (an
+// empty GPU counts a slot for each column of its type) are not offered
+// again. amount is returned as it is when it covers the deficit, when
+// lightOnlyWhileQuiet withheld nothing, when the policy turns the rule off
+// (Policy.DisableLightOverflow) or when the light columns add nothing.
+//
+// obs is the observation at the forecast rate w before
+// lightOnlyWhileQuiet, offered the one it returned.
+func lightOverflow(solver Solver, obs, offered Observation, w float64, p Policy, amount Amount) Amount {
+	if p.DisableLightOverflow {
+		return amount
+	}
+	pr, err := buildProblem(withRate(offered, w), p, ilp.ScaleOutOnly)
+	if err != nil || pr.Uncovered(amount.Delta) <= 0 {
+		return amount
+	}
+	if pr.MaxReplicas > 0 && totalRunning(offered.Types)+sum(amount.Delta) >= pr.MaxReplicas {
+		return amount
+	}
+	taken := map[string]int{} // whole instances added per GPU type
+	withheld := false
+	for i, t := range obs.Types {
+		if t.Light {
+			withheld = withheld || offered.Types[i].MaxAdditional < t.MaxAdditional
+		} else if i < len(amount.Delta) {
+			taken[t.GPUType] += amount.Delta[i]
+		}
+	}
+	if !withheld {
+		return amount
+	}
+	rest := obs
+	rest.Types = slices.Clone(obs.Types)
+	for i := range rest.Types {
+		t := &rest.Types[i]
+		added := 0
+		if i < len(amount.Delta) {
+			added = amount.Delta[i]
+		}
+		t.Running += added
+		if t.Light {
+			t.MaxAdditional = max(0, t.MaxAdditional-taken[lightColumnType(t.GPUType)])
+		} else {
+			t.MaxAdditional = max(0, t.MaxAdditional-added)
+		}
+	}
+	more := solver.ScaleOut(Request{Observation: withRate(rest, w), Policy: p, Reason: "light overflow"})
+	if isZero(more.Delta) {
+		return amount
+	}
+	delta := slices.Clone(amount.Delta)
+	if delta == nil {
+		delta = make([]int, len(obs.Types))
+	}
+	for i := range delta {
+		if i < len(more.Delta) {
+			delta[i] += more.Delta[i]
+		}
+	}
+	return Amount{Delta: delta, Reason: amount.Reason + "; " + more.Reason + " (whole GPUs cannot cover the deficit: light instances on GPUs with room)"}
 }

@@ -34,6 +34,10 @@ const (
 	// AblationNoStabilizedScaleIn sets Knobs.NoStabilizedScaleIn: a
 	// scale-in removes what the current rate allows at once.
 	AblationNoStabilizedScaleIn = "no-stabilized-scale-in"
+	// AblationNoLightOverflow sets Knobs.NoLightOverflow: a scale-out
+	// that whole GPUs cannot cover stays partial rather than overflowing
+	// onto light instances (pkg/heterogeneity stage_plan.go).
+	AblationNoLightOverflow = "no-light-overflow"
 	// AblationNoForecast sets Knobs.NoForecast: scale-outs on the
 	// measured arrival rate only.
 	AblationNoForecast = "no-forecast"
@@ -88,7 +92,7 @@ const (
 )
 
 // AblationVariants are the ablation's variants.
-var AblationVariants = []string{AblationBaseline, AblationHysteresis, AblationNoStabilizedScaleIn, AblationNoForecast, AblationNoCoolDown, AblationInterval15s, AblationForecastSpan60s, AblationSeasonalForecast, AblationModelThresholds, AblationReplacement, AblationConsolidation}
+var AblationVariants = []string{AblationBaseline, AblationHysteresis, AblationNoStabilizedScaleIn, AblationNoLightOverflow, AblationNoForecast, AblationNoCoolDown, AblationInterval15s, AblationForecastSpan60s, AblationSeasonalForecast, AblationModelThresholds, AblationReplacement, AblationConsolidation}
 
 // ablationVariants are AblationVariants for a baseline with or without
 // the seasonal forecast, model-derived thresholds, replacement,
@@ -141,6 +145,8 @@ func ablatedKnobs(k Knobs, variant string) (Knobs, error) {
 		k.ScaleInHysteresis = 0.1
 	case AblationNoStabilizedScaleIn:
 		k.NoStabilizedScaleIn = true
+	case AblationNoLightOverflow:
+		k.NoLightOverflow = true
 	case AblationNoForecast:
 		k.NoForecast = true
 	case AblationNoCoolDown:

@@ -140,11 +140,13 @@ type Knobs struct {
 	// forecast), NoStabilizedScaleIn sets Policy.DisableStabilizedScaleIn,
 	// and NoScaleInCoolDown sets Policy.ScaleInCoolDown to 0 with the
 	// stabilization window (Policy.ScaleInStabilization) kept at the
-	// cool-down's length, so that only the cool-down goes. ForecastSpan
+	// cool-down's length, so that only the cool-down goes.
+	// NoLightOverflow sets Policy.DisableLightOverflow. ForecastSpan
 	// sets Policy.ForecastSpan (0 keeps its default). The other policies
 	// ignore them.
 	NoForecast          bool
 	NoStabilizedScaleIn bool
+	NoLightOverflow     bool
 	NoScaleInCoolDown   bool
 	ForecastSpan        time.Duration
 	// SeasonalForecast sets Policy.SeasonalForecast on the hetsev
@@ -180,6 +182,9 @@ func (k Knobs) ablate(p *heterogeneity.Policy) {
 	}
 	if k.NoStabilizedScaleIn {
 		p.DisableStabilizedScaleIn = true
+	}
+	if k.NoLightOverflow {
+		p.DisableLightOverflow = true
 	}
 	if k.ForecastSpan != 0 {
 		p.ForecastSpan = k.ForecastSpan
