@@ -42,13 +42,21 @@ import (
 // multiple of it).
 //
 // The forecast. With a period P, the seasonal forecast for the decision
-// at now is, of the two periods before, the lower of the highest per-minute
-// W in the minutes of [now - jP, now - jP + O + I) (j = 1, 2; O: the
-// longest launch time of the GPU types that pass the SLO check, as in
-// rule 1; I: Policy.DecisionInterval, the time to the next decision): the
-// rate the service had at this phase, in the time a scale-out now or at
-// the next decision would serve, in both of its last two periods. The
-// lower of the two, so that a one-off burst is not repeated. The trigger
+// at now is, of the two periods before, the higher of the highest
+// per-minute W in the minutes of [now - jP, now - jP + O + I) (j = 1, 2;
+// O: the longest launch time of the GPU types that pass the SLO check, as
+// in rule 1; I: Policy.DecisionInterval, the time to the next decision):
+// the rate the service had at this phase, in the time a scale-out now or
+// at the next decision would serve, in either of its last two periods.
+// The higher of the two, because a timer's bursts differ in height from
+// one period to the next and the SLO counts the requests of the higher
+// ones: provisioning for the lower loses the first launch time of every
+// burst above it, while the capacity held for the higher costs only the
+// O + I before the phase (a burst that does not come is scaled in as
+// usual). A one-off burst does not make a period (the correlation over
+// the whole history decides that), so it is repeated only where the
+// service bursts on a schedule anyway (docs/evaluation.md has the
+// replays' figures for both). The trigger
 // and the amount of a scale-out use max(W_f, seasonal forecast), and so
 // does the scale-in: the forecast never lowers W_f and can only hold
 // capacity, never remove it.
@@ -273,14 +281,14 @@ func (h *seasonalHistory) seasonalForecastOf(obs Observation, p Policy) seasonal
 	}
 	s := seasonal{period: per.minutes, horizon: time.Duration(launch*float64(time.Second)) + p.DecisionInterval}
 	P := time.Duration(per.minutes) * time.Minute
-	w := math.Inf(1)
+	w := 0.0
 	for j := 1; j <= 2; j++ {
 		from := obs.Now.Add(-time.Duration(j) * P)
 		m, ok := h.peakIn(from, from.Add(max(s.horizon, time.Nanosecond)))
 		if !ok {
 			return seasonal{note: fmt.Sprintf("seasonal forecast: none, period %dm (correlation %.2f) but no observation at this phase %d period(s) ago", per.minutes, per.r, j)}
 		}
-		w = min(w, m)
+		w = max(w, m)
 	}
 	s.w = w
 	s.note = fmt.Sprintf("seasonal: period %dm (correlation %.2f), %.4g requests/s expected within %v", per.minutes, per.r, w, s.horizon)

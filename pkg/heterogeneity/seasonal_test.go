@@ -117,6 +117,30 @@ func TestSeasonalScaleOutBeforeScheduledBurst(t *testing.T) {
 	})
 }
 
+// TestSeasonalForecastsTheHigherOfTwoPeriods: a timer whose bursts differ
+// in height, 100 requests/s in minutes 10-12 and 200 in minutes 40-42
+// (scheduledBursts otherwise). Before the third burst (4,160 s, as in
+// TestSeasonalScaleOutBeforeScheduledBurst) the forecast is the higher of
+// the two periods before, 200 requests/s: +3 T4, not the +1 that 100
+// requests/s would call for.
+func TestSeasonalForecastsTheHigherOfTwoPeriods(t *testing.T) {
+	base := scheduledBursts()
+	rate := func(sec int) float64 {
+		if m := sec / 60; m >= 10 && m < 13 {
+			return 100
+		}
+		return base(sec)
+	}
+	d := decisionAt(t, replaySeasonal(exactPolicy(seasonalPolicy), rate, 4300), 4160)
+	if d.act.Kind != ActionScaleOut || !slices.Equal(d.act.Delta, []int{3}) {
+		t.Fatalf("at 4160 s (W %.1f, %d running): %v %v, want scale-out +3 T4 for 200 requests/s: %s",
+			d.w, d.running, d.act.Kind, d.act.Delta, d.act.Reason)
+	}
+	if !strings.Contains(d.act.Reason, "200 requests/s expected") {
+		t.Errorf("reason %q does not expect 200 requests/s", d.act.Reason)
+	}
+}
+
 // TestSeasonalShortHistory: with less than two periods of history there is
 // no seasonal forecast and the Reason says why: under 10 minutes, less
 // than two of the shortest candidate period (5 min); at 39 minutes, no
