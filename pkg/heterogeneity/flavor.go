@@ -130,15 +130,19 @@ func ColumnName(gpuType string, f float64, light bool) string {
 	if !light {
 		return gpuType
 	}
-	return gpuType + "-busy" + strconv.FormatFloat(f, 'f', -1, 64)
+	return gpuType + lightSuffix + strconv.FormatFloat(f, 'f', -1, 64)
 }
+
+// lightSuffix separates a light column's GPU type from its flavor in
+// ColumnName.
+const lightSuffix = "-busy"
 
 // lightColumnType is the GPU type of column name, the inverse of
 // ColumnName: name without its "-busy" + flavor suffix, or name itself
 // when it has none.
 func lightColumnType(name string) string {
-	if i := strings.LastIndex(name, "-busy"); i > 0 {
-		if _, err := strconv.ParseFloat(name[i+len("-busy"):], 64); err == nil {
+	if i := strings.LastIndex(name, lightSuffix); i > 0 {
+		if _, err := strconv.ParseFloat(name[i+len(lightSuffix):], 64); err == nil {
 			return name[:i]
 		}
 	}
